@@ -1,0 +1,59 @@
+"""turnfork's pure core: DSH session events, the JSONL codec, balance and the fork seed.
+
+Vendorable: relative imports only; no I/O, no clock, no randomness, no asyncio, no global
+mutable state. Every function and method is type-checked at run time by beartype.
+"""
+
+from beartype import BeartypeConf
+from beartype.claw import beartype_this_package
+
+beartype_this_package(conf=BeartypeConf(warning_cls_on_decorator_exception=None))
+
+from .codec import (  # noqa: E402
+    DecodeError,
+    decode_header_line,
+    decode_log,
+    decode_session,
+    encode_event,
+    encode_header_line,
+    encode_log,
+    encode_session,
+)
+from .events import *  # noqa: E402, F403
+from .events import __all__ as _events_all  # noqa: E402
+from .seed import PrefixView, completed_turn_cut, completed_turn_prefix  # noqa: E402
+from .trace import (  # noqa: E402
+    EMPTY_TRACE,
+    TOOL_NOT_STARTED,
+    PendingCall,
+    SurfaceNode,
+    Trace,
+    Violation,
+    advance,
+    check_balance,
+    trace_log,
+)
+
+__all__ = [
+    *_events_all,
+    "DecodeError",
+    "decode_log",
+    "decode_session",
+    "decode_header_line",
+    "encode_event",
+    "encode_log",
+    "encode_session",
+    "encode_header_line",
+    "PrefixView",
+    "completed_turn_cut",
+    "completed_turn_prefix",
+    "EMPTY_TRACE",
+    "TOOL_NOT_STARTED",
+    "PendingCall",
+    "SurfaceNode",
+    "Trace",
+    "Violation",
+    "advance",
+    "check_balance",
+    "trace_log",
+]

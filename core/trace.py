@@ -1,0 +1,519 @@
+"""Balance: the relational rules of a session log, folded one event at a time.
+
+Rules checked (wire-format §1.1, §3.1, §6.1, §6.3, plus our stricter pairing rule):
+
+* ``seq == index`` from 0.
+* Turns: ``turn/start`` only between turns, numbered ``next_turn`` (from 1, +1 per ``turn/end``);
+  ``turn/end`` names the open turn and no step is open.
+* Steps: ``step/start`` inside the open turn, numbered from 1; ``step/end`` names the open step.
+* ``assistant/chunk``, ``assistant/message``, ``tool/call`` and appended ``tool/result`` name
+  the open step; ``request/header``, ``request/context`` and ``todo/write`` sit inside a turn.
+* Pairing: within a step every ``tool/call`` and every ``tool-call`` block of an
+  ``assistant/message`` gets exactly one ``tool/result`` before ``step/end``; a result needs a
+  ``tool/call`` in the same step, except DSH's ``TOOL_NOT_STARTED`` repair result.
+* Surface: ``sourceEventSeqs`` are distinct earlier seqs (non-empty except on
+  ``assistant/message``); a ``replace`` names a valid surface range and cites every seq it
+  shadows; a ``tool/result`` replacement rewrites only the content of one ``tool/result``.
+* Message shapes: assistant messages come from a model with provider and model; a tool-result
+  message holds exactly one ``tool-result`` block for its own call.
+
+A :class:`Trace` is immutable and shares structure with its predecessor, so ``advance`` is O(1)
+and a trace can be kept as a snapshot (a fork child starts from its parent's snapshot at the
+cut without replaying the seed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+from msgspec import UnsetType
+from returns.result import Failure, Result, Success
+
+from ._checking import unchecked
+from .events import (
+    AssistantChunkEvent,
+    AssistantMessageEvent,
+    Event,
+    OpaqueEvent,
+    RequestHeaderEvent,
+    StepEndEvent,
+    StepStartEvent,
+    SurfaceReplace,
+    ToolCallBlock,
+    ToolCallEvent,
+    ToolErrorInfo,
+    ToolResultBlock,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    UserMessageEvent,
+)
+
+__all__ = [
+    "PendingCall",
+    "SurfaceNode",
+    "Trace",
+    "Violation",
+    "EMPTY_TRACE",
+    "advance",
+    "trace_log",
+    "check_balance",
+    "TOOL_NOT_STARTED",
+]
+
+TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
+_INSIDE_TURN_TYPES = frozenset({"request/context", "todo/write"})
+
+
+class Violation(msgspec.Struct, frozen=True, kw_only=True):
+    """A broken rule: the seq (position) where it broke, a rule code, and a sentence."""
+
+    seq: int
+    rule: str
+    problem: str
+
+    @property
+    def message(self) -> str:
+        return f"seq {self.seq}: {self.problem}"
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class PendingCall(msgspec.Struct, frozen=True, kw_only=True):
+    """A call of the open step still waiting for its ``tool/result``."""
+
+    call_id: str
+    name: str
+    arguments: str
+    step: int
+    #: Seq of its ``tool/call``; ``None`` while only the assistant message announced it.
+    call_seq: int | None = None
+
+
+class SurfaceNode(msgspec.Struct, frozen=True, gc=False, eq=False):
+    """One node of the model-visible surface, as a persistent linked list (tail first)."""
+
+    seq: int
+    event: Event
+    previous: SurfaceNode | None
+
+    def __repr__(self) -> str:
+        return f"SurfaceNode(seq={self.seq})"
+
+
+class Trace(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a log stands after the events folded so far."""
+
+    #: Events folded so far; the next event's seq.
+    length: int = 0
+    open_turn: int | None = None
+    open_step: int | None = None
+    next_turn: int = 1
+    next_step: int = 1
+    pending_calls: tuple[PendingCall, ...] = ()
+    #: Call ids already answered in the open step.
+    answered_calls: tuple[str, ...] = ()
+    #: Index just past the last ``turn/end``: the length of the completed-turn prefix.
+    completed_prefix_length: int = 0
+    #: Seq of the open turn's ``turn/start``.
+    open_turn_seq: int | None = None
+    #: ``time`` of the last event folded (closers stamp their events with it by default).
+    last_time: int = 0
+    surface: SurfaceNode | None = None
+    surface_size: int = 0
+
+    def __repr__(self) -> str:
+        return (f"Trace(length={self.length}, open_turn={self.open_turn}, "
+                f"open_step={self.open_step}, next_turn={self.next_turn}, "
+                f"next_step={self.next_step}, pending_calls={self.pending_calls!r}, "
+                f"completed_prefix_length={self.completed_prefix_length})")
+
+    @property
+    def is_closed(self) -> bool:
+        """No open turn, no open step, no pending call."""
+        return self.open_turn is None and self.open_step is None and not self.pending_calls
+
+
+EMPTY_TRACE = Trace()
+
+
+@unchecked
+class _Tracer:
+    """Mutable working copy of a Trace for folding many events fast; never escapes."""
+
+    __slots__ = ("answered", "completed", "length", "last_time", "next_step", "next_turn",
+                 "open_step", "open_turn", "open_turn_seq", "pending", "surface",
+                 "surface_size")
+
+    def __init__(self, trace: Trace) -> None:
+        self.length = trace.length
+        self.open_turn = trace.open_turn
+        self.open_step = trace.open_step
+        self.next_turn = trace.next_turn
+        self.next_step = trace.next_step
+        self.pending = {call.call_id: call for call in trace.pending_calls}
+        self.answered = list(trace.answered_calls)
+        self.completed = trace.completed_prefix_length
+        self.open_turn_seq = trace.open_turn_seq
+        self.last_time = trace.last_time
+        self.surface = trace.surface
+        self.surface_size = trace.surface_size
+
+    def snapshot(self) -> Trace:
+        return Trace(
+            length=self.length, open_turn=self.open_turn, open_step=self.open_step,
+            next_turn=self.next_turn, next_step=self.next_step,
+            pending_calls=tuple(self.pending.values()), answered_calls=tuple(self.answered),
+            completed_prefix_length=self.completed, open_turn_seq=self.open_turn_seq,
+            last_time=self.last_time, surface=self.surface, surface_size=self.surface_size)
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _where(self) -> str:
+        if self.open_step is not None:
+            return f"turn {self.open_turn} step {self.open_step}"
+        if self.open_turn is not None:
+            return f"turn {self.open_turn} (no step open)"
+        return "between turns (no turn open)"
+
+    def _in_step(self, seq: int, kind: str, turn: int, step: int) -> Violation | None:
+        if turn == self.open_turn and step == self.open_step:
+            return None
+        return Violation(seq=seq, rule="enclosure",
+                         problem=f"{kind} for turn {turn} step {step} is outside the open step; "
+                                 f"the log is {self._where()}")
+
+    # -- the fold ----------------------------------------------------------------------
+
+    def feed(self, event: Event) -> Violation | None:
+        seq = self.length
+        if event.seq != seq:
+            return Violation(seq=seq, rule="seq",
+                             problem=f"event at position {seq} has seq {event.seq}; "
+                                     "seq must equal the event's position, counting from 0")
+        problem = self._fold(event, seq)
+        if problem is None:
+            self.length = seq + 1
+            self.last_time = event.time
+        return problem
+
+    def _fold(self, event: Event, seq: int) -> Violation | None:
+        # Ordered by how often each type occurs in real logs: chunks dominate.
+        if isinstance(event, AssistantChunkEvent):
+            return self._in_step(seq, "assistant/chunk", event.data.turn, event.data.step)
+        if isinstance(event, TurnStartEvent):
+            return self._turn_start(event, seq)
+        if isinstance(event, TurnEndEvent):
+            return self._turn_end(event, seq)
+        if isinstance(event, StepStartEvent):
+            return self._step_start(event, seq)
+        if isinstance(event, StepEndEvent):
+            return self._step_end(event, seq)
+        if isinstance(event, AssistantMessageEvent):
+            return self._assistant_message(event, seq)
+        if isinstance(event, ToolCallEvent):
+            return self._tool_call(event, seq)
+        if isinstance(event, ToolResultEvent):
+            return self._tool_result(event, seq)
+        if isinstance(event, UserMessageEvent):
+            return self._surface(event, seq)
+        kind = event.type if isinstance(event, OpaqueEvent) else None
+        if isinstance(event, RequestHeaderEvent):
+            kind = "request/header"
+        if self.open_turn is None and (kind == "request/header" or kind in _INSIDE_TURN_TYPES):
+            return Violation(seq=seq, rule="enclosure",
+                             problem=f"{kind} must be inside a turn, but no turn is open")
+        return None
+
+    def _turn_start(self, event: TurnStartEvent, seq: int) -> Violation | None:
+        turn = event.data.turn
+        if self.open_turn is not None:
+            return Violation(seq=seq, rule="turn",
+                             problem=f"turn/start for turn {turn} while turn {self.open_turn} "
+                                     "is still open")
+        if turn != self.next_turn:
+            return Violation(seq=seq, rule="turn",
+                             problem=f"turn/start for turn {turn}, expected turn "
+                                     f"{self.next_turn}")
+        self.open_turn = turn
+        self.open_turn_seq = seq
+        self.next_step = 1
+        self.pending = {}
+        self.answered = []
+        return None
+
+    def _turn_end(self, event: TurnEndEvent, seq: int) -> Violation | None:
+        turn = event.data.turn
+        if self.open_turn is None:
+            return Violation(seq=seq, rule="turn",
+                             problem=f"turn/end for turn {turn} but no turn is open")
+        if turn != self.open_turn:
+            return Violation(seq=seq, rule="turn",
+                             problem=f"turn/end for turn {turn} but turn {self.open_turn} is open")
+        if self.open_step is not None:
+            return Violation(seq=seq, rule="step",
+                             problem=f"turn/end for turn {turn} while step {self.open_step} "
+                                     "is still open")
+        self.open_turn = None
+        self.open_turn_seq = None
+        self.next_turn = turn + 1
+        self.completed = seq + 1
+        return None
+
+    def _step_start(self, event: StepStartEvent, seq: int) -> Violation | None:
+        turn, step = event.data.turn, event.data.step
+        if turn != self.open_turn:
+            return Violation(seq=seq, rule="enclosure",
+                             problem=f"step/start for turn {turn} step {step} outside turn "
+                                     f"{turn}; the log is {self._where()}")
+        if self.open_step is not None:
+            return Violation(seq=seq, rule="step",
+                             problem=f"step/start for turn {turn} step {step} while step "
+                                     f"{self.open_step} is still open")
+        if step != self.next_step:
+            return Violation(seq=seq, rule="step",
+                             problem=f"step/start for turn {turn} step {step}, expected step "
+                                     f"{self.next_step}")
+        self.open_step = step
+        return None
+
+    def _step_end(self, event: StepEndEvent, seq: int) -> Violation | None:
+        turn, step = event.data.turn, event.data.step
+        if turn != self.open_turn or step != self.open_step:
+            return Violation(seq=seq, rule="step",
+                             problem=f"step/end for turn {turn} step {step} but the log is "
+                                     f"{self._where()}")
+        if self.pending:
+            waiting = ", ".join(self.pending)
+            return Violation(seq=seq, rule="pairing",
+                             problem=f"step/end for turn {turn} step {step} while {waiting} "
+                                     "still has no tool/result")
+        self.open_step = None
+        self.next_step = step + 1
+        self.answered = []
+        return None
+
+    def _assistant_message(self, event: AssistantMessageEvent, seq: int) -> Violation | None:
+        data = event.data
+        problem = self._in_step(seq, "assistant/message", data.turn, data.step)
+        if problem is not None:
+            return problem
+        source = data.message.source
+        if source.kind != "model" or not source.provider or not source.model:
+            return Violation(seq=seq, rule="shape",
+                             problem="assistant/message source must be "
+                                     '{"kind":"model"} with a provider and a model')
+        problem = self._surface(event, seq)
+        if problem is not None:
+            return problem
+        for block in data.message.content:
+            if isinstance(block, ToolCallBlock):
+                if block.id in self.pending or block.id in self.answered:
+                    return Violation(seq=seq, rule="pairing",
+                                     problem=f"assistant/message repeats tool call {block.id} "
+                                             f"in turn {data.turn} step {data.step}")
+                self.pending[block.id] = PendingCall(call_id=block.id, name=block.name,
+                                                     arguments=block.arguments, step=data.step)
+        return None
+
+    def _tool_call(self, event: ToolCallEvent, seq: int) -> Violation | None:
+        data = event.data
+        problem = self._in_step(seq, "tool/call", data.turn, data.step)
+        if problem is not None:
+            return problem
+        known = self.pending.get(data.call_id)
+        if (known is not None and known.call_seq is not None) or data.call_id in self.answered:
+            return Violation(seq=seq, rule="pairing",
+                             problem=f"tool/call {data.call_id} was already started in turn "
+                                     f"{data.turn} step {data.step}")
+        self.pending[data.call_id] = PendingCall(call_id=data.call_id, name=data.name,
+                                                 arguments=data.arguments, step=data.step,
+                                                 call_seq=seq)
+        return None
+
+    def _tool_result(self, event: ToolResultEvent, seq: int) -> Violation | None:
+        data = event.data
+        message = data.message
+        call_id = message.source.call_id
+        blocks = message.content
+        if (message.source.kind != "tool" or not isinstance(call_id, str) or not call_id
+                or len(blocks) != 1 or not isinstance(blocks[0], ToolResultBlock)
+                or blocks[0].tool_call_id != call_id):
+            return Violation(seq=seq, rule="shape",
+                             problem="tool/result message must come from "
+                                     '{"kind":"tool","callId":…} and hold exactly one '
+                                     "tool-result block for that call")
+        if isinstance(event.surface_op, SurfaceReplace):
+            if self.open_turn is None:
+                return Violation(seq=seq, rule="enclosure",
+                                 problem="tool/result replacement outside a turn")
+            return self._surface(event, seq)
+        problem = self._in_step(seq, f"tool/result for {call_id}", data.turn, data.step)
+        if problem is not None:
+            return problem
+        repair = (blocks[0].is_error is True and isinstance(data.error, ToolErrorInfo)
+                  and data.error.code == TOOL_NOT_STARTED)
+        pending = self.pending.get(call_id)
+        if call_id in self.answered:
+            return Violation(seq=seq, rule="pairing",
+                             problem=f"second tool/result for {call_id} in turn {data.turn} "
+                                     f"step {data.step}")
+        if (pending is None or pending.call_seq is None) and not repair:
+            return Violation(seq=seq, rule="pairing",
+                             problem=f"tool/result for {call_id} has no tool/call in turn "
+                                     f"{data.turn} step {data.step}")
+        problem = self._surface(event, seq)
+        if problem is not None:
+            return problem
+        self.pending.pop(call_id, None)
+        self.answered.append(call_id)
+        return None
+
+    def _surface(self, event: UserMessageEvent | AssistantMessageEvent | ToolResultEvent,
+                 seq: int) -> Violation | None:
+        cited = event.source_event_seqs
+        cited_set: frozenset[int] = frozenset()
+        if not isinstance(cited, UnsetType):
+            cited_set = frozenset(cited)
+            if len(cited_set) != len(cited):
+                return Violation(seq=seq, rule="surface",
+                                 problem="sourceEventSeqs lists a seq twice")
+            if cited and max(cited) >= seq:
+                return Violation(seq=seq, rule="surface",
+                                 problem=f"sourceEventSeqs cites seq {max(cited)}, which is not "
+                                         "earlier than this event")
+            if not cited and not isinstance(event, AssistantMessageEvent):
+                return Violation(seq=seq, rule="surface",
+                                 problem="sourceEventSeqs is empty (only an assistant/message "
+                                         "may cite nothing)")
+        op = event.surface_op
+        if not isinstance(op, SurfaceReplace):
+            self.surface = SurfaceNode(seq, event, self.surface)
+            self.surface_size += 1
+            return None
+        return self._replace(event, op, cited_set, seq)
+
+    def _replace(self, event: UserMessageEvent | AssistantMessageEvent | ToolResultEvent,
+                 op: SurfaceReplace, cited: frozenset[int], seq: int) -> Violation | None:
+        after_end: list[SurfaceNode] = []  # nodes after E, tail first
+        shadowed: list[SurfaceNode] = []
+        node = self.surface
+        while node is not None and node.seq != op.end:
+            if node.seq == op.start:
+                return Violation(seq=seq, rule="surface",
+                                 problem=f"surface replace {op.start}..{op.end}: start comes "
+                                         "after end on the surface")
+            after_end.append(node)
+            node = node.previous
+        if node is None:
+            return Violation(seq=seq, rule="surface",
+                             problem=f"surface replace names seq {op.end}, which is not on "
+                                     "the surface")
+        while node is not None and node.seq != op.start:
+            shadowed.append(node)
+            node = node.previous
+        if node is None:
+            return Violation(seq=seq, rule="surface",
+                             problem=f"surface replace names seq {op.start}, which is not on "
+                                     "the surface")
+        shadowed.append(node)
+        missing = sorted(n.seq for n in shadowed if n.seq not in cited)
+        if missing:
+            return Violation(seq=seq, rule="surface",
+                             problem=f"surface replace shadows seq {missing[0]} without citing "
+                                     "it in sourceEventSeqs")
+        if isinstance(event, ToolResultEvent):
+            problem = _tool_result_rewrite_problem(event, shadowed)
+            if problem is not None:
+                return Violation(seq=seq, rule="surface", problem=problem)
+        rebuilt: SurfaceNode | None = SurfaceNode(seq, event, node.previous)
+        for later in reversed(after_end):
+            rebuilt = SurfaceNode(later.seq, later.event, rebuilt)
+        self.surface = rebuilt
+        self.surface_size += 1 - len(shadowed)
+        return None
+
+
+def _tool_result_rewrite_problem(event: ToolResultEvent, shadowed: list[SurfaceNode],
+                                 ) -> str | None:
+    if len(shadowed) != 1 or not isinstance(shadowed[0].event, ToolResultEvent):
+        return "a tool/result replacement must shadow exactly one tool/result"
+    old = shadowed[0].event
+    if _without_result_content(old) != _without_result_content(event):
+        return "a tool/result replacement may rewrite only the result content"
+    return None
+
+
+def _without_result_content(event: ToolResultEvent) -> tuple[object, ...]:
+    data = event.data
+    block = data.message.content[0]
+    assert isinstance(block, ToolResultBlock)
+    return (data.turn, data.step, data.message.id, data.message.source, block.tool_call_id,
+            block.is_error, data.error, _raw_bytes(data.meta))
+
+
+def _raw_bytes(value: object) -> object:
+    return bytes(value) if isinstance(value, msgspec.Raw) else value
+
+
+def advance(trace: Trace, event: Event) -> Result[Trace, Violation]:
+    """Fold one more event into a trace, in O(1).
+
+    >>> from core.events import TurnStartData
+    >>> advance(EMPTY_TRACE, TurnStartEvent(seq=0, time=0, data=TurnStartData(turn=1))
+    ...         ).unwrap().open_turn
+    1
+    >>> print(advance(EMPTY_TRACE, TurnStartEvent(seq=0, time=0, data=TurnStartData(turn=2))
+    ...               ).failure())
+    seq 0: turn/start for turn 2, expected turn 1
+    """
+    tracer = _Tracer(trace)
+    problem = tracer.feed(event)
+    if problem is not None:
+        return Failure(problem)
+    return Success(tracer.snapshot())
+
+
+def trace_log(events: Iterable[Event], start: Trace = EMPTY_TRACE) -> Result[Trace, Violation]:
+    """Fold the rules over a log that may still be in flight.
+
+    Args:
+        events: the log (or, with ``start``, the events that follow the traced part).
+        start: the trace of the events before these ones; empty by default.
+
+    Returns:
+        ``Success(trace)`` or the first ``Violation``.
+    """
+    tracer = _Tracer(start)
+    feed = tracer.feed
+    for event in events:
+        problem = feed(event)
+        if problem is not None:
+            return Failure(problem)
+    return Success(tracer.snapshot())
+
+
+def check_balance(events: Iterable[Event], start: Trace = EMPTY_TRACE,
+                  ) -> Result[Trace, Violation]:
+    """``trace_log`` plus: the log is closed (no open turn, no open step, no pending call)."""
+    return trace_log(events, start).bind(_closed)
+
+
+def _closed(trace: Trace) -> Result[Trace, Violation]:
+    at = trace.length
+    if trace.pending_calls:
+        call = trace.pending_calls[0]
+        return Failure(Violation(seq=at, rule="open",
+                                 problem=f"the log ends while {call.call_id} in turn "
+                                         f"{trace.open_turn} step {call.step} has no "
+                                         "tool/result"))
+    if trace.open_step is not None:
+        return Failure(Violation(seq=at, rule="open",
+                                 problem=f"the log ends inside turn {trace.open_turn} step "
+                                         f"{trace.open_step}"))
+    if trace.open_turn is not None:
+        return Failure(Violation(seq=at, rule="open",
+                                 problem=f"the log ends inside turn {trace.open_turn}"))
+    return Success(trace)
