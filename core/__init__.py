@@ -21,6 +21,7 @@ from .codec import (  # noqa: E402
 )
 from .events import *  # noqa: E402, F403
 from .events import __all__ as _events_all  # noqa: E402
+from .history import Message, model_history  # noqa: E402
 from .seed import PrefixView, completed_turn_cut, completed_turn_prefix  # noqa: E402
 from .trace import (  # noqa: E402
     EMPTY_TRACE,
@@ -44,6 +45,8 @@ __all__ = [
     "encode_log",
     "encode_session",
     "encode_header_line",
+    "Message",
+    "model_history",
     "PrefixView",
     "completed_turn_cut",
     "completed_turn_prefix",
