@@ -9,6 +9,14 @@ from beartype.claw import beartype_this_package
 
 beartype_this_package(conf=BeartypeConf(warning_cls_on_decorator_exception=None))
 
+from .closers import (  # noqa: E402
+    ABORTED_BEFORE_DISPATCH_TEXT,
+    ABORTED_TEXT,
+    TOOL_NOT_STARTED_TEXT,
+    TOOL_OUTCOME_UNKNOWN_TEXT,
+    close_open_turn,
+    tool_result_event,
+)
 from .codec import (  # noqa: E402
     DecodeError,
     decode_header_line,
@@ -37,6 +45,12 @@ from .trace import (  # noqa: E402
 
 __all__ = [
     *_events_all,
+    "ABORTED_BEFORE_DISPATCH_TEXT",
+    "ABORTED_TEXT",
+    "TOOL_NOT_STARTED_TEXT",
+    "TOOL_OUTCOME_UNKNOWN_TEXT",
+    "close_open_turn",
+    "tool_result_event",
     "DecodeError",
     "decode_log",
     "decode_session",
