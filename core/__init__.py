@@ -7,8 +7,15 @@ mutable state. Every function and method is type-checked at run time by beartype
 from beartype import BeartypeConf
 from beartype.claw import beartype_this_package
 
-beartype_this_package(conf=BeartypeConf(warning_cls_on_decorator_exception=None))
+beartype_this_package(conf=BeartypeConf(
+    warning_cls_on_decorator_exception=None,
+    # Checks calls, not annotated assignments: module-level `X: TypeAlias = ...` aliases are
+    # not values to check, and per-assignment checks would tax the per-event loops.
+    claw_is_pep526=False,
+))
 
+from .child_plan import *  # noqa: E402, F403
+from .child_plan import __all__ as _child_plan_all  # noqa: E402
 from .closers import (  # noqa: E402
     ABORTED_BEFORE_DISPATCH_TEXT,
     ABORTED_TEXT,
@@ -27,10 +34,22 @@ from .codec import (  # noqa: E402
     encode_log,
     encode_session,
 )
+from .delegation import *  # noqa: E402, F403
+from .delegation import __all__ as _delegation_all  # noqa: E402
+from .depth import *  # noqa: E402, F403
+from .depth import __all__ as _depth_all  # noqa: E402
 from .events import *  # noqa: E402, F403
 from .events import __all__ as _events_all  # noqa: E402
 from .history import Message, model_history  # noqa: E402
+from .render import *  # noqa: E402, F403
+from .render import __all__ as _render_all  # noqa: E402
+from .results import *  # noqa: E402, F403
+from .results import __all__ as _results_all  # noqa: E402
+from .schema_subset import *  # noqa: E402, F403
+from .schema_subset import __all__ as _schema_subset_all  # noqa: E402
 from .seed import PrefixView, completed_turn_cut, completed_turn_prefix  # noqa: E402
+from .structured import *  # noqa: E402, F403
+from .structured import __all__ as _structured_all  # noqa: E402
 from .trace import (  # noqa: E402
     EMPTY_TRACE,
     TOOL_NOT_STARTED,
@@ -45,6 +64,13 @@ from .trace import (  # noqa: E402
 
 __all__ = [
     *_events_all,
+    *_depth_all,
+    *_delegation_all,
+    *_child_plan_all,
+    *_results_all,
+    *_render_all,
+    *_structured_all,
+    *_schema_subset_all,
     "ABORTED_BEFORE_DISPATCH_TEXT",
     "ABORTED_TEXT",
     "TOOL_NOT_STARTED_TEXT",

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from msgspec import UNSET
+
 from .events import (
     Event,
     MessageSource,
@@ -75,7 +77,7 @@ def tool_result_event(*, seq: int, time: int, turn: int, step: int, call_id: str
         id=message_id,
     )
     data = ToolResultData(turn=turn, step=step, message=message,
-                          **({} if error is None else {"error": error}))
+                          error=UNSET if error is None else error)
     if call_seq is None:
         return ToolResultEvent(seq=seq, time=time, data=data, surface_op="append")
     return ToolResultEvent(seq=seq, time=time, data=data, source_event_seqs=(call_seq,),

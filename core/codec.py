@@ -18,6 +18,8 @@ Structural checks only: ``seq == index`` and turn/step balance are the trace's b
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, TypeAlias
@@ -31,6 +33,7 @@ from .events import (
     KNOWN_EVENT_TYPES,
     MAX_SAFE_INTEGER,
     SESSION_FORMAT_VERSION,
+    TYPED_EVENT_CLASSES,
     AssistantChunkData,
     AssistantChunkEvent,
     Event,
@@ -42,7 +45,6 @@ from .events import (
     SessionHeader,
     TextDelta,
     ToolCallDelta,
-    TYPED_EVENT_CLASSES,
     TypedEvent,
     dec_hook,
     enc_hook,
@@ -173,6 +175,12 @@ _NEGATIVE_ZERO = re.compile(rb"(?<![0-9.eE+-])-0(?:\.0*)?(?:[eE][+-]?[0-9]+)?(?!
 # them is a fast over-approximation of _NEGATIVE_ZERO (it also fires inside strings and on
 # -0.5); only its hits need the exact check.
 _NUMBER_STARTS = frozenset(b":,[ \t\r\n")
+# An integer beyond the safe range has 16 or more digits. With every digit mapped to "0",
+# finding 16 zeros in a row is a fast over-approximation (it also fires on such runs inside
+# strings); only its hits need the exact check, which also covers the payloads kept as Raw
+# inside typed events (meta, replayState, tool schemas, message-source extras).
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_SIXTEEN_DIGITS = b"0" * 16
 
 
 @unchecked
@@ -183,6 +191,11 @@ def _may_hold_negative_zero(data: bytes) -> bool:
             return True
         at = data.find(b"-0", at + 2)
     return False
+
+
+@unchecked
+def _may_hold_unsafe_integer(data: bytes) -> bool:
+    return data.translate(_DIGITS_AS_ZERO).find(_SIXTEEN_DIGITS) != -1
 
 
 @unchecked
@@ -203,13 +216,24 @@ def _lossless_problem(value: Any) -> str | None:
             if abs(item) > MAX_SAFE_INTEGER:
                 return f"integer {item} is beyond the safe-integer range"
         elif isinstance(item, float):
-            if item != item or item in (float("inf"), float("-inf")):
+            if not math.isfinite(item):
                 return "number is not finite"
         elif isinstance(item, dict):
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
     return None
+
+
+def _lossless_line_problem(json_text: bytes | Raw) -> str | None:
+    """Why a JSON text could not be held exactly by DSH's JavaScript, if it can't."""
+    try:
+        value = _ANY_DECODER.decode(json_text)
+    except msgspec.ValidationError:
+        return "number is out of the double range (not finite)"
+    except msgspec.DecodeError:
+        return None  # malformed JSON: the record decoder names the problem
+    return _lossless_problem(value)
 
 
 def _clean(problem: str) -> str:
@@ -308,7 +332,7 @@ def _decode_untyped(line: bytes, line_no: int, typed_error: Exception) -> Event 
         opaque = _OPAQUE_DECODER.decode(line)
     except msgspec.DecodeError as exc:
         return DecodeError(line=line_no, problem=_clean(str(exc)), seq=seq, event_type=kind)
-    problem = _lossless_problem(_ANY_DECODER.decode(opaque.data))
+    problem = _lossless_line_problem(opaque.data)
     if problem is not None:
         return DecodeError(line=line_no, problem=problem, seq=seq, event_type=kind)
     return OpaqueEvent(type=opaque.type, seq=opaque.seq, time=opaque.time,
@@ -337,6 +361,13 @@ def _decode_lines(lines: Sequence[bytes], first_line_no: int, projected: bool,
             return Failure(DecodeError(
                 line=line_no, problem="-0 is not lossless JSON (DSH refuses negative zero)",
                 seq=_int_or_none(peek.seq), event_type=_str_or_none(peek.type)))
+        if _may_hold_unsafe_integer(line):
+            lossy = _lossless_line_problem(line)
+            if lossy is not None:
+                peek = _peek(line)
+                return Failure(DecodeError(
+                    line=line_no, problem=lossy, event_type=_str_or_none(peek.type),
+                    seq=_int_or_none(peek.seq if peek.seq is not None else peek.seq0)))
         decoded = _decode_record(line, line_no)
         if isinstance(decoded, DecodeError):
             return Failure(decoded)
@@ -374,7 +405,8 @@ def decode_log(data: bytes, *, projected: bool = False) -> Result[tuple[Event, .
     >>> print(decode_log(b'{"type":"turn/start","seq":0,"time":5,"data":{}}').failure())
     line 1 (seq 0, turn/start): Object missing required field `turn` - at `data`
     """
-    if not projected and not _may_hold_negative_zero(data):
+    if (not projected and not _may_hold_negative_zero(data)
+            and not _may_hold_unsafe_integer(data)):
         fast = _decode_all_typed(data)
         if fast is not None:
             return Success(fast)
@@ -486,7 +518,7 @@ def _packed_row(run: Sequence[AssistantChunkEvent]) -> bytes:
     assert key is not None
     data: dict[str, Any] = {"turn": first.data.turn, "step": first.data.step,
                             "index": key[3],
-                            "dt": [b.time - a.time for a, b in zip(run, run[1:], strict=False)]}
+                            "dt": [b.time - a.time for a, b in itertools.pairwise(run)]}
     chunks = [event.data.chunk for event in run]
     if key[0] == "tool-call-chunks":
         data["id"] = key[4]

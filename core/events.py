@@ -228,12 +228,12 @@ class MessageSource:
     """
 
     __slots__ = ("_hash", "items")
-    items: tuple[tuple[str, str | int | float | bool | None | Raw], ...]
+    items: tuple[tuple[str, str | int | float | bool | Raw | None], ...]
 
     def __init__(self, kind: str, **fields: str | Raw) -> None:
         if not kind:
             raise ValueError("a message source needs a non-empty kind")
-        items: list[tuple[str, str | int | float | bool | None | Raw]] = [("kind", kind)]
+        items: list[tuple[str, str | int | float | bool | Raw | None]] = [("kind", kind)]
         for name, value in fields.items():
             if name not in _SOURCE_KEYS:
                 raise TypeError(f"unknown message source field {name!r}")
@@ -259,7 +259,7 @@ class MessageSource:
     def to_wire(self) -> dict[str, object]:
         return dict(self.items)
 
-    def get(self, key: str) -> str | int | float | bool | None | Raw:
+    def get(self, key: str) -> str | int | float | bool | Raw | None:
         """The value of a wire key (camelCase), or ``None``."""
         for name, value in self.items:
             if name == key:

@@ -28,6 +28,8 @@ class PrefixView(Sequence[Event]):
     """
 
     __slots__ = ("_length", "_source")
+    _source: Sequence[Event]
+    _length: int
 
     def __init__(self, source: Sequence[Event], length: int) -> None:
         if not 0 <= length <= len(source):

@@ -143,9 +143,20 @@ EMPTY_TRACE = Trace()
 class _Tracer:
     """Mutable working copy of a Trace for folding many events fast; never escapes."""
 
-    __slots__ = ("answered", "completed", "length", "last_time", "next_step", "next_turn",
-                 "open_step", "open_turn", "open_turn_seq", "pending", "surface",
-                 "surface_size")
+    __slots__ = (
+        "answered",
+        "completed",
+        "last_time",
+        "length",
+        "next_step",
+        "next_turn",
+        "open_step",
+        "open_turn",
+        "open_turn_seq",
+        "pending",
+        "surface",
+        "surface_size",
+    )
 
     def __init__(self, trace: Trace) -> None:
         self.length = trace.length
@@ -402,9 +413,14 @@ class _Tracer:
         node = self.surface
         while node is not None and node.seq != op.end:
             if node.seq == op.start:
-                return Violation(seq=seq, rule="surface",
-                                 problem=f"surface replace {op.start}..{op.end}: start comes "
-                                         "after end on the surface")
+                # Start before end from the tail: either end lies earlier, or it is absent.
+                earlier = node.previous
+                while earlier is not None and earlier.seq != op.end:
+                    earlier = earlier.previous
+                sentence = (f"surface replace {op.start}..{op.end}: start comes after end on "
+                            "the surface" if earlier is not None else
+                            f"surface replace names seq {op.end}, which is not on the surface")
+                return Violation(seq=seq, rule="surface", problem=sentence)
             after_end.append(node)
             node = node.previous
         if node is None:

@@ -1,0 +1,1 @@
+"""turnfork's benchmark suite (not part of the product; see BENCHMARKS.md)."""

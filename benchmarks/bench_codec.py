@@ -1,0 +1,132 @@
+"""Decode + trace of a K-turn parent log (JSONL bytes) against the baselines a user would pick.
+
+Contenders, interleaved in one run, each given the same bytes:
+
+* ours: ``core.decode_log(data)`` then ``core.trace_log(events)`` (beartype checks on, as always);
+* pydantic: baseline A (:mod:`benchmarks.baseline_pydantic`), models validated line by line plus
+  the same rules checked in Python;
+* json+dicts: baseline B (:mod:`benchmarks.baseline_dicts`), ``json.loads`` per line plus the same
+  rules;
+* msgspec plain: ``msgspec.json.Decoder().decode_lines(data)`` into dicts and lists, no checks
+  (the practical limit);
+* and, to show where our time goes, ours split into its two calls, ``decode_log`` on the same
+  log without its one opaque event (``request/context``), and baseline B's checks alone over
+  pre-decoded dicts.
+
+Before timing, every checking contender must report the same outcome for the log.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import pstats
+from collections.abc import Callable
+
+import msgspec
+
+import core
+
+from . import baseline_dicts
+from .checks import Outcome, outcome_of_trace
+from .harness import Contender, GcMode, Row, Section, Settings, Target, Timing, measure
+from .workloads import parent_log
+
+__all__ = ["NAME", "TITLE", "profile", "run"]
+
+NAME = "codec"
+TITLE = "decode + trace of a parent log (JSONL) vs pydantic v2, json+dicts, msgspec plain"
+GC_MODES: tuple[GcMode, ...] = ("on", "off")
+
+
+def _ours(data: bytes) -> Outcome:
+    events = core.decode_log(data).unwrap()
+    return outcome_of_trace(core.trace_log(events).unwrap())
+
+
+def _pydantic() -> Callable[[bytes], Outcome] | str:
+    """Baseline A's entry point, or why it cannot run (pydantic is the ``bench`` extra)."""
+    try:
+        from . import baseline_pydantic
+    except ImportError as exc:
+        return f"pydantic is not installed ({exc}); pip install 'turnfork[bench]'"
+    return baseline_pydantic.decode_and_check
+
+
+def run(settings: Settings) -> Section:
+    turns = 100 if settings.quick else 1000
+    rounds = settings.rounds(full=15, quick=3)
+    log = parent_log(turns)
+    data = log.jsonl
+    plain = msgspec.json.Decoder()
+    events = core.decode_log(data).unwrap()
+    pydantic = _pydantic()
+    # Diagnostics for where our time goes (see BENCHMARKS.md): the same log minus its one
+    # event outside the typed model (request/context), and the checks alone over dicts.
+    typed_only = b"".join(line + b"\n" for line in data.splitlines()
+                          if not line.startswith(b'{"type":"request/context"'))
+    assert len(core.decode_log(typed_only).unwrap()) == len(events) - 1
+    dicts = baseline_dicts.decode(data)
+
+    checking: dict[str, Callable[[bytes], Outcome]] = {
+        "ours": _ours, "json+dicts": baseline_dicts.decode_and_check}
+    if not isinstance(pydantic, str):
+        checking["pydantic"] = pydantic
+    expected = _ours(data)
+    assert expected.problem is None and expected.completed_prefix_length == log.cut
+    for name, check in checking.items():
+        got = check(data)
+        assert got == expected, f"{name} disagrees with the core: {got} != {expected}"
+    assert len(plain.decode_lines(data)) == len(events)
+
+    contenders = [
+        Contender("ours", lambda: _ours(data)),
+        Contender("json+dicts", lambda: baseline_dicts.decode_and_check(data)),
+        Contender("msgspec plain", lambda: plain.decode_lines(data)),
+        Contender("ours: decode_log only", lambda: core.decode_log(data)),
+        Contender("ours: trace_log only", lambda: core.trace_log(events)),
+        Contender("diagnostic: decode_log, log without its opaque line",
+                  lambda: core.decode_log(typed_only)),
+        Contender("diagnostic: dict checks only, pre-decoded",
+                  lambda: baseline_dicts.check(dicts)),
+    ]
+    if not isinstance(pydantic, str):
+        contenders.insert(1, Contender("pydantic", lambda: pydantic(data)))
+
+    timings: dict[str, dict[str, Timing]] = {}
+    rows: list[Row] = []
+    for gc_mode in GC_MODES:
+        timed = measure(contenders, rounds=rounds, gc_mode=gc_mode)
+        timings[f"gc {gc_mode}"] = timed
+        rows.extend(Row.time(f"[gc {gc_mode}] {name}", t) for name, t in timed.items())
+        ours = timed["ours"]
+        if "pydantic" in timed:
+            rows.append(Row.ratio(f"[gc {gc_mode}] speedup: pydantic / ours",
+                                  timed["pydantic"], ours, Target(">=", 5)))
+        rows.append(Row.ratio(f"[gc {gc_mode}] speedup: json+dicts / ours",
+                              timed["json+dicts"], ours))
+        rows.append(Row.ratio(f"[gc {gc_mode}] ratio: ours / msgspec plain",
+                              ours, timed["msgspec plain"], Target("<=", 2)))
+
+    notes = [f"K = {turns} completed turns + 1 in flight: {len(events):,} events, "
+             f"{len(data):,} bytes; {rounds} interleaved rounds per GC mode",
+             "all checking contenders agreed on the outcome before timing"]
+    if isinstance(pydantic, str):
+        notes.append(f"baseline A not run: {pydantic}")
+    return Section(name=NAME, title=TITLE, notes=tuple(notes), rows=tuple(rows),
+                   timings=timings,
+                   params={"completed_turns": turns, "events": len(events), "bytes": len(data),
+                           "rounds": rounds, "gc_modes": list(GC_MODES)})
+
+
+def profile(settings: Settings, top: int = 25) -> str:
+    """cProfile of ours (decode + trace) on the benchmark's log, top functions by own time."""
+    data = parent_log(100 if settings.quick else 1000).jsonl
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(5):
+        _ours(data)
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
+    return out.getvalue()

@@ -1,0 +1,302 @@
+"""Reproducible benchmark workloads: parent logs of DSH's shape, built with the core's constructors.
+
+A parent turn is exactly what DSH's own fork measurement wrote (the fixture
+``tests/fixtures/dsh/generated/K10-parent.events.jsonl``): the user's message spliced into the
+inbox, ``turn/start``, the inbox claim, step 1 (the user message on the surface, one ``echo``
+tool call streamed as block-start/block-end/usage/finish, its ``assistant/message``, the
+``tool/call`` and its ``tool/result``), step 2 (the text reply ``ok`` streamed one character
+per ``text-delta``), and ``turn/end``: 23 events, plus ``request/header`` and
+``request/context`` in the first turn. After ``K`` completed turns one more turn is in flight
+(7 events: splice, ``turn/start``, claim, ``step/start``, ``user/message`` and two chunks).
+
+Everything is seeded: message ids are UUID-shaped strings from ``random.Random(seed)`` and the
+clock advances by seeded 0/1 ms steps from a fixed epoch, so a workload is the same bytes on
+every run.
+
+:func:`repeated_log` builds the very large logs of the prefix benchmark quickly: it builds one
+turn with the constructors and renumbers copies of it with ``msgspec.structs.replace`` (nested
+payloads that carry no turn number or seq are shared between turns).
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import msgspec
+from msgspec.structs import replace
+from returns.result import Failure
+
+import core
+from core import (
+    AssistantChunkData,
+    AssistantChunkEvent,
+    AssistantMessage,
+    AssistantMessageData,
+    AssistantMessageEvent,
+    BlockEnd,
+    BlockStart,
+    EpochHeader,
+    Event,
+    FinishChunk,
+    FinishStop,
+    FinishToolCalls,
+    InboxSplicedData,
+    InboxSplicedEvent,
+    LlmCallConfig,
+    MessageSource,
+    OpaqueEvent,
+    RequestHeaderData,
+    RequestHeaderEvent,
+    StepData,
+    StepEndEvent,
+    StepStartEvent,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallData,
+    ToolCallEvent,
+    ToolResultBlock,
+    ToolResultData,
+    ToolResultEvent,
+    ToolResultMessage,
+    ToolSchema,
+    TurnCompleted,
+    TurnEndData,
+    TurnEndEvent,
+    TurnStartData,
+    TurnStartEvent,
+    UsageChunk,
+    UserMessage,
+    UserMessageEvent,
+)
+
+__all__ = [
+    "EPOCH_MS",
+    "EVENTS_PER_TURN",
+    "FIRST_TURN_EXTRA",
+    "IN_FLIGHT_EVENTS",
+    "ParentLog",
+    "parent_events",
+    "parent_log",
+    "repeated_log",
+]
+
+#: The clock of every workload starts here (the createdAt of DSH's K10 parent, plus 3 ms).
+EPOCH_MS = 1796009248935
+EVENTS_PER_TURN = 23
+#: ``request/header`` and ``request/context`` open the first step of the first turn.
+FIRST_TURN_EXTRA = 2
+IN_FLIGHT_EVENTS = 7
+
+_SYSTEM = "You are an AI agent powered by DeepSeek Harness."
+_ECHO_SCHEMA = ToolSchema(
+    name="echo", description="echo the given text",
+    parameters=msgspec.Raw(b'{"type":"object","properties":{"text":{"type":"string"}},'
+                           b'"required":["text"]}'))
+_MODEL = MessageSource(kind="model", provider="mock", model="mock")
+_USER = MessageSource(kind="user")
+_CALL_USAGE = TokenUsage(input_tokens=10, output_tokens=5)
+_TEXT_USAGE = TokenUsage(input_tokens=10, output_tokens=2)
+_REPLY = "ok"
+
+
+class _Writer:
+    """Appends events with contiguous seqs and a seeded clock."""
+
+    def __init__(self, seed: int) -> None:
+        self.events: list[Event] = []
+        self._rng = random.Random(seed)
+        self._time = EPOCH_MS
+
+    def uuid(self) -> str:
+        return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+
+    def emit(self, build: Callable[[int, int], Event]) -> int:
+        """Append ``build(seq, time)``; returns the seq."""
+        seq = len(self.events)
+        self.events.append(build(seq, self._time))
+        self._time += self._rng.choice((0, 0, 1))
+        return seq
+
+    def chunk(self, turn: int, step: int, chunk: StreamChunk) -> int:
+        data = AssistantChunkData(turn=turn, step=step, chunk=chunk)
+        return self.emit(lambda seq, time: AssistantChunkEvent(seq=seq, time=time, data=data))
+
+
+def _open_turn(out: _Writer, turn: int, text: str) -> None:
+    """Inbox splice, ``turn/start``, claim, ``step/start`` and the user message."""
+    message = UserMessage(content=(TextBlock(text=text),), source=_USER, id=out.uuid())
+    queued = InboxSplicedData(target="next-turn", start=0, inserted=(message,))
+    claimed = InboxSplicedData(target="next-turn", start=0, removed_count=1, inserted=())
+    out.emit(lambda seq, time: InboxSplicedEvent(seq=seq, time=time, data=queued))
+    out.emit(lambda seq, time: TurnStartEvent(seq=seq, time=time,
+                                              data=TurnStartData(turn=turn)))
+    out.emit(lambda seq, time: InboxSplicedEvent(seq=seq, time=time, data=claimed))
+    out.emit(lambda seq, time: StepStartEvent(seq=seq, time=time,
+                                              data=StepData(turn=turn, step=1)))
+    out.emit(lambda seq, time: UserMessageEvent(seq=seq, time=time, data=message,
+                                                surface_op="append"))
+
+
+def _request_events(out: _Writer) -> None:
+    header = RequestHeaderData(
+        header=EpochHeader(config=LlmCallConfig(provider="mock", model="mock"), system=_SYSTEM,
+                           tools=(_ECHO_SCHEMA,)),
+        reason="initial")
+    out.emit(lambda seq, time: RequestHeaderEvent(seq=seq, time=time, data=header))
+    out.emit(lambda seq, time: OpaqueEvent(
+        type="request/context", seq=seq, time=time,
+        data=msgspec.Raw(b'{"provider":"mock","model":"mock"}')))
+
+
+def _assistant(out: _Writer, *, turn: int, step: int, block: TextBlock | ToolCallBlock,
+               usage: TokenUsage, cited: tuple[int, ...]) -> None:
+    message = AssistantMessage(content=(block,), source=_MODEL, id=out.uuid())
+    data = AssistantMessageData(turn=turn, step=step, message=message, usage=usage)
+    out.emit(lambda seq, time: AssistantMessageEvent(
+        seq=seq, time=time, data=data, source_event_seqs=cited, surface_op="append"))
+
+
+def _step_end(out: _Writer, turn: int, step: int) -> None:
+    out.emit(lambda seq, time: StepEndEvent(seq=seq, time=time,
+                                            data=StepData(turn=turn, step=step)))
+
+
+def _completed_turn(out: _Writer, turn: int) -> None:
+    index = turn - 1
+    _open_turn(out, turn, f"user turn {index}")
+    if turn == 1:
+        _request_events(out)
+
+    call_id = f"call-{index}"
+    arguments = f'{{"text":"payload-{index}"}}'
+    call = ToolCallBlock(id=call_id, name="echo", arguments=arguments)
+    chunks = (out.chunk(turn, 1, BlockStart(index=0, block_type="tool-call")),
+              out.chunk(turn, 1, BlockEnd(index=0, block=call)),
+              out.chunk(turn, 1, UsageChunk(usage=_CALL_USAGE)),
+              out.chunk(turn, 1, FinishChunk(reason=FinishToolCalls())))
+    _assistant(out, turn=turn, step=1, block=call, usage=_CALL_USAGE, cited=chunks)
+    call_data = ToolCallData(turn=turn, step=1, call_id=call_id, name="echo",
+                             arguments=arguments)
+    call_seq = out.emit(lambda seq, time: ToolCallEvent(seq=seq, time=time, data=call_data))
+    result = ToolResultMessage(
+        source=MessageSource(kind="tool", call_id=call_id),
+        content=(ToolResultBlock(tool_call_id=call_id,
+                                 content=(TextBlock(text=f"echo:payload-{index}"),),
+                                 is_error=False),),
+        id=out.uuid())
+    result_data = ToolResultData(turn=turn, step=1, message=result)
+    out.emit(lambda seq, time: ToolResultEvent(seq=seq, time=time, data=result_data,
+                                               source_event_seqs=(call_seq,),
+                                               surface_op="append"))
+    _step_end(out, turn, 1)
+
+    out.emit(lambda seq, time: StepStartEvent(seq=seq, time=time,
+                                              data=StepData(turn=turn, step=2)))
+    text = [out.chunk(turn, 2, BlockStart(index=0, block_type="text"))]
+    text.extend(out.chunk(turn, 2, TextDelta(index=0, text=char)) for char in _REPLY)
+    text.append(out.chunk(turn, 2, BlockEnd(index=0, block=TextBlock(text=_REPLY))))
+    text.append(out.chunk(turn, 2, UsageChunk(usage=_TEXT_USAGE)))
+    text.append(out.chunk(turn, 2, FinishChunk(reason=FinishStop())))
+    _assistant(out, turn=turn, step=2, block=TextBlock(text=_REPLY), usage=_TEXT_USAGE,
+               cited=tuple(text))
+    _step_end(out, turn, 2)
+    end = TurnEndData(turn=turn, reason=TurnCompleted())
+    out.emit(lambda seq, time: TurnEndEvent(seq=seq, time=time, data=end))
+
+
+def _in_flight_turn(out: _Writer, turn: int) -> None:
+    _open_turn(out, turn, "in-flight parent turn")
+    out.chunk(turn, 1, BlockStart(index=0, block_type="text"))
+    out.chunk(turn, 1, TextDelta(index=0, text="partial"))
+
+
+def parent_events(completed_turns: int, *, in_flight: bool = True, seed: int = 0,
+                  ) -> tuple[Event, ...]:
+    """A parent log: ``completed_turns`` turns of DSH's shape, then (optionally) one in flight.
+
+    >>> len(parent_events(10))
+    239
+    """
+    if completed_turns < 0:
+        raise ValueError("completed_turns must be >= 0")
+    out = _Writer(seed)
+    for turn in range(1, completed_turns + 1):
+        _completed_turn(out, turn)
+    if in_flight:
+        _in_flight_turn(out, completed_turns + 1)
+    return tuple(out.events)
+
+
+@dataclass(frozen=True)
+class ParentLog:
+    """A checked parent workload: its events, its JSONL bytes and where its seed ends."""
+
+    completed_turns: int
+    events: tuple[Event, ...]
+    jsonl: bytes
+    #: Length of the completed-turn prefix (index just past the last ``turn/end``).
+    cut: int
+
+
+def parent_log(completed_turns: int, *, seed: int = 0) -> ParentLog:
+    """Build, check and encode the K-turn parent with one turn in flight.
+
+    Raises ``AssertionError`` if the completed prefix is not balanced or the bytes do not decode
+    back to the same events: a workload that is not what it claims must not be measured.
+    """
+    events = parent_events(completed_turns, seed=seed)
+    cut = len(events) - IN_FLIGHT_EVENTS
+    balance = core.check_balance(events[:cut])
+    assert not isinstance(balance, Failure), balance.failure()
+    assert balance.unwrap().completed_prefix_length == cut
+    jsonl = core.encode_log(events)
+    assert core.decode_log(jsonl).unwrap() == events
+    return ParentLog(completed_turns=completed_turns, events=events, jsonl=jsonl, cut=cut)
+
+
+def _renumbered(event: Event, seq: int, time: int, turn_shift: int, seq_shift: int) -> Event:
+    if isinstance(event, OpaqueEvent | InboxSplicedEvent):
+        return replace(event, seq=seq, time=time)
+    data = event.data
+    changes: dict[str, object] = {"seq": seq, "time": time}
+    turn = getattr(data, "turn", None)
+    if isinstance(turn, int):
+        changes["data"] = replace(data, turn=turn + turn_shift)
+    cited = getattr(event, "source_event_seqs", None)
+    if isinstance(cited, tuple):
+        changes["source_event_seqs"] = tuple(s + seq_shift for s in cited)
+    return replace(event, **changes)
+
+
+def repeated_log(min_events: int, *, seed: int = 0) -> tuple[Event, ...]:
+    """A long parent log of at least ``min_events`` events, ending with a turn in flight.
+
+    Turn 2 of :func:`parent_events` is the template for every later turn; each copy gets its
+    own seqs, turn number, times and ``sourceEventSeqs``, and shares the rest (messages, chunks,
+    call ids) with the template, which keeps a million-event log affordable. The result is
+    balanced (the smoke test checks it).
+    """
+    turns = max(2, -(-(min_events - IN_FLIGHT_EVENTS - FIRST_TURN_EXTRA) // EVENTS_PER_TURN))
+    base = parent_events(2, in_flight=False, seed=seed)
+    head = list(base)
+    template = base[-EVENTS_PER_TURN:]
+    first_seq = template[0].seq
+    events = head
+    time = head[-1].time
+    for turn in range(3, turns + 1):
+        seq_shift = len(events) - first_seq
+        time += 1
+        events.extend(_renumbered(event, first_seq + k + seq_shift, time, turn - 2, seq_shift)
+                      for k, event in enumerate(template))
+    tail = parent_events(1, seed=seed + 1)[-IN_FLIGHT_EVENTS:]
+    seq_shift = len(events) - tail[0].seq
+    # The tail is turn 2 of a one-turn parent; here it is turn ``turns + 1``.
+    events.extend(_renumbered(event, event.seq + seq_shift, time, turns - 1, seq_shift)
+                  for event in tail)
+    return tuple(events)

@@ -1,0 +1,257 @@
+"""The child plan: everything a shell needs to create a fork or spawn child, decided purely.
+
+Rules of this module (wire-format §2.12, §2.13, §4, §6.6, §7.1, §7.6-7.9):
+
+* :func:`plan_child` checks a request in DSH's order (capabilities, the depth cap's shape, the
+  output schema, the depth, the tool filter) and refuses it before any child exists.
+* Fork seed: the parent's completed-turn prefix, as a view (never a copy); none when no turn has
+  completed (the child then starts like a spawn). Spawn: no seed.
+* Child header: the parent's ``cwd`` and preset, ``parentSession``, ``origin: "subagent"``,
+  ``delegationDepth``, and ``seedLength`` only when the seed is non-empty.
+* Child options: the parent's provider/model/max_tokens, each replaced by the request's when
+  given, and the child's depth.
+* Delegated policy, to append after the seed and its ``session/end-seed``, before the first
+  turn: the parent's last ``sandbox/mode`` (if any) as ``source: "delegation"``, then
+  ``approval/policy: never`` when approval is in use. Payloads only: the shell assigns seq and
+  time.
+* The child never inherits the parent's tool restrictions; it gets its own filter and persona.
+* The caller supplies the child id and creation time: the core has no clock or randomness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Literal, TypeAlias
+
+import msgspec
+from msgspec import UNSET, UnsetType
+from returns.result import Failure, Result, Success
+
+from .delegation import (
+    AgentOptions,
+    Capabilities,
+    PromptSection,
+    RuntimeOptions,
+    StartError,
+    StartRequest,
+    check_capabilities,
+    validate_tool_filter,
+)
+from .depth import resolve_child_depth, validate_max_depth
+from .events import (
+    SESSION_FORMAT_VERSION,
+    SUBAGENT_DESCRIPTOR_VERSION,
+    ApprovalPolicyData,
+    ContentBlock,
+    Event,
+    SandboxModeData,
+    SandboxModeEvent,
+    SessionHeader,
+    SubagentDescriptorData,
+    ToolRestriction,
+)
+from .seed import PrefixView, completed_turn_prefix
+from .structured import StructuredOutputContract, structured_output_contract, validate_output_schema
+from .trace import Trace
+
+__all__ = [
+    "SUBAGENT_DELEGATION_CONTEXT",
+    "DELEGATION_SECTION",
+    "PERSONA_SECTION_NAME",
+    "PERSONA_SECTION_ORDER",
+    "DelegatedPolicy",
+    "ParentView",
+    "ChildPlan",
+    "resolve_child_options",
+    "child_header",
+    "delegated_policy",
+    "one_shot_descriptor",
+    "fork_seed",
+    "plan_child",
+]
+
+SUBAGENT_DELEGATION_CONTEXT = (
+    "You are a delegated subagent: your permission scope was fixed when you were started and "
+    "cannot be widened from inside this session — operations that require approval are rejected "
+    "automatically. When the task needs access beyond that scope, do not retry the denied "
+    "operation; state the limitation in your reply so the delegating agent can handle it.")
+#: Runtime-context contribution of every child (after the sandbox 110 and approval 115 ones).
+DELEGATION_SECTION = PromptSection(name="subagent:delegation", order=120,
+                                   text=SUBAGENT_DELEGATION_CONTEXT, kind="context")
+#: A persona shadows the deployment persona section of the same name.
+PERSONA_SECTION_NAME = "deployment:persona"
+PERSONA_SECTION_ORDER = 0
+
+DelegatedPolicy: TypeAlias = SandboxModeData | ApprovalPolicyData
+
+
+class ParentView(msgspec.Struct, frozen=True, kw_only=True):
+    """What delegation reads of the parent, at the moment it delegates."""
+
+    header: SessionHeader
+    options: RuntimeOptions = RuntimeOptions()
+    #: The parent's whole log so far (its current turn is usually still open).
+    events: Sequence[Event] = ()
+    #: Whether the approval service is composed (its child then gets ``approval/policy: never``).
+    approval_in_use: bool = False
+    #: The parent's live composed preset; ``None``: the one its header names.
+    agent_preset: str | None = None
+    #: The parent's trace over exactly ``events``, if kept: the fork cut is then O(1).
+    trace: Trace | None = None
+
+
+class ChildPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """A child to create: nothing in it is left for the shell to decide."""
+
+    kind: Literal["fork", "spawn"]
+    header: SessionHeader
+    #: Fork: the parent's completed-turn prefix (a view of its log); ``None``: no seed.
+    seed: Sequence[Event] | None
+    options: RuntimeOptions
+    #: Payloads to append, in order, after the seed's ``session/end-seed``.
+    policy: tuple[DelegatedPolicy, ...]
+    #: The one-shot descriptor, appended inside the child's first turn before ``step/start``.
+    descriptor: SubagentDescriptorData
+    prompt: tuple[ContentBlock, ...]
+    #: Prompt contributions of the child's own scope, in composition order.
+    sections: tuple[PromptSection, ...]
+    persona: str | None
+    tool_filter: ToolRestriction | None
+    structured: StructuredOutputContract | None
+    depth: int
+
+
+def resolve_child_options(parent: RuntimeOptions, requested: AgentOptions | None,
+                          depth: int) -> RuntimeOptions:
+    """The child's runtime options: each route field requested, else the parent's; its depth.
+
+    >>> resolve_child_options(RuntimeOptions(provider="p", model="m"),
+    ...                       AgentOptions(model="n"), 1)
+    RuntimeOptions(provider='p', model='n', max_tokens=None, subagent_depth=1)
+    """
+    wanted = requested or AgentOptions()
+    return RuntimeOptions(
+        provider=parent.provider if wanted.provider is None else wanted.provider,
+        model=parent.model if wanted.model is None else wanted.model,
+        max_tokens=parent.max_tokens if wanted.max_tokens is None else wanted.max_tokens,
+        subagent_depth=depth)
+
+
+def child_header(parent: SessionHeader, *, child_id: str, created_at: int, depth: int,
+                 seed_length: int, agent_preset: str | None = None) -> SessionHeader:
+    """The child's session header (wire-format §4, §7.9).
+
+    ``agent_preset``: the parent's live preset; ``None`` copies the parent header's.
+    """
+    preset: str | UnsetType = parent.agent_preset if agent_preset is None else agent_preset
+    return SessionHeader(
+        version=SESSION_FORMAT_VERSION, id=child_id, created_at=created_at, cwd=parent.cwd,
+        parent_session=parent.id, seed_length=seed_length if seed_length > 0 else UNSET,
+        origin="subagent", delegation_depth=depth, agent_preset=preset)
+
+
+def delegated_policy(parent_events: Sequence[Event],
+                     approval_in_use: bool) -> tuple[DelegatedPolicy, ...]:
+    """The policy payloads a child starts with (wire-format §2.13), in append order.
+
+    >>> delegated_policy((), approval_in_use=True)
+    (ApprovalPolicyData(policy='never', source='delegation'),)
+    """
+    policy: list[DelegatedPolicy] = []
+    # The parent's explicit override is the last sandbox/mode of its log, whatever its source.
+    for index in range(len(parent_events) - 1, -1, -1):
+        event = parent_events[index]
+        if isinstance(event, SandboxModeEvent):
+            policy.append(SandboxModeData(mode=event.data.mode, source="delegation"))
+            break
+    if approval_in_use:
+        policy.append(ApprovalPolicyData(policy="never", source="delegation"))
+    return tuple(policy)
+
+
+def one_shot_descriptor(provider_name: str, label: str | None) -> SubagentDescriptorData:
+    """The ``subagent/descriptor`` of a one-shot child (wire-format §2.12)."""
+    return SubagentDescriptorData(version=SUBAGENT_DESCRIPTOR_VERSION, mode="one-shot",
+                                  provider=provider_name,
+                                  label=UNSET if label is None else label)
+
+
+def fork_seed(events: Sequence[Event], trace: Trace | None = None) -> Sequence[Event] | None:
+    """A fork child's seed: the completed-turn prefix of ``events``, ``None`` when empty.
+
+    With a ``trace`` over exactly ``events`` the cut is read from it instead of searched for.
+    """
+    if trace is not None and trace.length == len(events):
+        cut = trace.completed_prefix_length
+        prefix: Sequence[Event] = events if cut == len(events) else PrefixView(events, cut)
+    else:
+        prefix = completed_turn_prefix(events)
+    return prefix if len(prefix) > 0 else None
+
+
+def plan_child(parent: ParentView, request: StartRequest, kind: Literal["fork", "spawn"], *,
+               provider_name: str, child_id: str, created_at: int,
+               capabilities: Capabilities | None = None,
+               known_tools: Collection[str] | None = None) -> Result[ChildPlan, StartError]:
+    """Decide a child: check the request, then derive everything needed to create it.
+
+    Args:
+        parent: the delegating parent as it stands now.
+        request: the delegation asked for.
+        kind: ``"fork"`` seeds the child with the parent's completed turns, ``"spawn"`` not.
+        provider_name: the provider's registry name (descriptor ``provider``).
+        child_id: the child's session id (a fresh UUID, from the caller).
+        created_at: the child's creation time, epoch milliseconds (from the caller).
+        capabilities: the provider's; ``None`` means it supports every capability.
+        known_tools: global tool names a tool filter may name; ``None`` skips that check.
+
+    Returns:
+        The plan, or the first refusal (:class:`StartError`).
+    """
+    if capabilities is not None:
+        match check_capabilities(provider_name, capabilities, request):
+            case Failure(error):
+                return Failure(error)
+    match validate_max_depth(request.max_depth):
+        case Failure(depth_error):
+            return Failure(StartError.from_depth(depth_error))
+    structured: StructuredOutputContract | None = None
+    if request.output_schema is not None:
+        match validate_output_schema(request.output_schema):
+            case Failure(schema_error):
+                return Failure(schema_error)
+            case Success(compiled):
+                structured = structured_output_contract(compiled)
+    header_depth = parent.header.delegation_depth
+    resolved = resolve_child_depth(None if isinstance(header_depth, UnsetType) else header_depth,
+                                   parent.options.subagent_depth, request.max_depth)
+    match resolved:
+        case Failure(depth_error):
+            return Failure(StartError.from_depth(depth_error))
+    depth = resolved.unwrap()
+    if request.tool_filter is not None:
+        match validate_tool_filter(request.tool_filter, known_tools):
+            case Failure(filter_error):
+                return Failure(filter_error)
+    seed = fork_seed(parent.events, parent.trace) if kind == "fork" else None
+    sections = [DELEGATION_SECTION]
+    if request.persona is not None:
+        sections.append(PromptSection(name=PERSONA_SECTION_NAME, order=PERSONA_SECTION_ORDER,
+                                      text=request.persona))
+    if structured is not None:
+        sections.append(structured.section)
+    return Success(ChildPlan(
+        kind=kind,
+        header=child_header(parent.header, child_id=child_id, created_at=created_at, depth=depth,
+                            seed_length=0 if seed is None else len(seed),
+                            agent_preset=parent.agent_preset),
+        seed=seed,
+        options=resolve_child_options(parent.options, request.agent_options, depth),
+        policy=delegated_policy(parent.events, parent.approval_in_use),
+        descriptor=one_shot_descriptor(provider_name, request.label),
+        prompt=request.prompt,
+        sections=tuple(sections),
+        persona=request.persona,
+        tool_filter=request.tool_filter,
+        structured=structured,
+        depth=depth))

@@ -1,0 +1,153 @@
+"""Delegation depth: the recursion budget a parent passes to its children (wire-format §7.6).
+
+Rules of this module:
+
+* A parent's depth is ``max(header delegationDepth or 0, runtime subagent_depth or 0)``. The
+  persisted header is the floor: runtime options may deepen the count, never lower it, so a
+  resumed child cannot delegate as if it were top level.
+* A child's depth is its parent's + 1, and is refused when a ``max_depth`` is set and the child
+  would be deeper than it (``max_depth=0`` forbids delegation from the top level).
+* Every depth is a JavaScript safe integer (DSH's wire range). Bad input comes back as a
+  :class:`DepthError` whose ``message`` is DSH's exact text; DSH raises these as plain errors,
+  so a parent's ``tool/result`` for them carries no ``error`` key.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+from returns.result import Failure, Result, Success
+
+from .events import MAX_SAFE_INTEGER
+
+__all__ = [
+    "DepthError",
+    "DepthProblem",
+    "parent_depth",
+    "child_depth",
+    "validate_max_depth",
+    "resolve_child_depth",
+]
+
+#: Which depth rule was broken.
+DepthProblem = Literal[
+    "exceeded",  # the child would be deeper than ``max_depth``
+    "invalid-max-depth",  # ``max_depth`` is not a non-negative safe integer
+    "invalid-subagent-depth",  # the runtime ``subagent_depth`` is not one
+    "invalid-header-depth",  # the header's ``delegationDepth`` is not one
+    "overflow",  # parent + 1 leaves the safe-integer range
+]
+
+
+class DepthError(msgspec.Struct, frozen=True, kw_only=True):
+    """A refused delegation depth: the rule broken and DSH's message for it."""
+
+    problem: DepthProblem
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+_BAD_SUBAGENT_DEPTH = "agent subagentDepth must be a non-negative safe integer"
+
+
+def _is_depth(value: int) -> bool:
+    # bool is an int subclass; DSH's check (Number.isSafeInteger) refuses true/false.
+    return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
+
+
+def validate_max_depth(max_depth: int | None) -> Result[None, DepthError]:
+    """Check a requested depth cap: absent, or a non-negative safe integer.
+
+    >>> validate_max_depth(2)
+    <Success: None>
+    >>> validate_max_depth(-1).failure().message
+    'subagent maxDepth must be a non-negative safe integer'
+    """
+    if max_depth is None or _is_depth(max_depth):
+        return Success(None)
+    return Failure(DepthError(problem="invalid-max-depth",
+                              message="subagent maxDepth must be a non-negative safe integer"))
+
+
+def parent_depth(header_depth: int | None, runtime_depth: int | None) -> Result[int, DepthError]:
+    """The delegating agent's depth: the larger of its header's and its runtime option's.
+
+    Args:
+        header_depth: ``delegationDepth`` of the parent's session header (``None``: absent).
+        runtime_depth: the parent's runtime ``subagent_depth`` option (``None``: absent).
+
+    Returns:
+        The depth (0 for a top-level agent), or a :class:`DepthError` for a value that is not a
+        non-negative safe integer.
+
+    >>> parent_depth(None, None)
+    <Success: 0>
+    >>> parent_depth(2, 1)
+    <Success: 2>
+    >>> parent_depth(0, -1).failure().message
+    'agent subagentDepth must be a non-negative safe integer'
+    """
+    if runtime_depth is not None and not _is_depth(runtime_depth):
+        return Failure(DepthError(problem="invalid-subagent-depth", message=_BAD_SUBAGENT_DEPTH))
+    if header_depth is not None and not _is_depth(header_depth):
+        # DSH validates headers where sessions are created or loaded; a header built in memory
+        # reaches us unchecked, so it gets the same rule with its own name.
+        return Failure(DepthError(problem="invalid-header-depth",
+                                  message="session delegationDepth must be a non-negative "
+                                          "safe integer"))
+    return Success(max(header_depth or 0, runtime_depth or 0))
+
+
+def child_depth(parent_depth: int, max_depth: int | None) -> Result[int, DepthError]:
+    """The depth of a child of an agent at ``parent_depth``, checked against ``max_depth``.
+
+    Args:
+        parent_depth: the delegating agent's depth (see :func:`parent_depth`).
+        max_depth: the optional absolute cap on the child's depth.
+
+    Returns:
+        ``parent_depth + 1``, or a :class:`DepthError` when ``max_depth`` is malformed, the
+        result leaves the safe-integer range, or the result exceeds ``max_depth``.
+
+    >>> child_depth(0, None)
+    <Success: 1>
+    >>> child_depth(2, 2).failure().message
+    'subagent depth 3 exceeds maxDepth 2'
+    >>> child_depth(0, 0).failure().message
+    'subagent depth 1 exceeds maxDepth 0'
+    """
+    match validate_max_depth(max_depth):
+        case Failure(error):
+            return Failure(error)
+    if not _is_depth(parent_depth):
+        return Failure(DepthError(problem="invalid-subagent-depth", message=_BAD_SUBAGENT_DEPTH))
+    depth = parent_depth + 1
+    if depth > MAX_SAFE_INTEGER:
+        return Failure(DepthError(problem="overflow",
+                                  message="subagent child depth exceeds the safe-integer range"))
+    if max_depth is not None and depth > max_depth:
+        return Failure(DepthError(problem="exceeded",
+                                  message=f"subagent depth {depth} exceeds maxDepth {max_depth}"))
+    return Success(depth)
+
+
+def resolve_child_depth(header_depth: int | None, runtime_depth: int | None,
+                        max_depth: int | None) -> Result[int, DepthError]:
+    """:func:`parent_depth` then :func:`child_depth`, in DSH's order of checks.
+
+    The cap is checked for shape first (DSH does that before the provider runs), then the
+    parent's depth, then the child's.
+
+    >>> resolve_child_depth(1, None, 3)
+    <Success: 2>
+    >>> resolve_child_depth(3, None, 3).failure().message
+    'subagent depth 4 exceeds maxDepth 3'
+    """
+    match validate_max_depth(max_depth):
+        case Failure(error):
+            return Failure(error)
+    return parent_depth(header_depth, runtime_depth).bind(
+        lambda depth: child_depth(depth, max_depth))

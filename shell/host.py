@@ -1,0 +1,189 @@
+"""The composition root: the registries a run needs, and the factory for agents.
+
+``Host`` owns models (by provider name), the global tool registry, the session store, the live
+agents and the host-level prompt sections, plus the injectable clock and id factory every event
+and message is stamped with. ``host.subagents`` is filled in by the subagent runtime (shell II).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from core import Event, SessionHeader, Trace
+
+from .agent import Agent, Approver
+from .clock import Clock, IdFactory, system_clock, uuid_ids
+from .models.base import Model
+from .store import MemorySessionStore, SessionStore
+from .tools import PERSONA_ORDER, PERSONA_SECTION, PromptSections, ToolRegistry, ToolScope
+
+__all__ = ["Host", "ModelRegistry", "AgentRegistry", "UnknownProviderError", "AgentExistsError"]
+
+_HEADER_META_KEYS = frozenset({"cwd", "parent_session", "seed_length", "origin",
+                               "delegation_depth", "agent_preset"})
+
+
+class UnknownProviderError(LookupError):
+    """No model is registered under that provider name."""
+
+    def __init__(self, provider: str) -> None:
+        super().__init__(f"no model registered for provider {provider!r}")
+        self.provider = provider
+
+
+class AgentExistsError(ValueError):
+    """An agent with that id is already live."""
+
+
+class ModelRegistry:
+    """Models by provider name; a model serves any model name of its provider."""
+
+    def __init__(self) -> None:
+        self._models: dict[str, Model] = {}
+
+    def register(self, provider: str, model: Model) -> None:
+        if not provider:
+            raise ValueError("a provider name must not be empty")
+        if provider in self._models:
+            raise ValueError(f"a model is already registered for provider {provider!r}")
+        self._models[provider] = model
+
+    def unregister(self, provider: str) -> None:
+        if self._models.pop(provider, None) is None:
+            raise UnknownProviderError(provider)
+
+    def get(self, provider: str) -> Model:
+        model = self._models.get(provider)
+        if model is None:
+            raise UnknownProviderError(provider)
+        return model
+
+    def list(self) -> tuple[str, ...]:
+        return tuple(self._models)
+
+    def __contains__(self, provider: object) -> bool:
+        return provider in self._models
+
+
+class AgentRegistry:
+    """The live agents, in creation order."""
+
+    def __init__(self) -> None:
+        self._agents: dict[str, Agent] = {}
+
+    def get(self, agent_id: str) -> Agent | None:
+        return self._agents.get(agent_id)
+
+    def list(self) -> tuple[Agent, ...]:
+        return tuple(self._agents.values())
+
+    def __contains__(self, agent_id: object) -> bool:
+        return agent_id in self._agents
+
+    def __len__(self) -> int:
+        return len(self._agents)
+
+    def _add(self, agent: Agent) -> None:
+        if agent.id in self._agents:
+            raise AgentExistsError(f"an agent with id {agent.id!r} is already live")
+        self._agents[agent.id] = agent
+
+    def _remove(self, agent: Agent) -> None:
+        if self._agents.get(agent.id) is agent:
+            del self._agents[agent.id]
+
+
+class Host:
+    """Owns what a run needs.
+
+    Args:
+        store: the session store; default a :class:`~shell.store.MemorySessionStore`.
+        clock: epoch-ms clock for event times and ``createdAt`` (default: the system clock).
+        ids: id factory for sessions and messages (default: random UUID v4).
+        approver: host-wide approval callback for agents whose policy is ``ask``.
+    """
+
+    def __init__(self, *, store: SessionStore | None = None, clock: Clock | None = None,
+                 ids: IdFactory | None = None, approver: Approver | None = None) -> None:
+        self.clock: Clock = clock or system_clock
+        self.ids: IdFactory = ids or uuid_ids
+        self.models = ModelRegistry()
+        self.tools = ToolRegistry()
+        self.sessions: SessionStore = store or MemorySessionStore(clock=self.clock)
+        self.agents = AgentRegistry()
+        self.prompt_sections = PromptSections()
+        self.approver = approver
+        #: The subagent runtime (shell II attaches it); ``None`` until then.
+        self.subagents: Any = None
+
+    def create_agent(self, session_id: str | None = None, *, provider: str, model: str,
+                     max_tokens: int | None = None, system: str | None = None,
+                     seed: Sequence[Event] | None = None, seed_trace: Trace | None = None,
+                     header_meta: Mapping[str, Any] | None = None, cwd: str | None = None,
+                     subagent_depth: int | None = None, approval: bool = False,
+                     tools_scope: ToolScope | None = None) -> Agent:
+        """Create an agent over a new session, or over an existing one.
+
+        Args:
+            session_id: the session (and agent) id; default a fresh id. An id the store
+                already holds (live or persisted) is resumed when no ``seed`` is given.
+            provider: a provider registered in :attr:`models`.
+            model: the model name sent in the call config.
+            max_tokens: ``maxTokens`` of the call config.
+            system: the persona (``deployment:persona`` section, order 0).
+            seed: events to start from, not copied (a fork's completed-turn prefix); must be
+                balanced. The session appends ``session/end-seed`` after it.
+            seed_trace: the trace of ``seed`` (the parent's at the cut): creation is then O(1).
+            header_meta: further header fields (snake_case): ``parent_session``,
+                ``seed_length``, ``origin``, ``delegation_depth``, ``agent_preset``, ``cwd``.
+            cwd: the session's working directory (absolute).
+            subagent_depth: the agent's runtime delegation depth.
+            approval: whether an approval service is composed (policy ``ask``; else ``never``).
+            tools_scope: the agent's tools; default a fresh scope over :attr:`tools`.
+
+        Raises:
+            UnknownProviderError, AgentExistsError, SessionExistsError, SessionLoadError,
+            SessionViolationError (the seed breaks a rule), ValueError (bad header meta or an
+            unbalanced seed).
+        """
+        if provider not in self.models:
+            raise UnknownProviderError(provider)
+        sid = session_id or self.ids()
+        if sid in self.agents:
+            raise AgentExistsError(f"an agent with id {sid!r} is already live")
+        meta = dict(header_meta or {})
+        if cwd is not None:
+            meta["cwd"] = cwd
+        unknown = sorted(set(meta) - _HEADER_META_KEYS)
+        if unknown:
+            raise ValueError(f"unknown header field(s): {', '.join(unknown)}")
+        if "cwd" in meta and not os.path.isabs(meta["cwd"]):
+            raise ValueError(f"a session cwd must be an absolute path, not {meta['cwd']!r}")
+        resume = seed is None and session_id is not None and self.sessions.exists(sid)
+        if resume:
+            if meta or seed_trace is not None:
+                raise ValueError(f"session {sid!r} exists: header meta and seed_trace apply "
+                                 "only to a new session")
+            session = self.sessions.get(sid) or self.sessions.load(sid, clock=self.clock)
+        else:
+            header = SessionHeader(id=sid, created_at=self.clock(), **meta)
+            session = self.sessions.create(header, seed=seed, seed_trace=seed_trace,
+                                           clock=self.clock)
+        if not session.trace.is_closed:
+            if not resume:
+                self.sessions.release(sid)
+            raise ValueError(f"session {sid!r}: the seed must be balanced (no open turn, step "
+                             "or tool call)")
+        agent = Agent(self, session, provider=provider, model=model, max_tokens=max_tokens,
+                      subagent_depth=subagent_depth, approval=approval, tools=tools_scope)
+        if system:
+            agent.prompt_sections.set(PERSONA_SECTION, system, order=PERSONA_ORDER)
+        self.agents._add(agent)
+        return agent
+
+    async def aclose(self) -> None:
+        """Dispose every live agent (concurrently)."""
+        await asyncio.gather(*(agent.dispose() for agent in self.agents.list()))

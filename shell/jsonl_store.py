@@ -1,0 +1,342 @@
+"""The disk store: DSH's JSONL session files (wire-format §5.1-5.5).
+
+Layout: ``<root>/<project>/<encodeSegment(id)>/session.jsonl`` (compression ``none``) or
+``session.jsonl.zstd`` (``zstd``: independent zstd frames, the header line alone in the first,
+then one frame per batch). A root holds one encoding.
+
+Writing: nothing exists until a session's first append; then the header line and every event not
+yet durable (a fork child's seed included) are written, and every later batch is appended and
+fsynced. A failed write is cut back off the file, so a batch is on disk whole or not at all.
+
+Loading (mutating, like DSH's ``load``):
+
+* a torn tail — a final line without ``\\n``, or unparsable lines with no later ``turn/end`` (for
+  zstd: what a structurally incomplete last frame held) — is dropped with a
+  :class:`~shell.store.SessionRepairWarning` and cut off the file;
+* an unparsable line followed by a ``turn/end``, a record that parses but breaks the format (an
+  unknown type without ``"ignorable": true``, a bad field, a bad checksum) or a log that breaks
+  the balance rules is refused with :class:`~shell.store.SessionLoadError` naming file, line, seq;
+* an open final turn is closed with the core's crash-repair closers (``interrupted``), written
+  at once; then the live session appends ``session/end-seed`` (written with its next batch).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
+from returns.result import Failure
+
+from core import (
+    DecodeError,
+    Event,
+    SessionHeader,
+    Trace,
+    TurnInterrupted,
+    advance,
+    close_open_turn,
+    decode_log,
+    decode_session,
+    encode_header_line,
+    encode_log,
+    trace_log,
+)
+
+from .clock import Clock
+from .session import Session
+from .store import (
+    SessionExistsError,
+    SessionLoadError,
+    SessionNotFoundError,
+    SessionRepairWarning,
+    _LiveSessions,
+    decode_segment,
+    encode_segment,
+    project_dir_name,
+)
+
+if TYPE_CHECKING:
+    import zstandard
+
+__all__ = ["JsonlSessionStore", "Compression"]
+
+Compression = Literal["none", "zstd"]
+_FILE_NAMES: dict[str, str] = {"none": "session.jsonl", "zstd": "session.jsonl.zstd"}
+
+
+def _zstd() -> Any:
+    try:
+        import zstandard  # noqa: PLC0415 - optional dependency, imported on first use
+    except ImportError as exc:  # pragma: no cover - zstandard is in the test extra
+        raise RuntimeError("compression='zstd' needs the zstandard package "
+                           "(pip install 'turnfork[zstd]')") from exc
+    return zstandard
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class _JsonlSink:
+    """Appends batches to one session file, creating it (header first) on the first batch."""
+
+    def __init__(self, path: Path, compression: Compression, pack_chunks: bool,
+                 exists: bool) -> None:
+        self.path = path
+        self.compression = compression
+        self.pack_chunks = pack_chunks
+        self.exists = exists
+        self._compressor: zstandard.ZstdCompressor | None = None
+
+    def _frame(self, text: bytes) -> bytes:
+        if self.compression == "none":
+            return text
+        if self._compressor is None:
+            self._compressor = _zstd().ZstdCompressor(write_checksum=True)
+        return bytes(self._compressor.compress(text))
+
+    def write(self, header: SessionHeader, events: Sequence[Event]) -> None:
+        payload = self._frame(encode_log(events, pack_chunks=self.pack_chunks))
+        created = not self.exists
+        if created:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            payload = self._frame(encode_header_line(header) + b"\n") + payload
+        with open(self.path, "xb" if created else "ab") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            try:
+                handle.write(payload)
+                handle.flush()
+                os.fsync(handle.fileno())
+            except BaseException:
+                handle.truncate(size)  # a batch is on disk whole or not at all
+                raise
+        if created:
+            _fsync_dir(self.path.parent)
+            self.exists = True
+
+
+class JsonlSessionStore(_LiveSessions):
+    """Sessions persisted as DSH JSONL files under ``root``.
+
+    Args:
+        root: the sessions directory (DSH: ``$DSH_HOME/sessions``).
+        compression: ``"none"`` (default) or ``"zstd"`` (needs ``zstandard``).
+        pack_chunks: write runs of three or more deltas of one batch as DSH packed rows.
+        clock: default clock for the sessions it creates and loads.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, compression: Compression = "none",
+                 pack_chunks: bool = False, clock: Clock | None = None) -> None:
+        super().__init__(clock)
+        if compression not in _FILE_NAMES:
+            raise ValueError(f"compression must be 'none' or 'zstd', not {compression!r}")
+        if compression == "zstd":
+            _zstd()
+        self.root = Path(root)
+        self.compression: Compression = compression
+        self.pack_chunks = pack_chunks
+        self.file_name = _FILE_NAMES[compression]
+
+    def path_for(self, header: SessionHeader) -> Path:
+        """Where the session with this header lives."""
+        cwd = header.cwd if isinstance(header.cwd, str) else None
+        return (self.root / project_dir_name(cwd) / encode_segment(header.id) / self.file_name)
+
+    def _sink(self, path: Path, exists: bool) -> _JsonlSink:
+        return _JsonlSink(path, self.compression, self.pack_chunks, exists)
+
+    def create(self, header: SessionHeader, *, seed: Sequence[Event] | None = None,
+               seed_trace: Trace | None = None, clock: Clock | None = None) -> Session:
+        path = self.path_for(header)
+        if header.id in self._live or self._find(header.id) is not None:
+            raise SessionExistsError(header.id)
+        return self._register(header, seed, seed_trace, clock, self._sink(path, False))
+
+    def exists(self, session_id: str) -> bool:
+        return session_id in self._live or self._find(session_id) is not None
+
+    def _find(self, session_id: str) -> Path | None:
+        """The file of a persisted session, searching every project directory."""
+        if not self.root.is_dir():
+            return None
+        segment = encode_segment(session_id)
+        found = [project / segment for project in sorted(self.root.iterdir())
+                 if (project / segment).is_dir()]
+        for directory in found:
+            if (directory / self.file_name).is_file():
+                return directory / self.file_name
+        for directory in found:
+            other = [name for name in _FILE_NAMES.values()
+                     if name != self.file_name and (directory / name).is_file()]
+            if other:
+                raise SessionLoadError(
+                    directory / other[0],
+                    f"this store's root holds {self.compression!r} sessions "
+                    f"({self.file_name}); a root holds one encoding only")
+        return None
+
+    def load(self, session_id: str, *, clock: Clock | None = None) -> Session:
+        live = self._live.get(session_id)
+        if live is not None:
+            return live
+        path = self._find(session_id)
+        if path is None:
+            raise SessionNotFoundError(session_id)
+        session = _load(path, session_id, self.compression, clock or self.clock,
+                        self._sink(path, True))
+        self._live[session_id] = session
+        return session
+
+    def list(self) -> tuple[str, ...]:
+        ids = dict.fromkeys(self._live)
+        if self.root.is_dir():
+            for project in sorted(self.root.iterdir()):
+                if not project.is_dir():
+                    continue
+                for directory in sorted(project.iterdir()):
+                    if (directory / self.file_name).is_file():
+                        try:
+                            ids.setdefault(decode_segment(directory.name))
+                        except ValueError:
+                            continue  # not a directory this layout makes
+        return tuple(ids)
+
+    def delete(self, session_id: str) -> None:
+        live = self._live.pop(session_id, None)
+        path = self._find(session_id)
+        if path is None:
+            if live is None:
+                raise SessionNotFoundError(session_id)
+            return
+        path.unlink()
+        for directory in (path.parent, path.parent.parent):
+            try:
+                directory.rmdir()
+            except OSError:
+                break  # not empty: something else lives there
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+def _read_zstd(path: Path, data: bytes) -> tuple[bytes, bytes, int | None]:
+    """(text of complete frames, text of an incomplete last frame, that frame's offset)."""
+    zstandard = _zstd()
+    decompressor = zstandard.ZstdDecompressor()
+    complete: list[bytes] = []
+    offset = 0
+    while offset < len(data):
+        stream = decompressor.decompressobj()
+        try:
+            text = stream.decompress(data[offset:])
+        except zstandard.ZstdError as exc:
+            raise SessionLoadError(path, f"zstd frame at byte {offset}: {exc}") from exc
+        if not stream.eof:
+            return b"".join(complete), bytes(text), offset
+        complete.append(bytes(text))
+        offset = len(data) - len(stream.unused_data)
+    return b"".join(complete), b"", None
+
+
+def _parses(line: bytes) -> bool:
+    try:
+        msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        return False
+    return True
+
+
+def _line_start(text: bytes, line_no: int) -> int:
+    """Byte offset of 1-based line ``line_no`` in ``text``."""
+    offset = 0
+    for _ in range(line_no - 1):
+        offset = text.index(b"\n", offset) + 1
+    return offset
+
+
+def _decode(path: Path, text: bytes, *, first_line: int, with_header: bool, tearable: bool,
+            ) -> tuple[SessionHeader | None, tuple[Event, ...], int]:
+    """Decode whole lines of ``text``: (header, events, bytes kept). A torn tail is dropped
+    only when ``tearable``; any other problem is a :class:`SessionLoadError`."""
+    keep = text.rfind(b"\n") + 1
+    if keep < len(text) and not tearable:
+        last_line = first_line + text.count(b"\n")
+        raise SessionLoadError(path, f"line {last_line}: a record is cut short inside a "
+                                     "complete zstd frame")
+    while True:
+        body = text[:keep]
+        if with_header:
+            result: Any = decode_session(body)
+        else:
+            result = decode_log(body).map(lambda events: (None, events))
+        if not isinstance(result, Failure):
+            header, events = result.unwrap()
+            return header, events, keep
+        error: DecodeError = result.failure()
+        error = msgspec.structs.replace(error, line=error.line + first_line - 1)
+        local_line = error.line - first_line + 1
+        start = _line_start(body, local_line)
+        line = body[start:body.find(b"\n", start)]
+        later_turn_end = b'"turn/end"' in body[start + len(line):]
+        if (not tearable or (with_header and local_line == 1) or _parses(line)
+                or later_turn_end):
+            raise SessionLoadError(path, error)
+        keep = start
+
+
+def _load(path: Path, session_id: str, compression: Compression, clock: Clock,
+          sink: _JsonlSink) -> Session:
+    data = path.read_bytes()
+    cut_at: int | None = None  # byte length the file must be cut to
+    if compression == "zstd":
+        text, partial, frame_offset = _read_zstd(path, data)
+        header, events, _ = _decode(path, text, first_line=1, with_header=True, tearable=False)
+        durable = len(events)
+        recovered: tuple[Event, ...] = ()
+        if frame_offset is not None:
+            cut_at = frame_offset
+            _, recovered, kept = _decode(path, partial, first_line=1 + text.count(b"\n"),
+                                         with_header=False, tearable=True)
+            dropped = len(partial) - kept
+            warnings.warn(f"{path}: dropped an incomplete final zstd frame ({len(partial)} "
+                          f"bytes of text, {dropped} of them a torn tail)",
+                          SessionRepairWarning, stacklevel=3)
+        events = events + recovered
+    else:
+        if b"\n" not in data:
+            raise SessionLoadError(path, "line 1: the header line is incomplete")
+        header, events, kept = _decode(path, data, first_line=1, with_header=True,
+                                       tearable=True)
+        durable = len(events)
+        if kept < len(data):
+            cut_at = kept
+            torn_line = data.count(b"\n", 0, kept) + 1
+            warnings.warn(f"{path}: dropped a torn tail ({len(data) - kept} bytes from line "
+                          f"{torn_line})", SessionRepairWarning, stacklevel=3)
+    assert header is not None
+    if header.id != session_id:
+        raise SessionLoadError(path, f"line 1: header id {header.id!r} is not {session_id!r}")
+    traced = trace_log(events)
+    if isinstance(traced, Failure):
+        raise SessionLoadError(path, traced.failure())
+    trace = traced.unwrap()
+    closers = close_open_turn(trace, events, TurnInterrupted())
+    for closer in closers:
+        trace = advance(trace, closer).unwrap()
+    if cut_at is not None:
+        with open(path, "r+b") as handle:
+            handle.truncate(cut_at)
+            os.fsync(handle.fileno())
+    seed = events + closers
+    session = Session(header, seed=seed, seed_trace=trace, clock=clock, sink=sink,
+                      durable=durable)
+    session.flush(upto=len(seed))  # recovered events and closers are made durable now
+    return session

@@ -1,0 +1,232 @@
+"""ScriptedModel: the embedded, deterministic default model.
+
+Each model call consumes one script entry: a :class:`Reply`, or a callable that receives the
+:class:`~shell.models.base.ModelRequest` and returns one (so a script can react, e.g. echo the
+last tool result). A reply streams DSH chunks the way a provider adapter does: for every block
+``block-start``, deltas in small pieces, ``block-end`` with the whole block; then ``usage`` if
+given; then ``finish``. Every chunk is an await point, so cancellation can land mid-stream.
+
+A ``hang`` reply streams its partial text and then blocks until cancelled. Running out of script
+finishes the call with ``FinishError`` code ``SCRIPT_EXHAUSTED`` (never a hang).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, TypeAlias
+
+from core import (
+    BlockEnd,
+    BlockStart,
+    ContentBlock,
+    FinishChunk,
+    FinishError,
+    FinishMaxTokens,
+    FinishReason,
+    FinishStop,
+    FinishToolCalls,
+    LlmFailure,
+    ReasoningBlock,
+    ReasoningDelta,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    UsageChunk,
+)
+
+from .base import ModelRequest
+
+__all__ = ["Reply", "ScriptEntry", "ScriptedModel", "ToolCallSpec", "SCRIPT_EXHAUSTED"]
+
+SCRIPT_EXHAUSTED = "SCRIPT_EXHAUSTED"
+#: ``(name, args)`` or ``(name, args, call_id)``; args as a dict or raw JSON text.
+ToolCallSpec: TypeAlias = (tuple[str, Mapping[str, Any] | str]
+                           | tuple[str, Mapping[str, Any] | str, str])
+
+
+def _arguments(args: Mapping[str, Any] | str) -> str:
+    if isinstance(args, str):
+        return args
+    return json.dumps(dict(args), separators=(",", ":"), ensure_ascii=False)
+
+
+def _usage(usage: TokenUsage | tuple[int, int] | None) -> TokenUsage | None:
+    if isinstance(usage, tuple):
+        return TokenUsage(input_tokens=usage[0], output_tokens=usage[1])
+    return usage
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted model call.
+
+    ``blocks`` are text, reasoning and tool-call blocks in stream order (a tool call with an
+    empty id gets ``call_<call number>_<block index>``); ``finish`` defaults to ``tool-calls``
+    when there is a tool call and ``stop`` otherwise; ``hangs`` leaves the last block open after
+    its deltas and waits for cancellation instead of finishing.
+    """
+
+    blocks: tuple[ContentBlock, ...] = ()
+    usage: TokenUsage | None = None
+    finish: FinishReason | None = None
+    hangs: bool = False
+    chunk_size: int = 4
+
+    @staticmethod
+    def text(text: str, *, reasoning: str | None = None,
+             usage: TokenUsage | tuple[int, int] | None = None) -> Reply:
+        """A text answer, optionally after a reasoning block."""
+        blocks: list[ContentBlock] = []
+        if reasoning is not None:
+            blocks.append(ReasoningBlock(text=reasoning))
+        blocks.append(TextBlock(text=text))
+        return Reply(blocks=tuple(blocks), usage=_usage(usage))
+
+    @staticmethod
+    def tool_call(name: str, args: Mapping[str, Any] | str, *, call_id: str = "",
+                  text: str | None = None,
+                  usage: TokenUsage | tuple[int, int] | None = None) -> Reply:
+        """One tool call, optionally after some text."""
+        return Reply.tool_calls([(name, args, call_id)], text=text, usage=usage)
+
+    @staticmethod
+    def tool_calls(calls: Iterable[ToolCallSpec], *, text: str | None = None,
+                   usage: TokenUsage | tuple[int, int] | None = None) -> Reply:
+        """Several tool calls in one message (the loop may run them in parallel)."""
+        blocks: list[ContentBlock] = [] if text is None else [TextBlock(text=text)]
+        for spec in calls:
+            call_id = spec[2] if len(spec) == 3 else ""
+            blocks.append(ToolCallBlock(id=call_id, name=spec[0], arguments=_arguments(spec[1])))
+        return Reply(blocks=tuple(blocks), usage=_usage(usage))
+
+    @staticmethod
+    def max_tokens(text: str = "", *, tool_calls: Iterable[ToolCallSpec] = (),
+                   usage: TokenUsage | tuple[int, int] | None = None) -> Reply:
+        """A call cut off by the token limit (its tool calls are dropped by the loop)."""
+        reply = Reply.tool_calls(tool_calls, text=text or None, usage=usage)
+        return replace(reply, finish=FinishMaxTokens())
+
+    @staticmethod
+    def error(code: str, message: str, *, text: str | None = None) -> Reply:
+        """A call that fails (finish ``error`` with an ``LlmFailure``)."""
+        blocks = () if text is None else (TextBlock(text=text),)
+        return Reply(blocks=blocks,
+                     finish=FinishError(failure=LlmFailure(message=message, code=code)))
+
+    @staticmethod
+    def hang(text: str = "", *, reasoning: str | None = None) -> Reply:
+        """Stream ``text`` (if any) without closing its block, then block until cancelled."""
+        blocks: list[ContentBlock] = []
+        if reasoning is not None:
+            blocks.append(ReasoningBlock(text=reasoning))
+        if text:
+            blocks.append(TextBlock(text=text))
+        return Reply(blocks=tuple(blocks), hangs=True)
+
+
+ScriptEntry: TypeAlias = Reply | Callable[[ModelRequest], Reply | Awaitable[Reply]]
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _block_chunks(index: int, block: ContentBlock, size: int, close: bool) -> list[StreamChunk]:
+    chunks: list[StreamChunk] = []
+    if isinstance(block, TextBlock):
+        chunks.append(BlockStart(index=index, block_type="text"))
+        chunks.extend(TextDelta(index=index, text=piece) for piece in _pieces(block.text, size))
+    elif isinstance(block, ReasoningBlock):
+        chunks.append(BlockStart(index=index, block_type="reasoning"))
+        chunks.extend(ReasoningDelta(index=index, text=piece)
+                      for piece in _pieces(block.text, size))
+    elif isinstance(block, ToolCallBlock):
+        chunks.append(BlockStart(index=index, block_type="tool-call"))
+        chunks.extend(ToolCallDelta(index=index, id=block.id, name=block.name,
+                                    arguments_delta=piece)
+                      for piece in _pieces(block.arguments, size * 4))
+    else:
+        raise TypeError(f"a scripted reply cannot stream a {type(block).__name__}")
+    if close:
+        chunks.append(BlockEnd(index=index, block=block))
+    return chunks
+
+
+def reply_chunks(reply: Reply, call_number: int) -> tuple[list[StreamChunk], bool]:
+    """The chunks a reply streams, and whether it then hangs. Pure."""
+    blocks = [_with_call_id(block, f"call_{call_number}_{index}")
+              for index, block in enumerate(reply.blocks)]
+    chunks: list[StreamChunk] = []
+    for index, block in enumerate(blocks):
+        last = index == len(blocks) - 1
+        chunks.extend(_block_chunks(index, block, reply.chunk_size,
+                                    close=not (reply.hangs and last)))
+    if reply.hangs:
+        return chunks, True
+    if reply.usage is not None:
+        chunks.append(UsageChunk(usage=reply.usage))
+    finish = reply.finish
+    if finish is None:
+        calls = any(isinstance(block, ToolCallBlock) for block in blocks)
+        finish = FinishToolCalls() if calls else FinishStop()
+    chunks.append(FinishChunk(reason=finish))
+    return chunks, False
+
+
+def _with_call_id(block: ContentBlock, call_id: str) -> ContentBlock:
+    if isinstance(block, ToolCallBlock) and not block.id:
+        return ToolCallBlock(id=call_id, name=block.name, arguments=block.arguments)
+    return block
+
+
+class ScriptedModel:
+    """A deterministic model that plays a script, one entry per call.
+
+    ``requests`` records every request received, in order.
+    """
+
+    def __init__(self, script: Iterable[ScriptEntry] = ()) -> None:
+        self.script: list[ScriptEntry] = list(script)
+        self.requests: list[ModelRequest] = []
+
+    def add(self, *entries: ScriptEntry) -> None:
+        """Append entries to the script."""
+        self.script.extend(entries)
+
+    @property
+    def calls(self) -> int:
+        return len(self.requests)
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
+        self.requests.append(request)
+        return self._play(request, len(self.requests))
+
+    async def _play(self, request: ModelRequest, call_number: int,
+                    ) -> AsyncIterator[StreamChunk]:
+        if call_number > len(self.script):
+            failure = LlmFailure(
+                code=SCRIPT_EXHAUSTED,
+                message=f"scripted model has no reply for call {call_number}: the script "
+                        f"holds {len(self.script)} entries")
+            yield FinishChunk(reason=FinishError(failure=failure))
+            return
+        entry = self.script[call_number - 1]
+        reply: Any = entry if isinstance(entry, Reply) else entry(request)
+        if inspect.isawaitable(reply):
+            reply = await reply
+        if not isinstance(reply, Reply):
+            raise TypeError(f"script entry {call_number} returned {type(reply).__name__}, "
+                            "not a Reply")
+        chunks, hangs = reply_chunks(reply, call_number)
+        for chunk in chunks:
+            await asyncio.sleep(0)  # an await point per chunk, like a network stream
+            yield chunk
+        if hangs:
+            await asyncio.get_running_loop().create_future()  # until cancelled

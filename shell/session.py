@@ -1,0 +1,307 @@
+"""A live session: an append-only event log that never holds an invalid event.
+
+Rules:
+
+* Every append is folded into the core's incremental :class:`~core.Trace` (O(1) per event) and
+  refused with :class:`SessionViolationError` when it breaks a rule; a refused batch leaves the
+  log, the trace and the file untouched.
+* The log is stored as *seed* + *own events*. A fork child's seed is a view of its parent's log
+  (typically the parent's :meth:`Session.completed_prefix`), so creating a child copies nothing
+  and, given the parent's trace at the cut, replays nothing: O(1) whatever the parent's size.
+* ``session.events`` is an immutable, fixed-length view: later appends never show through it.
+* Persistence is a :class:`SessionSink` that receives each batch of events not yet durable
+  (the seed and ``session/end-seed`` of a new session are written with its first append, so a
+  session that never appended has no file, as in DSH).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar, overload
+
+from returns.result import Failure, Result
+
+from core import (
+    EMPTY_TRACE,
+    Event,
+    PrefixView,
+    SessionEndSeedEvent,
+    SessionHeader,
+    Trace,
+    TurnEndEvent,
+    Violation,
+    advance,
+    completed_turn_cut,
+    trace_log,
+)
+
+from .clock import Clock, system_clock
+
+__all__ = [
+    "EventsView",
+    "Draft",
+    "draft",
+    "Session",
+    "SessionSink",
+    "SessionViolationError",
+]
+
+E = TypeVar("E", bound=Event)
+
+
+class SessionViolationError(ValueError):
+    """An append (or a seed) broke a rule of the log; nothing was appended."""
+
+    def __init__(self, session_id: str, violation: Violation) -> None:
+        super().__init__(f"session {session_id}: {violation.message}")
+        self.session_id = session_id
+        self.violation = violation
+
+
+class _EventLog(Sequence[Event]):
+    """Append-only storage: a borrowed seed sequence, then this session's own events."""
+
+    __slots__ = ("_own", "_seed", "_seed_length")
+
+    def __init__(self, seed: Sequence[Event]) -> None:
+        self._seed = seed
+        self._seed_length = len(seed)
+        self._own: list[Event] = []
+
+    def __len__(self) -> int:
+        return self._seed_length + len(self._own)
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Event]: ...
+
+    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
+        if isinstance(index, slice):
+            return EventsView(self, len(self))[index]
+        if index < 0:
+            index += len(self)
+        if index < self._seed_length:
+            if index < 0:
+                raise IndexError("event index out of range")
+            return self._seed[index]
+        return self._own[index - self._seed_length]
+
+    def __iter__(self) -> Iterator[Event]:
+        yield from self._seed
+        yield from self._own
+
+    def _extend(self, events: Iterable[Event]) -> None:
+        self._own.extend(events)
+
+
+class EventsView(Sequence[Event]):
+    """The first ``length`` events of a session's log, fixed at creation; O(1) to make."""
+
+    __slots__ = ("_length", "_log")
+
+    def __init__(self, log: _EventLog, length: int) -> None:
+        self._log = log
+        self._length = length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Event]: ...
+
+    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._length)
+            if step == 1 and start == 0:
+                return EventsView(self._log, max(stop, 0))
+            return tuple(self._log[i] for i in range(start, stop, step))
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("event index out of range")
+        return self._log[index]
+
+    def __iter__(self) -> Iterator[Event]:
+        return itertools.islice(iter(self._log), self._length)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(other) == self._length and all(
+            a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"EventsView(<{self._length} events>)"
+
+
+class SessionSink(Protocol):
+    """Where a session's durable batches go (a store's file writer)."""
+
+    def write(self, header: SessionHeader, events: Sequence[Event]) -> None:
+        """Make ``events`` (the next ones after everything written so far) durable, or raise
+        leaving nothing half-written."""
+        ...
+
+
+#: An event still to be stamped: its class, its ``data`` and other envelope keys.
+Draft = tuple[type[Event], Any, dict[str, Any]]
+
+
+def draft(kind: type[Event], data: Any, **envelope: Any) -> Draft:
+    """A :data:`Draft` for :meth:`Session.append_many`."""
+    return (kind, data, envelope)
+
+
+class Session:
+    """An append-only, always-valid DSH session log.
+
+    Args:
+        header: the session's header.
+        seed: events this session starts from (e.g. a parent's completed-turn prefix). They are
+            not copied. ``None`` means no seed; any seed, even an empty one, is followed by
+            ``session/end-seed`` unless it already ends with one.
+        seed_trace: the trace of ``seed`` (e.g. from the parent's ``completed_prefix()``), so
+            the seed is not replayed. ``None`` traces the seed once (validating it).
+        clock: epoch-millisecond clock for appended events.
+        sink: persistence for append batches; ``None`` keeps the session in memory.
+        durable: how many leading seed events the sink already holds (a loaded log).
+
+    Raises:
+        SessionViolationError: the seed breaks a rule.
+        ValueError: ``seed_trace`` does not cover exactly the seed.
+    """
+
+    def __init__(self, header: SessionHeader, *, seed: Sequence[Event] | None = None,
+                 seed_trace: Trace | None = None, clock: Clock = system_clock,
+                 sink: SessionSink | None = None, durable: int = 0) -> None:
+        self.header = header
+        self._clock = clock
+        self._sink = sink
+        self._durable = durable
+        #: Callbacks run after every committed batch, with the new events.
+        self.listeners: list[Callable[[Sequence[Event]], None]] = []
+        base = () if seed is None else seed
+        self._log = _EventLog(base)
+        self._trace, self._completed = self._trace_seed(base, seed_trace)
+        if seed is not None and not (base and isinstance(base[-1], SessionEndSeedEvent)):
+            self._commit([SessionEndSeedEvent(seq=len(base), time=clock())], flush=False)
+
+    def _trace_seed(self, seed: Sequence[Event], seed_trace: Trace | None,
+                    ) -> tuple[Trace, tuple[int, Trace] | None]:
+        if seed_trace is not None:
+            if seed_trace.length != len(seed):
+                raise ValueError(f"seed_trace covers {seed_trace.length} events but the seed "
+                                 f"has {len(seed)}")
+            cut = seed_trace.completed_prefix_length
+            if cut == len(seed):
+                return seed_trace, (cut, seed_trace)
+            return seed_trace, ((0, EMPTY_TRACE) if cut == 0 else None)
+        # Slow path (a loaded or hand-made seed): trace it once, snapshotting at the cut.
+        cut = completed_turn_cut(seed)
+        at_cut = self._checked(trace_log(PrefixView(seed, cut))) if cut else EMPTY_TRACE
+        tail = (seed[index] for index in range(cut, len(seed)))
+        return self._checked(trace_log(tail, at_cut)), (cut, at_cut)
+
+    def _checked(self, result: Result[Trace, Violation]) -> Trace:
+        if isinstance(result, Failure):
+            raise SessionViolationError(self.header.id, result.failure())
+        return result.unwrap()
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def id(self) -> str:
+        return self.header.id
+
+    @property
+    def events(self) -> EventsView:
+        """An immutable snapshot of the log as it is now (O(1))."""
+        return EventsView(self._log, len(self._log))
+
+    @property
+    def trace(self) -> Trace:
+        """The trace of :attr:`events`."""
+        return self._trace
+
+    @property
+    def next_seq(self) -> int:
+        return len(self._log)
+
+    def __len__(self) -> int:
+        return len(self._log)
+
+    def completed_prefix(self) -> tuple[PrefixView, Trace]:
+        """The log through its last ``turn/end`` and the trace there, without copying: O(1)
+        (a fork's seed and seed trace)."""
+        if self._completed is None:  # only a seed whose last turn/end is not at its end
+            cut = self._trace.completed_prefix_length
+            self._completed = (cut, self._checked(trace_log(PrefixView(self._log, cut))))
+        cut, trace = self._completed
+        return PrefixView(self._log, cut), trace
+
+    # ------------------------------------------------------------------ appending
+
+    def append(self, kind: type[E], data: Any, **envelope: Any) -> E:
+        """Stamp (seq, time), validate and append one event; returns it.
+
+        Raises:
+            SessionViolationError: the event breaks a rule; nothing was appended.
+        """
+        event: E = kind(seq=len(self._log), time=self._clock(), data=data, **envelope)
+        self._commit([event], flush=True)
+        return event
+
+    def append_many(self, drafts: Iterable[Draft]) -> tuple[Event, ...]:
+        """Stamp and append several events as one batch (one durable write), all or none."""
+        seq, now = len(self._log), self._clock()
+        events = [kind(seq=seq + i, time=now, data=data, **envelope)
+                  for i, (kind, data, envelope) in enumerate(drafts)]
+        self._commit(events, flush=True)
+        return tuple(events)
+
+    def extend(self, events: Sequence[Event]) -> None:
+        """Append already-stamped events (e.g. the core's turn closers) as one batch."""
+        self._commit(list(events), flush=True)
+
+    def flush(self, upto: int | None = None) -> None:
+        """Write the events not yet durable, through position ``upto`` (default: all); a
+        no-op without a sink."""
+        stop = len(self._log) if upto is None else upto
+        self._write(list(EventsView(self._log, stop)[self._durable:]))
+
+    def _commit(self, events: list[Event], *, flush: bool) -> None:
+        trace = self._trace
+        completed: tuple[int, Trace] | None = None
+        for event in events:
+            result = advance(trace, event)
+            if isinstance(result, Failure):
+                raise SessionViolationError(self.header.id, result.failure())
+            trace = result.unwrap()
+            if isinstance(event, TurnEndEvent):
+                completed = (trace.length, trace)
+        if flush and self._sink is not None:
+            pending = EventsView(self._log, len(self._log))[self._durable:]
+            self._write([*pending, *events])
+        self._log._extend(events)
+        self._trace = trace
+        if completed is not None:
+            self._completed = completed
+        for listener in self.listeners:
+            listener(events)
+
+    def _write(self, events: list[Event]) -> None:
+        if self._sink is None or not events:
+            return
+        self._sink.write(self.header, events)
+        self._durable += len(events)
+
+    def __repr__(self) -> str:
+        return f"Session(id={self.header.id!r}, events={len(self._log)})"

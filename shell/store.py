@@ -1,0 +1,246 @@
+"""Session stores: where live sessions are registered and, for the disk store, persisted.
+
+* :class:`MemorySessionStore` (the default) keeps live sessions only; a released session is
+  gone (nothing accumulates across many short-lived children).
+* :class:`~shell.jsonl_store.JsonlSessionStore` persists in DSH's JSONL layout (wire-format
+  §5.1-5.5), so DSH can load what we write and we can load what DSH writes.
+
+Both share the live-session registry below. ``release(id)`` forgets a live session (its files
+stay); ``delete(id)`` also removes what was persisted. The layout helpers
+:func:`project_key`, :func:`encode_segment` and :func:`decode_segment` are pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from core import DecodeError, Event, SessionHeader, Trace, Violation
+
+from .clock import Clock, system_clock
+from .session import Session, SessionSink
+
+__all__ = [
+    "SessionStore",
+    "MemorySessionStore",
+    "SessionNotFoundError",
+    "SessionExistsError",
+    "SessionLoadError",
+    "SessionRepairWarning",
+    "project_key",
+    "project_dir_name",
+    "encode_segment",
+    "decode_segment",
+]
+
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_SEPARATORS = frozenset("/\\:")
+NO_CWD_DIR = "_no-cwd"
+
+
+class SessionNotFoundError(LookupError):
+    """No session with that id, live or persisted."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session {session_id!r}")
+        self.session_id = session_id
+
+
+class SessionExistsError(ValueError):
+    """A session with that id is already live or persisted."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id!r} already exists")
+        self.session_id = session_id
+
+
+class SessionLoadError(Exception):
+    """A persisted session cannot be loaded: the file and what is wrong, with line and seq."""
+
+    def __init__(self, path: object, problem: DecodeError | Violation | str) -> None:
+        detail = problem if isinstance(problem, str) else problem.message
+        super().__init__(f"{path}: {detail}")
+        self.path = path
+        self.problem = problem
+
+
+class SessionRepairWarning(UserWarning):
+    """A load dropped a torn tail (the file was truncated to its last whole record)."""
+
+
+class SessionStore(Protocol):
+    """What the host needs of a session store."""
+
+    def create(self, header: SessionHeader, *, seed: Sequence[Event] | None = None,
+               seed_trace: Trace | None = None, clock: Clock | None = None) -> Session:
+        """Create and register a live session (nothing is persisted before its first append)."""
+        ...
+
+    def get(self, session_id: str) -> Session | None:
+        """The live session with that id, if any."""
+        ...
+
+    def exists(self, session_id: str) -> bool:
+        """Whether a session with that id is live or persisted."""
+        ...
+
+    def load(self, session_id: str, *, clock: Clock | None = None) -> Session:
+        """The live session, or the persisted one restored (and registered live)."""
+        ...
+
+    def list(self) -> tuple[str, ...]:
+        """Ids of live and persisted sessions."""
+        ...
+
+    def release(self, session_id: str) -> None:
+        """Forget a live session; persisted files stay. A no-op when not live."""
+        ...
+
+    def delete(self, session_id: str) -> None:
+        """Release a session and remove everything persisted for it."""
+        ...
+
+
+class _LiveSessions:
+    """The registry of live sessions that every store keeps."""
+
+    def __init__(self, clock: Clock | None) -> None:
+        self.clock: Clock = clock or system_clock
+        self._live: dict[str, Session] = {}
+
+    def get(self, session_id: str) -> Session | None:
+        return self._live.get(session_id)
+
+    def release(self, session_id: str) -> None:
+        self._live.pop(session_id, None)
+
+    def _register(self, header: SessionHeader, seed: Sequence[Event] | None,
+                  seed_trace: Trace | None, clock: Clock | None,
+                  sink: SessionSink | None) -> Session:
+        session = Session(header, seed=seed, seed_trace=seed_trace, clock=clock or self.clock,
+                          sink=sink)
+        self._live[header.id] = session
+        return session
+
+
+class MemorySessionStore(_LiveSessions):
+    """Live sessions in memory only (the default store)."""
+
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        super().__init__(clock)
+
+    def create(self, header: SessionHeader, *, seed: Sequence[Event] | None = None,
+               seed_trace: Trace | None = None, clock: Clock | None = None) -> Session:
+        if header.id in self._live:
+            raise SessionExistsError(header.id)
+        return self._register(header, seed, seed_trace, clock, None)
+
+    def exists(self, session_id: str) -> bool:
+        return session_id in self._live
+
+    def load(self, session_id: str, *, clock: Clock | None = None) -> Session:
+        session = self._live.get(session_id)
+        if session is None:
+            raise SessionNotFoundError(session_id)
+        return session
+
+    def list(self) -> tuple[str, ...]:
+        return tuple(self._live)
+
+    def delete(self, session_id: str) -> None:
+        if self._live.pop(session_id, None) is None:
+            raise SessionNotFoundError(session_id)
+
+
+# ---------------------------------------------------------------------------- layout (§5.1)
+
+
+def _code_units(text: str) -> list[int]:
+    data = text.encode("utf-16-le", "surrogatepass")
+    return [data[i] | (data[i + 1] << 8) for i in range(0, len(data), 2)]
+
+
+def _escape(unit: int) -> str:
+    char = chr(unit)
+    return char if char in _SAFE else f"~{unit:04X}"
+
+
+def project_key(cwd: str) -> str:
+    """DSH's project directory name for a cwd: ``--<slug>--``.
+
+    Each run of ``/``, ``\\`` or ``:`` becomes one ``-``; ``[A-Za-z0-9._-]`` stays; every other
+    UTF-16 code unit becomes ``~XXXX``; leading ``-`` are stripped; empty becomes ``root``;
+    the slug is cut to 251 characters.
+
+    >>> project_key("/home/u/proj")
+    '--home-u-proj--'
+    >>> project_key("/")
+    '--root--'
+    >>> project_key("C:\\\\Users\\\\me~x")
+    '--C-Users-me~007Ex--'
+    """
+    parts: list[str] = []
+    in_separator = False
+    for unit in _code_units(cwd):
+        if chr(unit) in _SEPARATORS:
+            if not in_separator:
+                parts.append("-")
+            in_separator = True
+            continue
+        in_separator = False
+        parts.append(_escape(unit))
+    slug = "".join(parts).lstrip("-") or "root"
+    return f"--{slug[:251]}--"
+
+
+def project_dir_name(cwd: str | None) -> str:
+    """The project directory of a session: :func:`project_key` of its cwd, or ``_no-cwd``."""
+    return NO_CWD_DIR if cwd is None else project_key(cwd)
+
+
+def encode_segment(session_id: str) -> str:
+    """A session id as a directory name: DSH's per-unit escaping, ``.``/``..`` escaped.
+
+    >>> encode_segment("ea339828-1f2e-4c5d-9a8b-7c6d5e4f3a2b")
+    'ea339828-1f2e-4c5d-9a8b-7c6d5e4f3a2b'
+    >>> encode_segment("a/b c"), encode_segment("..")
+    ('a~002Fb~0020c', '~002E~002E')
+
+    Raises:
+        ValueError: the id is empty.
+    """
+    if not session_id:
+        raise ValueError("a session id must not be empty")
+    if session_id in (".", ".."):
+        return "~002E" * len(session_id)
+    return "".join(_escape(unit) for unit in _code_units(session_id))
+
+
+def decode_segment(segment: str) -> str:
+    """The session id an :func:`encode_segment` directory name stands for.
+
+    >>> decode_segment("a~002Fb~0020c")
+    'a/b c'
+
+    Raises:
+        ValueError: ``segment`` is not such a name.
+    """
+    units: list[int] = []
+    index = 0
+    while index < len(segment):
+        char = segment[index]
+        if char == "~":
+            digits = segment[index + 1:index + 5]
+            if len(digits) != 4 or any(d not in "0123456789ABCDEF" for d in digits):
+                raise ValueError(f"bad escape in session directory name {segment!r}")
+            units.append(int(digits, 16))
+            index += 5
+        elif char in _SAFE:
+            units.append(ord(char))
+            index += 1
+        else:
+            raise ValueError(f"unescaped {char!r} in session directory name {segment!r}")
+    if not units:
+        raise ValueError("an empty session directory name")
+    data = b"".join(unit.to_bytes(2, "little") for unit in units)
+    return data.decode("utf-16-le", "surrogatepass")

@@ -1,0 +1,453 @@
+"""Tools the model can call, the scopes that decide which ones an agent sees, and the named
+system-prompt sections.
+
+* :class:`ToolRegistry` is the host's global registry, in registration order.
+* :class:`ToolScope` is one agent's view of a registry: it can *add* tools of its own (a child's
+  ``structured_output``) and *restrict* the registry's tools with ``{allow?, deny?}``.
+  Restrictions only ever narrow (they intersect) and name global tools only. A restricted tool
+  is absent from the model's tool list and refuses to run if called anyway.
+* A handler returns text, content blocks or a :class:`ToolOutcome`; raising :class:`ToolError`
+  gives an error result carrying ``{name, code}``, any other exception an ``Error: <message>``
+  result without one (DSH's rule for plain errors).
+* :class:`PromptSections` hold named texts with an order (persona at 0); the system prompt is
+  the host's sections overridden by the agent's, sorted, joined by blank lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+
+import msgspec
+from msgspec import UnsetType
+from returns.result import Failure
+
+from core import (
+    CancelCause,
+    CancelUser,
+    ContentBlock,
+    ImageBlock,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolErrorInfo,
+    ToolRestriction,
+    ToolResultBlock,
+    ToolSchema,
+)
+from core.delegation import validate_tool_filter
+
+from .turns import parse_arguments
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .session import Session
+
+__all__ = [
+    "Tool",
+    "ToolHandler",
+    "ToolResult",
+    "ToolOutcome",
+    "ToolError",
+    "ToolContext",
+    "ToolRefusal",
+    "ToolRegistry",
+    "ToolScope",
+    "execute_call",
+    "error_outcome",
+    "restriction_problem",
+    "schema_violations",
+    "PromptSection",
+    "PromptSections",
+    "compose_system_prompt",
+    "PERSONA_SECTION",
+    "PERSONA_ORDER",
+    "DELEGATION_SECTION",
+    "DELEGATION_ORDER",
+    "STRUCTURED_OUTPUT_SECTION",
+    "STRUCTURED_OUTPUT_ORDER",
+    "DEFAULT_SECTION_ORDER",
+]
+
+T = TypeVar("T")
+
+PERSONA_SECTION = "deployment:persona"
+PERSONA_ORDER = 0
+DELEGATION_SECTION = "subagent:delegation"
+DELEGATION_ORDER = 120
+STRUCTURED_OUTPUT_SECTION = "tool:structured_output"
+STRUCTURED_OUTPUT_ORDER = 190
+DEFAULT_SECTION_ORDER = 100
+
+_BLOCK_TYPES = (TextBlock, ReasoningBlock, ImageBlock, ToolCallBlock, ToolResultBlock)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What a tool call produced. ``conclude_turn`` ends the turn after this step's calls."""
+
+    content: str | tuple[ContentBlock, ...]
+    is_error: bool = False
+    error: ToolErrorInfo | None = None
+    conclude_turn: bool = False
+
+    @property
+    def blocks(self) -> tuple[ContentBlock, ...]:
+        if isinstance(self.content, str):
+            return (TextBlock(text=self.content),)
+        return self.content
+
+
+ToolResult: TypeAlias = str | tuple[ContentBlock, ...] | ToolOutcome
+ToolHandler: TypeAlias = Callable[[dict[str, Any], "ToolContext"], Awaitable[ToolResult]]
+
+
+class ToolError(Exception):
+    """A tool failure with structured info: the result gets ``error: {name, code}``."""
+
+    def __init__(self, message: str, *, name: str = "ToolError", code: str = "UNKNOWN") -> None:
+        super().__init__(message)
+        self.info = ToolErrorInfo(name=name, code=code)
+
+
+_INVALID_ARGS = ToolErrorInfo(name="ToolArgsError", code="INVALID_ARGS")
+
+
+def error_outcome(message: str, info: ToolErrorInfo | None = None) -> ToolOutcome:
+    """An ``Error: <message>`` result."""
+    return ToolOutcome(content=f"Error: {message}", is_error=True, error=info)
+
+
+def outcome_of(result: object) -> ToolOutcome:
+    """A handler's return value as a :class:`ToolOutcome`."""
+    if isinstance(result, ToolOutcome):
+        return result
+    if isinstance(result, str):
+        return ToolOutcome(content=result)
+    if isinstance(result, Sequence) and all(isinstance(b, _BLOCK_TYPES) for b in result):
+        return ToolOutcome(content=tuple(result))
+    raise TypeError(f"a tool returned {type(result).__name__}; expected str, content blocks "
+                    "or ToolOutcome")
+
+
+async def execute_call(tool: Tool | ToolRefusal, arguments: str, context: ToolContext,
+                       ) -> ToolOutcome:
+    """Run one call: refusals, argument checks (``INVALID_ARGS``), then the handler, whose
+    failures become error outcomes. Only cancellation propagates."""
+    if isinstance(tool, ToolRefusal):
+        return tool.outcome
+    args = parse_arguments(arguments)
+    if isinstance(args, str):
+        return error_outcome(f"invalid arguments: {args}", _INVALID_ARGS)
+    problems = tool.violations(args)
+    if problems:
+        return error_outcome(f"invalid arguments: {'; '.join(problems)}", _INVALID_ARGS)
+    try:
+        return outcome_of(await tool.handler(args, context))
+    except asyncio.CancelledError:
+        raise
+    except ToolError as exc:
+        return error_outcome(str(exc), exc.info)
+    except Exception as exc:  # a plain error: Error: text, no structured info (DSH)
+        return error_outcome(str(exc) or type(exc).__name__)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A model-callable tool.
+
+    Args:
+        name: the name the model calls it by.
+        description: what the model is told it does.
+        parameters: its JSON-Schema object for the arguments.
+        handler: ``async (args, ctx) -> str | content blocks | ToolOutcome``.
+        concurrency_safe: may run at the same time as the other safe calls of its step.
+        validate: a custom argument check returning violations; default: :func:`schema_violations`
+            over ``parameters``.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    handler: ToolHandler
+    concurrency_safe: bool = False
+    validate: Callable[[dict[str, Any]], Sequence[str]] | None = None
+
+    @cached_property
+    def schema(self) -> ToolSchema:
+        return ToolSchema(name=self.name, description=self.description,
+                          parameters=msgspec.Raw(msgspec.json.encode(dict(self.parameters))))
+
+    def violations(self, args: dict[str, Any]) -> Sequence[str]:
+        if self.validate is not None:
+            return self.validate(args)
+        return schema_violations(self.parameters, args)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRefusal:
+    """Why a called tool cannot run: the result it gets instead."""
+
+    outcome: ToolOutcome
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a running tool knows: the calling agent (a delegating tool's parent) and its call."""
+
+    agent: Agent
+    call_id: str
+    tool_name: str
+    turn: int
+    step: int
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def session(self) -> Session:
+        """The calling agent's session (a tool's own log events go here, before its result)."""
+        return self.agent.session
+
+    @property
+    def cancel_cause(self) -> CancelCause | None:
+        """Why the calling agent is being cancelled, once it is."""
+        return self.agent.cancel_cause
+
+    async def request_approval(self, detail: str) -> None:
+        """Ask for approval; raises ``ApprovalRefusedError`` unless granted."""
+        await self.agent.request_approval(self.tool_name, detail)
+
+    async def run(self, awaitable: Awaitable[T], *,
+                  on_cancel: Callable[[CancelCause], object] | None = None) -> T:
+        """Await ``awaitable``; if the calling agent is cancelled meanwhile, call
+        ``on_cancel(cause)`` (synchronously, so it cannot be skipped) before the cancellation
+        goes on. A delegating tool passes the child run's cancel here."""
+        try:
+            return await awaitable
+        except asyncio.CancelledError:
+            if on_cancel is not None:
+                on_cancel(self.cancel_cause or CancelUser())
+            raise
+
+
+class ToolRegistry:
+    """The host's global tools, in registration order."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> None:
+        """Add a tool; a second tool with the same name is refused."""
+        if tool.name in self._tools:
+            raise ValueError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def unregister(self, name: str) -> None:
+        if self._tools.pop(name, None) is None:
+            raise KeyError(f"no tool named {name!r}")
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def list(self) -> tuple[Tool, ...]:
+        return tuple(self._tools.values())
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+
+def restriction_problem(restriction: ToolRestriction, known: Iterable[str]) -> str | None:
+    """Why a restriction is unusable (names neither list, a reserved or an unknown global
+    tool), in the core's words (``core.delegation.validate_tool_filter``)."""
+    result = validate_tool_filter(restriction, frozenset(known))
+    return result.failure().message if isinstance(result, Failure) else None
+
+
+def _permits(restriction: ToolRestriction, name: str) -> bool:
+    if not isinstance(restriction.allow, UnsetType) and name not in restriction.allow:
+        return False
+    return isinstance(restriction.deny, UnsetType) or name not in restriction.deny
+
+
+class ToolScope:
+    """One agent's tools: a registry's (minus restrictions), plus tools of its own.
+
+    Args:
+        registry: the global registry this scope sees (live: later registrations show).
+        added: tools only this scope has; they shadow a global tool of the same name and are
+            never restricted.
+        restriction: a first ``{allow?, deny?}`` on the registry's tools.
+    """
+
+    def __init__(self, registry: ToolRegistry, added: Iterable[Tool] = (),
+                 restriction: ToolRestriction | None = None) -> None:
+        self.registry = registry
+        self._added: dict[str, Tool] = {}
+        self._restrictions: list[ToolRestriction] = []
+        for tool in added:
+            self.add(tool)
+        if restriction is not None:
+            self.restrict(restriction)
+
+    def add(self, tool: Tool) -> None:
+        if tool.name in self._added:
+            raise ValueError(f"this scope already has a tool named {tool.name!r}")
+        self._added[tool.name] = tool
+
+    def remove(self, name: str) -> None:
+        if self._added.pop(name, None) is None:
+            raise KeyError(f"this scope added no tool named {name!r}")
+
+    def restrict(self, restriction: ToolRestriction) -> None:
+        """Narrow the registry's tools further; raises ValueError for an unusable restriction."""
+        problem = restriction_problem(restriction, self.registry.names())
+        if problem is not None:
+            raise ValueError(problem)
+        self._restrictions.append(restriction)
+
+    @property
+    def restrictions(self) -> tuple[ToolRestriction, ...]:
+        return tuple(self._restrictions)
+
+    def permits(self, name: str) -> bool:
+        """Whether a global tool passes every restriction of this scope."""
+        return all(_permits(restriction, name) for restriction in self._restrictions)
+
+    def tools(self) -> tuple[Tool, ...]:
+        """The tools the model is offered: permitted global ones, then this scope's own."""
+        shared = [tool for tool in self.registry.list()
+                  if tool.name not in self._added and self.permits(tool.name)]
+        return (*shared, *self._added.values())
+
+    def schemas(self) -> tuple[ToolSchema, ...]:
+        return tuple(tool.schema for tool in self.tools())
+
+    def resolve(self, name: str) -> Tool | ToolRefusal:
+        """The tool a call names, or the refusal it gets (unknown or restricted)."""
+        own = self._added.get(name)
+        if own is not None:
+            return own
+        shared = self.registry.get(name)
+        not_found = ToolErrorInfo(name="ToolNotFoundError", code="UNKNOWN_TOOL")
+        if shared is None:
+            return ToolRefusal(error_outcome(f'unknown tool "{name}"', not_found))
+        if not self.permits(name):
+            return ToolRefusal(error_outcome(
+                f'tool "{name}" is not available in this session', not_found))
+        return shared
+
+
+# ---------------------------------------------------------------------------- arguments
+
+_JSON_TYPES: dict[str, Callable[[object], bool]] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+
+
+def _anything(value: object) -> bool:
+    return True
+
+
+def schema_violations(schema: Mapping[str, Any], value: object, at: str = "arguments",
+                      ) -> list[str]:
+    """Violations of a small JSON-Schema subset (type, properties, required,
+    additionalProperties: false, items, enum, const); unknown keywords are ignored.
+
+    >>> schema_violations({"type": "object", "required": ["a"]}, {})
+    ['arguments: missing required property "a"']
+    """
+    problems: list[str] = []
+    kind = schema.get("type")
+    kinds = [kind] if isinstance(kind, str) else list(kind) if isinstance(kind, list) else []
+    if kinds and not any(_JSON_TYPES.get(k, _anything)(value) for k in kinds):
+        return [f"{at}: expected {' or '.join(kinds)}, got {_json_type(value)}"]
+    if "enum" in schema and value not in schema["enum"]:
+        problems.append(f"{at}: must be one of {msgspec.json.encode(schema['enum']).decode()}")
+    if "const" in schema and value != schema["const"]:
+        problems.append(f"{at}: must be {msgspec.json.encode(schema['const']).decode()}")
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        for name in schema.get("required") or ():
+            if name not in value:
+                problems.append(f'{at}: missing required property "{name}"')
+        for name, item in value.items():
+            if name in properties:
+                problems.extend(schema_violations(properties[name], item, f"{at}.{name}"))
+            elif schema.get("additionalProperties") is False:
+                problems.append(f'{at}: unexpected property "{name}"')
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(value):
+            problems.extend(schema_violations(schema["items"], item, f"{at}[{index}]"))
+    return problems
+
+
+def _json_type(value: object) -> str:
+    for name in ("boolean", "null", "integer", "number", "string", "array", "object"):
+        if _JSON_TYPES[name](value):
+            return name
+    return type(value).__name__
+
+
+# ---------------------------------------------------------------------------- prompt sections
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSection:
+    name: str
+    text: str
+    order: int = DEFAULT_SECTION_ORDER
+
+
+class PromptSections:
+    """Named system-prompt sections with an order (lower first)."""
+
+    def __init__(self) -> None:
+        self._sections: dict[str, PromptSection] = {}
+
+    def set(self, name: str, text: str, *, order: int = DEFAULT_SECTION_ORDER) -> None:
+        """Add or replace a section."""
+        self._sections[name] = PromptSection(name=name, text=text, order=order)
+
+    def remove(self, name: str) -> None:
+        self._sections.pop(name, None)
+
+    def get(self, name: str) -> PromptSection | None:
+        return self._sections.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._sections
+
+    def sections(self) -> tuple[PromptSection, ...]:
+        return tuple(self._sections.values())
+
+
+def compose_system_prompt(*layers: PromptSections) -> str:
+    """Later layers override earlier ones by name; sections sorted by order (ties keep their
+    first appearance), non-empty texts joined by blank lines.
+
+    >>> host, agent = PromptSections(), PromptSections()
+    >>> host.set("deployment:persona", "You are a helper.", order=0)
+    >>> host.set("notes", "Be brief.")
+    >>> agent.set("deployment:persona", "You are a reviewer.", order=0)
+    >>> compose_system_prompt(host, agent)
+    'You are a reviewer.\\n\\nBe brief.'
+    """
+    merged: dict[str, PromptSection] = {}
+    for layer in layers:
+        for section in layer.sections():
+            merged[section.name] = section
+    ranked = sorted(enumerate(merged.values()), key=lambda pair: (pair[1].order, pair[0]))
+    return "\n\n".join(section.text for _, section in ranked if section.text)

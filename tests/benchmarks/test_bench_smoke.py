@@ -1,0 +1,134 @@
+"""The benchmark suite runs, its workloads are what they claim, its baselines really check.
+
+No timing is asserted anywhere here: figures are only required to be well formed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+import core
+from benchmarks import baseline_dicts
+from benchmarks.bench_prefix import check_long_log
+from benchmarks.checks import Outcome, outcome_of_trace
+from benchmarks.workloads import IN_FLIGHT_EVENTS, parent_log, repeated_log
+
+ROOT = Path(__file__).resolve().parents[2]
+K10_FIXTURE = ROOT / "tests" / "fixtures" / "dsh" / "generated" / "K10-parent.events.jsonl"
+_UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _without_times_and_ids(jsonl: bytes) -> bytes:
+    return _UUID.sub(b"<id>", re.sub(rb'"time":\d+', b'"time":0', jsonl))
+
+
+def _check_rows(section: dict[str, Any]) -> None:
+    assert section["rows"], "a benchmark that ran must report rows"
+    for row in section["rows"]:
+        assert isinstance(row["label"], str) and row["label"]
+        assert isinstance(row["value"], float | int) and row["value"] > 0
+        assert row["unit"] in ("ns", "x")
+        assert isinstance(row["cpu_value"], float | int) and row["cpu_value"] > 0
+        if row["target"] is None:
+            assert row["status"] is None and row["cpu_status"] is None
+        else:
+            assert row["status"] in ("MET", "MISSED")
+            assert row["cpu_status"] in ("MET", "MISSED")
+    for by_name in section["timings"].values():
+        for timing in by_name.values():
+            samples = timing["samples_ns"]
+            assert len(samples) == len(timing["cpu_samples_ns"]) == timing["rounds"] >= 1
+            assert timing["cpu_median_ns"] > 0
+            assert min(samples) == timing["min_ns"] > 0
+            assert timing["min_ns"] <= timing["median_ns"] <= timing["max_ns"]
+            assert timing["gc"] in ("on", "off")
+
+
+def test_quick_run_prints_a_table_and_writes_well_formed_json(tmp_path: Path) -> None:
+    """`python -m benchmarks --quick` exits 0, prints every section and writes complete JSON."""
+    output = tmp_path / "quick.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--output", str(output)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    results = json.loads(output.read_text(encoding="utf-8"))
+    meta = results["meta"]
+    assert meta["mode"] == "quick"
+    assert meta["machine"]["cpus"] >= 1 and meta["machine"]["cpu"]
+    assert meta["versions"]["python"] and meta["versions"]["msgspec"]
+    assert meta["core_beartype"] == "on"
+    assert set(results["benchmarks"]) == {"codec", "prefix", "fork-core"}
+    for name, section in results["benchmarks"].items():
+        assert f"== {name}:" in done.stdout
+        assert section["unavailable"] is None
+        _check_rows(section)
+    codec_rows = {row["label"] for row in results["benchmarks"]["codec"]["rows"]}
+    assert "[gc on] ratio: ours / msgspec plain" in codec_rows
+
+
+def test_k10_workload_is_dsh_fixture_shape() -> None:
+    """The K=10 parent encodes to DSH's generated K10 log, up to times and message ids."""
+    ours = parent_log(10).jsonl
+    assert _without_times_and_ids(ours) == _without_times_and_ids(K10_FIXTURE.read_bytes())
+
+
+def test_repeated_log_is_balanced_and_in_flight() -> None:
+    """The long-log builder yields a balanced prefix and one open turn after it."""
+    events = repeated_log(5_000)
+    assert len(events) >= 5_000
+    cut = check_long_log(events)
+    assert cut == len(events) - IN_FLIGHT_EVENTS
+    trace = core.trace_log(events).unwrap()
+    assert trace.open_turn == trace.next_turn and trace.completed_prefix_length == cut
+
+
+def _breakages() -> dict[str, Callable[[bytes], bytes]]:
+    """Ways to break the K=3 parent's bytes, each caught by the core's trace."""
+    return {
+        "seq gap": lambda b: b.replace(b'"seq":40,', b'"seq":41,', 1),
+        "chunk outside its step": lambda b: b.replace(b'"step":2,"chunk"', b'"step":3,"chunk"',
+                                                      1),
+        "result without call": lambda b: b.replace(b'"callId":"call-1","name"',
+                                                   b'"callId":"call-x","name"', 1),
+        "citation not earlier": lambda b: b.replace(b'"sourceEventSeqs":[12]',
+                                                    b'"sourceEventSeqs":[99]', 1),
+        "turn numbered twice": lambda b: b.replace(b'{"turn":3}', b'{"turn":2}', 1),
+    }
+
+
+def _pydantic_check(data: bytes) -> Outcome:
+    pytest.importorskip("pydantic", reason="baseline A needs the bench extra (pydantic)")
+    from benchmarks import baseline_pydantic
+
+    return baseline_pydantic.decode_and_check(data)
+
+
+@pytest.mark.parametrize("breakage", sorted(_breakages()))
+@pytest.mark.parametrize("checker", ["dicts", "pydantic"])
+def test_baselines_find_what_the_core_finds(checker: str, breakage: str) -> None:
+    """Each baseline checker flags a broken log at the seq where core.trace_log does."""
+    good = parent_log(3).jsonl
+    bad = _breakages()[breakage](good)
+    assert bad != good
+    check = baseline_dicts.decode_and_check if checker == "dicts" else _pydantic_check
+    expected = outcome_of_trace(core.trace_log(core.decode_log(good).unwrap()).unwrap())
+    assert check(good) == expected
+    violation = core.trace_log(core.decode_log(bad).unwrap()).failure()
+    found = check(bad)
+    assert found.problem is not None
+    assert found.length == violation.seq
+
+
+def test_plain_msgspec_reads_as_many_records_as_the_core() -> None:
+    """The practical-limit contender decodes the same number of records the core does."""
+    log = parent_log(5)
+    assert len(msgspec.json.Decoder().decode_lines(log.jsonl)) == len(log.events)

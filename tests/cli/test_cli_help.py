@@ -1,0 +1,61 @@
+"""The command line's conventions: --help everywhere, --version, usage errors, entry points."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _cli_helpers import run_cli
+
+from shell.cli import COMMANDS, main
+
+
+def test_top_level_help_lists_every_command() -> None:
+    """`turnfork --help` exits 0 on stdout and lists every command and the exit codes."""
+    run = run_cli("--help")
+    assert run.code == 0
+    assert run.stdout.startswith("usage: turnfork ")
+    for command in COMMANDS:
+        assert f"    {command.name} " in run.stdout
+    assert "exit status:" in run.stdout
+
+
+@pytest.mark.parametrize("name", [command.name for command in COMMANDS])
+def test_every_subcommand_has_help(name: str) -> None:
+    """`turnfork COMMAND --help` exits 0 and documents PATH and the exit status."""
+    run = run_cli(name, "--help")
+    assert run.code == 0
+    assert run.stdout.startswith(f"usage: turnfork {name} ")
+    assert "PATH" in run.stdout and "exit status:" in run.stdout
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """--version prints the installed version and exits 0."""
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == "turnfork 0.1.0\n"
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """No command, an unknown command or a missing PATH: usage on stderr, exit 2."""
+    run = run_cli()
+    assert run.code == 2
+    assert run.stdout == ""
+    assert run.stderr.startswith("usage: turnfork")
+    assert "error: the following arguments are required: COMMAND" in run.stderr
+    for args in (["frobnicate"], ["check"]):
+        assert main(args) == 2, args
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err.startswith("usage: turnfork")
+        assert "error:" in captured.err
+
+
+def test_console_script_is_installed() -> None:
+    """The `turnfork` console script declared in pyproject runs main()."""
+    script = Path(sys.executable).with_name("turnfork")
+    done = subprocess.run([str(script), "--version"], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0
+    assert done.stdout == "turnfork 0.1.0\n"

@@ -1,0 +1,364 @@
+"""The JSONL codec: what it refuses, how it says so, and what it writes (issue 2, item 3)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from msgspec import UNSET
+from returns.result import Failure, Success
+
+from core import (
+    AssistantChunkData,
+    AssistantChunkEvent,
+    DecodeError,
+    Event,
+    MessageSource,
+    OpaqueEvent,
+    SandboxModeData,
+    SandboxModeEvent,
+    SessionHeader,
+    TextBlock,
+    TextDelta,
+    ToolCallDelta,
+    ToolResultBlock,
+    ToolResultData,
+    ToolResultEvent,
+    ToolResultMessage,
+    TurnStartData,
+    TurnStartEvent,
+    decode_log,
+    decode_session,
+    encode_log,
+    encode_session,
+)
+from core.strategies import session_logs
+
+TURN_START = b'{"type":"turn/start","seq":0,"time":5,"data":{"turn":1}}\n'
+HEADER = b'{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}\n'
+
+
+def _error(data: bytes, *, projected: bool = False) -> DecodeError:
+    result = decode_log(data, projected=projected)
+    assert isinstance(result, Failure), result
+    error: DecodeError = result.failure()
+    return error
+
+
+def _session_error(data: bytes) -> DecodeError:
+    result = decode_session(data)
+    assert isinstance(result, Failure), result
+    error: DecodeError = result.failure()
+    return error
+
+
+def _line(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+
+# --------------------------------------------------------------------------- error messages
+
+
+def test_missing_field_names_line_seq_type_and_field() -> None:
+    """A typed event missing a field is refused with line, seq, type and the field's path."""
+    error = _error(TURN_START + b'{"type":"step/start","seq":1,"time":6,"data":{"turn":1}}\n')
+    assert (error.line, error.seq, error.event_type) == (2, 1, "step/start")
+    assert str(error) == ("line 2 (seq 1, step/start): Object missing required field `step` "
+                          "- at `data`")
+
+
+def test_error_without_a_readable_record_names_the_line_only() -> None:
+    """Text that is not JSON is refused naming its line."""
+    error = _error(TURN_START + b'{"type":"turn/start",\n')
+    assert (error.line, error.seq, error.event_type) == (2, None, None)
+    assert str(error).startswith("line 2: ")
+
+
+def test_unknown_type_without_ignorable_is_refused() -> None:
+    """An unknown type not marked ignorable is refused, naming it."""
+    error = _error(TURN_START + b'{"type":"acme/thing","seq":1,"time":5,"data":{}}\n')
+    assert str(error) == ('line 2 (seq 1, acme/thing): unknown event type "acme/thing" is not '
+                          'marked "ignorable": true')
+
+
+def test_ignorable_unknown_type_is_kept_opaque_and_round_trips_exactly() -> None:
+    """An ignorable unknown event is an OpaqueEvent holding its exact data JSON."""
+    line = (b'{"type":"acme/thing","seq":0,"time":5,"data":{"a": [1, 2.50, "x\\u00e9"],'
+            b'"b":{}},"ignorable":true}\n')
+    (event,) = decode_log(line).unwrap()
+    assert isinstance(event, OpaqueEvent)
+    assert (event.type, event.seq, event.time, event.ignorable) == ("acme/thing", 0, 5, True)
+    assert bytes(event.data) == b'{"a": [1, 2.50, "x\\u00e9"],"b":{}}'
+    assert encode_log((event,)) == line
+
+
+def test_known_vocabulary_is_kept_opaque_without_ignorable() -> None:
+    """DSH's own untyped vocabulary (session/title) needs no ignorable flag."""
+    line = b'{"type":"session/title","seq":0,"time":5,"data":{"title":"t","messageSeqs":[4]}}\n'
+    (event,) = decode_log(line).unwrap()
+    assert isinstance(event, OpaqueEvent) and event.ignorable is UNSET
+    assert encode_log((event,)) == line
+
+
+@pytest.mark.parametrize("line", [
+    b'{"type":"request/header","seq":0,"time":1,"data":{"header":{"config":{"provider":"p",'
+    b'"model":"m"}},"reason":"fallback"}}\n',
+])
+def test_legacy_fallback_request_header_is_refused(line: bytes) -> None:
+    """request/header with the legacy reason "fallback" is refused where it stands."""
+    error = _error(line)
+    assert (error.line, error.seq, error.event_type) == (1, 0, "request/header")
+    assert "'fallback'" in error.problem and "data.reason" in error.problem
+
+
+def test_legacy_header_delta_type_is_refused() -> None:
+    """The retired request/header-delta type is refused."""
+    error = _error(b'{"type":"request/header-delta","seq":0,"time":1,"data":{}}\n')
+    assert error.event_type == "request/header-delta"
+    assert "not marked" in error.problem
+
+
+@pytest.mark.parametrize("line", [
+    b'{"type":"turn/start","seq":0,"time":-0,"data":{"turn":1}}\n',
+    b'{"type":"goal/change","seq":0,"time":1,"data":{"x":-0.0}}\n',
+    b'{"type":"goal/change","seq":0,"time":1,"data":{"x":[1,-0e3]}}\n',
+])
+def test_negative_zero_is_refused(line: bytes) -> None:
+    """-0 anywhere in a record is not lossless JSON."""
+    error = _error(line)
+    assert (error.line, error.seq) == (1, 0)
+    assert error.problem == "-0 is not lossless JSON (DSH refuses negative zero)"
+
+
+def test_minus_zero_inside_strings_and_negative_fractions_are_accepted() -> None:
+    """Only the number -0 is refused: "-0" in a string and -0.5 are fine."""
+    line = b'{"type":"goal/change","seq":0,"time":1,"data":{"s":"-0","x":-0.5,"y":[-0.25]}}\n'
+    assert encode_log(decode_log(line).unwrap()) == line
+
+
+@pytest.mark.parametrize(("line", "kind"), [
+    (b'{"type":"turn/start","seq":0,"time":9007199254740992,"data":{"turn":1}}\n',
+     "turn/start"),
+    (b'{"type":"goal/change","seq":0,"time":1,"data":{"n":[1,-9007199254740992]}}\n',
+     "goal/change"),
+    (b'{"type":"tool/result","seq":0,"time":1,"data":{"turn":1,"step":1,"message":{"source":'
+     b'{"kind":"tool","callId":"c"},"content":[{"type":"tool-result","toolCallId":"c",'
+     b'"content":[],"isError":false}],"role":"user","id":"m"},"meta":{"n":90071992547409930}},'
+     b'"sourceEventSeqs":[0],"surfaceOp":"append"}\n', "tool/result"),
+])
+def test_integer_beyond_the_safe_range_is_refused(line: bytes, kind: str) -> None:
+    """An integer beyond 2^53-1 is refused in typed fields, opaque data and raw payloads."""
+    error = _error(line)
+    assert (error.line, error.seq, error.event_type) == (1, 0, kind)
+    assert "9007199254740992" in error.problem or "90071992547409930" in error.problem
+
+
+def test_largest_safe_integer_is_accepted() -> None:
+    """2^53-1 is a safe integer and round-trips."""
+    line = b'{"type":"turn/start","seq":0,"time":9007199254740991,"data":{"turn":1}}\n'
+    assert encode_log(decode_log(line).unwrap()) == line
+
+
+def test_number_beyond_a_double_in_opaque_data_is_refused_not_raised() -> None:
+    """A number JavaScript reads as Infinity is refused with a DecodeError, never raised."""
+    error = _error(b'{"type":"goal/change","seq":0,"time":1,"data":{"x":1e400}}\n')
+    assert (error.seq, error.event_type) == (0, "goal/change")
+    assert "not finite" in error.problem
+
+
+@pytest.mark.parametrize(("line", "path"), [
+    (b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":1},"ignorable":null}\n',
+     "ignorable"),
+    (b'{"type":"sandbox/mode","seq":0,"time":1,"data":{"mode":"read-only","source":null}}\n',
+     "data.source"),
+])
+def test_null_for_an_optional_key_is_refused(line: bytes, path: str) -> None:
+    """DSH never writes null for an absent key, so null is refused."""
+    error = _error(line)
+    assert "null" in error.problem and f"`{path}`" in error.problem
+
+
+def test_unknown_key_is_refused() -> None:
+    """A key outside the envelope is refused (a decoded event must re-encode the same)."""
+    error = _error(b'{"type":"turn/start","seq":0,"time":1,"data":{"turn":1},"foo":1}\n')
+    assert "unknown field `foo`" in str(error)
+
+
+def test_invalid_utf8_names_its_line() -> None:
+    """Bytes that are not UTF-8 are refused naming the line and byte offset."""
+    error = _error(TURN_START + b'{"type":"goal/change","seq":1,"time":1,"data":{"s":"\xff"}}\n')
+    assert error.line == 2
+    assert error.problem == f"invalid UTF-8 at byte {len(TURN_START) + 52}"
+
+
+# --------------------------------------------------------------------------- packed rows
+
+
+def test_packed_rows_expand_to_chunk_events() -> None:
+    """A packed row expands to one assistant/chunk per member, times from dt."""
+    data = (b'{"type":"text-chunks","seq0":0,"time0":10,"data":{"turn":1,"step":1,"index":0,'
+            b'"dt":[1,-2],"texts":["a","b","c"]}}\n'
+            b'{"type":"tool-call-chunks","seq0":3,"time0":20,"data":{"turn":1,"step":1,'
+            b'"index":1,"dt":[0,0],"id":"c1","name":"bash","args":["{","}",""]}}\n')
+    events = decode_log(data).unwrap()
+    assert [(e.seq, e.time) for e in events] == [(0, 10), (1, 11), (2, 9), (3, 20), (4, 20),
+                                                 (5, 20)]
+    assert events[1] == AssistantChunkEvent(seq=1, time=11, data=AssistantChunkData(
+        turn=1, step=1, chunk=TextDelta(index=0, text="b")))
+    assert events[3] == AssistantChunkEvent(seq=3, time=20, data=AssistantChunkData(
+        turn=1, step=1, chunk=ToolCallDelta(index=1, id="c1", name="bash", arguments_delta="{")))
+    assert encode_log(events, pack_chunks=True) == data
+
+
+@pytest.mark.parametrize(("row", "problem"), [
+    (b'{"type":"text-chunks","seq0":0,"time0":1,"data":{"turn":1,"step":1,"index":0,'
+     b'"dt":[1],"texts":["a","b","c"]}}', "packed row has 3 members but 1 time gaps"),
+    (b'{"type":"reasoning-chunks","seq0":0,"time0":1,"data":{"turn":1,"step":1,"index":0,'
+     b'"dt":[],"texts":[]}}', "packed row has no members"),
+    (b'{"type":"tool-call-chunks","seq0":0,"time0":1,"data":{"turn":1,"step":1,"index":0,'
+     b'"dt":[0],"id":"c","args":["a","b"],"extra":1}}', "unknown field `extra`"),
+    (b'{"type":"text-chunks","seq0":0,"time0":1,"data":{"turn":1,"step":1,"index":0,'
+     b'"dt":[0],"texts":["a",2]}}', "Expected `str`"),
+])
+def test_malformed_packed_row_is_refused(row: bytes, problem: str) -> None:
+    """A malformed packed row is corruption: refused naming the row."""
+    error = _error(TURN_START + row + b"\n")
+    assert (error.line, error.seq) == (2, 0)
+    assert error.event_type in ("text-chunks", "reasoning-chunks", "tool-call-chunks")
+    assert problem in error.problem
+
+
+def test_short_runs_stay_unpacked() -> None:
+    """Runs shorter than three deltas are written one event per line."""
+    events = tuple(AssistantChunkEvent(seq=k, time=k, data=AssistantChunkData(
+        turn=1, step=1, chunk=TextDelta(index=0, text=str(k)))) for k in range(2))
+    assert encode_log(events, pack_chunks=True) == encode_log(events)
+    third = AssistantChunkEvent(seq=2, time=2, data=AssistantChunkData(
+        turn=1, step=1, chunk=TextDelta(index=0, text="2")))
+    assert b"text-chunks" in encode_log((*events, third), pack_chunks=True)
+
+
+def test_projected_records_get_seq_and_time_by_counting() -> None:
+    """Projected fixtures: plain lines and packed rows are numbered by counting, time 0."""
+    data = (b'{"type":"turn/start","data":{"turn":1}}\n'
+            b'{"type":"text-chunks","data":{"turn":1,"step":1,"index":0,"dt":[3,4],'
+            b'"texts":["a","b","c"]}}\n'
+            b'{"type":"turn/end","data":{"turn":1,"reason":{"kind":"completed"}}}\n')
+    events = decode_log(data, projected=True).unwrap()
+    assert [(e.seq, e.time) for e in events] == [(0, 0), (1, 0), (2, 3), (3, 7), (4, 0)]
+
+
+# --------------------------------------------------------------------------- session header
+
+
+@pytest.mark.parametrize(("version", "hint"), [(1, "upgrade turnfork"),
+                                               (-1, "no upgrade path exists")])
+def test_header_version_other_than_zero_is_refused(version: int, hint: str) -> None:
+    """A header version other than 0 is refused before any other check, saying why."""
+    header = (b'{"type":"session","version":%d,"id":"s","createdAt":1,"retired":1}\n' % version)
+    error = _session_error(header + TURN_START)
+    assert str(error) == f"line 1: session format version {version} is not supported ({hint})"
+
+
+@pytest.mark.parametrize(("first", "problem"), [
+    (TURN_START, 'the first line is not a session header ("type":"session")'),
+    (b"", "empty session file: no header line"),
+    (b'{"type":"session","version":0,"id":"s","createdAt":1}\n',
+     "header: Object missing required field `delegationDepth`"),
+    (b'{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0,'
+     b'"sandboxMode":"read-only"}\n', "header: Object contains unknown field `sandboxMode`"),
+])
+def test_bad_header_line_is_refused(first: bytes, problem: str) -> None:
+    """A missing, incomplete or retired-key header line is refused on line 1."""
+    error = _session_error(first)
+    assert (error.line, error.problem) == (1, problem)
+
+
+def test_session_errors_count_lines_from_the_header() -> None:
+    """In a session file the first event is line 2."""
+    error = _session_error(HEADER + b'{"type":"turn/start","seq":0,"time":5,"data":{}}\n')
+    assert (error.line, error.seq) == (2, 0)
+
+
+def test_session_round_trips() -> None:
+    """encode_session writes the header line first; decode_session reads it back."""
+    header = SessionHeader(id="s", created_at=1, parent_session="p", seed_length=0,
+                           origin="subagent", delegation_depth=1)
+    events = (TurnStartEvent(seq=0, time=5, data=TurnStartData(turn=1)),)
+    data = encode_session(header, events)
+    assert data.startswith(b'{"type":"session","version":0,"id":"s","createdAt":1,'
+                           b'"parentSession":"p","seedLength":0,"origin":"subagent",'
+                           b'"delegationDepth":1}\n')
+    assert decode_session(data) == Success((header, events))
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def _has_null(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, dict):
+        return any(_has_null(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_null(v) for v in value)
+    return False
+
+
+def test_absent_optional_keys_are_absent_on_encode() -> None:
+    """UNSET fields are left out of the JSON, never written as null."""
+    result = ToolResultEvent(seq=3, time=1, source_event_seqs=(2,), surface_op="append",
+                             data=ToolResultData(turn=1, step=1, message=ToolResultMessage(
+                                 source=MessageSource(kind="tool", call_id="c"),
+                                 content=(ToolResultBlock(tool_call_id="c", content=(
+                                     TextBlock(text="ok"),)),), id="m")))
+    mode = SandboxModeEvent(seq=4, time=1, data=SandboxModeData(mode="read-only"))
+    lines = [json.loads(line) for line in encode_log((result, mode)).splitlines()]
+    assert list(lines[0]) == ["type", "seq", "time", "data", "sourceEventSeqs", "surfaceOp"]
+    assert list(lines[0]["data"]) == ["turn", "step", "message"]
+    assert "isError" not in lines[0]["data"]["message"]["content"][0]
+    assert lines[1] == {"type": "sandbox/mode", "seq": 4, "time": 1,
+                        "data": {"mode": "read-only"}}
+
+
+@settings(max_examples=100, deadline=None)
+@given(session_logs())
+def test_generated_logs_encode_without_null(log: tuple[Event, ...]) -> None:
+    """No encoded generated log holds a JSON null anywhere."""
+    for line in encode_log(log, pack_chunks=True).splitlines():
+        assert not _has_null(msgspec.json.decode(line))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300))
+def test_decoding_arbitrary_bytes_never_raises(data: bytes) -> None:
+    """Any input gives Success or a DecodeError, never an exception."""
+    for result in (decode_log(data), decode_log(data, projected=True), decode_session(data)):
+        assert isinstance(result, Success | Failure)
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
+                                                                 max_size=3),
+    max_leaves=8)
+_records = st.fixed_dictionaries(
+    {"type": st.sampled_from(("turn/start", "goal/change", "acme/x", "text-chunks",
+                              "user/message", "tool-call-chunks"))},
+    optional={"seq": _json, "time": _json, "seq0": _json, "time0": _json, "data": _json,
+              "ignorable": _json, "surfaceOp": _json})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_records, max_size=4))
+def test_decoding_arbitrary_records_never_raises(records: list[dict[str, Any]]) -> None:
+    """Records of the right kinds with arbitrary fields give Success or a DecodeError."""
+    data = b"".join(_line(record) for record in records)
+    for result in (decode_log(data), decode_log(data, projected=True)):
+        assert isinstance(result, Success | Failure)
+        if isinstance(result, Success):
+            assert decode_log(encode_log(result.unwrap())) == result

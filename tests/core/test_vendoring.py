@@ -1,0 +1,192 @@
+"""core/ can be vendored: renamed copy works, pure imports, no mutable module state (item 8)."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from beartype.roar import BeartypeCallHintViolation
+
+import core
+
+CORE = Path(__file__).resolve().parents[2] / "core"
+MODULES = sorted(CORE.glob("*.py"))
+FIXTURE = (Path(__file__).resolve().parent.parent / "fixtures" / "dsh" / "derived"
+           / "fork-parent-inflight-at-subagent-call.DERIVED.jsonl")
+EFFECTFUL = frozenset({
+    "os", "io", "sys", "time", "asyncio", "random", "uuid", "logging", "subprocess", "socket",
+    "threading", "pathlib", "datetime", "tempfile", "shutil",
+})
+MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "pop",
+                      "popitem", "clear", "remove", "discard", "sort", "reverse"})
+MUTABLE_BUILDERS = frozenset({"list", "dict", "set", "bytearray", "defaultdict", "deque",
+                              "OrderedDict", "Counter"})
+
+VENDORED_SCRIPT = """
+import sys
+sys.path.insert(0, {root!r})
+from pathlib import Path
+
+import vendored_tf_core as tf
+from beartype.roar import BeartypeCallHintViolation
+
+assert Path(tf.__file__).parent == Path({root!r}) / "vendored_tf_core", tf.__file__
+header, events = tf.decode_session(Path({fixture!r}).read_bytes(), projected=True).unwrap()
+trace = tf.trace_log(events).unwrap()
+prefix = tf.completed_turn_prefix(events)
+assert (len(events), trace.open_turn, len(prefix)) == (159, 2, 42), (len(events), len(prefix))
+assert tf.check_balance(prefix).unwrap().is_closed
+assert tf.decode_log(tf.encode_log(events)).unwrap() == events
+try:
+    tf.completed_turn_prefix(42)
+except BeartypeCallHintViolation:
+    pass
+else:
+    raise SystemExit("the vendored copy is not type-checked")
+assert "hypothesis" not in sys.modules, "importing the core imported hypothesis"
+assert "vendored_tf_core.strategies" not in sys.modules
+
+from hypothesis import given, settings
+from vendored_tf_core.strategies import session_logs
+
+@settings(max_examples=10, database=None, deadline=None)
+@given(session_logs())
+def check(log):
+    assert tf.trace_log(log).unwrap().length == len(log)
+
+check()
+leaked = sorted(m for m in sys.modules if m == "core" or m.startswith("core."))
+assert not leaked, leaked
+print("vendored ok")
+"""
+
+
+def test_core_works_when_copied_under_another_name(tmp_path: Path) -> None:
+    """A renamed copy of core/ imports, decodes, traces, seeds and generates on its own."""
+    shutil.copytree(CORE, tmp_path / "vendored_tf_core",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    script = VENDORED_SCRIPT.format(root=str(tmp_path), fixture=str(FIXTURE))
+    done = subprocess.run([sys.executable, "-I", "-c", textwrap.dedent(script)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "vendored ok"
+
+
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def test_core_modules_are_found() -> None:
+    """The checks below look at every core module."""
+    names = {path.name for path in MODULES}
+    assert {"__init__.py", "events.py", "codec.py", "trace.py", "seed.py",
+            "strategies.py"} <= names
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+def test_imports_are_relative_and_pure(path: Path) -> None:
+    """No absolute self-import, no effectful module; hypothesis only in strategies.py."""
+    for node in ast.walk(_tree(path)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        for name in names:
+            top = name.split(".")[0]
+            assert top != "core", f"{path.name}:{node.lineno}: absolute self-import {name}"
+            assert top not in EFFECTFUL, f"{path.name}:{node.lineno}: imports {name}"
+            if top == "hypothesis":
+                assert path.name == "strategies.py", f"{path.name}:{node.lineno}: hypothesis"
+
+
+def test_package_never_imports_strategies_and_turns_on_beartype() -> None:
+    """core/__init__.py calls beartype_this_package() first and does not import strategies."""
+    tree = _tree(CORE / "__init__.py")
+    relative = [node for node in tree.body if isinstance(node, ast.ImportFrom) and node.level]
+    assert relative
+    assert all(node.module != "strategies" for node in relative)
+    assert all(alias.name != "strategies" for node in relative for alias in node.names)
+    hook_lines = [node.lineno for node in tree.body if isinstance(node, ast.Expr)
+                  and isinstance(node.value, ast.Call)
+                  and getattr(node.value.func, "id", None) == "beartype_this_package"]
+    assert len(hook_lines) == 1
+    assert hook_lines[0] < min(node.lineno for node in relative)
+
+
+def _module_bindings(tree: ast.Module) -> list[tuple[str, ast.expr, int]]:
+    bound: list[tuple[str, ast.expr, int]] = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            bound.extend((t.id, node.value, node.lineno) for t in node.targets
+                         if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
+            bound.append((node.target.id, node.value, node.lineno))
+    return bound
+
+
+def _is_mutable_value(value: ast.expr) -> bool:
+    if isinstance(value, ast.List | ast.Set | ast.Dict | ast.ListComp | ast.SetComp
+                  | ast.DictComp):
+        return True
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+            and value.func.id in MUTABLE_BUILDERS)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+def test_no_module_level_mutable_state(path: Path) -> None:
+    """No `global`; no public mutable containers; private ones are never mutated."""
+    tree = _tree(path)
+    mutable: set[str] = set()
+    for name, value, line in _module_bindings(tree):
+        if _is_mutable_value(value):
+            is_public = not name.startswith("_")
+            assert not is_public, f"{path.name}:{line}: public mutable module-level {name}"
+            mutable.add(name)
+    for node in ast.walk(tree):
+        assert not isinstance(node, ast.Global), f"{path.name}:{node.lineno}: global statement"
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in mutable
+                and node.func.attr in MUTATORS):
+            raise AssertionError(f"{path.name}:{node.lineno}: mutates {node.func.value.id}")
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        for target in targets:
+            if (isinstance(target, ast.Subscript | ast.Attribute)
+                    and isinstance(target.value, ast.Name) and target.value.id in mutable):
+                raise AssertionError(f"{path.name}:{node.lineno}: mutates {target.value.id}")
+
+
+def test_the_mutable_state_check_catches_mutation(tmp_path: Path) -> None:
+    """The AST check above fails on a module that mutates a module-level container."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("_SEEN = []\n\ndef note(x):\n    _SEEN.append(x)\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match="mutates _SEEN"):
+        test_no_module_level_mutable_state(bad)
+    bad.write_text("CACHE = {}\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match="public mutable"):
+        test_no_module_level_mutable_state(bad)
+    bad.write_text("import os\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match="imports os"):
+        test_imports_are_relative_and_pure(bad)
+    bad.write_text("from core.seed import completed_turn_prefix\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match="absolute self-import"):
+        test_imports_are_relative_and_pure(bad)
+
+
+def test_beartype_rejects_wrongly_typed_calls() -> None:
+    """Calls into the core with wrong argument types raise a beartype violation."""
+    with pytest.raises(BeartypeCallHintViolation):
+        core.completed_turn_prefix(42)  # type: ignore[arg-type]
+    with pytest.raises(BeartypeCallHintViolation):
+        core.decode_log("not bytes")  # type: ignore[arg-type]
+    with pytest.raises(BeartypeCallHintViolation):
+        core.trace_log(42)  # type: ignore[arg-type]
