@@ -198,6 +198,18 @@ def _may_hold_unsafe_integer(data: bytes) -> bool:
     return data.translate(_DIGITS_AS_ZERO).find(_SIXTEEN_DIGITS) != -1
 
 
+# One translation serves both over-approximations: digits become "0" and every byte after
+# which a JSON number may start becomes ":", so "-0" after such a byte reads ":-0".
+_SCAN_TABLE = bytes.maketrans(b"123456789,[ \t\r\n", b"000000000::::::")
+
+
+@unchecked
+def _may_be_lossy(data: bytes) -> bool:
+    """Whether ``data`` may hold ``-0`` or an unsafe integer (cheap; false positives allowed)."""
+    scanned = data.translate(_SCAN_TABLE)
+    return scanned.find(b":-0") != -1 or scanned.find(_SIXTEEN_DIGITS) != -1
+
+
 @unchecked
 def _has_negative_zero(line: bytes) -> bool:
     if not _may_hold_negative_zero(line):
@@ -300,21 +312,6 @@ def _restore_envelope(line: bytes, count: int) -> bytes | str:
 
 
 @unchecked
-def _decode_record(line: bytes, line_no: int) -> list[Event] | Event | DecodeError:
-    try:
-        record = _RECORD_DECODER.decode(line)
-    except msgspec.DecodeError as exc:
-        return _decode_untyped(line, line_no, exc)
-    if isinstance(record, _Row):
-        expanded = _expand_row(record)
-        if isinstance(expanded, str):
-            return DecodeError(line=line_no, problem=expanded, seq=record.seq0,
-                               event_type=str(type(record).__struct_config__.tag))
-        return expanded
-    return record
-
-
-@unchecked
 def _decode_untyped(line: bytes, line_no: int, typed_error: Exception) -> Event | DecodeError:
     peek = _peek(line)
     kind = _str_or_none(peek.type)
@@ -323,6 +320,10 @@ def _decode_untyped(line: bytes, line_no: int, typed_error: Exception) -> Event 
     if kind is None or kind in typed_tags:
         return DecodeError(line=line_no, problem=_clean(str(typed_error)), seq=seq,
                            event_type=kind)
+    if kind in _REFUSED_LEGACY_TYPES:
+        return DecodeError(line=line_no, seq=seq, event_type=kind,
+                           problem=f'legacy event type "{kind}" is no longer readable (DSH '
+                                   "refuses it too)")
     if kind not in KNOWN_EVENT_TYPES and peek.ignorable is not True:
         return DecodeError(
             line=line_no, seq=seq, event_type=kind,
@@ -340,42 +341,67 @@ def _decode_untyped(line: bytes, line_no: int, typed_error: Exception) -> Event 
 
 
 _TYPED_TAGS = frozenset(str(cls.__struct_config__.tag) for cls in TYPED_EVENT_CLASSES)
+_ROW_TYPES = frozenset({_TextRow, _ReasoningRow, _ToolRow})
+#: Retired vocabulary DSH refuses on load, ignorable or not (wire-format §1.2).
+_REFUSED_LEGACY_TYPES = frozenset({"request/header-delta", "mode/set"})
 
 
 @unchecked
 def _decode_lines(lines: Sequence[bytes], first_line_no: int, projected: bool,
-                  ) -> Result[tuple[Event, ...], DecodeError]:
+                  suspicious: bool) -> Result[tuple[Event, ...], DecodeError]:
+    """Decode line by line. ``suspicious``: the text may hold ``-0`` or an unsafe integer,
+    which msgspec would accept silently, so every line is checked for them first."""
     events: list[Event] = []
+    decode = _RECORD_DECODER.decode
+    row_types = _ROW_TYPES
     for offset, raw_line in enumerate(lines):
         line_no = first_line_no + offset
-        line = raw_line.rstrip(b"\r")
-        if not line.strip():
-            continue
+        line = raw_line
         if projected:
+            if not line.strip():
+                continue
             restored = _restore_envelope(line, len(events))
             if isinstance(restored, str):
                 return Failure(DecodeError(line=line_no, problem=restored))
             line = restored
-        if _has_negative_zero(line):
-            peek = _peek(line)
-            return Failure(DecodeError(
-                line=line_no, problem="-0 is not lossless JSON (DSH refuses negative zero)",
-                seq=_int_or_none(peek.seq), event_type=_str_or_none(peek.type)))
-        if _may_hold_unsafe_integer(line):
-            lossy = _lossless_line_problem(line)
-            if lossy is not None:
-                peek = _peek(line)
-                return Failure(DecodeError(
-                    line=line_no, problem=lossy, event_type=_str_or_none(peek.type),
-                    seq=_int_or_none(peek.seq if peek.seq is not None else peek.seq0)))
-        decoded = _decode_record(line, line_no)
-        if isinstance(decoded, DecodeError):
-            return Failure(decoded)
-        if isinstance(decoded, list):
-            events.extend(decoded)
-        else:
+        if suspicious:
+            problem = _line_lossless_problem(line, line_no)
+            if problem is not None:
+                return Failure(problem)
+        try:
+            record = decode(line)
+        except msgspec.DecodeError as exc:
+            if not line.strip():
+                continue
+            decoded = _decode_untyped(line, line_no, exc)
+            if isinstance(decoded, DecodeError):
+                return Failure(decoded)
             events.append(decoded)
+            continue
+        if type(record) in row_types:
+            expanded = _expand_row(record)  # type: ignore[arg-type]
+            if isinstance(expanded, str):
+                return Failure(DecodeError(
+                    line=line_no, problem=expanded, seq=record.seq0,  # type: ignore[union-attr]
+                    event_type=str(type(record).__struct_config__.tag)))
+            events.extend(expanded)
+        else:
+            events.append(record)  # type: ignore[arg-type]
     return Success(tuple(events))
+
+
+@unchecked
+def _line_lossless_problem(line: bytes, line_no: int) -> DecodeError | None:
+    problem = None
+    if _has_negative_zero(line):
+        problem = "-0 is not lossless JSON (DSH refuses negative zero)"
+    elif _may_hold_unsafe_integer(line):
+        problem = _lossless_line_problem(line)
+    if problem is None:
+        return None
+    peek = _peek(line)
+    return DecodeError(line=line_no, problem=problem, event_type=_str_or_none(peek.type),
+                       seq=_int_or_none(peek.seq if peek.seq is not None else peek.seq0))
 
 
 def _split(data: bytes) -> list[bytes] | DecodeError:
@@ -405,39 +431,85 @@ def decode_log(data: bytes, *, projected: bool = False) -> Result[tuple[Event, .
     >>> print(decode_log(b'{"type":"turn/start","seq":0,"time":5,"data":{}}').failure())
     line 1 (seq 0, turn/start): Object missing required field `turn` - at `data`
     """
-    if (not projected and not _may_hold_negative_zero(data)
-            and not _may_hold_unsafe_integer(data)):
-        fast = _decode_all_typed(data)
+    suspicious = _may_be_lossy(data)
+    if not projected and not suspicious:
+        fast = _decode_segments(data)
         if fast is not None:
             return Success(fast)
     lines = _split(data)
     if isinstance(lines, DecodeError):
         return Failure(lines)
-    return _decode_lines(lines, 1, projected)
+    return _decode_lines(lines, 1, projected, suspicious)
 
 
-def _decode_all_typed(data: bytes) -> tuple[Event, ...] | None:
-    """The common case in one call: every line a typed event or a well-formed packed row.
-
-    ``None`` sends the caller to the line-by-line path, which handles opaque events and
-    names the line of any problem.
-    """
-    try:
-        records = _RECORD_DECODER.decode_lines(data)
-    except msgspec.DecodeError:
-        return None
-    if b'"seq0"' not in data:
-        return tuple(records)  # type: ignore[arg-type]
-    events: list[Event] = []
+@unchecked
+def _expand_records(records: list[Any], into: list[Event]) -> bool:
+    """Append decoded records to ``into``, expanding packed rows; False on a malformed row."""
+    row_types = _ROW_TYPES
     for record in records:
-        if isinstance(record, _Row):
+        if type(record) in row_types:
             expanded = _expand_row(record)
             if isinstance(expanded, str):
-                return None
-            events.extend(expanded)
+                return False
+            into.extend(expanded)
         else:
-            events.append(record)
-    return tuple(events)
+            into.append(record)
+    return True
+
+
+_FAILED_INDEX = re.compile(r"`\$\[(\d+)\]")
+
+
+@unchecked
+def _decode_segments(data: bytes) -> tuple[Event, ...] | None:
+    """The common case at msgspec's speed: runs of typed lines decode in one call each.
+
+    A line outside the typed model (an opaque event) stops a run; msgspec names its index,
+    the run before it is decoded, the line itself goes through the opaque lane, and the next
+    run starts after it. Each line is decoded at most twice. ``None`` (any real problem, or
+    blank lines that would shift msgspec's indexes) sends the caller to the line-by-line path,
+    which names the line of the problem.
+    """
+    if data.startswith(b"\n") or b"\n\n" in data or b"\n\r\n" in data:
+        return None
+    try:
+        data.decode("utf-8")  # opaque payloads are kept as Raw, which msgspec does not validate
+    except UnicodeDecodeError:
+        return None
+    decode_lines = _RECORD_DECODER.decode_lines
+    view = memoryview(data)
+    events: list[Event] = []
+    lines: list[bytes] | None = None
+    starts: list[int] = []
+    first = 0  # index of the first line of the current run
+    while True:
+        start = starts[first] if first else 0
+        try:
+            records = decode_lines(view[start:])
+        except msgspec.DecodeError as exc:
+            found = _FAILED_INDEX.search(str(exc))
+            if found is None:
+                return None
+            if lines is None:
+                lines = data.split(b"\n")
+                starts = [0, *itertools.accumulate(len(line) + 1 for line in lines)]
+            bad = first + int(found.group(1))
+            if bad >= len(lines):
+                return None
+            if bad > first and not _expand_records(
+                    decode_lines(view[start:starts[bad]]), events):
+                return None
+            opaque = _decode_untyped(lines[bad], bad + 1, exc)
+            if isinstance(opaque, DecodeError):
+                return None
+            events.append(opaque)
+            first = bad + 1
+            if first >= len(lines) or starts[first] >= len(data):
+                return tuple(events)
+            continue
+        if not _expand_records(records, events):
+            return None
+        return tuple(events)
 
 
 def decode_header_line(line: bytes, line_no: int = 1) -> Result[SessionHeader, DecodeError]:
@@ -484,7 +556,9 @@ def decode_session(data: bytes, *, projected: bool = False,
     header = decode_header_line(lines[0].rstrip(b"\r"))
     if isinstance(header, Failure):
         return Failure(header.failure())
-    return _decode_lines(lines[1:], 2, projected).map(
+    body = data[len(lines[0]) + 1:]
+    suspicious = _may_be_lossy(body)
+    return _decode_lines(lines[1:], 2, projected, suspicious).map(
         lambda events: (header.unwrap(), events))
 
 

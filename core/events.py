@@ -22,6 +22,8 @@ from typing import Annotated, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, Meta, Raw, UnsetType
 
+from ._checking import unchecked
+
 __all__ = [
     "MAX_SAFE_INTEGER",
     "SESSION_FORMAT_VERSION",
@@ -213,6 +215,7 @@ _SOURCE_KEYS = {
 _RAW_ENCODER = msgspec.json.Encoder()
 
 
+@unchecked
 class MessageSource:
     """Where a message came from: ``{"kind": …, …}``.
 
@@ -231,8 +234,13 @@ class MessageSource:
     items: tuple[tuple[str, str | int | float | bool | Raw | None], ...]
 
     def __init__(self, kind: str, **fields: str | Raw) -> None:
-        if not kind:
-            raise ValueError("a message source needs a non-empty kind")
+        # Checked by hand: the class opts out of beartype because decoding builds one per
+        # message and reads its attributes in the trace's per-event loop.
+        if not isinstance(kind, str) or not kind:
+            raise ValueError("a message source needs a non-empty string kind")
+        for name, value in fields.items():
+            if not isinstance(value, str | Raw):
+                raise TypeError(f"message source field {name} must be a string or Raw")
         items: list[tuple[str, str | int | float | bool | Raw | None]] = [("kind", kind)]
         for name, value in fields.items():
             if name not in _SOURCE_KEYS:
@@ -313,6 +321,7 @@ class MessageSource:
         return f"MessageSource({shown})"
 
 
+@unchecked
 def dec_hook(kind: type, obj: object) -> object:
     """msgspec decode hook for the non-Struct wire types of this module."""
     if kind is MessageSource:
@@ -320,6 +329,7 @@ def dec_hook(kind: type, obj: object) -> object:
     raise NotImplementedError(f"cannot decode {kind}")
 
 
+@unchecked
 def enc_hook(obj: object) -> object:
     """msgspec encode hook for the non-Struct wire types of this module."""
     if isinstance(obj, MessageSource):

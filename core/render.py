@@ -15,7 +15,8 @@ Rules of this module:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
 import msgspec
 from msgspec import UnsetType
@@ -45,12 +46,12 @@ __all__ = [
 SUBAGENT_TOOL_NAME = "subagent"
 
 #: Error headlines by stop reason; any other reason X gets ``subagent run ended abnormally (X)``.
-STOP_REASON_HEADLINES: dict[str, str] = {
+STOP_REASON_HEADLINES: Mapping[str, str] = MappingProxyType({
     "aborted": "subagent run was cancelled",
     "error": "subagent run failed",
     "max-tokens": "subagent run hit its token limit before finishing",
     "refusal": "subagent declined the task",
-}
+})
 
 _FORK_DESCRIPTION = (
     "Hand a task to a forked child agent. The child starts from this conversation as it stood "

@@ -121,11 +121,13 @@ __all__ = [
 
 Log = tuple[Event, ...]
 _E = TypeVar("_E", bound=Event)
+_T = TypeVar("_T")
 
 #: Turn endings, weighted towards the common case.
 _ENDINGS = (
     "completed", "completed", "completed", "completed", "completed-empty", "blocked",
     "error-early", "error", "max-tokens", "abort-stream", "abort-tools", "interrupted",
+    "interrupted",
 )
 _WORDS = (
     "The", " user", " wants", " a", " list", " of", " files", ".", " Done", "ok", " -0",
@@ -168,10 +170,9 @@ _PHRASES = (
     "What is the project codeword?", "naïve café ✓ 😀", "line one\nline two", "-0 and 1e999",
     'He said "hi" \\ bye', "\u2028 separator", "",
 )
-#: Most pieces come from a small pool (one draw each); now and then an arbitrary string.
-_pieces = st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5)
+#: Text pieces come from _WORDS; now and then an arbitrary string is drawn as well.
 _odd_piece = st.text(max_size=6)
-_arg_pieces = st.lists(st.sampled_from(_ARG_PIECES), min_size=1, max_size=4)
+_POOL = st.binary(min_size=8, max_size=8)
 _replace = msgspec.structs.replace
 #: Most milliseconds between two events: ordinary events, stream chunks, repair closers.
 _PACE, _CHUNK_PACE = 40, 3
@@ -205,6 +206,8 @@ class _Log:
         self.provider, self.model = draw(st.sampled_from(_PROVIDERS))
         self.child = False
         self.last_failure = _FAILURES[0]
+        self.pool = 0
+        self.pool_size = 0
 
     # -- primitives ----------------------------------------------------------------------
 
@@ -234,8 +237,33 @@ class _Log:
         self.ids += 1
         return f"call_{self.ids:02d}_{self.salt:04x}"
 
+    # -- choices ---------------------------------------------------------------------------
+    # Decisions come from a pool of random bits refilled by one 8-byte draw: a draw per
+    # decision would dominate generation time. The bytes shrink towards zero, which makes
+    # every chance() false, every pick() the first option and every between() the lowest:
+    # failing logs shrink to the plainest log that still fails.
+
+    def bits(self, count: int) -> int:
+        if self.pool_size < count:
+            self.pool = int.from_bytes(self.draw(_POOL), "big")
+            self.pool_size = 64
+        value = self.pool & ((1 << count) - 1)
+        self.pool >>= count
+        self.pool_size -= count
+        return value
+
+    def chance(self, log2: int) -> bool:
+        """True with probability 1 / 2**log2 (false when the bits are zero)."""
+        return self.bits(log2) == (1 << log2) - 1
+
+    def between(self, lowest: int, highest: int) -> int:
+        return lowest + self.bits(16) % (highest - lowest + 1)
+
+    def pick(self, options: Sequence[_T]) -> _T:
+        return options[self.bits(8) % len(options)]
+
     def words(self) -> str:
-        return self.pick((_PHRASES))
+        return self.pick(_PHRASES)
 
     def pieces(self) -> list[str]:
         pieces = [self.pick(_WORDS) for _ in range(self.between(1, 5))]
@@ -269,13 +297,13 @@ class _Log:
             kind = self.between(0, 7)
             if kind == 0:
                 self.add(SandboxModeEvent, data=SandboxModeData(
-                    mode=self.pick((
-                        ("read-only", "workspace-write", "danger-full-access"))),
-                    source=self.pick((("delegation", UNSET)))))
+                    mode=self.pick(
+                        ("read-only", "workspace-write", "danger-full-access")),
+                    source=self.pick(("delegation", UNSET))))
             elif kind == 1:
                 self.add(ApprovalPolicyEvent, data=ApprovalPolicyData(
-                    policy=self.pick((("ask", "never"))),
-                    source=self.pick((("delegation", UNSET)))))
+                    policy=self.pick(("ask", "never")),
+                    source=self.pick(("delegation", UNSET))))
             elif kind == 2:
                 self.add(SessionEndSeedEvent)
             elif kind == 3:
@@ -297,7 +325,7 @@ class _Log:
 
     def plugin_event(self) -> None:
         """An event of a type DSH does not know, which its writer marked ignorable."""
-        self.opaque(self.pick((_PLUGIN_TYPES)),
+        self.opaque(self.pick(_PLUGIN_TYPES),
                     {"n": self.between(-5, 5), "text": self.words()}, ignorable=True)
 
     # -- surface replacements --------------------------------------------------------------
@@ -324,7 +352,7 @@ class _Log:
         candidates = [s for s in self.surface if isinstance(self.events[s], ToolResultEvent)]
         if not candidates:
             return
-        original_seq = self.pick((candidates))
+        original_seq = self.pick(candidates)
         original = self.events[original_seq]
         assert isinstance(original, ToolResultEvent)
         block = original.data.message.content[0]
@@ -353,13 +381,13 @@ class _Log:
             reason: TurnEndReason = (
                 TurnCompleted() if ending == "completed-empty"
                 else TurnBlocked() if ending == "blocked"
-                else TurnError(error=self.pick((_FAILURES))))
+                else TurnError(error=self.pick(_FAILURES)))
             self.add(TurnEndEvent, data=TurnEndData(turn=turn, reason=reason))
             return start
         if self.child and turn == 1:
             self.add(SubagentDescriptorEvent, data=SubagentDescriptorData(
-                version=2, mode="one-shot", provider=self.pick((
-                    ("fork", "spawn"))), label=self.words()))
+                version=2, mode="one-shot", provider=self.pick(
+                    ("fork", "spawn")), label=self.words()))
         tool_steps = self.between(0, 2)
         plans = ["tools"] * tool_steps + [_TERMINAL_PLAN.get(ending, "final")]
         claimed: list[UserMessage] = [prompt]
@@ -371,7 +399,7 @@ class _Log:
             elif plan == "error":
                 reason = TurnError(error=self.last_failure)
             elif plan in ("abort-stream", "abort-tools"):
-                reason = TurnAborted(reason=self.pick((_CAUSES)))
+                reason = TurnAborted(reason=self.pick(_CAUSES))
             claimed = []
             if step < len(plans) and self.chance(2):
                 follow_up = self.user_message()
@@ -414,7 +442,7 @@ class _Log:
         elif plan == "abort-tools":
             calls = self.model_call(turn, step, tool_calls=self.between(1, 3),
                                     finish="tool-calls")
-            self.run_tools(turn, step, calls, abort_at=self.between(0, len(calls) - 1))
+            self.run_tools(turn, step, calls, abort_at=self.between(0, max(0, len(calls) - 2)))
         else:
             self.model_call(turn, step, tool_calls=1 if plan == "max-tokens" else 0,
                             finish=plan)
@@ -422,20 +450,20 @@ class _Log:
 
     def request_header(self) -> None:
         reason: Literal["initial", "change", "resume"] | None = (
-            "initial" if not self.has_header else self.pick((_HEADER_REASONS)))
+            "initial" if not self.has_header else self.pick(_HEADER_REASONS))
         if reason is None:
             return
         self.has_header = True
-        effort = self.pick(((None, "high")))
+        effort = self.pick((None, "high"))
         config = LlmCallConfig(
             provider=self.provider, model=self.model,
             reasoning_effort=UNSET if effort is None else effort,
-            temperature=self.pick((_TEMPERATURES)),
-            max_tokens=self.pick((_MAX_TOKENS)))
+            temperature=self.pick(_TEMPERATURES),
+            max_tokens=self.pick(_MAX_TOKENS))
         header = EpochHeader(
             config=config,
             adapter_defaults=UNSET if effort is None else AdapterDefaults(reasoning_effort=True),
-            system=self.pick((_SYSTEMS)),
+            system=self.pick(_SYSTEMS),
             tools=(ToolSchema(name="bash", description="Run a shell command",
                               parameters=_SCHEMA),) if self.chance(1) else UNSET)
         self.add(RequestHeaderEvent, data=RequestHeaderData(header=header, reason=reason))
@@ -453,8 +481,8 @@ class _Log:
         if finish in ("final", "abort-stream") or self.chance(1):
             planned.append(("text", self.pieces(), "", ""))
         for _ in range(tool_calls):
-            planned.append(("tool-call", [self.pick(_ARG_PIECES) for _ in range(self.between(1, 4))], self.new_call_id(),
-                            self.pick((_TOOLS))))
+            arguments = [self.pick(_ARG_PIECES) for _ in range(self.between(1, 4))]
+            planned.append(("tool-call", arguments, self.new_call_id(), self.pick(_TOOLS)))
         if finish == "error" and self.chance(1):
             planned = []  # the provider failed before streaming anything
         chunks, blocks = self.stream(planned, half_streamed_last=finish == "max-tokens")
@@ -465,7 +493,7 @@ class _Log:
             usage = TokenUsage(
                 input_tokens=self.between(0, 5000),
                 output_tokens=self.between(0, 500),
-                cache_read_tokens=self.pick((_CACHE_READS)))
+                cache_read_tokens=self.pick(_CACHE_READS))
             chunks.append(UsageChunk(usage=usage))
         else:
             usage = None
@@ -473,7 +501,7 @@ class _Log:
                        "blocks": [{"type": b[0]} for b in planned]})
         reason: FinishReason
         if finish == "error":
-            self.last_failure = self.pick((_FAILURES))
+            self.last_failure = self.pick(_FAILURES)
             reason = FinishError(failure=self.last_failure)
         elif finish == "max-tokens":
             reason = FinishMaxTokens()
@@ -558,7 +586,7 @@ class _Log:
         """Start and answer every call; concurrency-safe ones start together (§2.7)."""
         position = 0
         while position < len(calls):
-            size = self.draw(st.integers(1, min(3, len(calls) - position)))
+            size = self.between(1, min(3, len(calls) - position))
             group = calls[position:position + size]
             call_seqs = []
             for call in group:
@@ -577,7 +605,7 @@ class _Log:
                             else "Error: tool call aborted before dispatch")
                     error, is_error = ToolErrorInfo(name="AbortError", code=code), True
                 else:
-                    error = self.pick((_TOOL_ERRORS))
+                    error = self.pick(_TOOL_ERRORS)
                     is_error = error is not None or self.chance(2)
                     text = ("Error: " + self.words()) if is_error else self.words()
                 self.tool_result(turn, step, call.id, text, cited=(call_seq,), error=error,
@@ -627,26 +655,24 @@ class _Log:
             elif isinstance(event, ToolCallEvent):
                 pending[event.data.call_id] = (event.seq, event.data.step)
             elif isinstance(event, ToolResultEvent) and event.surface_op == "append":
-                pending.pop(event.data.message.content[0].tool_call_id  # type: ignore[union-attr]
-                            , None)
-        zero = 0
+                pending.pop(event.data.message.source.call_id or "", None)
         for call_id, (call_seq, step) in pending.items():
             seq = len(self.events)
             if call_seq is None:
                 self.tool_result(turn, step, call_id, _NOT_STARTED_TEXT, cited=UNSET,
                                  error=ToolErrorInfo(name="ToolNotStartedError",
                                                      code="TOOL_NOT_STARTED"),
-                                 is_error=True, gap=zero,
+                                 is_error=True, gap=0,
                                  message_id=f"interrupted-tool-result-{call_id}-{seq}")
             else:
                 self.tool_result(turn, step, call_id, _OUTCOME_UNKNOWN_TEXT, cited=(call_seq,),
                                  error=ToolErrorInfo(name="ToolOutcomeUnknownError",
                                                      code="TOOL_OUTCOME_UNKNOWN"),
-                                 is_error=True, gap=zero,
+                                 is_error=True, gap=0,
                                  message_id=f"interrupted-tool-result-{call_id}-{seq}")
         if open_step is not None:
-            self.add(StepEndEvent, gap=zero, data=StepData(turn=turn, step=open_step))
-        self.add(TurnEndEvent, gap=zero, data=TurnEndData(turn=turn, reason=TurnInterrupted()))
+            self.add(StepEndEvent, gap=0, data=StepData(turn=turn, step=open_step))
+        self.add(TurnEndEvent, gap=0, data=TurnEndData(turn=turn, reason=TurnInterrupted()))
 
 
 _TERMINAL_PLAN = {"error": "error", "max-tokens": "max-tokens",
@@ -664,12 +690,13 @@ def _apply_surface(surface: list[int], seq: int, op: SurfaceOp) -> None:
 
 @unchecked
 def _cut(draw: DrawFn, events: list[Event], lowest: int, highest: int) -> int:
-    """A length to cut a turn to, in ``lowest..highest``: anywhere, or (half the time) just
-    after an assistant message or a tool/call, where calls are pending (a fork's moment)."""
-    pending = [k + 1 for k in range(lowest - 1, highest)
-               if isinstance(events[k], AssistantMessageEvent | ToolCallEvent)]
-    if pending and _one_in(draw, 2):
-        return draw(st.sampled_from(pending))
+    """A length to cut a turn to, in ``lowest..highest``: anywhere, or just after an
+    assistant message or a ``tool/call``, where calls are pending (a fork's moment)."""
+    mode = draw(st.integers(0, 2))
+    kind = (AssistantMessageEvent, ToolCallEvent)[mode - 1]
+    after = [k + 1 for k in range(lowest - 1, highest) if isinstance(events[k], kind)]
+    if mode and after:
+        return draw(st.sampled_from(after))
     return draw(st.integers(lowest, highest))
 
 
@@ -719,7 +746,8 @@ def in_flight_logs(*, max_turns: int = 4) -> SearchStrategy[Log]:
 
 
 def session_logs(*, max_turns: int = 4) -> SearchStrategy[Log]:
-    """Closed or in-flight logs (see :func:`closed_logs` and :func:`in_flight_logs`)."""
+    """Closed or in-flight logs, about half each (see :func:`closed_logs` and
+    :func:`in_flight_logs`): every log a live DSH session can have on disk."""
     return st.one_of(closed_logs(max_turns=max_turns), in_flight_logs(max_turns=max_turns))
 
 

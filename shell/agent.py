@@ -500,7 +500,10 @@ class Agent:
     async def _execute(self, call: ToolCallBlock, tool: Tool | ToolRefusal, turn: int,
                        step: int) -> ToolOutcome:
         context = ToolContext(agent=self, call_id=call.id, tool_name=call.name, turn=turn,
-                              step=step)
+                              step=step, arguments=call.arguments)
+        denied = self.tools.guard(context)
+        if denied is not None:
+            return denied
         return await execute_call(tool, call.arguments, context)
 
     def _append_result(self, turn: int, step: int, call: ToolCallBlock, call_seq: int,

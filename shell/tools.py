@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Tool",
     "ToolHandler",
+    "ToolGuard",
     "ToolResult",
     "ToolOutcome",
     "ToolError",
@@ -103,6 +104,8 @@ class ToolOutcome:
 
 ToolResult: TypeAlias = str | tuple[ContentBlock, ...] | ToolOutcome
 ToolHandler: TypeAlias = Callable[[dict[str, Any], "ToolContext"], Awaitable[ToolResult]]
+#: A call guard: the reason to deny a call, or ``None`` (see :attr:`ToolScope.guards`).
+ToolGuard: TypeAlias = Callable[["ToolContext"], "str | None"]
 
 
 class ToolError(Exception):
@@ -204,6 +207,8 @@ class ToolContext:
     turn: int
     step: int
     extras: dict[str, Any] = field(default_factory=dict)
+    #: The call's raw arguments, exactly as the model produced them.
+    arguments: str = ""
 
     @property
     def session(self) -> Session:
@@ -291,6 +296,9 @@ class ToolScope:
         self.registry = registry
         self._added: dict[str, Tool] = {}
         self._restrictions: list[ToolRestriction] = []
+        #: Checked before every call of this scope's agent, known tool or not: the first
+        #: message returned denies the call (``Error: <message>``, no ``error`` key).
+        self.guards: list[ToolGuard] = []
         for tool in added:
             self.add(tool)
         if restriction is not None:
@@ -328,6 +336,14 @@ class ToolScope:
 
     def schemas(self) -> tuple[ToolSchema, ...]:
         return tuple(tool.schema for tool in self.tools())
+
+    def guard(self, context: ToolContext) -> ToolOutcome | None:
+        """The denial of a call by one of :attr:`guards`, or ``None`` to let it run."""
+        for guard in list(self.guards):
+            denial = guard(context)
+            if denial is not None:
+                return error_outcome(denial)
+        return None
 
     def resolve(self, name: str) -> Tool | ToolRefusal:
         """The tool a call names, or the refusal it gets (unknown or restricted)."""

@@ -104,13 +104,10 @@ def test_known_vocabulary_is_kept_opaque_without_ignorable() -> None:
     assert encode_log((event,)) == line
 
 
-@pytest.mark.parametrize("line", [
-    b'{"type":"request/header","seq":0,"time":1,"data":{"header":{"config":{"provider":"p",'
-    b'"model":"m"}},"reason":"fallback"}}\n',
-])
-def test_legacy_fallback_request_header_is_refused(line: bytes) -> None:
+def test_legacy_fallback_request_header_is_refused() -> None:
     """request/header with the legacy reason "fallback" is refused where it stands."""
-    error = _error(line)
+    error = _error(b'{"type":"request/header","seq":0,"time":1,"data":{"header":{"config":'
+                   b'{"provider":"p","model":"m"}},"reason":"fallback"}}\n')
     assert (error.line, error.seq, error.event_type) == (1, 0, "request/header")
     assert "'fallback'" in error.problem and "data.reason" in error.problem
 
@@ -119,7 +116,9 @@ def test_legacy_header_delta_type_is_refused() -> None:
     """The retired request/header-delta type is refused."""
     error = _error(b'{"type":"request/header-delta","seq":0,"time":1,"data":{}}\n')
     assert error.event_type == "request/header-delta"
-    assert "not marked" in error.problem
+    assert "legacy event type" in error.problem
+    marked = _error(b'{"type":"mode/set","seq":0,"time":1,"data":{},"ignorable":true}\n')
+    assert "legacy event type" in marked.problem
 
 
 @pytest.mark.parametrize("line", [

@@ -58,12 +58,12 @@ def test_appending_events_without_turn_end_leaves_the_prefix_unchanged(
 def test_in_flight_logs_end_inside_an_open_turn(log: Log) -> None:
     """An in-flight log traces cleanly, is not closed, and its prefix stops before the turn."""
     trace = trace_log(log).unwrap()
-    assert trace.open_turn is not None
+    assert trace.open_turn is not None and trace.open_turn_seq is not None
     assert not isinstance(check_balance(log), Success)
     prefix = completed_turn_prefix(log)
     assert len(prefix) == trace.completed_prefix_length
-    assert len(prefix) <= trace.open_turn_seq  # type: ignore[operator]
-    assert isinstance(log[trace.open_turn_seq], TurnStartEvent)  # type: ignore[index]
+    assert len(prefix) <= trace.open_turn_seq
+    assert isinstance(log[trace.open_turn_seq], TurnStartEvent)
 
 
 @settings(max_examples=300, deadline=None)

@@ -97,6 +97,8 @@ def test_imports_are_relative_and_pure(path: Path) -> None:
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names = [node.module]
+        else:
+            continue
         for name in names:
             top = name.split(".")[0]
             assert top != "core", f"{path.name}:{node.lineno}: absolute self-import {name}"
@@ -159,6 +161,8 @@ def test_no_module_level_mutable_state(path: Path) -> None:
             targets = list(node.targets)
         elif isinstance(node, ast.AugAssign | ast.AnnAssign):
             targets = [node.target]
+        else:
+            continue
         for target in targets:
             if (isinstance(target, ast.Subscript | ast.Attribute)
                     and isinstance(target.value, ast.Name) and target.value.id in mutable):

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
-from _shell_helpers import assert_balanced, echo_tool, make_host, of_type, run, scripted, types
+from _shell_helpers import (
+    assert_balanced,
+    echo_tool,
+    make_host,
+    of_type,
+    run,
+    scripted,
+    types,
+    wait_for,
+)
 
-from core import RequestHeaderEvent, SessionEndSeedEvent, TurnStartEvent
+from core import AssistantChunkEvent, RequestHeaderEvent, SessionEndSeedEvent, TurnStartEvent
 from shell import JsonlSessionStore, Reply, ScriptedModel
 
 
@@ -25,7 +33,9 @@ def test_fork_child_continues_the_parents_turns() -> None:
             parent.followup(prompt)
             await parent.when_idle()
         parent.followup("three")  # the parent's in-flight turn 3 hangs
-        await asyncio.sleep(0.01)
+        # block-start, "thin", "king": all the hanging reply streams
+        await wait_for(lambda: sum(isinstance(e, AssistantChunkEvent) and e.data.turn == 3
+                                   for e in parent.session.events) == 3)
         assert parent.session.trace.open_turn == 3
         parent_before = list(parent.session.events)
         prefix, trace = parent.session.completed_prefix()
@@ -61,7 +71,7 @@ def test_unbalanced_seed_is_refused() -> None:
         host = make_host()
         parent, _ = scripted(host, [Reply.hang("x")])
         parent.followup("go")
-        await asyncio.sleep(0.01)
+        await wait_for(lambda: parent.session.trace.open_step == 1)
         child_id = "child-1"
         with pytest.raises(ValueError, match="seed must be balanced"):
             host.create_agent(child_id, provider="scripted", model="m",
