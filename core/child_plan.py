@@ -150,20 +150,27 @@ def child_header(parent: SessionHeader, *, child_id: str, created_at: int, depth
         origin="subagent", delegation_depth=depth, agent_preset=preset)
 
 
-def delegated_policy(parent_events: Sequence[Event],
-                     approval_in_use: bool) -> tuple[DelegatedPolicy, ...]:
+def delegated_policy(parent_events: Sequence[Event], approval_in_use: bool,
+                     trace: Trace | None = None) -> tuple[DelegatedPolicy, ...]:
     """The policy payloads a child starts with (wire-format §2.13), in append order.
+
+    With the parent's ``trace`` over exactly ``parent_events`` the override is read from it
+    in O(1); otherwise the log is searched from the end.
 
     >>> delegated_policy((), approval_in_use=True)
     (ApprovalPolicyData(policy='never', source='delegation'),)
     """
     policy: list[DelegatedPolicy] = []
     # The parent's explicit override is the last sandbox/mode of its log, whatever its source.
-    for index in range(len(parent_events) - 1, -1, -1):
-        event = parent_events[index]
-        if isinstance(event, SandboxModeEvent):
-            policy.append(SandboxModeData(mode=event.data.mode, source="delegation"))
-            break
+    if trace is not None and trace.length == len(parent_events):
+        if trace.sandbox_mode is not None:
+            policy.append(SandboxModeData(mode=trace.sandbox_mode.mode, source="delegation"))
+    else:
+        for index in range(len(parent_events) - 1, -1, -1):
+            event = parent_events[index]
+            if isinstance(event, SandboxModeEvent):
+                policy.append(SandboxModeData(mode=event.data.mode, source="delegation"))
+                break
     if approval_in_use:
         policy.append(ApprovalPolicyData(policy="never", source="delegation"))
     return tuple(policy)
@@ -247,7 +254,7 @@ def plan_child(parent: ParentView, request: StartRequest, kind: Literal["fork", 
                             agent_preset=parent.agent_preset),
         seed=seed,
         options=resolve_child_options(parent.options, request.agent_options, depth),
-        policy=delegated_policy(parent.events, parent.approval_in_use),
+        policy=delegated_policy(parent.events, parent.approval_in_use, parent.trace),
         descriptor=one_shot_descriptor(provider_name, request.label),
         prompt=request.prompt,
         sections=tuple(sections),

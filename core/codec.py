@@ -84,10 +84,16 @@ class DecodeError(msgspec.Struct, frozen=True, kw_only=True):
             details.append(self.event_type)
         if details:
             where += f" ({', '.join(details)})"
-        return f"{where}: {self.problem}"
+        # Types, keys and values quoted from the record may hold line breaks: shown escaped.
+        return f"{where}: {self.problem}".translate(_LINE_BREAKS)
 
     def __str__(self) -> str:
         return self.message
+
+
+#: What ``str.splitlines`` breaks a line on, mapped to its escape (``"\n"`` → ``\\n``).
+_LINE_BREAKS = {code: repr(chr(code))[1:-1]
+                for code in (0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)}
 
 
 # --------------------------------------------------------------------------- packed rows
@@ -167,6 +173,9 @@ _HEADER_DECODER = msgspec.json.Decoder(_HeaderLine)
 _HEADER_VERSION_DECODER = msgspec.json.Decoder(_HeaderVersion)
 _ANY_DECODER = msgspec.json.Decoder()
 _ENCODER = msgspec.json.Encoder(enc_hook=enc_hook)
+#: What decoding text that is not a readable record raises: msgspec's errors, and
+#: RecursionError for JSON nested deeper than the interpreter's recursion limit.
+_UNREADABLE = (msgspec.DecodeError, RecursionError)
 
 # A JSON string literal, so number tokens can be looked for outside strings only.
 _STRING_LITERAL = re.compile(rb'"(?:[^"\\]|\\.)*"')
@@ -179,8 +188,10 @@ _NUMBER_STARTS = frozenset(b":,[ \t\r\n")
 # finding 16 zeros in a row is a fast over-approximation (it also fires on such runs inside
 # strings); only its hits need the exact check, which also covers the payloads kept as Raw
 # inside typed events (meta, replayState, tool schemas, message-source extras).
-_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _SIXTEEN_DIGITS = b"0" * 16
+# A number beyond the double range (1e999, which DSH reads as Infinity) without 16 digits in
+# a row has an exponent of three or more digits: "e000" once scanned (below).
+_BIG_EXPONENT = b"e000"
 
 
 @unchecked
@@ -193,21 +204,36 @@ def _may_hold_negative_zero(data: bytes) -> bool:
     return False
 
 
-@unchecked
-def _may_hold_unsafe_integer(data: bytes) -> bool:
-    return data.translate(_DIGITS_AS_ZERO).find(_SIXTEEN_DIGITS) != -1
-
-
-# One translation serves both over-approximations: digits become "0" and every byte after
-# which a JSON number may start becomes ":", so "-0" after such a byte reads ":-0".
-_SCAN_TABLE = bytes.maketrans(b"123456789,[ \t\r\n", b"000000000::::::")
+# One translation serves all over-approximations: digits become "0" and every byte after
+# which a JSON number may start becomes ":", so "-0" after such a byte reads ":-0"; "E" and
+# an exponent's "+" become "e" and "0", so 1E+999 reads "0e0000".
+_SCAN_TABLE = bytes.maketrans(b"123456789,[ \t\r\nE+", b"000000000::::::e0")
 
 
 @unchecked
 def _may_be_lossy(data: bytes) -> bool:
-    """Whether ``data`` may hold ``-0`` or an unsafe integer (cheap; false positives allowed)."""
+    """Whether ``data`` may hold ``-0``, an unsafe integer or a number beyond the double range
+    (cheap; false positives allowed)."""
     scanned = data.translate(_SCAN_TABLE)
-    return scanned.find(b":-0") != -1 or scanned.find(_SIXTEEN_DIGITS) != -1
+    return (scanned.find(b":-0") != -1 or scanned.find(_SIXTEEN_DIGITS) != -1
+            or _may_overflow(scanned))
+
+
+@unchecked
+def _may_overflow(scanned: bytes) -> bool:
+    """A big exponent after a mantissa that follows a number start (``:`` once scanned)."""
+    at = scanned.find(_BIG_EXPONENT)
+    while at != -1:
+        start = at
+        while start and scanned[start - 1] in b"0.":
+            start -= 1
+        if start < at:
+            if scanned[start - 1:start] == b"-":
+                start -= 1
+            if start == 0 or scanned[start - 1] == ord(":"):
+                return True
+        at = scanned.find(_BIG_EXPONENT, at + 1)
+    return False
 
 
 @unchecked
@@ -243,7 +269,7 @@ def _lossless_line_problem(json_text: bytes | Raw) -> str | None:
         value = _ANY_DECODER.decode(json_text)
     except msgspec.ValidationError:
         return "number is out of the double range (not finite)"
-    except msgspec.DecodeError:
+    except _UNREADABLE:
         return None  # malformed JSON: the record decoder names the problem
     return _lossless_problem(value)
 
@@ -256,7 +282,7 @@ def _clean(problem: str) -> str:
 def _peek(line: bytes) -> _Peek:
     try:
         return _PEEK_DECODER.decode(line)
-    except msgspec.DecodeError:
+    except _UNREADABLE:
         return _Peek()
 
 
@@ -301,7 +327,7 @@ def _restore_envelope(line: bytes, count: int) -> bytes | str:
     """A projected fixture record with ``seq``/``time`` (or ``seq0``/``time0``) restored."""
     try:
         obj = _ANY_DECODER.decode(line)
-    except msgspec.DecodeError as exc:
+    except _UNREADABLE as exc:
         return _clean(str(exc))
     if not isinstance(obj, dict):
         return "record is not a JSON object"
@@ -331,7 +357,7 @@ def _decode_untyped(line: bytes, line_no: int, typed_error: Exception) -> Event 
         )
     try:
         opaque = _OPAQUE_DECODER.decode(line)
-    except msgspec.DecodeError as exc:
+    except _UNREADABLE as exc:
         return DecodeError(line=line_no, problem=_clean(str(exc)), seq=seq, event_type=kind)
     problem = _lossless_line_problem(opaque.data)
     if problem is not None:
@@ -370,7 +396,7 @@ def _decode_lines(lines: Sequence[bytes], first_line_no: int, projected: bool,
                 return Failure(problem)
         try:
             record = decode(line)
-        except msgspec.DecodeError as exc:
+        except _UNREADABLE as exc:
             if not line.strip():
                 continue
             decoded = _decode_untyped(line, line_no, exc)
@@ -395,7 +421,7 @@ def _line_lossless_problem(line: bytes, line_no: int) -> DecodeError | None:
     problem = None
     if _has_negative_zero(line):
         problem = "-0 is not lossless JSON (DSH refuses negative zero)"
-    elif _may_hold_unsafe_integer(line):
+    elif _may_be_lossy(line):
         problem = _lossless_line_problem(line)
     if problem is None:
         return None
@@ -486,7 +512,7 @@ def _decode_segments(data: bytes) -> tuple[Event, ...] | None:
         start = starts[first] if first else 0
         try:
             records = decode_lines(view[start:])
-        except msgspec.DecodeError as exc:
+        except _UNREADABLE as exc:
             found = _FAILED_INDEX.search(str(exc))
             if found is None:
                 return None
@@ -516,7 +542,7 @@ def decode_header_line(line: bytes, line_no: int = 1) -> Result[SessionHeader, D
     """Decode the on-disk header line ``{"type":"session",…}`` of a DSH session file."""
     try:
         peek = _HEADER_VERSION_DECODER.decode(line)
-    except msgspec.DecodeError as exc:
+    except _UNREADABLE as exc:
         return Failure(DecodeError(line=line_no, problem=f"header: {_clean(str(exc))}"))
     if peek.type != "session":
         return Failure(DecodeError(
@@ -529,7 +555,7 @@ def decode_header_line(line: bytes, line_no: int = 1) -> Result[SessionHeader, D
             problem=f"session format version {peek.version} is not supported ({hint})"))
     try:
         header = _HEADER_DECODER.decode(line)
-    except msgspec.DecodeError as exc:
+    except _UNREADABLE as exc:
         return Failure(DecodeError(line=line_no, problem=f"header: {_clean(str(exc))}"))
     return Success(SessionHeader(
         version=header.version, id=header.id, created_at=header.created_at, cwd=header.cwd,

@@ -37,6 +37,8 @@ from .events import (
     Event,
     OpaqueEvent,
     RequestHeaderEvent,
+    SandboxModeData,
+    SandboxModeEvent,
     StepEndEvent,
     StepStartEvent,
     SurfaceReplace,
@@ -123,6 +125,8 @@ class Trace(msgspec.Struct, frozen=True, kw_only=True):
     last_time: int = 0
     surface: SurfaceNode | None = None
     surface_size: int = 0
+    #: The payload of the last ``sandbox/mode`` event: the log's explicit sandbox override.
+    sandbox_mode: SandboxModeData | None = None
 
     def __repr__(self) -> str:
         return (f"Trace(length={self.length}, open_turn={self.open_turn}, "
@@ -154,6 +158,7 @@ class _Tracer:
         "open_turn",
         "open_turn_seq",
         "pending",
+        "sandbox_mode",
         "surface",
         "surface_size",
     )
@@ -171,6 +176,7 @@ class _Tracer:
         self.last_time = trace.last_time
         self.surface = trace.surface
         self.surface_size = trace.surface_size
+        self.sandbox_mode = trace.sandbox_mode
 
     def snapshot(self) -> Trace:
         return Trace(
@@ -178,7 +184,8 @@ class _Tracer:
             next_turn=self.next_turn, next_step=self.next_step,
             pending_calls=tuple(self.pending.values()), answered_calls=tuple(self.answered),
             completed_prefix_length=self.completed, open_turn_seq=self.open_turn_seq,
-            last_time=self.last_time, surface=self.surface, surface_size=self.surface_size)
+            last_time=self.last_time, surface=self.surface, surface_size=self.surface_size,
+            sandbox_mode=self.sandbox_mode)
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -234,6 +241,9 @@ class _Tracer:
             return self._tool_result(event, seq)
         if isinstance(event, UserMessageEvent):
             return self._surface(event, seq)
+        if isinstance(event, SandboxModeEvent):
+            self.sandbox_mode = event.data
+            return None
         kind = event.type if isinstance(event, OpaqueEvent) else None
         if isinstance(event, RequestHeaderEvent):
             kind = "request/header"

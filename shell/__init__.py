@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .abort import AbortController, AbortListener, AbortSignal
 from .agent import (
     Agent,
     AgentDisposedError,
@@ -37,6 +38,27 @@ from .store import (
     project_dir_name,
     project_key,
 )
+from .subagent_tool import DEFAULT_MAX_DEPTH, SubagentTool
+from .subagents import (
+    ABORTED,
+    ALL_CAPABILITIES,
+    NO_PROVIDER,
+    ForkProvider,
+    ForkSeed,
+    InProcessProvider,
+    Registration,
+    SpawnProvider,
+    StructuredCapture,
+    SubagentAbortedError,
+    SubagentEnd,
+    SubagentEvent,
+    SubagentListener,
+    SubagentProvider,
+    SubagentRun,
+    SubagentRuntime,
+    SubagentStart,
+    SubagentStartError,
+)
 from .tools import (
     DEFAULT_SECTION_ORDER,
     DELEGATION_ORDER,
@@ -50,6 +72,7 @@ from .tools import (
     Tool,
     ToolContext,
     ToolError,
+    ToolGuard,
     ToolHandler,
     ToolOutcome,
     ToolRefusal,
@@ -116,6 +139,7 @@ __all__ = [
     # tools and prompt sections
     "Tool",
     "ToolHandler",
+    "ToolGuard",
     "ToolResult",
     "ToolOutcome",
     "ToolError",
@@ -135,6 +159,30 @@ __all__ = [
     "STRUCTURED_OUTPUT_SECTION",
     "STRUCTURED_OUTPUT_ORDER",
     "DEFAULT_SECTION_ORDER",
+    # subagents
+    "SubagentRuntime",
+    "SubagentProvider",
+    "Registration",
+    "ForkProvider",
+    "SpawnProvider",
+    "InProcessProvider",
+    "ForkSeed",
+    "ALL_CAPABILITIES",
+    "SubagentRun",
+    "SubagentStart",
+    "SubagentEnd",
+    "SubagentEvent",
+    "SubagentListener",
+    "StructuredCapture",
+    "SubagentStartError",
+    "SubagentAbortedError",
+    "NO_PROVIDER",
+    "ABORTED",
+    "SubagentTool",
+    "DEFAULT_MAX_DEPTH",
+    "AbortController",
+    "AbortSignal",
+    "AbortListener",
 ]
 
 

@@ -15,6 +15,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import TypeAlias
 
@@ -50,10 +51,8 @@ class AbortSignal:
 
     def remove_listener(self, listener: AbortListener) -> None:
         """Forget a listener; a no-op when it is not registered."""
-        try:
+        with contextlib.suppress(ValueError):
             self._listeners.remove(listener)
-        except ValueError:
-            pass
 
     def _fire(self, reason: object) -> None:
         if self._aborted:
@@ -72,9 +71,9 @@ class AbortSignal:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             raise failures[0] from None
-        for error in failures:
+        for failure in failures:
             loop.call_exception_handler({"message": "an abort listener failed",
-                                         "exception": error})
+                                         "exception": failure})
 
     def __repr__(self) -> str:
         return f"AbortSignal(aborted={self._aborted}, reason={self._reason!r})"

@@ -74,8 +74,14 @@ class Command:
 # --------------------------------------------------------------------------- output helpers
 
 
+#: Line breaks a message may quote from the input (a type name, a key): shown escaped, so an
+#: error stays one line.
+_LINE_BREAKS = {code: repr(chr(code))[1:-1]
+                for code in (0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)}
+
+
 def _error(message: str) -> None:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    print(f"{PROG}: error: {message.translate(_LINE_BREAKS)}", file=sys.stderr)
 
 
 def _print_json(obj: object) -> None:

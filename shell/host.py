@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core import Event, SessionHeader, Trace
 
@@ -24,6 +24,9 @@ __all__ = ["Host", "ModelRegistry", "AgentRegistry", "UnknownProviderError", "Ag
 
 _HEADER_META_KEYS = frozenset({"cwd", "parent_session", "seed_length", "origin",
                                "delegation_depth", "agent_preset"})
+
+if TYPE_CHECKING:
+    from .subagents import SubagentRuntime
 
 
 class UnknownProviderError(LookupError):
@@ -116,8 +119,22 @@ class Host:
         self.agents = AgentRegistry()
         self.prompt_sections = PromptSections()
         self.approver = approver
-        #: The subagent runtime (shell II attaches it); ``None`` until then.
-        self.subagents: Any = None
+        self._subagents: SubagentRuntime | None = None
+
+    @property
+    def subagents(self) -> SubagentRuntime:
+        """The subagent runtime: providers, live runs, observers (created on first use)."""
+        if self._subagents is None:
+            from .subagents import SubagentRuntime  # the runtime builds on this module
+
+            SubagentRuntime(self)
+        assert self._subagents is not None
+        return self._subagents
+
+    def _attach_subagents(self, runtime: SubagentRuntime) -> None:
+        if self._subagents is not None:
+            raise ValueError("this host already has a subagent runtime")
+        self._subagents = runtime
 
     def create_agent(self, session_id: str | None = None, *, provider: str, model: str,
                      max_tokens: int | None = None, system: str | None = None,
@@ -185,5 +202,7 @@ class Host:
         return agent
 
     async def aclose(self) -> None:
-        """Dispose every live agent (concurrently)."""
+        """Dispose every live subagent run, then every live agent (concurrently)."""
+        if self._subagents is not None:
+            await self._subagents.aclose()
         await asyncio.gather(*(agent.dispose() for agent in self.agents.list()))

@@ -59,6 +59,9 @@ LogFormat: TypeAlias = Literal["events-jsonl", "events-jsonl-zstd", "session-jso
 SESSION_FILE_NAMES = ("session.jsonl.zstd", "session.jsonl")
 
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+#: What msgspec raises for text that is not readable JSON; RecursionError for JSON nested
+#: deeper than the interpreter's recursion limit.
+_UNREADABLE = (msgspec.DecodeError, RecursionError)
 _ROW_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 _EVENTS_SUFFIX = ".events.jsonl"
 _HEADER_SUFFIX = ".header.json"
@@ -147,7 +150,7 @@ def _events_on_line(line: bytes) -> int:
     """How many events a decoded record line holds: the members of a packed row, else 1."""
     try:
         record = msgspec.json.decode(line)
-    except msgspec.DecodeError:
+    except _UNREADABLE:
         return 1
     if not isinstance(record, dict) or record.get("type") not in _ROW_TYPES:
         return 1
@@ -234,7 +237,7 @@ class _Peek(msgspec.Struct):
 def _peek(line: bytes) -> _Peek | None:
     try:
         return msgspec.json.decode(line, type=_Peek)
-    except msgspec.DecodeError:
+    except _UNREADABLE:
         return None
 
 
@@ -258,7 +261,7 @@ def _sibling_header(file: str) -> tuple[SessionHeader, str] | LogReadError | Non
         return data
     try:
         return msgspec.json.decode(data, type=SessionHeader), header_file
-    except msgspec.DecodeError as exc:
+    except _UNREADABLE as exc:
         return LogReadError(file=header_file, line=1, problem=f"header: {exc}")
 
 

@@ -60,13 +60,16 @@ def test_create_agent_refuses_bad_input() -> None:
         host.create_agent("taken", provider="s", model="m", seed=())
 
 
-def test_subagents_slot_is_attachable() -> None:
-    """host.subagents starts empty and takes the subagent runtime later."""
+def test_subagents_runtime_is_created_on_first_use() -> None:
+    """host.subagents is a SubagentRuntime from the first access on, always the same one."""
+    from shell import SubagentRuntime
+
     host = Host()
-    assert host.subagents is None
-    marker = object()
-    host.subagents = marker
-    assert host.subagents is marker
+    runtime = host.subagents
+    assert isinstance(runtime, SubagentRuntime)
+    assert host.subagents is runtime
+    with pytest.raises(ValueError, match="already has a subagent runtime"):
+        SubagentRuntime(host)
 
 
 def test_memory_store_basics() -> None:

@@ -1,0 +1,167 @@
+"""A session writer for the crash tests: it appends to a disk store until it is killed.
+
+Usage: ``python _writer.py ROOT COMPRESSION MODE TEMPLATE PACK SEED``
+
+* ``COMPRESSION``: ``none`` or ``zstd``; ``PACK``: ``1`` to write packed chunk rows.
+* ``MODE`` ``agent``: the agent loop (scripted model, tools) runs against a
+  :class:`~shell.JsonlSessionStore`, so every event is one durable append, as in production.
+* ``MODE`` ``batches``: the same turns, built in memory first, appended in batches of 1 to 12
+  events (sizes drawn from ``SEED``) with ``Session.extend``: one durable write per batch.
+* ``TEMPLATE`` ``normal`` (many turns with chunks, parallel and serial tool calls, results up
+  to 64 KiB, max-tokens and error endings) or ``huge`` (a few turns, one 8 MiB tool result,
+  so that a kill can land inside one long ``write``).
+
+Stdout protocol (line by line, flushed at once): in ``batches`` mode ``> N`` before a batch
+that will bring the log to N events; after every append that returned (written and fsynced)
+the number of events now durable; ``done`` when the template is written, after which it waits
+to be killed. The turns are deterministic (manual clock, counting ids, fixed script), so the
+test rebuilds them with :func:`build_template` to know what every acknowledged event must be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from core import Event, SessionHeader
+from shell import (
+    CountingIds,
+    Host,
+    JsonlSessionStore,
+    ManualClock,
+    MemorySessionStore,
+    Reply,
+    ScriptedModel,
+    SessionStore,
+    Tool,
+    ToolContext,
+)
+
+SESSION_ID = "crash-writer"
+TEMPLATES = ("normal", "huge")
+HUGE_RESULT_BYTES = 8 * 1024 * 1024
+
+
+def _payload(size: int) -> str:
+    """``size`` characters of incompressible-looking, deterministic text."""
+    raw = random.Random(size).randbytes(size * 3 // 4 + 3)
+    return base64.b64encode(raw).decode()[:size]
+
+
+async def _read(args: dict[str, Any], ctx: ToolContext) -> str:
+    return _payload(int(args["size"]))
+
+
+async def _write(args: dict[str, Any], ctx: ToolContext) -> str:
+    return f"wrote {len(str(args['text']))} characters to {args['path']}"
+
+
+def _script(template: str, turn: int) -> list[Reply]:
+    """The model's replies for one turn."""
+    if template == "huge":
+        size = HUGE_RESULT_BYTES if turn == 1 else 100
+        return [Reply.tool_call("read", {"size": size}, text="Reading it."),
+                Reply.text("Read it.", reasoning="short")]
+    big = 64 * 1024 if turn % 7 == 3 else 300
+    kind = turn % 5
+    if kind == 0:
+        return [Reply.tool_calls([("read", {"size": big}), ("read", {"size": 40})],
+                                 text="Let me look at both."),
+                Reply.text("Both files read. " * 6, reasoning="comparing " * 12)]
+    if kind == 1:
+        return [Reply.tool_call("write", {"path": f"f{turn}.txt", "text": "x" * 50}),
+                Reply.tool_call("read", {"size": 20}),
+                Reply.text("Written and checked.")]
+    if kind == 2:
+        return [Reply.text("A plain answer, streamed in small chunks. " * 4,
+                           reasoning="no tools needed")]
+    if kind == 3:
+        return [Reply.max_tokens("This answer runs out of tok",
+                                 tool_calls=[("read", {"size": 10})])]
+    return [Reply.tool_call("read", {"size": 64}), Reply.error("RATE_LIMIT", "slow down")]
+
+
+def _turns(template: str) -> int:
+    return 3 if template == "huge" else 60
+
+
+def run_agent(store: SessionStore, template: str,
+              on_append: Callable[[int], None] | None = None,
+              ) -> tuple[SessionHeader, tuple[Event, ...]]:
+    """Drive the scripted agent through the template's turns; its header and events."""
+
+    async def main() -> tuple[SessionHeader, tuple[Event, ...]]:
+        host = Host(store=store, clock=ManualClock(1_700_000_000_000, step=3),
+                    ids=CountingIds("m-"))
+        model = ScriptedModel()
+        host.models.register("scripted", model)
+        host.tools.register(Tool("read", "read a file", {"type": "object"}, _read,
+                                 concurrency_safe=True))
+        host.tools.register(Tool("write", "write a file", {"type": "object"}, _write))
+        agent = host.create_agent(SESSION_ID, provider="scripted", model="m",
+                                  system="You are a careful coding agent.")
+        session = agent.session
+        if on_append is not None:
+            session.listeners.append(lambda batch: on_append(len(session)))
+        for turn in range(_turns(template)):
+            model.add(*_script(template, turn))
+            agent.followup(f"task {turn}: look at the files and report")
+            await agent.when_idle()
+        return session.header, tuple(session.events)
+
+    return asyncio.run(main())
+
+
+def build_template(template: str) -> tuple[SessionHeader, tuple[Event, ...]]:
+    """The header and events the writer writes (built in memory)."""
+    return run_agent(MemorySessionStore(), template)
+
+
+def _say(text: object) -> None:
+    print(text, flush=True)
+
+
+def batch_bounds(count: int, seed: int) -> list[tuple[int, int]]:
+    """(start, end) of each batch the ``batches`` mode appends."""
+    rng = random.Random(seed)
+    bounds: list[tuple[int, int]] = []
+    start = 0
+    while start < count:
+        end = min(count, start + rng.randint(1, 12))
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+def _replay(store: JsonlSessionStore, header: SessionHeader, events: Sequence[Event],
+            seed: int) -> None:
+    session = store.create(header)
+    for start, end in batch_bounds(len(events), seed):
+        _say(f"> {end}")
+        session.extend(events[start:end])
+        _say(end)
+
+
+def main(argv: Sequence[str]) -> None:
+    root, compression, mode, template, pack, seed = argv
+    if compression not in ("none", "zstd") or mode not in ("agent", "batches"):
+        raise SystemExit(f"usage: {__doc__}")
+    store = JsonlSessionStore(root, compression="zstd" if compression == "zstd" else "none",
+                              pack_chunks=pack == "1")
+    if mode == "agent":
+        run_agent(store, template, on_append=_say)
+    else:
+        header, events = build_template(template)
+        _replay(store, header, events, int(seed))
+    _say("done")
+    while True:  # wait to be killed, as a live process would
+        time.sleep(60)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
