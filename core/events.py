@@ -43,7 +43,6 @@ __all__ = [
     "ToolResultBlock",
     "ContentBlock",
     # messages
-    "SnapshotSection",
     "MessageSource",
     "dec_hook",
     "enc_hook",
@@ -200,11 +199,6 @@ ContentBlock: TypeAlias = (
 )
 
 # --------------------------------------------------------------------------- messages
-
-
-class SnapshotSection(_Wire, frozen=True, kw_only=True):
-    name: str
-    text: str
 
 
 _SOURCE_KEYS = {

@@ -125,7 +125,7 @@ class Host:
     def subagents(self) -> SubagentRuntime:
         """The subagent runtime: providers, live runs, observers (created on first use)."""
         if self._subagents is None:
-            from .subagents import SubagentRuntime  # the runtime builds on this module
+            from .subagents import SubagentRuntime  # noqa: PLC0415 (it imports this module)
 
             SubagentRuntime(self)
         assert self._subagents is not None

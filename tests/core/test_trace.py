@@ -239,8 +239,8 @@ def _turn_cases() -> list[tuple[Log, str, str]]:
                                "open)"))
     log = Log()
     log.step_start(1, 1)
-    cases.append((log, "enclosure", "step/start for turn 1 step 1, but turn 1 is not open; the log is "
-                                    "between turns (no turn open)"))
+    cases.append((log, "enclosure", "step/start for turn 1 step 1, but turn 1 is not open; "
+                                    "the log is between turns (no turn open)"))
     return cases
 
 

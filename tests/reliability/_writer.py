@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import random
 import sys
 import time
@@ -126,8 +127,16 @@ def _say(text: object) -> None:
     print(text, flush=True)
 
 
-def batch_bounds(count: int, seed: int) -> list[tuple[int, int]]:
-    """(start, end) of each batch the ``batches`` mode appends."""
+def appends(template: str, mode: str, seed: int) -> list[tuple[int, int]]:
+    """(start, end) of each durable append the writer makes, in order."""
+    if mode == "agent":
+        ends = [0]
+        run_agent(MemorySessionStore(), template, on_append=ends.append)
+        return list(itertools.pairwise(ends))
+    return _batch_bounds(len(build_template(template)[1]), seed)
+
+
+def _batch_bounds(count: int, seed: int) -> list[tuple[int, int]]:
     rng = random.Random(seed)
     bounds: list[tuple[int, int]] = []
     start = 0
@@ -141,7 +150,7 @@ def batch_bounds(count: int, seed: int) -> list[tuple[int, int]]:
 def _replay(store: JsonlSessionStore, header: SessionHeader, events: Sequence[Event],
             seed: int) -> None:
     session = store.create(header)
-    for start, end in batch_bounds(len(events), seed):
+    for start, end in _batch_bounds(len(events), seed):
         _say(f"> {end}")
         session.extend(events[start:end])
         _say(end)
