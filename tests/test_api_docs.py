@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -20,8 +21,7 @@ def _documented_words() -> set[str]:
 
 
 @pytest.mark.parametrize("module", [core, shell], ids=lambda m: m.__name__)
-def test_every_exported_name_is_documented(module: object) -> None:
+def test_every_exported_name_is_documented(module: ModuleType) -> None:
     """A name in __all__ that no API page mentions is an undocumented public name."""
-    names = getattr(module, "__all__")
-    missing = sorted(set(names) - _documented_words())
-    assert not missing, f"undocumented {getattr(module, '__name__')} names: {missing}"
+    missing = sorted(set(module.__all__) - _documented_words())
+    assert not missing, f"undocumented {module.__name__} names: {missing}"
