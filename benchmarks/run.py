@@ -23,13 +23,16 @@ from .harness import Report, Section, Settings, machine, render, write_json
 
 __all__ = ["MODULES", "main"]
 
-#: Benchmark modules, in the order they run and print. The shell-level benchmarks of issue 7
-#: (fork start to publication, memory per fork child, 1,000 concurrent children) join this
-#: tuple as further modules once the subagent runtime exists.
+#: Benchmark modules, in the order they run and print: the core's codec, prefix and fork share,
+#: then the shell-level fork benchmarks (start to publication, memory per child, and 1,000
+#: concurrent children in a fresh subprocess).
 MODULES: tuple[str, ...] = (
     "benchmarks.bench_codec",
     "benchmarks.bench_prefix",
     "benchmarks.bench_fork_core",
+    "benchmarks.bench_fork_shell",
+    "benchmarks.bench_fork_memory",
+    "benchmarks.bench_fork_load",
 )
 
 _RESULTS = Path(__file__).resolve().parent / "results"

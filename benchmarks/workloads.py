@@ -16,14 +16,25 @@ every run.
 :func:`repeated_log` builds the very large logs of the prefix benchmark quickly: it builds one
 turn with the constructors and renumbers copies of it with ``msgspec.structs.replace`` (nested
 payloads that carry no turn number or seq are shared between turns).
+
+:func:`shell_parent` builds the same kind of parent *with the shell*: a real :class:`shell.Agent`
+driven by a :class:`shell.ScriptedModel` through ``followup``/``when_idle`` with an ``echo`` tool,
+left really mid-turn (its model hangs in turn K+1), ready to fork. :class:`ChildScriptModel` is
+the fork child's script (one ``echo`` call, then the text ``ok``) for any number of children.
+:class:`ShellWorkbench` keeps such parents on one private event loop, built once per process.
 """
 
 from __future__ import annotations
 
+import asyncio
+import atexit
+import dataclasses
 import random
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import msgspec
 from msgspec.structs import replace
@@ -76,14 +87,24 @@ from core import (
 )
 
 __all__ = [
+    "CHILD_OWN_EVENTS",
+    "CHILD_PROVIDER",
     "EPOCH_MS",
     "EVENTS_PER_TURN",
     "FIRST_TURN_EXTRA",
     "IN_FLIGHT_EVENTS",
+    "PARENT_PROVIDER",
+    "SHELL_EVENTS_PER_TURN",
+    "ChildScriptModel",
     "ParentLog",
+    "ShellParent",
+    "ShellWorkbench",
+    "child_request",
     "parent_events",
     "parent_log",
     "repeated_log",
+    "shell_parent",
+    "shell_workbench",
 ]
 
 #: The clock of every workload starts here (the createdAt of DSH's K10 parent, plus 3 ms).
@@ -300,3 +321,205 @@ def repeated_log(min_events: int, *, seed: int = 0) -> tuple[Event, ...]:
     events.extend(_renumbered(event, event.seq + seq_shift, time, turns - 1, seq_shift)
                   for event in tail)
     return tuple(events)
+
+
+# --------------------------------------------------------------------------- shell-built parents
+
+#: Events of one completed turn written by the shell's agent loop: DSH's 23, plus the one
+#: ``tool-call-delta`` chunk the scripted model streams for the call's arguments (DSH's mock
+#: adapter streamed none). The first turn adds ``request/header`` (the shell writes no opaque
+#: ``request/context``): a K-turn prefix has ``24 K + 1`` events.
+SHELL_EVENTS_PER_TURN = EVENTS_PER_TURN + 1
+#: Provider names of the parent's scripted model and of the children's model on every host.
+PARENT_PROVIDER = "parent"
+CHILD_PROVIDER = "child"
+#: A fork child's own events after its script ran: ``session/end-seed``, then one turn of the
+#: parent turn's shape (24 events) with ``subagent/descriptor`` before its first step and a
+#: ``request/header`` in its first step (the child's first model call). DSH's child: 27 too.
+CHILD_OWN_EVENTS = 27
+_IN_FLIGHT_TEXT = "partial"
+_ECHO_PARAMETERS = {"type": "object", "properties": {"text": {"type": "string"}},
+                    "required": ["text"]}
+
+
+async def _echo(args: dict[str, Any], ctx: Any) -> str:
+    return f"echo:{args['text']}"
+
+
+def _text_reply(text: str, usage: tuple[int, int]) -> Any:
+    """A text reply streamed one character per ``text-delta``, as DSH's mock adapter does."""
+    from shell import Reply
+
+    return Reply(blocks=(TextBlock(text=text),), chunk_size=1,
+                 usage=TokenUsage(input_tokens=usage[0], output_tokens=usage[1]))
+
+
+def _call_reply(text: str, call_id: str) -> Any:
+    """One ``echo`` call whose arguments stream as a single ``tool-call-delta``."""
+    from shell import Reply
+
+    reply = Reply.tool_call("echo", {"text": text}, call_id=call_id, usage=(10, 5))
+    return dataclasses.replace(reply, chunk_size=8)  # argument pieces of 32 characters
+
+
+class ChildScriptModel:
+    """The fork child's script, for any number of children at once.
+
+    It answers from the request, so one instance serves every child: a tool call of ``echo``
+    while the last message is not a tool result, else the text ``ok`` (one character per
+    chunk), with the parent turn's usage figures. Chunks are streamed like
+    :class:`shell.ScriptedModel` streams them (an await point per chunk), and nothing is kept
+    of a request. ``gate``, when given, holds every call before its first chunk until set.
+    """
+
+    def __init__(self, gate: asyncio.Event | None = None) -> None:
+        self.gate = gate
+        self.calls = 0
+        #: Calls held at the gate right now.
+        self.waiting = 0
+
+    def stream(self, request: Any) -> AsyncIterator[StreamChunk]:
+        self.calls += 1
+        return self._play(request)
+
+    async def _play(self, request: Any) -> AsyncIterator[StreamChunk]:
+        from shell.models.scripted import reply_chunks
+
+        if self.gate is not None:
+            self.waiting += 1
+            try:
+                await self.gate.wait()
+            finally:
+                self.waiting -= 1
+        if isinstance(request.messages[-1], ToolResultMessage):
+            reply = _text_reply(_REPLY, (10, 2))
+        else:
+            reply = _call_reply("child", "child-call")
+        chunks, _ = reply_chunks(reply, 1)
+        for chunk in chunks:
+            await asyncio.sleep(0)
+            yield chunk
+
+
+def child_request(label: str | None = None) -> core.StartRequest:
+    """The fork request of every benchmark: a one-line prompt, the child model's provider."""
+    return core.StartRequest(prompt=(TextBlock(text="child task"),), label=label,
+                             agent_options=core.AgentOptions(provider=CHILD_PROVIDER))
+
+
+@dataclass(frozen=True)
+class ShellParent:
+    """A parent agent built by the shell, mid-turn: K completed turns, turn K+1 in flight."""
+
+    completed_turns: int
+    host: Any  # shell.Host (the shell is imported lazily: the core benchmarks do not need it)
+    agent: Any  # shell.Agent
+    child_model: ChildScriptModel
+    #: Wall time the K turns took to run through the agent loop.
+    build_seconds: float
+
+    @property
+    def cut(self) -> int:
+        """Length of the completed-turn prefix (what a fork child is seeded with)."""
+        return int(self.agent.session.trace.completed_prefix_length)
+
+    @property
+    def events(self) -> int:
+        return len(self.agent.session)
+
+
+async def shell_parent(completed_turns: int, *, clock_start: int = EPOCH_MS) -> ShellParent:
+    """Build a parent with the shell: ``completed_turns`` turns of DSH's shape, one in flight.
+
+    Each turn: the user message ``user turn i``, the model calls ``echo`` (id ``call-i``,
+    usage 10/5), the tool answers ``echo:payload-i``, the model replies ``ok`` one character
+    per chunk (usage 10/2). Then turn K+1 starts and its model hangs after streaming part of a
+    text block, so the parent is really mid-turn. The host has a deterministic clock and ids
+    (reproducible logs), the ``echo`` tool, the parent's :class:`shell.ScriptedModel` as
+    ``parent``, a :class:`ChildScriptModel` as ``child`` and a :class:`shell.ForkProvider`
+    registered as ``fork``. Must run on the event loop the parent will live on.
+
+    Raises:
+        AssertionError: the parent is not what it claims (shape, or not mid-turn).
+    """
+    from shell import CountingIds, ForkProvider, Host, ManualClock, Reply, ScriptedModel, Tool
+
+    if completed_turns < 1:
+        raise ValueError("completed_turns must be >= 1")
+    host = Host(clock=ManualClock(clock_start, step=1), ids=CountingIds("id-"))
+    host.tools.register(Tool("echo", "echo the given text", _ECHO_PARAMETERS, _echo,
+                             concurrency_safe=True))
+    script: list[Any] = []
+    for index in range(completed_turns):
+        script.append(_call_reply(f"payload-{index}", f"call-{index}"))
+        script.append(_text_reply(_REPLY, (10, 2)))
+    # The turn in flight: a text block opened and one delta streamed, then the model hangs.
+    script.append(dataclasses.replace(Reply.hang(_IN_FLIGHT_TEXT), chunk_size=16))
+    model = ScriptedModel(script)
+    child_model = ChildScriptModel()
+    host.models.register(PARENT_PROVIDER, model)
+    host.models.register(CHILD_PROVIDER, child_model)
+    host.subagents.register_provider(ForkProvider())
+    agent = host.create_agent(provider=PARENT_PROVIDER, model="mock", system=_SYSTEM)
+    started = time.perf_counter()
+    for index in range(completed_turns):
+        agent.followup(f"user turn {index}")
+        await agent.when_idle()
+    build_seconds = time.perf_counter() - started
+    cut = len(agent.session)
+    assert cut == SHELL_EVENTS_PER_TURN * completed_turns + 1, cut
+    agent.followup("in-flight parent turn")
+    for _ in range(1000):  # until the hanging model has streamed its partial block
+        if len(agent.session) == cut + IN_FLIGHT_EVENTS:
+            break
+        await asyncio.sleep(0)
+    trace = agent.session.trace
+    assert len(agent.session) == cut + IN_FLIGHT_EVENTS, len(agent.session)
+    assert trace.open_turn == completed_turns + 1 and trace.completed_prefix_length == cut
+    assert agent.running and model.calls == 2 * completed_turns + 1
+    return ShellParent(completed_turns=completed_turns, host=host, agent=agent,
+                       child_model=child_model, build_seconds=build_seconds)
+
+
+T = TypeVar("T")
+
+
+class ShellWorkbench:
+    """Shell-built parents on one private event loop, each built once and reused.
+
+    The parents stay mid-turn for as long as the workbench lives: benchmarks run their
+    coroutines with :meth:`run` on the same loop. :meth:`close` disposes everything.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._parents: dict[int, ShellParent] = {}
+
+    def parent(self, completed_turns: int) -> ShellParent:
+        """The K-turn parent, built on first use."""
+        if completed_turns not in self._parents:
+            self._parents[completed_turns] = self.run(shell_parent(completed_turns))
+        return self._parents[completed_turns]
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return self.loop.run_until_complete(coroutine)
+
+    def close(self) -> None:
+        """Dispose every parent (and anything left on its host), then close the loop."""
+        if self.loop.is_closed():
+            return
+        for parent in self._parents.values():
+            self.run(parent.host.aclose())
+        self._parents.clear()
+        self.loop.close()
+
+
+_WORKBENCH: list[ShellWorkbench] = []
+
+
+def shell_workbench() -> ShellWorkbench:
+    """The process's workbench (made on first use, closed at exit)."""
+    if not _WORKBENCH:
+        _WORKBENCH.append(ShellWorkbench())
+        atexit.register(_WORKBENCH[0].close)
+    return _WORKBENCH[0]

@@ -421,9 +421,10 @@ class Agent:
         return EpochHeader(config=config, system=system or UNSET, tools=tools or UNSET)
 
     def _log_has_header(self) -> bool:
-        if not self._header_seen:  # one backward scan per agent, usually short
+        if not self._header_seen:  # one forward scan per agent: a log's first model call
+            # writes its first header, so this stops early even under a long fork seed
             self._header_seen = any(isinstance(event, RequestHeaderEvent)
-                                    for event in reversed(self.session.events))
+                                    for event in self.session.events)
         return self._header_seen
 
     async def _call_model(self, turn: int, step: int,

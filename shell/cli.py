@@ -1,4 +1,4 @@
-"""The ``turnfork`` command line: ``check``, ``seed`` and ``show`` a session log.
+"""The ``turnfork`` command line: ``check``, ``seed`` and ``show`` a session log; ``demo``.
 
 Conventions: results go to stdout, reports and errors to stderr; an error is one line,
 ``turnfork: error: <file>:<line>: <problem>``, never a traceback. ``--json`` prints one JSON
@@ -392,8 +392,163 @@ SHOW = Command(
            "the violation marked); 2 unreadable input",
 )
 
-#: Every subcommand, in the order ``--help`` lists them. Add ``demo`` here.
-COMMANDS: tuple[Command, ...] = (CHECK, SEED, SHOW)
+# --------------------------------------------------------------------------- demo
+
+
+def _demo_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", metavar="NAME",
+                        help="run the same scenario against a real OpenAI-compatible model "
+                             "NAME (e.g. deepseek-chat) instead of the embedded scripted "
+                             "models; needs an API key in the environment")
+    parser.add_argument("--base-url", metavar="URL",
+                        help="the endpoint of --model (default https://api.deepseek.com; "
+                             "the key is read from OPENAI_API_KEY for api.openai.com, else "
+                             "DEEPSEEK_API_KEY)")
+    parser.add_argument("--save", metavar="DIR",
+                        help="persist both sessions under DIR in DSH's layout "
+                             "(DIR/<project>/<session id>/session.jsonl)")
+    parser.add_argument("--timeout", metavar="SECONDS", type=float, default=None,
+                        help="the longest one user turn may take, the child's run included, "
+                             "before it is cancelled (default 300)")
+    parser.add_argument("--plain", action="store_true",
+                        help="no colour, styling or progress spinner (colour is also off when "
+                             "stdout is not a terminal or NO_COLOR is set)")
+    parser.add_argument("--json", action="store_true",
+                        help="print a summary as one JSON object (see docs/cli.md) instead "
+                             "of the picture")
+
+
+def _demo_provider(base_url: str) -> str:
+    host = (base_url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]).lower()
+    for name in ("deepseek", "openai"):
+        if host == f"{name}.com" or host.endswith(f".{name}.com"):
+            return name
+    return "openai-compatible"
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    import asyncio  # noqa: PLC0415 - only the demo runs an event loop
+
+    from .demo import DEFAULT_TURN_TIMEOUT, DemoResult, demo_summary, run_demo_async  # noqa: PLC0415
+    from .jsonl_store import JsonlSessionStore  # noqa: PLC0415
+    from .models.openai_chat import (  # noqa: PLC0415
+        DEEPSEEK_BASE_URL,
+        credential_env_var,
+        has_credentials,
+    )
+    from .render import make_console  # noqa: PLC0415 - rich
+    from .store import SessionExistsError  # noqa: PLC0415
+
+    if args.base_url is not None and args.model is None:
+        _error("demo --base-url needs --model NAME (the embedded demo calls no endpoint)")
+        return EXIT_UNREADABLE
+    timeout = DEFAULT_TURN_TIMEOUT if args.timeout is None else args.timeout
+    if not timeout > 0:
+        _error(f"demo --timeout must be a positive number of seconds, not {args.timeout:g}")
+        return EXIT_UNREADABLE
+    model = None
+    provider = "model"
+    if args.model is not None:
+        base_url = args.base_url or DEEPSEEK_BASE_URL
+        if not has_credentials(base_url):
+            _error(f"demo --model {args.model} needs an API key for {base_url}: set "
+                   f"{credential_env_var(base_url)} (or run `turnfork demo` without --model "
+                   "for the embedded scripted models)")
+            return EXIT_UNREADABLE
+        from .models.openai_chat import OpenAIChatModel  # noqa: PLC0415 - optional extra
+
+        provider = _demo_provider(base_url)
+        try:
+            model = OpenAIChatModel(args.model, base_url=base_url, provider_name=provider,
+                                    timeout=min(60.0, timeout))
+        except ImportError as exc:
+            _error(str(exc))
+            return EXIT_UNREADABLE
+    store = None
+    if args.save is not None:
+        try:
+            os.makedirs(args.save, exist_ok=True)
+            if not os.access(args.save, os.W_OK | os.X_OK):
+                raise PermissionError(13, "permission denied", args.save)
+        except OSError as exc:
+            _error(f"{args.save}: cannot write: {exc.strerror or exc}; nothing written")
+            return EXIT_UNREADABLE
+        store = JsonlSessionStore(args.save)
+
+    spinner = None
+    if not args.plain and sys.stderr.isatty():
+        from rich.console import Console  # noqa: PLC0415 - rich
+
+        spinner = Console(stderr=True).status("turnfork demo: starting")
+
+    def progress(words: str) -> None:
+        if spinner is not None:
+            spinner.update(f"turnfork demo: {words}")
+
+    async def demo() -> DemoResult:
+        try:
+            return await run_demo_async(model=model, provider=provider,
+                                        model_name=args.model or "scripted", store=store,
+                                        turn_timeout=timeout, progress=progress)
+        finally:
+            if model is not None:
+                await model.aclose()
+
+    try:
+        with spinner if spinner is not None else contextlib.nullcontext():
+            result = asyncio.run(demo())
+    except SessionExistsError as exc:
+        _error(f"{args.save}: already holds session {exc.session_id} (from an earlier demo "
+               "run?); nothing overwritten: choose another directory")
+        return EXIT_UNREADABLE
+    except OSError as exc:
+        _error(f"{args.save or '.'}: cannot write: {exc.strerror or exc}")
+        return EXIT_UNREADABLE
+    if args.json:
+        _print_json(demo_summary(result))
+    else:
+        from .demo_render import render_demo  # noqa: PLC0415 - rich
+
+        render_demo(make_console(sys.stdout, plain=args.plain), result)
+        sys.stdout.flush()
+        if result.parent_saved_path is not None:
+            print(f"saved: parent {result.parent_header.id} → {result.parent_saved_path}",
+                  file=sys.stderr)
+            for fork in result.forks:
+                print(f"saved: child {fork.child_id} → {fork.saved_path}", file=sys.stderr)
+    if not result.ok:
+        _error("demo: " + "; ".join(result.problems))
+        return EXIT_NOT_CLOSED
+    return EXIT_OK
+
+
+DEMO = Command(
+    name="demo",
+    summary="watch a parent agent fork a child mid-turn (embedded models, no key needed)",
+    description="Run the main job end to end and draw it. A parent agent works on a tiny "
+                "in-memory project over three turns with real tools (list_files, read_file, "
+                "grep); in the middle of its third turn it calls the subagent tool, and a fork "
+                "child seeded with the parent's completed-turn prefix (turns 1 and 2) runs a "
+                "turn of its own. The parent gets only the child's final text and finishes "
+                "its turn. The picture shows the parent's turns, the cut (the fork point), "
+                "the child's own events after its seed, the tool result the parent received "
+                "and its final answer, then checks both logs.\n\n"
+                "By default two scripted models play the parent and the child: no key, no "
+                "network, the same output every time. --model NAME runs the same scenario "
+                "(same tools, same user turns) against a real OpenAI-compatible model.\n\n"
+                "--save DIR writes both sessions as DSH session files "
+                "(DIR/<project>/<session id>/session.jsonl); `turnfork check PATH`, "
+                "`turnfork show PATH` and `turnfork seed PATH` read them.",
+    add_arguments=_demo_arguments,
+    run=_run_demo,
+    epilog="exit status: 0 the scenario ran and every check passed; 1 it ran but something "
+           "went wrong (the model did not delegate, a turn failed, a check failed: the "
+           "message says what); 2 no API key for --model, unwritable DIR, or bad usage; "
+           "130 interrupted",
+)
+
+#: Every subcommand, in the order ``--help`` lists them.
+COMMANDS: tuple[Command, ...] = (CHECK, SEED, SHOW, DEMO)
 
 # --------------------------------------------------------------------------- entry point
 

@@ -1,0 +1,202 @@
+"""The picture ``turnfork demo`` draws from a :class:`~shell.demo.DemoResult`.
+
+Built from ``turnfork show``'s outline (:mod:`shell.render`), so the two pictures agree:
+
+1. the parent's turns as trees, with the completed-turn cut drawn where the first fork
+   happened (the fork point) and a line under the ``subagent`` call saying where the child ran;
+2. each fork child: its header, its seed in one line (the seed *is* the parent's events above),
+   then its own events: ``session/end-seed``, the delegated policy, its turn with the
+   descriptor before the first step;
+3. the exact tool result the parent received, in a panel, then the parent's final answer;
+4. one line with the checks (both logs balanced, seed == prefix, result == final text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import msgspec
+from rich import box
+from rich.console import Console
+from rich.panel import Panel
+from rich.text import Text
+
+from core import Event, SessionHeader, TurnEndEvent
+
+from .demo import PROJECT, DemoResult, ForkRecord
+from .logfile import LoadedLog, assess
+from .render import Item, Outline, StepNode, TurnNode, build_outline, render_outline
+
+__all__ = ["render_demo", "fork_point_words"]
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _ascii_only(console: Console) -> bool:
+    return not console.encoding.lower().startswith("utf")
+
+
+def _words(text: str, console: Console) -> str:
+    if _ascii_only(console):
+        return text.encode("ascii", "replace").decode("ascii")
+    return text
+
+
+def _loaded(events: tuple[Event, ...], header: SessionHeader, where: str) -> LoadedLog:
+    return LoadedLog(path=where, file=where, format="events-jsonl", projected=False,
+                     header=header, header_file=None, events=events, text=b"")
+
+
+def _items(entries: list[TurnNode | Item] | list[Item | StepNode] | list[Item],
+           ) -> Iterator[Item]:
+    for entry in entries:
+        if isinstance(entry, TurnNode | StepNode):
+            yield from _items(entry.entries)
+        else:
+            yield entry
+            yield from _items(entry.children)
+
+
+def fork_point_words(result: DemoResult, fork: ForkRecord) -> str:
+    """The fork point in one sentence: what the child was seeded with and what was left out.
+
+    >>> from shell.demo import run_demo
+    >>> result = run_demo()
+    >>> fork_point_words(result, result.forks[0])[:60]
+    'fork point: child demo-16 is seeded with the 72 events above'
+    """
+    at_fork = result.parent_events[:fork.parent_length_at_fork]
+    tail = assess(_loaded(at_fork, result.parent_header, "")).tail
+    cut = fork.prefix_length_at_fork
+    turns = sum(1 for event in at_fork[:cut] if isinstance(event, TurnEndEvent))
+    if cut:
+        seeded = (f"fork point: child {fork.child_id} is seeded with the {cut} events above, "
+                  f"through turn {turns}'s turn/end (seq {cut - 1})")
+    else:
+        seeded = (f"fork point: no turn had completed, so child {fork.child_id} starts "
+                  "with no history, like a spawn")
+    left: list[str] = []
+    if tail.open_turn is not None:
+        left.append(f"turn {tail.open_turn} is in flight ({_count(tail.in_flight_events, 'event')}"
+                    " so far, its subagent call waiting)")
+    if tail.between_turn_events:
+        left.append(_count(tail.between_turn_events, "between-turn event"))
+    return seeded + ("; excluded: " + " and ".join(left) if left else "")
+
+
+def _parent_outline(result: DemoResult) -> Outline:
+    where = result.parent_saved_path or "in memory"
+    log = _loaded(result.parent_events, result.parent_header, where)
+    assessment = assess(log)
+    first = result.fork
+    if first is not None and assessment.valid:
+        assessment = msgspec.structs.replace(assessment, cut=first.prefix_length_at_fork)
+    outline = build_outline(log, assessment)
+    outline.source = f"{result.provider}/{result.model}"
+    for item in outline.entries:
+        if isinstance(item, Item) and item.kind == "cut" and first is not None:
+            item.text += " · fork point"
+            item.note = fork_point_words(result, first)
+    calls = {fork.call_seq: fork for fork in result.forks if fork.call_seq is not None}
+    for item in _items(outline.entries):
+        fork = calls.get(item.seq) if item.kind == "tool" else None
+        if fork is None:
+            continue
+        seeded = (f"seeded with seq 0..{fork.seed_length - 1}" if fork.seed_length
+                  else "no seed")
+        item.children.insert(0, Item(seq=item.seq, kind="pending",
+                                     text=f"fork child {fork.child_id} ran here ({seeded}); "
+                                          "its own turn is drawn below"))
+        for child in item.children:
+            if child.kind == "result":
+                child.text = child.text.replace("→ ", "→ the child's final text (in full "
+                                                "below): ", 1)
+    return outline
+
+
+def _child_outline(fork: ForkRecord) -> Outline:
+    where = fork.saved_path or "in memory"
+    log = _loaded(fork.events, fork.header, where)
+    outline = build_outline(log, assess(log))
+    n = fork.seed_length
+    if n:
+        same = "the same event objects as" if fork.seed_shared else "equal to"
+        outline.source = (f"seq 0..{n - 1}: the seed, {same} the parent's seq 0..{n - 1} "
+                          "(not drawn again); its own events follow")
+    else:
+        outline.source = "no seed: it starts with its prompt only"
+    kept: list[TurnNode | Item] = []
+    for entry in outline.entries:
+        first_seq = entry.start_seq if isinstance(entry, TurnNode) else entry.seq
+        if first_seq < n or (isinstance(entry, Item) and entry.kind == "cut"):
+            continue
+        kept.append(entry)
+    outline.entries = kept
+    return outline
+
+
+def _heading(console: Console, title: str) -> None:
+    mark = "# " if _ascii_only(console) else "■ "
+    console.print()
+    console.print(Text(_words(mark + title, console), style="bold"))
+
+
+def _panel(console: Console, text: str, title: str) -> None:
+    ascii_only = _ascii_only(console)
+    console.print(Panel(Text(_words(text, console)),
+                        title=Text(_words(title, console), style="bold"), title_align="left",
+                        box=box.ASCII if ascii_only else box.ROUNDED, border_style="cyan"))
+
+
+def _checks_line(result: DemoResult) -> tuple[str, bool]:
+    if not result.ok:
+        return "checks failed: " + "; ".join(result.problems), False
+    fork = result.fork
+    assert fork is not None  # ok implies a delegation
+    logs = "parent and child logs" if len(result.forks) == 1 else "all logs"
+    return (f"checks: {logs} balanced (core.check_balance); child seed == the parent's "
+            f"completed-turn prefix at the fork ({_count(fork.seed_length, 'event')}); "
+            "tool result == the child's final text"), True
+
+
+def render_demo(console: Console, result: DemoResult) -> None:
+    """Draw ``result`` on ``console`` (see the module docstring)."""
+    if result.embedded:
+        what = "embedded scripted models (no key, no network)"
+    else:
+        what = f"model {result.model} via {result.provider}"
+    console.print(Text(_words(f"turnfork demo · {what}", console), style="bold"))
+    console.print(Text(_words(
+        f'A parent agent works on "tinyshop" ({_count(len(PROJECT), "file")} held in memory) '
+        "with the tools list_files, read_file, grep and subagent (fork provider). In its "
+        "third turn, mid-turn, it delegates a review to a fork child.", console)))
+
+    _heading(console, "The parent")
+    render_outline(console, _parent_outline(result))
+
+    for fork in result.forks:
+        _heading(console, f"The fork child · {fork.label or 'no label'}")
+        render_outline(console, _child_outline(fork))
+
+    for fork in result.forks:
+        _heading(console, "What the parent received")
+        if fork.tool_result_text is None:
+            console.print(Text(_words(f"no tool/result for child {fork.child_id}'s call",
+                                      console), style="bold red"))
+            continue
+        _panel(console, fork.tool_result_text,
+               f"tool/result seq {fork.result_seq} for {fork.call_id}: the child's final "
+               "text, nothing else")
+
+    if result.parent_final_text is not None:
+        _heading(console, "The parent's final answer")
+        _panel(console, result.parent_final_text, f"turn {len(result.parent_turns)}")
+
+    console.print()
+    words, ok = _checks_line(result)
+    mark = ("ok " if ok else "x ") if _ascii_only(console) else ("✓ " if ok else "✗ ")
+    console.print(Text(_words(mark + words, console),
+                       style="bold green" if ok else "bold red"))
+

@@ -1,0 +1,556 @@
+"""Cancellation and disposal, model-based (issue 8, item 2): a hypothesis state machine starts
+fork and spawn children whose models answer, hang, fail, hit max-tokens, call a tool or wait
+for a gate; aborts them before and after publication; cancels, delegates from and disposes the
+parent; disposes runs once, twice or concurrently; in any order. After every step and at the
+end every log traces clean (closed when its agent is idle), disposed children are gone from
+``host.agents``, settled results carry the stop reason the model predicts, siblings are
+unaffected by each other, and teardown leaves no asyncio task behind.
+
+Budget: ``CI_EXAMPLES`` machines of up to ``CI_STEPS`` steps; ``TURNFORK_STATEFUL_EXAMPLES=N``
+(and optionally ``TURNFORK_STATEFUL_STEPS=M``) runs a longer search.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Literal, TypeVar
+
+import pytest
+from _runtime_helpers import (
+    CountingTool,
+    assert_balanced,
+    assert_traces_clean,
+    make_host,
+    request,
+    result_text,
+    scripted_parent,
+    text_of,
+    tool_results,
+    wait_for,
+)
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from core import (
+    STOP_REASONS,
+    AgentOptions,
+    AssistantChunkEvent,
+    CancelDisposed,
+    CancelParent,
+    CancelUser,
+    SubagentResult,
+    TurnAborted,
+    TurnCompleted,
+    TurnEndEvent,
+)
+from shell import (
+    AbortController,
+    Agent,
+    ModelRequest,
+    Reply,
+    ScriptedModel,
+    ScriptEntry,
+    SubagentAbortedError,
+    SubagentEvent,
+    SubagentRun,
+    SubagentStart,
+    SubagentTool,
+)
+
+T = TypeVar("T")
+
+EXAMPLES_ENV = "TURNFORK_STATEFUL_EXAMPLES"
+STEPS_ENV = "TURNFORK_STATEFUL_STEPS"
+CI_EXAMPLES = 60
+CI_STEPS = 25
+#: A safety bound per step (a hang fails the example instead of the suite): not a speed target.
+STEP_SECONDS = 10.0
+
+Script = Literal["answer", "hang", "fail", "max-tokens", "tool-then-answer", "gated"]
+SCRIPTS: tuple[Script, ...] = ("answer", "hang", "fail", "max-tokens", "tool-then-answer",
+                               "gated")
+#: The stop reason a child reaches when nothing interferes (``None``: it never settles alone).
+NATURAL: dict[Script, str | None] = {
+    "answer": "completed", "hang": None, "fail": "error", "max-tokens": "max-tokens",
+    "tool-then-answer": "completed", "gated": "completed"}
+KINDS = st.sampled_from(("fork", "spawn"))
+PICK = st.integers(0, 10_000)
+
+
+@dataclass
+class Child:
+    """A child started directly through ``host.subagents.start`` and what the model expects."""
+
+    number: int
+    script: Script
+    run: SubagentRun
+    controller: AbortController | None
+    gate: asyncio.Event | None
+    #: The stop reason its result must have, when known.
+    expected: str | None
+    #: Aborted or disposed before it settled.
+    cancelled: bool = False
+    disposed: bool = False
+
+    @property
+    def answer(self) -> str:
+        return f"answer {self.number}"
+
+
+def _child_script(script: Script, number: int, gate: asyncio.Event | None,
+                  ) -> list[ScriptEntry]:
+    answer = f"answer {number}"
+    if script == "answer":
+        return [Reply.text(answer)]
+    if script == "hang":
+        return [Reply.hang(f"partial {number}")]
+    if script == "fail":
+        return [Reply.error("OVERLOADED", f"model {number} failed", text=f"so far {number}")]
+    if script == "max-tokens":
+        return [Reply.max_tokens(f"cut {number}")]
+    if script == "tool-then-answer":
+        return [Reply.tool_call("echo", {"text": str(number)}), Reply.text(answer)]
+    assert gate is not None
+
+    async def after_gate(_: ModelRequest) -> Reply:
+        await gate.wait()
+        return Reply.text(answer)
+
+    return [after_gate]
+
+
+def _settled(run: SubagentRun) -> SubagentResult:
+    """The result of a settled run (it must not have failed: no infrastructure faults here)."""
+    assert run.done, f"{run} has not settled"
+    result = run.result.result()
+    assert isinstance(result, SubagentResult), result
+    assert result.stop_reason in STOP_REASONS, result.stop_reason
+    return result
+
+
+def _completed_turn(run: SubagentRun) -> bool:
+    return any(isinstance(event, TurnEndEvent) and isinstance(event.data.reason, TurnCompleted)
+               for event in run.own_events())
+
+
+def _last_turn_end(agent: Agent) -> object:
+    ends = [event for event in agent.session.events if isinstance(event, TurnEndEvent)]
+    return ends[-1].data.reason if ends else None
+
+
+def _examples() -> int:
+    return int(os.environ.get(EXAMPLES_ENV) or CI_EXAMPLES)
+
+
+def _steps() -> int:
+    return int(os.environ.get(STEPS_ENV) or CI_STEPS)
+
+
+@settings(max_examples=_examples(), stateful_step_count=_steps(), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow], print_blob=True)
+class SubagentLifecycle(RuleBasedStateMachine):
+    """One host, one parent agent, and children started, aborted and disposed at will."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = asyncio.new_event_loop()
+        self.host = make_host()
+        self.parent, self.parent_model = scripted_parent(self.host)
+        self.echo = CountingTool("echo", pauses=2)
+        self.host.tools.register(self.echo.tool)
+        self.tool_model = ScriptedModel()
+        self.host.models.register("tool-child", self.tool_model)
+        SubagentTool(provider="fork", agent_options=AgentOptions(provider="tool-child")
+                     ).install(self.host)
+        self.children: list[Child] = []
+        #: Every run published (direct, observer-aborted, and the parent tool's children).
+        self.published: list[SubagentRun] = []
+        self.parent_live = True
+        #: What the parent's open turn is doing: None (idle), "hang" or "delegate-hang".
+        self.parent_mode: str | None = None
+        self.numbers = 0
+        self._abort_on_start: AbortController | None = None
+        self.host.subagents.subscribe(self._observe)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _run(self, awaitable: Awaitable[T], seconds: float = STEP_SECONDS) -> T:
+        """Run one step on this machine's loop, bounded in time."""
+
+        async def step() -> T:
+            async with asyncio.timeout(seconds):
+                return await awaitable
+
+        return self.loop.run_until_complete(step())
+
+    def _observe(self, event: SubagentEvent) -> None:
+        if isinstance(event, SubagentStart):
+            self.published.append(event.run)
+            if self._abort_on_start is not None:
+                controller, self._abort_on_start = self._abort_on_start, None
+                controller.abort("aborted by an observer")
+
+    def _next_number(self) -> int:
+        self.numbers += 1
+        return self.numbers
+
+    def _tool_runs(self) -> list[SubagentRun]:
+        direct = {id(child.run) for child in self.children}
+        return [run for run in self.published if id(run) not in direct]
+
+    def _prepare(self, script: Script) -> tuple[int, str, asyncio.Event | None]:
+        number = self._next_number()
+        gate = asyncio.Event() if script == "gated" else None
+        provider = f"child-{number}"
+        self.host.models.register(provider, ScriptedModel(_child_script(script, number, gate)))
+        return number, provider, gate
+
+    def _expect_cancelled(self, child: Child) -> None:
+        """An abort or dispose now: a run still settling reports ``aborted`` unless its turn
+        already completed; a settled run keeps its result."""
+        if child.run.done:
+            return
+        child.cancelled = True
+        child.expected = "completed" if _completed_turn(child.run) else "aborted"
+
+    def _check_fork_seed(self, run: SubagentRun, kind: str) -> None:
+        parent_events = self.parent.session.events
+        child_events = run.local_agent.session.events
+        if kind == "spawn":
+            assert run.seed_length == 0
+            return
+        cut = max((event.seq + 1 for event in parent_events
+                   if isinstance(event, TurnEndEvent)), default=0)
+        assert run.seed_length == cut
+        assert all(child_events[i] is parent_events[i] for i in range(cut))
+
+    # ------------------------------------------------------------------ rules
+
+    @initialize(completed=st.integers(0, 2))
+    def parent_history(self, completed: int) -> None:
+        """The parent starts with 0, 1 or 2 completed turns."""
+        for _ in range(completed):
+            self._run(self._parent_answers())
+
+    async def _parent_answers(self) -> None:
+        self.parent_model.add(Reply.text(f"parent answer {self._next_number()}"))
+        self.parent.followup("a parent task")
+        await self.parent.when_idle()
+        assert _last_turn_end(self.parent) == TurnCompleted()
+
+    @precondition(lambda self: self.parent_live)
+    @rule(kind=KINDS, script=st.sampled_from(SCRIPTS), with_signal=st.booleans())
+    def start_child(self, kind: str, script: Script, with_signal: bool) -> None:
+        """Start a fork or spawn child, with or without an abort signal."""
+        self._run(self._start_child(kind, script, with_signal))
+
+    async def _start_child(self, kind: str, script: Script, with_signal: bool) -> None:
+        number, provider, gate = self._prepare(script)
+        controller = AbortController() if with_signal else None
+        run = await self.host.subagents.start(
+            kind, request(f"task {number}", agent_options=AgentOptions(provider=provider)),
+            parent=self.parent, signal=None if controller is None else controller.signal)
+        assert run.id in self.host.agents and run in self.host.subagents.runs()
+        self._check_fork_seed(run, kind)
+        self.children.append(Child(number=number, script=script, run=run,
+                                   controller=controller, gate=gate,
+                                   expected=NATURAL[script]))
+
+    @precondition(lambda self: self.parent_live)
+    @rule(kind=KINDS, script=st.sampled_from(SCRIPTS),
+          how=st.sampled_from(("already-aborted", "aborted-in-setup", "start-task-cancelled")))
+    def abort_before_publication(self, kind: str, script: Script, how: str) -> None:
+        """Abort before the child is published: start fails and leaves nothing anywhere."""
+        self._run(self._abort_before_publication(kind, script, how))
+
+    async def _abort_before_publication(self, kind: str, script: Script, how: str) -> None:
+        number, provider, _ = self._prepare(script)
+        model = self.host.models.get(provider)
+        assert isinstance(model, ScriptedModel)
+        agents, sessions = set(self.host.agents.list()), self.host.sessions.list()
+        runs, published = self.host.subagents.runs(), len(self.published)
+        controller = AbortController()
+        if how == "already-aborted":
+            controller.abort("before start")
+        start = asyncio.ensure_future(self.host.subagents.start(
+            kind, request(f"task {number}", agent_options=AgentOptions(provider=provider)),
+            parent=self.parent, signal=controller.signal))
+        await asyncio.sleep(0)  # the start task runs into its unpublished setup window
+        if how == "already-aborted":
+            with pytest.raises(SubagentAbortedError):
+                await start
+        else:
+            assert not start.done()
+            assert len(self.host.sessions.list()) == len(sessions) + 1  # the unpublished child
+            if how == "aborted-in-setup":
+                controller.abort("during setup")
+                with pytest.raises(SubagentAbortedError):
+                    await start
+            else:
+                start.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await start
+        assert set(self.host.agents.list()) == agents
+        assert self.host.sessions.list() == sessions
+        assert self.host.subagents.runs() == runs and len(self.published) == published
+        assert model.calls == 0
+
+    @precondition(lambda self: self.parent_live)
+    @rule(kind=KINDS, script=st.sampled_from(SCRIPTS))
+    def abort_from_start_observer(self, kind: str, script: Script) -> None:
+        """A SubagentStart observer aborts the signal: the published child never runs its
+        prompt and its result is aborted."""
+        self._run(self._abort_from_start_observer(kind, script))
+
+    async def _abort_from_start_observer(self, kind: str, script: Script) -> None:
+        number, provider, gate = self._prepare(script)
+        controller = AbortController()
+        self._abort_on_start = controller
+        run = await self.host.subagents.start(
+            kind, request(f"task {number}", agent_options=AgentOptions(provider=provider)),
+            parent=self.parent, signal=controller.signal)
+        assert self._abort_on_start is None and controller.signal.aborted and run.cancelled
+        self._check_fork_seed(run, kind)
+        self.children.append(Child(number=number, script=script, run=run,
+                                   controller=controller, gate=gate, expected="aborted",
+                                   cancelled=True))
+        await run.result
+        model = self.host.models.get(provider)
+        assert isinstance(model, ScriptedModel) and model.calls == 0
+
+    @precondition(lambda self: self.children)
+    @rule(pick=PICK)
+    def abort_child(self, pick: int) -> None:
+        """Abort a published child (its signal, or ``run.abort`` when it has none)."""
+        self._run(self._abort(self.children[pick % len(self.children)]))
+
+    async def _abort(self, child: Child) -> None:
+        # The prediction and the abort happen in one synchronous stretch: nothing runs between.
+        self._expect_cancelled(child)
+        if child.controller is not None:
+            child.controller.abort("the owner aborted")
+        else:
+            child.run.abort("the owner aborted")
+
+    @precondition(lambda self: self.children)
+    @rule(pick=PICK, mode=st.sampled_from(("once", "twice", "concurrently")))
+    def dispose_child(self, pick: int, mode: str) -> None:
+        """Dispose a child once, twice in a row, or twice at the same time."""
+        child = self.children[pick % len(self.children)]
+        self._run(self._dispose(child, mode))
+        child.disposed = True
+
+    async def _dispose(self, child: Child, mode: str) -> None:
+        run = child.run
+
+        async def predicted_dispose() -> None:
+            # The prediction and dispose()'s synchronous start run in one stretch.
+            self._expect_cancelled(child)
+            await run.dispose()
+
+        if mode == "concurrently":
+            await asyncio.gather(predicted_dispose(), run.dispose())
+        else:
+            await predicted_dispose()
+            if mode == "twice":
+                await run.dispose()
+        assert run.done and run.local_agent.disposed
+        assert run.id not in self.host.agents and run not in self.host.subagents.runs()
+
+    @precondition(lambda self: any(not c.run.done and (c.script != "hang" or c.cancelled)
+                                   for c in self.children))
+    @rule(pick=PICK)
+    def let_a_child_finish(self, pick: int) -> None:
+        """Open a gated child's gate (if it has one) and wait for a settling child's result."""
+        pending = [c for c in self.children
+                   if not c.run.done and (c.script != "hang" or c.cancelled)]
+        self._run(self._finish(pending[pick % len(pending)]))
+
+    async def _finish(self, child: Child) -> None:
+        if child.gate is not None:
+            child.gate.set()
+        await child.run.result
+        self._check_result(child)
+
+    @rule(ticks=st.integers(1, 40))
+    def let_time_pass(self, ticks: int) -> None:
+        """Let every task run for a few loop iterations."""
+        self._run(self._ticks(ticks))
+
+    @staticmethod
+    async def _ticks(ticks: int) -> None:
+        for _ in range(ticks):
+            await asyncio.sleep(0)
+
+    @precondition(lambda self: self.parent_live and not self.parent.running)
+    @rule(kind=st.sampled_from(("answer", "hang", "delegate-answer", "delegate-hang")))
+    def parent_turn(self, kind: str) -> None:
+        """The idle parent runs a turn: it answers, hangs, or delegates through its subagent
+        tool to a fork child that answers (the parent then completes) or hangs."""
+        self._run(self._parent_turn(kind))
+
+    async def _parent_turn(self, kind: str) -> None:
+        parent, model = self.parent, self.parent_model
+        if kind == "answer":
+            await self._parent_answers()
+            return
+        number = self._next_number()
+        if kind == "hang":
+            model.add(Reply.hang(f"parent partial {number}"))
+            calls = model.calls + 1
+            parent.followup("a parent task")
+            await wait_for(lambda: model.calls == calls
+                           and isinstance(parent.session.events[-1], AssistantChunkEvent))
+            self.parent_mode = "hang"
+            return
+        child_answer = f"tool child answer {number}"
+        self.tool_model.add(Reply.text(child_answer) if kind == "delegate-answer"
+                            else Reply.hang(f"tool child partial {number}"))
+        model.add(Reply.tool_call("subagent", {"description": "delegated",
+                                               "prompt": f"tool task {number}"}))
+        published = len(self.published)
+        if kind == "delegate-answer":
+            model.add(Reply.text(f"parent after child {number}"))
+            parent.followup("delegate a task")
+            await parent.when_idle()
+            assert _last_turn_end(parent) == TurnCompleted()
+            assert result_text(tool_results(parent.session.events)[-1]) == child_answer
+            (run,) = self.published[published:]
+            assert _settled(run).stop_reason == "completed"
+            assert run.local_agent.disposed and run.id not in self.host.agents
+            return
+        calls = self.tool_model.calls + 1
+        parent.followup("delegate a task")
+        await wait_for(lambda: self.tool_model.calls == calls)
+        self.parent_mode = "delegate-hang"
+
+    @precondition(lambda self: self.parent_live)
+    @rule()
+    def cancel_parent(self) -> None:
+        """Cancel the parent's turn (a no-op when it is idle); children it delegated to through
+        its tool are aborted with cause parent and disposed; directly started ones go on."""
+        self._run(self._stop_parent(dispose=False))
+
+    @precondition(lambda self: self.parent_live)
+    @rule()
+    def dispose_parent(self) -> None:
+        """Dispose the parent; the children started directly are not its to stop."""
+        self._run(self._stop_parent(dispose=True))
+        self.parent_live = False
+
+    async def _stop_parent(self, *, dispose: bool) -> None:
+        parent, mode = self.parent, self.parent_mode
+        before = len(parent.session.events)
+        tool_run = self._tool_runs()[-1] if mode == "delegate-hang" else None
+        if dispose:
+            await parent.dispose()
+            assert parent.id not in self.host.agents
+        else:
+            parent.cancel()
+            await parent.when_idle()
+        self.parent_mode = None
+        if mode is None:
+            assert len(parent.session.events) == before
+            return
+        cause = CancelDisposed() if dispose else CancelUser()
+        assert _last_turn_end(parent) == TurnAborted(reason=cause)
+        if tool_run is not None:
+            assert _settled(tool_run).stop_reason == "aborted"
+            assert _last_turn_end(tool_run.local_agent) == TurnAborted(reason=CancelParent())
+            assert tool_run.local_agent.disposed and tool_run.id not in self.host.agents
+
+    # ------------------------------------------------------------------ invariants
+
+    def _check_result(self, child: Child) -> None:
+        result = _settled(child.run)
+        if child.expected is not None:
+            assert result.stop_reason == child.expected, (child, result)
+        if child.expected == "completed":
+            assert text_of(result.output) == child.answer, (child, result)
+
+    @invariant()
+    def logs_trace_clean(self) -> None:
+        """Every log in the store (and every child's, even released) obeys the balance rules;
+        the log of an agent with no running loop is closed."""
+        sessions = [self.host.sessions.get(sid) for sid in self.host.sessions.list()]
+        for session in sessions:
+            assert session is not None
+            assert_traces_clean(session.events, session.id)
+        for agent in (self.parent, *(run.local_agent for run in self.published)):
+            if agent.running:
+                assert_traces_clean(agent.session.events, agent.id)
+            else:
+                assert_balanced(agent.session.events, agent.id)
+
+    @invariant()
+    def registries_hold_exactly_the_live_agents(self) -> None:
+        """Disposed children are gone from host.agents and the runtime; live ones are there."""
+        known = {run.local_agent.id: run for run in self.published}
+        for agent in self.host.agents.list():
+            assert agent is self.parent or agent.id in known
+            assert not agent.disposed
+        for run in self.published:
+            assert (run.id in self.host.agents) == (not run.local_agent.disposed)
+            assert (run in self.host.subagents.runs()) == (not run.local_agent.disposed)
+        for child in self.children:
+            assert child.disposed == child.run.local_agent.disposed
+        assert (self.parent.id in self.host.agents) == self.parent_live
+
+    @invariant()
+    def settled_results_are_as_predicted(self) -> None:
+        """Every settled result is a SubagentResult with a valid stop reason: the one the
+        child's script predicts, or aborted after an abort/dispose of a running child."""
+        for child in self.children:
+            if child.run.done:
+                self._check_result(child)
+        for run in self._tool_runs():
+            if run.done:
+                _settled(run)
+
+    # ------------------------------------------------------------------ the end
+
+    def teardown(self) -> None:
+        try:
+            self._run(self._close(), seconds=3 * STEP_SECONDS)
+        finally:
+            self.loop.close()
+
+    async def _close(self) -> None:
+        # Siblings are unaffected: whatever happened to the others, a child left alone
+        # settles with its own script's result.
+        for child in self.children:
+            if child.gate is not None:
+                child.gate.set()
+        for child in self.children:
+            if not child.run.done and (child.script != "hang" or child.cancelled):
+                await child.run.result
+                self._check_result(child)
+        for child in self.children:  # one at a time: each prediction right before its dispose
+            self._expect_cancelled(child)
+            await child.run.dispose()
+        await self.parent.dispose()
+        await self.host.subagents.aclose()
+        await self.host.aclose()
+        for child in self.children:
+            self._check_result(child)
+        for run in self.published:
+            _settled(run)
+            assert_balanced(run.local_agent.session.events, run.id)
+        assert_balanced(self.parent.session.events, self.parent.id)
+        assert len(self.host.agents) == 0 and self.host.subagents.runs() == ()
+        assert self.host.sessions.list() == ()
+        leftover = asyncio.all_tasks() - {asyncio.current_task()}
+        assert not leftover, f"tasks left behind: {leftover}"
+
+
+TestSubagentLifecycle = SubagentLifecycle.TestCase
