@@ -34,7 +34,7 @@ from .bench_fork_shell import NAIVE_PROVIDER, install_naive_fork
 from .harness import Row, Section, Settings, Target
 from .workloads import CHILD_OWN_EVENTS, ShellParent, child_request, shell_workbench
 
-__all__ = ["NAME", "TITLE", "SizeRow", "format_bytes", "run", "traced_size"]
+__all__ = ["NAME", "TITLE", "SizeRow", "format_bytes", "run", "settle", "size_row", "traced_size"]
 
 NAME = "fork-memory"
 TITLE = "memory per fork child beyond its own events (tracemalloc, concurrent forks)"
@@ -115,6 +115,13 @@ class Measured:
         return total / self.children
 
 
+async def settle() -> None:
+    """Let the loop finish its bookkeeping of the tasks just awaited (a finished
+    ``gather`` keeps its child tasks until the loop has moved on)."""
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
 def _traced() -> int:
     gc.collect()
     return tracemalloc.get_traced_memory()[0]
@@ -156,6 +163,7 @@ async def _children(parent: ShellParent, provider: str, count: int, *, sites: bo
     del seen
     await asyncio.gather(*(run.dispose() for run in runs))
     del runs, results
+    await settle()
     after = _traced() - base
     peak = tracemalloc.get_traced_memory()[1] - base
     return Measured(children=count, in_flight=in_flight, completed=completed, own_events=own,

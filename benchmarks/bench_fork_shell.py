@@ -89,8 +89,10 @@ class AsyncContender:
 async def measure_async(contenders: Sequence[AsyncContender], *, rounds: int,
                         collect: bool = True) -> dict[str, Timing]:
     """:func:`benchmarks.harness.measure` for coroutines: one warm-up round, then ``rounds``
-    interleaved rounds whose order rotates; GC stays on, and with ``collect`` a
-    ``gc.collect()`` runs before every sample (as in the rest of the suite).
+    interleaved rounds whose order rotates; GC stays on. With ``collect``, ``gc.collect()``
+    runs before every sample (as in the rest of the suite); without it, every sample is
+    preceded by one untimed call of the same contender instead, so that no sample pays for the
+    garbage and the cache misses the previous contender left behind.
 
     Extra marks a sample returns become timings named ``"<contender> / <mark>"``.
     """
@@ -108,6 +110,8 @@ async def measure_async(contenders: Sequence[AsyncContender], *, rounds: int,
         for contender in (*contenders[shift:], *contenders[:shift]):
             if collect:
                 gc.collect()
+            else:
+                await contender.sample()
             wall, cpu, marks = await contender.sample()
             walls.setdefault(contender.name, []).append(wall)
             cpus.setdefault(contender.name, []).append(cpu)
@@ -242,8 +246,8 @@ def run(settings: Settings) -> Section:
     notes = (
         f"{rounds} interleaved rounds (full runs: {full_rounds}); GC on; [collected]: "
         "gc.collect() before every sample, as in the rest of the suite (targets judged "
-        "here); [warm]: no collection between samples; each run disposed after its sample, "
-        "outside the clock",
+        "here); [warm]: no forced collection, each sample right after an untimed start of "
+        "the same fork; each run disposed after its sample, outside the clock",
         "parents built by the shell and the scripted model, mid-turn (model hanging); "
         f"child script: one tool call, one text reply ({CHILD_OWN_EVENTS} own events)",
         "both forks of each parent give the same seed, own events and result "

@@ -274,6 +274,17 @@ def _lossless_line_problem(json_text: bytes | Raw) -> str | None:
     return _lossless_problem(value)
 
 
+def _json_problem(line: bytes) -> str | None:
+    """Why ``line`` is not JSON (malformed, or nested too deeply), if it is not."""
+    try:
+        _ANY_DECODER.decode(line)
+    except msgspec.ValidationError:
+        return None  # JSON, with a number out of range: the lossless check names it
+    except _UNREADABLE as exc:
+        return _clean(str(exc))
+    return None
+
+
 def _clean(problem: str) -> str:
     """msgspec says ``$.data.turn``; a user reads ``data.turn``."""
     return problem.replace("`$.", "`").replace("- at `$`", "").strip()
@@ -344,8 +355,10 @@ def _decode_untyped(line: bytes, line_no: int, typed_error: Exception) -> Event 
     seq = _int_or_none(peek.seq if peek.seq is not None else peek.seq0)
     typed_tags = _TYPED_TAGS | _ROW_TAGS
     if kind is None or kind in typed_tags:
-        return DecodeError(line=line_no, problem=_clean(str(typed_error)), seq=seq,
-                           event_type=kind)
+        why = _clean(str(typed_error))
+        if kind is None:  # maybe not JSON at all: say so, not where the typed decoder stopped
+            why = _json_problem(line) or why
+        return DecodeError(line=line_no, problem=why, seq=seq, event_type=kind)
     if kind in _REFUSED_LEGACY_TYPES:
         return DecodeError(line=line_no, seq=seq, event_type=kind,
                            problem=f'legacy event type "{kind}" is no longer readable (DSH '

@@ -419,7 +419,10 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _demo_provider(base_url: str) -> str:
-    host = (base_url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]).lower()
+    """The provider name the demo registers a real model under, from its endpoint."""
+    from urllib.parse import urlsplit  # noqa: PLC0415
+
+    host = (urlsplit(base_url).hostname or "").lower()
     for name in ("deepseek", "openai"):
         if host == f"{name}.com" or host.endswith(f".{name}.com"):
             return name
@@ -466,12 +469,22 @@ def _run_demo(args: argparse.Namespace) -> int:
             return EXIT_UNREADABLE
     store = None
     if args.save is not None:
+        problem = None
         try:
-            os.makedirs(args.save, exist_ok=True)
-            if not os.access(args.save, os.W_OK | os.X_OK):
-                raise PermissionError(13, "permission denied", args.save)
+            if os.path.exists(args.save) and not os.path.isdir(args.save):
+                problem = "not a directory"
+            else:
+                os.makedirs(args.save, exist_ok=True)
+                if not os.access(args.save, os.W_OK | os.X_OK):
+                    problem = "permission denied"
+        except NotADirectoryError:
+            problem = "a component of the path is not a directory"
+        except PermissionError:
+            problem = "permission denied"
         except OSError as exc:
-            _error(f"{args.save}: cannot write: {exc.strerror or exc}; nothing written")
+            problem = exc.strerror or str(exc)
+        if problem is not None:
+            _error(f"{args.save}: cannot write: {problem}; nothing written")
             return EXIT_UNREADABLE
         store = JsonlSessionStore(args.save)
 
@@ -579,8 +592,19 @@ def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentPar
     return parser
 
 
+def _tolerate_narrow_encodings() -> None:
+    # A terminal or pipe that cannot encode "…", "─" or "✓" must get a replacement
+    # character, not a UnicodeEncodeError traceback.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="replace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (see the module docstring)."""
+    _tolerate_narrow_encodings()
     parser = build_parser()
     try:
         args = parser.parse_args(None if argv is None else list(argv))

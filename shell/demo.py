@@ -555,7 +555,8 @@ def _problems(result: DemoResult) -> list[str]:
 
 
 async def _settle(agent: Agent, timeout: float) -> str | None:
-    """Wait for ``agent`` to be idle; on timeout cancel the turn. Returns a problem or None."""
+    """Wait for ``agent`` to be idle; on timeout cancel the turn. Returns what went wrong
+    (a predicate for "the turn …") or ``None``."""
     try:
         await asyncio.wait_for(agent.when_idle(), timeout)
         return None
@@ -563,9 +564,9 @@ async def _settle(agent: Agent, timeout: float) -> str | None:
         agent.cancel()
         with contextlib.suppress(TimeoutError, AgentLoopError):
             await asyncio.wait_for(agent.when_idle(), _CLOSE_TIMEOUT)
-        return f"a turn took longer than {timeout:g} s and was cancelled"
+        return f"took longer than {timeout:g} s and was cancelled"
     except AgentLoopError as error:
-        return str(error)
+        return f"failed: {error}"
 
 
 def _progress_listener(progress: Callable[[str], None]) -> Callable[[Sequence[Event]], None]:
@@ -655,9 +656,9 @@ async def run_demo_async(*, model: Model | None = None, provider: str = "model",
             problem = await _settle(parent, turn_timeout)
             end = _last_turn_end(parent.session.events)
             if problem is None and end is not None and _reason_kind(end) != "completed":
-                problem = f"it ended {_reason_words(end)}"
+                problem = f"ended {_reason_words(end)}"
             if problem is not None:
-                extra.append(f"the parent's turn {number}: {problem}")
+                extra.append(f"the parent's turn {number} {problem}")
                 break
     finally:
         await asyncio.wait_for(runtime.aclose(), _CLOSE_TIMEOUT)

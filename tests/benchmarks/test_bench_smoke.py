@@ -5,10 +5,12 @@ No timing is asserted anywhere here: figures are only required to be well formed
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
 import sys
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,10 +19,17 @@ import msgspec
 import pytest
 
 import core
-from benchmarks import baseline_dicts
+from benchmarks import baseline_dicts, bench_fork_shell
+from benchmarks.bench_fork_memory import traced_size
 from benchmarks.bench_prefix import check_long_log
 from benchmarks.checks import Outcome, outcome_of_trace
-from benchmarks.workloads import IN_FLIGHT_EVENTS, parent_log, repeated_log
+from benchmarks.workloads import (
+    CHILD_OWN_EVENTS,
+    IN_FLIGHT_EVENTS,
+    parent_log,
+    repeated_log,
+    shell_parent,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 K10_FIXTURE = ROOT / "tests" / "fixtures" / "dsh" / "generated" / "K10-parent.events.jsonl"
@@ -35,14 +44,19 @@ def _check_rows(section: dict[str, Any]) -> None:
     assert section["rows"], "a benchmark that ran must report rows"
     for row in section["rows"]:
         assert isinstance(row["label"], str) and row["label"]
-        assert isinstance(row["value"], float | int) and row["value"] > 0
-        assert row["unit"] in ("ns", "x")
-        assert isinstance(row["cpu_value"], float | int) and row["cpu_value"] > 0
+        assert row["unit"] in ("ns", "x", "B")
+        assert isinstance(row["value"], float | int)
+        # A size may be zero or negative (memory left after disposal); times and ratios not.
+        assert row["unit"] == "B" or row["value"] > 0
+        # Sizes, and points inside a timed call, have no CPU figure.
+        has_cpu = row["cpu_value"] is not None
+        assert not has_cpu or (isinstance(row["cpu_value"], float | int)
+                               and row["cpu_value"] > 0)
         if row["target"] is None:
             assert row["status"] is None and row["cpu_status"] is None
         else:
             assert row["status"] in ("MET", "MISSED")
-            assert row["cpu_status"] in ("MET", "MISSED")
+            assert row["cpu_status"] in (("MET", "MISSED") if has_cpu else (None,))
     for by_name in section["timings"].values():
         for timing in by_name.values():
             samples = timing["samples_ns"]
@@ -66,13 +80,19 @@ def test_quick_run_prints_a_table_and_writes_well_formed_json(tmp_path: Path) ->
     assert meta["machine"]["cpus"] >= 1 and meta["machine"]["cpu"]
     assert meta["versions"]["python"] and meta["versions"]["msgspec"]
     assert meta["core_beartype"] == "on"
-    assert set(results["benchmarks"]) == {"codec", "prefix", "fork-core"}
+    assert set(results["benchmarks"]) == {"codec", "prefix", "fork-core", "fork-shell",
+                                          "fork-memory", "fork-load"}
     for name, section in results["benchmarks"].items():
         assert f"== {name}:" in done.stdout
         assert section["unavailable"] is None
         _check_rows(section)
     codec_rows = {row["label"] for row in results["benchmarks"]["codec"]["rows"]}
     assert "[gc on] ratio: ours / msgspec plain" in codec_rows
+    units = {row["label"]: row["unit"] for row in results["benchmarks"]["fork-memory"]["rows"]}
+    assert units["ours K=100: per child beyond its own events"] == "B"
+    worker = results["benchmarks"]["fork-load"]["params"]["worker"]
+    assert worker["children"] == 100 and len(worker["rounds"]) == 1
+    assert worker["peak_rss"] >= worker["before"]["rss"] > 0
 
 
 def test_k10_workload_is_dsh_fixture_shape() -> None:
@@ -132,3 +152,66 @@ def test_plain_msgspec_reads_as_many_records_as_the_core() -> None:
     """The practical-limit contender decodes the same number of records the core does."""
     log = parent_log(5)
     assert len(msgspec.json.Decoder().decode_lines(log.jsonl)) == len(log.events)
+
+
+def _shape(events: Any) -> list[tuple[str, str | None]]:
+    """Event types, with the chunk type for ``assistant/chunk``."""
+    shape = []
+    for event in events:
+        record = json.loads(core.encode_log((event,)))
+        chunk = record.get("data", {}).get("chunk") if record["type"] == "assistant/chunk" else None
+        shape.append((record["type"], None if chunk is None else chunk["type"]))
+    return shape
+
+
+def test_shell_built_parent_has_dsh_turn_shape_and_is_mid_turn() -> None:
+    """The shell-built K=10 parent is DSH's K10 log event for event, but for two known extras."""
+    async def build() -> tuple[int, list[tuple[str, str | None]]]:
+        parent = await shell_parent(10)
+        shape = _shape(parent.agent.session.events)
+        assert parent.agent.running and parent.agent.session.trace.open_turn == 11
+        cut = parent.cut
+        await parent.host.aclose()
+        return cut, shape
+
+    cut, ours = asyncio.run(build())
+    dsh = _shape(core.decode_log(K10_FIXTURE.read_bytes()).unwrap())
+    # Ours streams the call's arguments as one tool-call-delta; DSH writes request/context.
+    assert ours.count(("assistant/chunk", "tool-call-delta")) == 10
+    assert [s for s in ours if s != ("assistant/chunk", "tool-call-delta")] == [
+        s for s in dsh if s != ("request/context", None)]
+    assert cut == 24 * 10 + 1
+
+
+def test_fork_children_of_shell_parent_run_the_script_alike() -> None:
+    """Ours and the naive fork give one K=3 parent's children the same seed, events, result."""
+    async def check() -> int:
+        parent = await shell_parent(3)
+        bench_fork_shell.install_naive_fork(parent)
+        try:
+            return await bench_fork_shell._same_children(parent)
+        finally:
+            await parent.host.aclose()
+
+    assert asyncio.run(check()) == 24 * 3 + 1
+    assert CHILD_OWN_EVENTS == 27
+
+
+def test_traced_size_counts_only_new_objects_once() -> None:
+    """traced_size sums objects allocated while tracing, skipping older and already seen ones."""
+    old = _fresh_text("o", 1000)
+    tracemalloc.start()
+    try:
+        new = _fresh_text("n", 1000)
+        # 32 slots: no tuple free list reuses memory allocated before tracing started.
+        holder = (new, old, *([None] * 30))
+        seen: set[int] = set()
+        assert traced_size([holder], seen) == sys.getsizeof(holder) + sys.getsizeof(new)
+        assert traced_size([holder, new], seen) == 0
+    finally:
+        tracemalloc.stop()
+
+
+def _fresh_text(char: str, count: int) -> str:
+    """A string allocated now (not a constant folded at compile time)."""
+    return char * count

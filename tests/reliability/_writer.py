@@ -11,17 +11,20 @@ Usage: ``python _writer.py ROOT COMPRESSION MODE TEMPLATE PACK SEED``
   to 64 KiB, max-tokens and error endings) or ``huge`` (a few turns, one 8 MiB tool result,
   so that a kill can land inside one long ``write``).
 
-Stdout protocol (line by line, flushed at once): in ``batches`` mode ``> N`` before a batch
-that will bring the log to N events; after every append that returned (written and fsynced)
-the number of events now durable; ``done`` when the template is written, after which it waits
-to be killed. The turns are deterministic (manual clock, counting ids, fixed script), so the
-test rebuilds them with :func:`build_template` to know what every acknowledged event must be.
+Stdout protocol (line by line, flushed at once): first ``template DIGEST`` (see
+:func:`digest`: the test checks that it expects the same events); in ``batches`` mode
+``> N`` before a batch that will bring the log to N events; after every append that returned
+(written and fsynced) the number of events now durable; ``done`` when the template is written,
+after which it waits to be killed. The turns are deterministic (manual clock, counting ids,
+fixed script), so the test rebuilds them with :func:`build_template` to know what every
+acknowledged event must be.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import itertools
 import random
 import sys
@@ -29,7 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from core import Event, SessionHeader
+from core import Event, SessionHeader, encode_session
 from shell import (
     CountingIds,
     Host,
@@ -123,6 +126,11 @@ def build_template(template: str) -> tuple[SessionHeader, tuple[Event, ...]]:
     return run_agent(MemorySessionStore(), template)
 
 
+def digest(header: SessionHeader, events: Sequence[Event]) -> str:
+    """A fingerprint of a template (differs if the code that builds it changed)."""
+    return hashlib.sha256(encode_session(header, events)).hexdigest()
+
+
 def _say(text: object) -> None:
     print(text, flush=True)
 
@@ -162,10 +170,11 @@ def main(argv: Sequence[str]) -> None:
         raise SystemExit(f"usage: {__doc__}")
     store = JsonlSessionStore(root, compression="zstd" if compression == "zstd" else "none",
                               pack_chunks=pack == "1")
+    header, events = build_template(template)
+    _say(f"template {digest(header, events)}")
     if mode == "agent":
         run_agent(store, template, on_append=_say)
     else:
-        header, events = build_template(template)
         _replay(store, header, events, int(seed))
     _say("done")
     while True:  # wait to be killed, as a live process would

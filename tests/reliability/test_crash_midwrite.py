@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import zstandard
-from _writer import SESSION_ID, TEMPLATES, appends, build_template
+from _writer import SESSION_ID, TEMPLATES, appends, build_template, digest
 from returns.result import Success
 
 from core import (
@@ -72,7 +72,8 @@ class Plan:
 class Killed:
     plan: Plan
     root: Path
-    #: Events the writer reported durable (0 if none).
+    #: The writer's template fingerprint, and the events it reported durable (0 if none).
+    template: str
     acknowledged: int
     done: bool
     returncode: int
@@ -144,14 +145,16 @@ def _kill_one(plan: Plan, base: Path) -> Killed:
             _wait(lambda: any(line.startswith(">") and int(line[2:]) > huge
                               for line in _lines(out)), process)
         else:
-            _wait(lambda: any(not line.startswith(">") for line in _lines(out)), process)
+            _wait(lambda: any(line.isdigit() for line in _lines(out)), process)
         time.sleep(plan.delay)
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
     lines = _lines(out)
     acknowledged = max((int(line) for line in lines if line.isdigit()), default=0)
-    return Killed(plan=plan, root=root / "sessions", acknowledged=acknowledged,
+    fingerprint = next((line.split()[1] for line in lines if line.startswith("template ")), "")
+    return Killed(plan=plan, root=root / "sessions", template=fingerprint,
+                  acknowledged=acknowledged,
                   done="done" in lines,
                   returncode=process.returncode, stderr=err.read_text(errors="replace"))
 
@@ -250,6 +253,9 @@ def _verify(killed: Killed) -> str:
     assert killed.returncode == -signal.SIGKILL, (plan, killed.returncode, killed.stderr)
     assert not killed.stderr, (plan, killed.stderr)
     assert killed.acknowledged > 0, f"{plan}: the writer never acknowledged a batch"
+    assert killed.template == digest(*_template(plan.template)), (
+        f"{plan}: the writer built other events than this test expects (code changed "
+        "between the two imports?)")
     files = list(killed.root.glob("*/*/session.jsonl*"))
     assert len(files) == 1, files
     file = files[0]
