@@ -22,6 +22,7 @@ Loading (mutating, like DSH's ``load``):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 from collections.abc import Sequence
@@ -105,11 +106,10 @@ class _JsonlSink:
 
     def write(self, header: SessionHeader, events: Sequence[Event]) -> None:
         payload = self._frame(encode_log(events, pack_chunks=self.pack_chunks))
-        created = not self.exists
-        if created:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            payload = self._frame(encode_header_line(header) + b"\n") + payload
-        with open(self.path, "xb" if created else "ab") as handle:
+        if not self.exists:
+            self._create(self._frame(encode_header_line(header) + b"\n") + payload)
+            return
+        with open(self.path, "ab") as handle:
             size = os.fstat(handle.fileno()).st_size
             try:
                 handle.write(payload)
@@ -118,9 +118,25 @@ class _JsonlSink:
             except BaseException:
                 handle.truncate(size)  # a batch is on disk whole or not at all
                 raise
-        if created:
-            _fsync_dir(self.path.parent)
-            self.exists = True
+
+    def _create(self, payload: bytes) -> None:
+        # The file appears whole or not at all: written and fsynced under a temporary name,
+        # then linked into place (which fails if the name is taken). A crash leaves at most
+        # a stray temporary file, never a session file without its header.
+        directory = self.path.parent
+        directory.mkdir(parents=True, exist_ok=True)
+        temporary = directory / f".{self.path.name}.{os.getpid()}.{id(self):x}.tmp"
+        try:
+            with open(temporary, "wb") as handle:
+                handle.write(payload)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.link(temporary, self.path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+        _fsync_dir(directory)
+        self.exists = True
 
 
 class JsonlSessionStore(_LiveSessions):
@@ -249,7 +265,7 @@ def _read_zstd(path: Path, data: bytes) -> tuple[bytes, bytes, int | None]:
 def _parses(line: bytes) -> bool:
     try:
         msgspec.json.decode(line)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return False
     return True
 

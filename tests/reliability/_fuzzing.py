@@ -18,7 +18,7 @@ import random
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import timedelta
 from types import FrameType
 from typing import Any
@@ -46,7 +46,7 @@ from core.strategies import session_logs
 
 FUZZ_EXAMPLES_ENV = "TURNFORK_FUZZ_EXAMPLES"
 #: Examples the CI suite runs over all fuzz tests together (the sum of the tests' shares).
-CI_EXAMPLES = 3200
+CI_EXAMPLES = 3150
 #: The hypothesis profile every fuzz test starts from (the long run uses the same profile with
 #: bigger budgets).
 PROFILE = "turnfork-fuzz-long" if os.environ.get(FUZZ_EXAMPLES_ENV) else "turnfork-fuzz"
@@ -370,11 +370,11 @@ _json_values = st.recursive(
                                                                 max_size=3),
     max_leaves=6)
 
-Path = tuple[str | int, ...]
+JsonPath = tuple[str | int, ...]
 _SENTINEL = "\x00fuzz-sentinel\x00"
 
 
-def _paths(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
+def _paths(value: Any, path: JsonPath = ()) -> Iterator[tuple[JsonPath, Any]]:
     yield path, value
     if isinstance(value, dict):
         for key, item in value.items():
@@ -384,7 +384,7 @@ def _paths(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
             yield from _paths(item, (*path, index))
 
 
-def _set(record: Any, path: Path, value: Any) -> Any:
+def _set(record: Any, path: JsonPath, value: Any) -> Any:
     if not path:
         return value
     target = record
@@ -394,7 +394,7 @@ def _set(record: Any, path: Path, value: Any) -> Any:
     return record
 
 
-def _render(record: Any, path: Path, raw: bytes) -> bytes:
+def _render(record: Any, path: JsonPath, raw: bytes) -> bytes:
     """``record`` as compact JSON with the value at ``path`` written as the JSON text ``raw``."""
     placed = _set(record, path, _SENTINEL)
     text = json.dumps(placed, separators=(",", ":"), ensure_ascii=False).encode()
@@ -413,7 +413,7 @@ _WRONG_TYPES: tuple[Any, ...] = ("text", "", 7, 0, 1.5, True, False, None, [], [
                                  {"k": "v"})
 
 
-def _target(draw: DrawFn, text: Text) -> tuple[int, Any, Path, Any]:
+def _target(draw: DrawFn, text: Text) -> tuple[int, Any, JsonPath, Any]:
     """A non-blank line, its parsed record, a path into it and the value there."""
     index = draw(st.sampled_from(_non_blank(text)))
     record = json.loads(text.lines[index])
@@ -421,7 +421,7 @@ def _target(draw: DrawFn, text: Text) -> tuple[int, Any, Path, Any]:
     return index, record, path, value
 
 
-def _strict_here(text: Text, index: int, record: Any, path: Path) -> bool:
+def _strict_here(text: Text, index: int, record: Any, path: JsonPath) -> bool:
     """Whether any change of the value at ``path`` of line ``index`` must be refused."""
     if text.session and index == 0:
         return len(path) <= 1
@@ -436,7 +436,7 @@ def _strict_here(text: Text, index: int, record: Any, path: Path) -> bool:
     return path[0] in (*_ENVELOPE, "ignorable") or (path[0] == "data" and not opaque)
 
 
-def _names_seq(text: Text, index: int, path: Path) -> dict[str, Any]:
+def _names_seq(text: Text, index: int, path: JsonPath) -> dict[str, Any]:
     """The seq/type a DecodeError must name when the value at ``path`` breaks the record (not
     when it stands where the reader looks for them: the envelope's type, seq, seq0, ignorable)."""
     if (text.session and index == 0) or not path or path[0] in _PEEKED:
@@ -513,7 +513,7 @@ _huge = st.one_of(
 
 
 def _replace_value(draw: DrawFn, text: Text, raw: bytes, corruption: str, *,
-                   strict: Callable[[Text, int, Any, Path], bool], names: bool = True,
+                   strict: Callable[[Text, int, Any, JsonPath], bool], names: bool = True,
                    ) -> Corrupted:
     """``raw`` written in place of any value; ``names``: the line stays JSON, so a refusal can
     name its seq and type."""
@@ -527,17 +527,17 @@ def _replace_value(draw: DrawFn, text: Text, raw: bytes, corruption: str, *,
                  **expect)
 
 
-def _record_lines_refuse(text: Text, index: int, record: Any, path: Path) -> bool:
+def _record_lines_refuse(text: Text, index: int, record: Any, path: JsonPath) -> bool:
     """Records are lossless JSON: refused wherever the number stands (the header line is
     checked field by field, so ``-0`` passes where it stands for a non-negative integer)."""
     return not (text.session and index == 0)
 
 
-def _anywhere_refused(text: Text, index: int, record: Any, path: Path) -> bool:
+def _anywhere_refused(text: Text, index: int, record: Any, path: JsonPath) -> bool:
     return True
 
 
-def _never(text: Text, index: int, record: Any, path: Path) -> bool:
+def _never(text: Text, index: int, record: Any, path: JsonPath) -> bool:
     return False
 
 
@@ -835,6 +835,3 @@ def check_expectations(case: Corrupted, outcome: Outcome) -> None:
         assert outcome.events == case.events, f"events differ — {where}"
         assert outcome.violation is None, f"{outcome.violation} — {where}"
 
-
-def with_data(case: Corrupted, data: bytes) -> Corrupted:
-    return replace(case, data=data)

@@ -44,7 +44,7 @@ SEED_ENV = "TURNFORK_CRASH_SEED"
 #: Kills per CI run (half plain JSONL, half zstd); TURNFORK_CRASH_RUNS=N runs N instead.
 CI_RUNS = 30
 #: Writers running at once (each waits for its kill point; the machine has few cores).
-PARALLEL = 3
+PARALLEL = 4
 #: How long a writer may take to start writing before the run is a failure.
 START_LIMIT = 60.0
 _ROWS = (b'{"type":"text-chunks"', b'{"type":"reasoning-chunks"', b'{"type":"tool-call-chunks"')
@@ -90,7 +90,7 @@ def _plans(count: int, seed: int) -> list[Plan]:
         # (more on a busy machine) to encode, write and fsync: now and then inside its write.
         # Other runs anywhere in the writing.
         delay = (rng.uniform(0, 0.08) if template == "huge"
-                 else rng.uniform(0, 1.0 if mode == "agent" else 0.3))
+                 else rng.uniform(0, 0.7 if mode == "agent" else 0.2))
         plans.append(Plan(number=number, compression=("none", "zstd")[number % 2], mode=mode,
                           template=template, pack=rng.random() < 0.5,
                           seed=rng.randrange(2**32), delay=delay))

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import zstandard
@@ -131,8 +132,8 @@ class ZstdCase:
         return (f"<zstd {self.damage}, {len(self.data)} bytes, frames end at "
                 f"{self.boundaries}>")
 
-    def _repr_pretty_(self, printer: object, cycle: bool) -> None:
-        printer.text(repr(self))  # type: ignore[attr-defined]
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
 
 
 @st.composite

@@ -32,6 +32,7 @@ from _runtime_helpers import (
     wait_for,
 )
 from hypothesis import HealthCheck, settings
+from hypothesis import event as statistic
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -71,8 +72,8 @@ T = TypeVar("T")
 
 EXAMPLES_ENV = "TURNFORK_STATEFUL_EXAMPLES"
 STEPS_ENV = "TURNFORK_STATEFUL_STEPS"
-CI_EXAMPLES = 60
-CI_STEPS = 25
+CI_EXAMPLES = 500
+CI_STEPS = 30
 #: A safety bound per step (a hang fails the example instead of the suite): not a speed target.
 STEP_SECONDS = 10.0
 
@@ -543,6 +544,10 @@ class SubagentLifecycle(RuleBasedStateMachine):
         await self.host.aclose()
         for child in self.children:
             self._check_result(child)
+            cancelled = " after an abort/dispose" if child.cancelled else ""
+            statistic(f"{child.script} child: {_settled(child.run).stop_reason}{cancelled}")
+        for run in self._tool_runs():
+            statistic(f"tool child: {_settled(run).stop_reason}")
         for run in self.published:
             _settled(run)
             assert_balanced(run.local_agent.session.events, run.id)
