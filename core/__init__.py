@@ -40,7 +40,13 @@ from .depth import *  # noqa: E402, F403
 from .depth import __all__ as _depth_all  # noqa: E402
 from .events import *  # noqa: E402, F403
 from .events import __all__ as _events_all  # noqa: E402
-from .history import Message, model_history  # noqa: E402
+from .history import (  # noqa: E402
+    EMPTY_HISTORY,
+    HistorySnapshot,
+    Message,
+    history_snapshot,
+    model_history,
+)
 from .render import *  # noqa: E402, F403
 from .render import __all__ as _render_all  # noqa: E402
 from .results import *  # noqa: E402, F403
@@ -87,6 +93,9 @@ __all__ = [
     "encode_header_line",
     "Message",
     "model_history",
+    "HistorySnapshot",
+    "EMPTY_HISTORY",
+    "history_snapshot",
     "PrefixView",
     "completed_turn_cut",
     "completed_turn_prefix",

@@ -2,11 +2,19 @@
 
 ``user/message`` → its message; ``assistant/message`` → its message, skipped when its content
 is empty (a usage-only record); ``tool/result`` → its message.
+
+A :class:`HistorySnapshot` remembers the history at one surface node. Because the surface is a
+persistent list, a later trace that still holds that node only needs the nodes added since:
+``history_snapshot(trace, known)`` costs O(nodes after ``known``), which is what lets a
+thousand fork children of one long parent share the parent's history instead of each
+re-walking it.
 """
 
 from __future__ import annotations
 
 from typing import TypeAlias
+
+import msgspec
 
 from .events import (
     AssistantMessage,
@@ -18,26 +26,50 @@ from .events import (
 )
 from .trace import SurfaceNode, Trace
 
-__all__ = ["Message", "model_history"]
+__all__ = ["Message", "HistorySnapshot", "EMPTY_HISTORY", "history_snapshot", "model_history"]
 
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
 
 
+class HistorySnapshot(msgspec.Struct, frozen=True, kw_only=True):
+    """The model-visible messages of a surface ending at ``node`` (``None``: empty)."""
+
+    node: SurfaceNode | None
+    messages: tuple[Message, ...]
+
+
+EMPTY_HISTORY = HistorySnapshot(node=None, messages=())
+
+
+def _project(node: SurfaceNode) -> Message | None:
+    event = node.event
+    if isinstance(event, UserMessageEvent):
+        return event.data
+    if isinstance(event, AssistantMessageEvent):
+        return event.data.message if event.data.message.content else None
+    if isinstance(event, ToolResultEvent):
+        return event.data.message
+    return None
+
+
+def history_snapshot(trace: Trace, known: HistorySnapshot | None = None) -> HistorySnapshot:
+    """The history after the traced events, reusing ``known`` when the surface still holds its
+    node (then O(nodes added since)); otherwise a full walk, O(surface size)."""
+    stop = known.node if known is not None else None
+    added: list[SurfaceNode] = []
+    node = trace.surface
+    while node is not None and node is not stop:
+        added.append(node)
+        node = node.previous
+    # Not meeting the known node means a replace shadowed it: the walk covered everything.
+    base = known.messages if known is not None and node is stop else ()
+    if not added and known is not None and node is stop:
+        return known
+    projected = (_project(n) for n in reversed(added))
+    return HistorySnapshot(node=trace.surface,
+                           messages=base + tuple(m for m in projected if m is not None))
+
+
 def model_history(trace: Trace) -> tuple[Message, ...]:
     """The messages a model sees after the traced events, oldest first. O(surface size)."""
-    nodes: list[SurfaceNode] = []
-    node = trace.surface
-    while node is not None:
-        nodes.append(node)
-        node = node.previous
-    messages: list[Message] = []
-    for node in reversed(nodes):
-        event = node.event
-        if isinstance(event, UserMessageEvent):
-            messages.append(event.data)
-        elif isinstance(event, AssistantMessageEvent):
-            if event.data.message.content:
-                messages.append(event.data.message)
-        elif isinstance(event, ToolResultEvent):
-            messages.append(event.data.message)
-    return tuple(messages)
+    return history_snapshot(trace).messages

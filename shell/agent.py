@@ -78,7 +78,6 @@ from core import (
     UserMessage,
     UserMessageEvent,
     close_open_turn,
-    model_history,
 )
 
 from .models.base import ModelRequest
@@ -443,7 +442,7 @@ class Agent:
             config=header.config,
             system=header.system if isinstance(header.system, str) else None,
             tools=header.tools if isinstance(header.tools, tuple) else (),
-            messages=model_history(session.trace))
+            messages=session.history())
         state = self._stream = StreamState(turn=turn, step=step)
         stream = self.host.models.get(self.provider).stream(request)
         try:

@@ -25,6 +25,8 @@ from returns.result import Failure, Result
 from core import (
     EMPTY_TRACE,
     Event,
+    HistorySnapshot,
+    Message,
     PrefixView,
     SessionEndSeedEvent,
     SessionHeader,
@@ -33,6 +35,7 @@ from core import (
     Violation,
     advance,
     completed_turn_cut,
+    history_snapshot,
     trace_log,
 )
 
@@ -191,6 +194,8 @@ class Session:
         base = () if seed is None else seed
         self._log = _EventLog(base)
         self._trace, self._completed = self._trace_seed(base, seed_trace)
+        self._history: HistorySnapshot | Callable[[], HistorySnapshot] | None = None
+        self._prefix_history: HistorySnapshot | None = None
         if seed is not None and not (base and isinstance(base[-1], SessionEndSeedEvent)):
             self._commit([SessionEndSeedEvent(seq=len(base), time=clock())], flush=False)
 
@@ -246,6 +251,35 @@ class Session:
             self._completed = (cut, self._checked(trace_log(PrefixView(self._log, cut))))
         cut, trace = self._completed
         return PrefixView(self._log, cut), trace
+
+    def history(self) -> tuple[Message, ...]:
+        """The model-visible history now; O(messages added since the last call)."""
+        known = self._history
+        if callable(known):
+            known = known()
+        self._history = history_snapshot(self._trace, known)
+        return self._history.messages
+
+    def completed_prefix_history(self) -> HistorySnapshot:
+        """The model-visible history at the completed-turn cut, computed once per cut and
+        shared by every fork child seeded there (see :meth:`adopt_history`)."""
+        _, trace = self.completed_prefix()
+        cached = self._prefix_history
+        if cached is None or cached.node is not trace.surface:
+            cached = self._prefix_history = history_snapshot(trace, self._history_at(trace))
+        return cached
+
+    def adopt_history(self, source: HistorySnapshot | Callable[[], HistorySnapshot]) -> None:
+        """Start this session's history cache from ``source``, a snapshot or a function that
+        makes one when first needed (a fork child takes its parent's at the cut, so its model
+        calls cost O(own messages), not O(seed))."""
+        self._history = source
+
+    def _history_at(self, trace: Trace) -> HistorySnapshot | None:
+        known = self._history
+        if isinstance(known, HistorySnapshot) and known.node is trace.surface:
+            return known
+        return None
 
     # ------------------------------------------------------------------ appending
 

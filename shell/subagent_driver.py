@@ -227,6 +227,9 @@ async def drive_child(runtime: SubagentRuntime, provider: InProcessProvider,
     session = host.sessions.create(plan.header, seed=None if seed is None else seed.events,
                                    seed_trace=None if seed is None else seed.trace,
                                    clock=host.clock)
+    if seed is not None and seed.trace is parent.session.completed_prefix()[1]:
+        # Siblings seeded at the same cut share the parent's history there, computed once.
+        session.adopt_history(parent.session.completed_prefix_history)
     try:
         agent = Agent(host, session, provider=options.provider, model=options.model,
                       max_tokens=options.max_tokens, subagent_depth=plan.depth,
