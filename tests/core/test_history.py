@@ -42,7 +42,8 @@ def test_history_holds_surface_messages_in_log_order_without_empty_replies(log: 
     for event in log:
         if isinstance(event, UserMessageEvent):
             expected.append(event.data)
-        elif (isinstance(event, AssistantMessageEvent) and event.data.message.content) or isinstance(event, ToolResultEvent):
+        elif isinstance(event, ToolResultEvent) or (
+                isinstance(event, AssistantMessageEvent) and event.data.message.content):
             expected.append(event.data.message)
     assert model_history(trace_log(log).unwrap()) == tuple(expected)
 
