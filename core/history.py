@@ -32,13 +32,30 @@ Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
 
 
 class HistorySnapshot(msgspec.Struct, frozen=True, kw_only=True):
-    """The model-visible messages of a surface ending at ``node`` (``None``: empty)."""
+    """The model-visible messages of a surface ending at ``node`` (``None``: empty).
+
+    Held as a ``base`` shared with the snapshot it was continued from, plus the messages
+    ``added`` since, so that many continuations of one snapshot (fork children of one parent)
+    share its messages instead of each holding a copy.
+    """
 
     node: SurfaceNode | None
-    messages: tuple[Message, ...]
+    base: tuple[Message, ...] = ()
+    added: tuple[Message, ...] = ()
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """All the messages, oldest first."""
+        if not self.added:
+            return self.base
+        return self.base + self.added if self.base else self.added
+
+    def frozen(self) -> HistorySnapshot:
+        """The same history with every message in ``base``: the form to share."""
+        return self if not self.added else HistorySnapshot(node=self.node, base=self.messages)
 
 
-EMPTY_HISTORY = HistorySnapshot(node=None, messages=())
+EMPTY_HISTORY = HistorySnapshot(node=None)
 
 
 def _project(node: SurfaceNode) -> Message | None:
@@ -61,13 +78,14 @@ def history_snapshot(trace: Trace, known: HistorySnapshot | None = None) -> Hist
     while node is not None and node is not stop:
         added.append(node)
         node = node.previous
-    # Not meeting the known node means a replace shadowed it: the walk covered everything.
-    base = known.messages if known is not None and node is stop else ()
-    if not added and known is not None and node is stop:
-        return known
     projected = (_project(n) for n in reversed(added))
-    return HistorySnapshot(node=trace.surface,
-                           messages=base + tuple(m for m in projected if m is not None))
+    new = tuple(m for m in projected if m is not None)
+    if known is not None and node is stop:
+        if not added:
+            return known
+        return HistorySnapshot(node=trace.surface, base=known.base, added=known.added + new)
+    # Not meeting the known node means a replace shadowed it: the walk covered everything.
+    return HistorySnapshot(node=trace.surface, base=new)
 
 
 def model_history(trace: Trace) -> tuple[Message, ...]:

@@ -266,7 +266,8 @@ class Session:
         _, trace = self.completed_prefix()
         cached = self._prefix_history
         if cached is None or cached.node is not trace.surface:
-            cached = self._prefix_history = history_snapshot(trace, self._history_at(trace))
+            cached = history_snapshot(trace, self._history_at(trace)).frozen()
+            self._prefix_history = cached
         return cached
 
     def adopt_history(self, source: HistorySnapshot | Callable[[], HistorySnapshot]) -> None:

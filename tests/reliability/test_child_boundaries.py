@@ -297,7 +297,7 @@ def test_approval_asks_inside_a_child_are_refused(kind: str, approval: bool) -> 
         assert run.local_agent.approval_policy == "never"
         assert asks == completed == ([parent.id] if approval else [])
         events = run.local_agent.session.events
-        policies = [e for e in events if isinstance(e, ApprovalPolicyEvent)]
+        policies = [e for e in run.own_events() if isinstance(e, ApprovalPolicyEvent)]
         if approval:
             (policy,) = policies
             assert (policy.data.policy, policy.data.source) == ("never", "delegation")
