@@ -12,6 +12,7 @@ costs O(events after it), scanning backwards from the end.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import overload
 
@@ -62,9 +63,7 @@ class PrefixView(Sequence[Event]):
         return self._source[index]
 
     def __iter__(self) -> Iterator[Event]:
-        source = self._source
-        for index in range(self._length):
-            yield source[index]
+        return itertools.islice(iter(self._source), self._length)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sequence) or isinstance(other, str | bytes):

@@ -16,7 +16,6 @@ Rules:
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar, overload
 
@@ -100,49 +99,9 @@ class _EventLog(Sequence[Event]):
         self._own.extend(events)
 
 
-class EventsView(Sequence[Event]):
-    """The first ``length`` events of a session's log, fixed at creation; O(1) to make."""
-
-    __slots__ = ("_length", "_log")
-
-    def __init__(self, log: _EventLog, length: int) -> None:
-        self._log = log
-        self._length = length
-
-    def __len__(self) -> int:
-        return self._length
-
-    @overload
-    def __getitem__(self, index: int) -> Event: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Event]: ...
-
-    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(self._length)
-            if step == 1 and start == 0:
-                return EventsView(self._log, max(stop, 0))
-            return tuple(self._log[i] for i in range(start, stop, step))
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError("event index out of range")
-        return self._log[index]
-
-    def __iter__(self) -> Iterator[Event]:
-        return itertools.islice(iter(self._log), self._length)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
-            return NotImplemented
-        return len(other) == self._length and all(
-            a == b for a, b in zip(self, other, strict=True))
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"EventsView(<{self._length} events>)"
+#: A session's events as an immutable snapshot: the first ``length`` events of its append-only
+#: log, fixed when taken, O(1) to make (core's prefix view serves as is).
+EventsView = PrefixView
 
 
 class SessionSink(Protocol):
