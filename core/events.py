@@ -317,7 +317,10 @@ class MessageSource:
 
 @unchecked
 def dec_hook(kind: type, obj: object) -> object:
-    """msgspec decode hook for the non-Struct wire types of this module."""
+    """msgspec decode hook for the non-Struct wire types of this module.
+
+    Raising ``NotImplementedError`` for any other type is msgspec's hook protocol: msgspec then
+    reports the value as unsupported, with its path."""
     if kind is MessageSource:
         return MessageSource.from_wire(obj)
     raise NotImplementedError(f"cannot decode {kind}")
@@ -325,7 +328,8 @@ def dec_hook(kind: type, obj: object) -> object:
 
 @unchecked
 def enc_hook(obj: object) -> object:
-    """msgspec encode hook for the non-Struct wire types of this module."""
+    """msgspec encode hook for the non-Struct wire types of this module (any other type:
+    ``NotImplementedError``, msgspec's protocol for "not mine")."""
     if isinstance(obj, MessageSource):
         return obj.to_wire()
     raise NotImplementedError(f"cannot encode {type(obj).__name__}")

@@ -124,7 +124,6 @@ class Trace(msgspec.Struct, frozen=True, kw_only=True):
     #: ``time`` of the last event folded (closers stamp their events with it by default).
     last_time: int = 0
     surface: SurfaceNode | None = None
-    surface_size: int = 0
     #: The payload of the last ``sandbox/mode`` event: the log's explicit sandbox override.
     sandbox_mode: SandboxModeData | None = None
 
@@ -160,7 +159,6 @@ class _Tracer:
         "pending",
         "sandbox_mode",
         "surface",
-        "surface_size",
     )
 
     def __init__(self, trace: Trace) -> None:
@@ -175,7 +173,6 @@ class _Tracer:
         self.open_turn_seq = trace.open_turn_seq
         self.last_time = trace.last_time
         self.surface = trace.surface
-        self.surface_size = trace.surface_size
         self.sandbox_mode = trace.sandbox_mode
 
     def snapshot(self) -> Trace:
@@ -184,7 +181,7 @@ class _Tracer:
             next_turn=self.next_turn, next_step=self.next_step,
             pending_calls=tuple(self.pending.values()), answered_calls=tuple(self.answered),
             completed_prefix_length=self.completed, open_turn_seq=self.open_turn_seq,
-            last_time=self.last_time, surface=self.surface, surface_size=self.surface_size,
+            last_time=self.last_time, surface=self.surface,
             sandbox_mode=self.sandbox_mode)
 
     # -- helpers -----------------------------------------------------------------------
@@ -416,7 +413,6 @@ class _Tracer:
         op = event.surface_op
         if not isinstance(op, SurfaceReplace):
             self.surface = SurfaceNode(seq, event, self.surface)
-            self.surface_size += 1
             return None
         return self._replace(event, op, cited_set, seq)
 
@@ -462,7 +458,6 @@ class _Tracer:
         for later in reversed(after_end):
             rebuilt = SurfaceNode(later.seq, later.event, rebuilt)
         self.surface = rebuilt
-        self.surface_size += 1 - len(shadowed)
         return None
 
 

@@ -475,7 +475,12 @@ def test_valid_replacements_shrink_the_surface() -> None:
     log.result(1, 1, "c1", op=SurfaceReplace(start=result, end=result), cited=(result,),
                text="[pruned]", message_id="keep")
     trace = trace_log(log.events).unwrap()
-    assert trace.surface_size == 2
+    surface_seqs = []
+    node = trace.surface
+    while node is not None:
+        surface_seqs.append(node.seq)
+        node = node.previous
+    assert len(surface_seqs) == 2
     assert trace.surface is not None and trace.surface.seq == len(log.events) - 1
 
 
