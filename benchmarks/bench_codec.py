@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import msgspec
 
-import core
+from turnfork import core
 
 from . import baseline_dicts
 from .checks import Outcome, outcome_of_trace

@@ -18,8 +18,8 @@ from functools import partial
 
 import msgspec
 
-import core
-from core import Event
+from turnfork import core
+from turnfork.core import Event
 
 from .harness import Contender, Row, Section, Settings, Target, Timing, measure
 from .workloads import parent_log

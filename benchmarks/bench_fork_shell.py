@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import core
+from turnfork import core
 
 from .harness import Row, Section, Settings, Target, Timing
 from .workloads import (
@@ -56,7 +56,7 @@ NAIVE_PROVIDER = "naive-fork"
 
 def install_naive_fork(parent: ShellParent) -> None:
     """Register the naive-fork baseline provider on the parent's host (once)."""
-    from shell import ForkProvider, ForkSeed
+    from turnfork.shell import ForkProvider, ForkSeed
 
     class NaiveForkProvider(ForkProvider):
         """A fork that copies the parent's completed prefix and re-validates the copy."""
@@ -134,7 +134,7 @@ class _Observed:
         self.at: dict[str, int] = {}
 
     def __call__(self, event: object) -> None:
-        from shell import SubagentStart
+        from turnfork.shell import SubagentStart
 
         if isinstance(event, SubagentStart):
             self.at[event.run_id] = time.perf_counter_ns()

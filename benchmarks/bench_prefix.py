@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from functools import partial
 
-import core
-from core import Event
+from turnfork import core
+from turnfork.core import Event
 
 from .harness import Contender, Row, Section, Settings, Target, Timing, measure
 from .workloads import IN_FLIGHT_EVENTS, repeated_log

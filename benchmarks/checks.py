@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import core
+from turnfork import core
 
 __all__ = ["TOOL_NOT_STARTED", "Outcome", "outcome_of_trace"]
 

@@ -324,7 +324,7 @@ def _git(*args: str) -> str | None:
 
 def machine() -> dict[str, Any]:
     """What the figures were measured on, read now (CPU model, cores, memory, versions)."""
-    import core
+    from turnfork import core
 
     checked = hasattr(core.decode_log, "__wrapped__") and hasattr(core.trace_log, "__wrapped__")
     return {

@@ -40,8 +40,8 @@ import msgspec
 from msgspec.structs import replace
 from returns.result import Failure
 
-import core
-from core import (
+from turnfork import core
+from turnfork.core import (
     AssistantChunkData,
     AssistantChunkEvent,
     AssistantMessage,
@@ -348,7 +348,7 @@ async def _echo(args: dict[str, Any], ctx: Any) -> str:
 
 def _text_reply(text: str, usage: tuple[int, int]) -> Any:
     """A text reply streamed one character per ``text-delta``, as DSH's mock adapter does."""
-    from shell import Reply
+    from turnfork.shell import Reply
 
     return Reply(blocks=(TextBlock(text=text),), chunk_size=1,
                  usage=TokenUsage(input_tokens=usage[0], output_tokens=usage[1]))
@@ -356,7 +356,7 @@ def _text_reply(text: str, usage: tuple[int, int]) -> Any:
 
 def _call_reply(text: str, call_id: str) -> Any:
     """One ``echo`` call whose arguments stream as a single ``tool-call-delta``."""
-    from shell import Reply
+    from turnfork.shell import Reply
 
     reply = Reply.tool_call("echo", {"text": text}, call_id=call_id, usage=(10, 5))
     return dataclasses.replace(reply, chunk_size=8)  # argument pieces of 32 characters
@@ -383,7 +383,7 @@ class ChildScriptModel:
         return self._play(request)
 
     async def _play(self, request: Any) -> AsyncIterator[StreamChunk]:
-        from shell.models.scripted import reply_chunks
+        from turnfork.shell.models.scripted import reply_chunks
 
         if self.gate is not None:
             self.waiting += 1
@@ -442,7 +442,15 @@ async def shell_parent(completed_turns: int, *, clock_start: int = EPOCH_MS) -> 
     Raises:
         AssertionError: the parent is not what it claims (shape, or not mid-turn).
     """
-    from shell import CountingIds, ForkProvider, Host, ManualClock, Reply, ScriptedModel, Tool
+    from turnfork.shell import (
+        CountingIds,
+        ForkProvider,
+        Host,
+        ManualClock,
+        Reply,
+        ScriptedModel,
+        Tool,
+    )
 
     if completed_turns < 1:
         raise ValueError("completed_turns must be >= 1")

@@ -486,7 +486,7 @@ def _raw_bytes(value: object) -> object:
 def advance(trace: Trace, event: Event) -> Result[Trace, Violation]:
     """Fold one more event into a trace, in O(1).
 
-    >>> from core.events import TurnStartData
+    >>> from turnfork.core.events import TurnStartData
     >>> advance(EMPTY_TRACE, TurnStartEvent(seq=0, time=0, data=TurnStartData(turn=1))
     ...         ).unwrap().open_turn
     1

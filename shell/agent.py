@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET
 
-from core import (
+from ..core import (
     ApprovalPolicyData,
     ApprovalPolicyEvent,
     AssistantChunkData,
@@ -79,7 +79,6 @@ from core import (
     UserMessageEvent,
     close_open_turn,
 )
-
 from .models.base import ModelRequest
 from .session import Session
 from .tools import (

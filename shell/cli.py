@@ -20,14 +20,13 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any
 
 import msgspec
 from returns.result import Failure
 
-from core import Violation, check_balance, completed_turn_prefix, encode_log
-
+from .. import __version__
+from ..core import Violation, check_balance, completed_turn_prefix, encode_log
 from .logfile import Assessment, LoadedLog, LogReadError, Tail, assess, read_log
 
 __all__ = [
@@ -566,13 +565,6 @@ COMMANDS: tuple[Command, ...] = (CHECK, SEED, SHOW, DEMO)
 # --------------------------------------------------------------------------- entry point
 
 
-def _version() -> str:
-    try:
-        return metadata.version("turnfork")
-    except metadata.PackageNotFoundError:  # pragma: no cover - run from a bare checkout
-        return "unknown"
-
-
 def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentParser:
     """The argument parser: one subparser per command, ``--help`` on each."""
     parser = argparse.ArgumentParser(
@@ -581,7 +573,7 @@ def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentPar
                     "Inspect session logs (turnfork's or DSH's) from the command line.",
         epilog="exit status: 0 success; 1 the log is open or invalid; 2 unreadable input or "
                "bad usage; 130 interrupted. Run 'turnfork COMMAND --help' for details.")
-    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     for command in commands:
         sub = subparsers.add_parser(

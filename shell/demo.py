@@ -38,7 +38,7 @@ from typing import Any
 import msgspec
 from returns.result import Failure
 
-from core import (
+from ..core import (
     AgentOptions,
     AssistantMessageEvent,
     ContentBlock,
@@ -60,7 +60,6 @@ from core import (
     final_assistant_output,
     output_text,
 )
-
 from .agent import Agent, AgentLoopError
 from .clock import Clock, CountingIds, IdFactory, ManualClock
 from .host import Host

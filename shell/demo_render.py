@@ -21,8 +21,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from core import Event, SessionHeader, TurnEndEvent
-
+from ..core import Event, SessionHeader, TurnEndEvent
 from .demo import PROJECT, DemoResult, ForkRecord
 from .logfile import LoadedLog, assess
 from .render import Item, Outline, StepNode, TurnNode, build_outline, render_outline
@@ -62,7 +61,7 @@ def _items(entries: list[TurnNode | Item] | list[Item | StepNode] | list[Item],
 def fork_point_words(result: DemoResult, fork: ForkRecord) -> str:
     """The fork point in one sentence: what the child was seeded with and what was left out.
 
-    >>> from shell.demo import run_demo
+    >>> from turnfork.shell.demo import run_demo
     >>> result = run_demo()
     >>> fork_point_words(result, result.forks[0])[:60]
     'fork point: child demo-16 is seeded with the 72 events above'

@@ -12,8 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from core import Event, SessionHeader, Trace
-
+from ..core import Event, SessionHeader, Trace
 from .agent import Agent, Approver
 from .clock import Clock, IdFactory, system_clock, uuid_ids
 from .models.base import Model

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 from returns.result import Failure
 
-from core import (
+from ..core import (
     DecodeError,
     Event,
     SessionHeader,
@@ -46,7 +46,6 @@ from core import (
     encode_log,
     trace_log,
 )
-
 from .clock import Clock
 from .session import Session
 from .store import (

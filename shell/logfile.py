@@ -27,7 +27,7 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 from returns.result import Failure, Result, Success
 
-from core import (
+from ..core import (
     DecodeError,
     Event,
     SessionHeader,

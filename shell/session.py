@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeVar, overload
 
 from returns.result import Failure, Result
 
-from core import (
+from ..core import (
     EMPTY_TRACE,
     Event,
     HistorySnapshot,
@@ -37,7 +37,6 @@ from core import (
     history_snapshot,
     trace_log,
 )
-
 from .clock import Clock, system_clock
 
 __all__ = [

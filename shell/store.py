@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from core import DecodeError, Event, SessionHeader, Trace, Violation
-
+from ..core import DecodeError, Event, SessionHeader, Trace, Violation
 from .clock import Clock, system_clock
 from .session import Session, SessionSink
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from core import (
+from ..core import (
     ApprovalPolicyData,
     Capabilities,
     ChildPlan,
@@ -44,7 +44,6 @@ from core import (
     check_capabilities,
     plan_child,
 )
-
 from .abort import AbortSignal
 from .agent import Agent
 from .host import Host, UnknownProviderError

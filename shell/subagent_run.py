@@ -26,7 +26,7 @@ import msgspec
 from msgspec import Raw
 from returns.result import Failure, Result, Success
 
-from core import (
+from ..core import (
     CancelParent,
     ContentBlock,
     Event,
@@ -40,7 +40,6 @@ from core import (
     render_structured_recorded,
     validate_structured_arguments,
 )
-
 from .abort import AbortSignal
 from .agent import Agent
 from .tools import Tool, ToolContext, ToolOutcome

@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from core import (
+from ..core import (
     SUBAGENT_TOOL_NAME,
     AgentOptions,
     CancelCause,
@@ -37,7 +37,6 @@ from core import (
     render_tool_result,
     subagent_tool_schema,
 )
-
 from .abort import AbortController
 from .host import Host
 from .subagent_run import SubagentRun, SubagentStartError

@@ -22,8 +22,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Protocol
 
-from core import Capabilities, StartRequest, check_capabilities
-
+from ..core import Capabilities, StartRequest, check_capabilities
 from .abort import AbortController, AbortListener, AbortSignal
 from .agent import Agent
 from .host import Host

@@ -25,7 +25,7 @@ import msgspec
 from msgspec import UnsetType
 from returns.result import Failure
 
-from core import (
+from ..core import (
     CancelCause,
     CancelUser,
     ContentBlock,
@@ -38,8 +38,7 @@ from core import (
     ToolResultBlock,
     ToolSchema,
 )
-from core.delegation import validate_tool_filter
-
+from ..core.delegation import validate_tool_filter
 from .turns import parse_arguments
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from core import (
+from ..core import (
     BlockEnd,
     BlockStart,
     ContentBlock,

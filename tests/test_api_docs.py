@@ -8,8 +8,7 @@ from types import ModuleType
 
 import pytest
 
-import core
-import shell
+from turnfork import core, shell
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from core import LlmCallConfig, Message, StreamChunk, ToolSchema
+from ...core import LlmCallConfig, Message, StreamChunk, ToolSchema
 
 __all__ = ["Model", "ModelRequest"]
 

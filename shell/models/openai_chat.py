@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 import msgspec
 from msgspec import UNSET
 
-from core import (
+from ...core import (
     AssistantMessage,
     BlockEnd,
     BlockStart,
@@ -66,7 +66,6 @@ from core import (
     ToolSchema,
     UsageChunk,
 )
-
 from .base import ModelRequest
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
-from core import (
+from ...core import (
     BlockEnd,
     BlockStart,
     ContentBlock,
@@ -40,7 +40,6 @@ from core import (
     ToolCallDelta,
     UsageChunk,
 )
-
 from .base import ModelRequest
 
 __all__ = ["Reply", "ScriptEntry", "ScriptedModel", "ToolCallSpec", "SCRIPT_EXHAUSTED"]

@@ -18,7 +18,6 @@ from typing import Any
 import msgspec
 import pytest
 
-import core
 from benchmarks import baseline_dicts, bench_fork_shell
 from benchmarks.bench_fork_memory import traced_size
 from benchmarks.bench_prefix import check_long_log
@@ -30,6 +29,7 @@ from benchmarks.workloads import (
     repeated_log,
     shell_parent,
 )
+from turnfork import core
 
 ROOT = Path(__file__).resolve().parents[2]
 K10_FIXTURE = ROOT / "tests" / "fixtures" / "dsh" / "generated" / "K10-parent.events.jsonl"

@@ -40,7 +40,7 @@ def run_cli(*args: str | os.PathLike[str], cwd: Path = REPO, columns: int = 100,
     child_env = {k: v for k, v in os.environ.items()
                  if k not in {"NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES", "TERM"}}
     child_env.update({"COLUMNS": str(columns), "PYTHONIOENCODING": "utf-8", **env})
-    done = subprocess.run([sys.executable, "-m", "shell.cli", *map(str, args)], cwd=cwd,
+    done = subprocess.run([sys.executable, "-m", "turnfork", *map(str, args)], cwd=cwd,
                           env=child_env, capture_output=True, text=True, timeout=60,
                           check=False)
     return Run(done.returncode, done.stdout, done.stderr)

@@ -17,7 +17,7 @@ from _cli_helpers import (
     write_lines,
 )
 
-from shell.cli import main
+from turnfork.shell.cli import main
 
 INFLIGHT_PARENT = FIXTURES / "derived" / "fork-parent-inflight-at-subagent-call.DERIVED.jsonl"
 

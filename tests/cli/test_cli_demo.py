@@ -15,7 +15,7 @@ import msgspec
 import pytest
 from _cli_helpers import CUT_MARKER, REPO, Run, run_cli
 
-from core import (
+from turnfork.core import (
     ApprovalPolicyEvent,
     Event,
     RequestHeaderEvent,
@@ -30,9 +30,9 @@ from core import (
     completed_turn_cut,
     encode_log,
 )
-from shell import JsonlSessionStore, Reply, ScriptedModel
-from shell.cli import main
-from shell.demo import (
+from turnfork.shell import JsonlSessionStore, Reply, ScriptedModel
+from turnfork.shell.cli import main
+from turnfork.shell.demo import (
     DEMO_START_MS,
     PROJECT,
     USER_TURNS,
@@ -42,7 +42,7 @@ from shell.demo import (
     parent_script,
     run_demo,
 )
-from shell.models import openai_chat
+from turnfork.shell.models import openai_chat
 
 _CONVENTION = "Money is always an int number of cents; never use float for money."
 
@@ -61,7 +61,7 @@ def _flat(text: str) -> str:
 def _run_without(*args: str, remove: tuple[str, ...]) -> Run:
     env = {k: v for k, v in os.environ.items() if k not in remove}
     env.update({"COLUMNS": "100", "PYTHONIOENCODING": "utf-8"})
-    done = subprocess.run([sys.executable, "-m", "shell.cli", *args], cwd=REPO, env=env,
+    done = subprocess.run([sys.executable, "-m", "turnfork", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=60, check=False)
     return Run(done.returncode, done.stdout, done.stderr)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from _cli_helpers import REPO
 
-from shell.cli import main
+from turnfork.shell.cli import main
 
 DOC = REPO / "docs" / "cli.md"
 

@@ -17,8 +17,8 @@ from _cli_helpers import (
     write_lines,
 )
 
-import shell.cli
-from shell.cli import main
+from turnfork.shell import cli as shell_cli
+from turnfork.shell.cli import main
 
 GOOD = turn_lines(0, 1, "c1")
 
@@ -177,6 +177,6 @@ def test_keyboard_interrupt_exits_130(monkeypatch: pytest.MonkeyPatch,
     def interrupted(path: object) -> object:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(shell.cli, "read_log", interrupted)
+    monkeypatch.setattr(shell_cli, "read_log", interrupted)
     assert main(["check", str(FORK_PARENT)]) == 130
     assert capsys.readouterr().err == "turnfork: interrupted\n"

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 from _cli_helpers import run_cli
 
-from shell.cli import COMMANDS, main
+import turnfork
+from turnfork.shell.cli import COMMANDS, main
 
 
 def test_top_level_help_lists_every_command() -> None:
@@ -34,7 +36,8 @@ def test_every_subcommand_has_help(name: str) -> None:
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     """--version prints the installed version and exits 0."""
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out == "turnfork 0.1.0\n"
+    assert capsys.readouterr().out == f"turnfork {turnfork.__version__}\n"
+    assert turnfork.__version__ == metadata.version("turnfork")
 
 
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -53,9 +56,10 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_console_script_is_installed() -> None:
-    """The `turnfork` console script declared in pyproject runs main()."""
+    """The `turnfork` console script and `python -m turnfork` both run main()."""
     script = Path(sys.executable).with_name("turnfork")
-    done = subprocess.run([str(script), "--version"], capture_output=True, text=True,
-                          timeout=60, check=False)
-    assert done.returncode == 0
-    assert done.stdout == "turnfork 0.1.0\n"
+    for command in ([str(script)], [sys.executable, "-m", "turnfork"]):
+        done = subprocess.run([*command, "--version"], capture_output=True, text=True,
+                              timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == f"turnfork {turnfork.__version__}\n"

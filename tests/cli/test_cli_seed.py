@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from _cli_helpers import FORK_PARENT, OPEN_LOG, event, run_cli, turn_lines, write_lines
 
-from core import check_balance, decode_log, decode_session
-from shell.cli import main
+from turnfork.core import check_balance, decode_log, decode_session
+from turnfork.shell.cli import main
 
 
 def _invalid(tmp_path: Path) -> Path:

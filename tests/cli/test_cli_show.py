@@ -21,7 +21,7 @@ from _cli_helpers import (
     write_lines,
 )
 
-from shell.cli import main
+from turnfork.shell.cli import main
 
 ANSI = "\x1b["
 CANCEL_TOOLS = FIXTURES / "examples__acp-agent__tests__snapshots__cancel-tool-calls__session.jsonl"
@@ -152,7 +152,7 @@ def test_closed_pipe_exits_141_quietly(tmp_path: Path) -> None:
     for turn in range(1, 1001):  # a picture far larger than a pipe buffer
         lines += turn_lines(len(lines), turn, f"c{turn}")
     path = write_lines(tmp_path / "big.jsonl", lines)
-    child = subprocess.Popen([sys.executable, "-m", "shell.cli", "show", str(path)],
+    child = subprocess.Popen([sys.executable, "-m", "turnfork", "show", str(path)],
                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert child.stdout is not None and child.stderr is not None
     assert child.stdout.readline()

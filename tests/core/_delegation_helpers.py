@@ -7,7 +7,7 @@ from typing import Literal
 
 from msgspec import UnsetType
 
-from core import (
+from turnfork.core import (
     ApprovalPolicyData,
     ApprovalPolicyEvent,
     AssistantChunkData,

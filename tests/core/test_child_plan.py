@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from msgspec import UNSET, Raw
 from returns.result import Result
 
-from core import (
+from turnfork.core import (
     DELEGATION_SECTION,
     AgentOptions,
     ApprovalPolicyData,

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from returns.result import Success
 
-from core import (
+from turnfork.core import (
     ABORTED_BEFORE_DISPATCH_TEXT,
     ABORTED_TEXT,
     TOOL_NOT_STARTED_TEXT,
@@ -28,7 +28,7 @@ from core import (
     decode_session,
     trace_log,
 )
-from core.strategies import closed_logs, in_flight_logs
+from turnfork.core.strategies import closed_logs, in_flight_logs
 
 Log = tuple[Event, ...]
 REASONS: list[TurnEndReason] = [TurnInterrupted(), TurnAborted(reason=CancelUser()),
@@ -116,7 +116,7 @@ def test_a_trace_of_another_log_is_refused() -> None:
     """Closers must be computed from the trace of the very log they close."""
     import pytest
 
-    from core import TurnStartData, TurnStartEvent
+    from turnfork.core import TurnStartData, TurnStartEvent
 
     log = (TurnStartEvent(seq=0, time=0, data=TurnStartData(turn=1)),)
     with pytest.raises(ValueError, match="trace covers"):

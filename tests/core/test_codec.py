@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from msgspec import UNSET
 from returns.result import Failure, Success
 
-from core import (
+from turnfork.core import (
     AssistantChunkData,
     AssistantChunkEvent,
     DecodeError,
@@ -36,7 +36,7 @@ from core import (
     encode_log,
     encode_session,
 )
-from core.strategies import session_logs
+from turnfork.core.strategies import session_logs
 
 TURN_START = b'{"type":"turn/start","seq":0,"time":5,"data":{"turn":1}}\n'
 HEADER = b'{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}\n'

@@ -6,7 +6,7 @@ import pytest
 from msgspec import Raw
 from returns.result import Success
 
-from core import (
+from turnfork.core import (
     INVALID_TOOL_FILTER,
     UNSUPPORTED_CAPABILITY,
     Capabilities,

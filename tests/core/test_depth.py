@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Failure, Success
 
-from core import (
+from turnfork.core import (
     MAX_SAFE_INTEGER,
     DepthError,
     child_depth,

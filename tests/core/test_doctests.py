@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 CORE = Path(__file__).resolve().parents[2] / "core"
-MODULE_NAMES = sorted(f"core.{p.stem}" if p.stem != "__init__" else "core"
+MODULE_NAMES = sorted(f"turnfork.core.{p.stem}" if p.stem != "__init__" else "turnfork.core"
                       for p in CORE.glob("*.py"))
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
@@ -26,5 +26,6 @@ def test_doctests_exist() -> None:
     attempted = {name: doctest.testmod(importlib.import_module(name), optionflags=FLAGS,
                                        report=False).attempted for name in MODULE_NAMES}
     assert sum(attempted.values()) >= 10, attempted
-    for name in ("core.codec", "core.trace", "core.seed", "core.events", "core.strategies"):
+    for name in ("turnfork.core.codec", "turnfork.core.trace", "turnfork.core.seed",
+                 "turnfork.core.events", "turnfork.core.strategies"):
         assert attempted[name] >= 1, name

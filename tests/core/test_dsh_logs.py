@@ -10,7 +10,7 @@ import msgspec
 import pytest
 from returns.result import Success
 
-from core import (
+from turnfork.core import (
     Event,
     SessionEndSeedEvent,
     SessionHeader,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import (
+from turnfork.core import (
     EMPTY_TRACE,
     AssistantMessageEvent,
     Event,
@@ -15,7 +15,7 @@ from core import (
     model_history,
     trace_log,
 )
-from core.strategies import session_logs
+from turnfork.core.strategies import session_logs
 
 Log = tuple[Event, ...]
 

@@ -6,7 +6,7 @@ import msgspec
 import pytest
 from _delegation_helpers import SNAPSHOTS, load, tool_result
 
-from core import (
+from turnfork.core import (
     SUBAGENT_TOOL_NAME,
     ReasoningBlock,
     StartError,

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec import UNSET, Raw
 
-from core import (
+from turnfork.core import (
     CancelUser,
     Event,
     LlmFailure,

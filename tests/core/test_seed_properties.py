@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from returns.result import Success
 
-from core import (
+from turnfork.core import (
     EMPTY_TRACE,
     Event,
     TurnEndEvent,
@@ -15,7 +15,7 @@ from core import (
     completed_turn_prefix,
     trace_log,
 )
-from core.strategies import (
+from turnfork.core.strategies import (
     closed_logs,
     events_without_turn_end,
     in_flight_logs,

@@ -7,7 +7,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import (
+from turnfork.core import (
     AssistantChunkEvent,
     AssistantMessageEvent,
     BlockStart,
@@ -26,7 +26,7 @@ from core import (
     encode_log,
     event_type,
 )
-from core.strategies import broken_logs, events_without_turn_end, session_logs
+from turnfork.core.strategies import broken_logs, events_without_turn_end, session_logs
 
 Log = tuple[Event, ...]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from msgspec import Raw
 
-from core import (
+from turnfork.core import (
     INVALID_ARGS_ERROR,
     STRUCTURED_OUTPUT_DESCRIPTION,
     STRUCTURED_OUTPUT_INSTRUCTION,

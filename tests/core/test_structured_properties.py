@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from msgspec import Raw
 from returns.result import Failure, Success
 
-from core import (
+from turnfork.core import (
     check_schema,
     validate_output_schema,
     validate_structured_arguments,

@@ -10,7 +10,7 @@ import textwrap
 def test_freeing_a_trace_with_a_very_long_surface_does_not_crash() -> None:
     """300,000 surface nodes (a 1M-event log holds ~170k) are freed cleanly."""
     script = textwrap.dedent("""
-        from core import SurfaceNode, Trace, SessionEndSeedEvent
+        from turnfork.core import SurfaceNode, Trace, SessionEndSeedEvent
         event = SessionEndSeedEvent(seq=0, time=0)
         node = None
         for seq in range(300_000):

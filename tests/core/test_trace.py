@@ -7,7 +7,7 @@ import pytest
 from msgspec import UNSET, UnsetType
 from returns.result import Failure, Success
 
-from core import (
+from turnfork.core import (
     EMPTY_TRACE,
     TOOL_NOT_STARTED,
     AssistantChunkData,

@@ -6,8 +6,8 @@ import msgspec
 from hypothesis import given, settings
 from returns.result import Failure, Success
 
-from core import EMPTY_TRACE, Event, Trace, advance, decode_log, encode_log, trace_log
-from core.strategies import broken_logs, session_logs
+from turnfork.core import EMPTY_TRACE, Event, Trace, advance, decode_log, encode_log, trace_log
+from turnfork.core.strategies import broken_logs, session_logs
 
 Log = tuple[Event, ...]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from beartype.roar import BeartypeCallHintViolation
 
-import core
+from turnfork import core
 
 CORE = Path(__file__).resolve().parents[2] / "core"
 MODULES = sorted(CORE.glob("*.py"))

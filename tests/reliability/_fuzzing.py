@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from hypothesis.strategies import DrawFn, SearchStrategy
 from returns.result import Failure
 
-from core import (
+from turnfork.core import (
     KNOWN_EVENT_TYPES,
     MAX_SAFE_INTEGER,
     TYPED_EVENT_CLASSES,
@@ -42,7 +42,7 @@ from core import (
     encode_log,
     trace_log,
 )
-from core.strategies import session_logs
+from turnfork.core.strategies import session_logs
 
 FUZZ_EXAMPLES_ENV = "TURNFORK_FUZZ_EXAMPLES"
 #: Examples the CI suite runs over all fuzz tests together (the sum of the tests' shares).

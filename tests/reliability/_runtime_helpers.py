@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from returns.result import Success
 
-from core import (
+from turnfork.core import (
     ContentBlock,
     Event,
     StartRequest,
@@ -19,7 +19,7 @@ from core import (
     check_balance,
     trace_log,
 )
-from shell import (
+from turnfork.shell import (
     Agent,
     CountingIds,
     ForkProvider,

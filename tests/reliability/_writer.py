@@ -32,8 +32,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from core import Event, SessionHeader, encode_session
-from shell import (
+from turnfork.core import Event, SessionHeader, encode_session
+from turnfork.shell import (
     CountingIds,
     Host,
     JsonlSessionStore,

@@ -37,7 +37,7 @@ from hypothesis.strategies import DrawFn
 from msgspec import UNSET, UnsetType
 from returns.result import Success
 
-from core import (
+from turnfork.core import (
     AgentOptions,
     ApprovalPolicyEvent,
     AssistantChunkEvent,
@@ -58,7 +58,7 @@ from core import (
     model_history,
     trace_log,
 )
-from shell import (
+from turnfork.shell import (
     Agent,
     ModelRequest,
     Reply,
@@ -69,7 +69,7 @@ from shell import (
     Tool,
     ToolContext,
 )
-from shell.models.scripted import reply_chunks
+from turnfork.shell.models.scripted import reply_chunks
 
 T = TypeVar("T")
 

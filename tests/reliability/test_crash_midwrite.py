@@ -23,7 +23,7 @@ import zstandard
 from _writer import SESSION_ID, TEMPLATES, appends, build_template, digest
 from returns.result import Success
 
-from core import (
+from turnfork.core import (
     Event,
     SessionEndSeedEvent,
     SessionHeader,
@@ -35,7 +35,7 @@ from core import (
     encode_log,
     trace_log,
 )
-from shell import JsonlSessionStore, ManualClock, SessionRepairWarning
+from turnfork.shell import JsonlSessionStore, ManualClock, SessionRepairWarning
 
 WRITER = Path(__file__).with_name("_writer.py")
 REPO = Path(__file__).resolve().parents[2]

@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 from hypothesis.strategies import DrawFn
 from returns.result import Success
 
-from core import check_balance
-from shell.cli import main
+from turnfork.core import check_balance
+from turnfork.shell.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = "turnfork: error: "
@@ -226,7 +226,7 @@ def test_real_process_prints_one_line_and_exits_2(
     path = tmp_path / name
     path.write_bytes(data)
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-    done = subprocess.run([sys.executable, "-m", "shell.cli", "check", str(path)], cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "turnfork", "check", str(path)], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2, done
     assert "Traceback" not in done.stderr and not done.stdout, done

@@ -32,8 +32,8 @@ from _runtime_helpers import (
     wait_for,
 )
 
-from core import AgentOptions, ToolResultMessage, TurnEndEvent, UserMessage
-from shell import Agent, Host, ModelRequest, Reply, ScriptedModel, SubagentRun
+from turnfork.core import AgentOptions, ToolResultMessage, TurnEndEvent, UserMessage
+from turnfork.shell import Agent, Host, ModelRequest, Reply, ScriptedModel, SubagentRun
 
 LOAD_ENV = "TURNFORK_LOAD_CHILDREN"
 CI_CHILDREN = 200

@@ -42,7 +42,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from core import (
+from turnfork.core import (
     STOP_REASONS,
     AgentOptions,
     AssistantChunkEvent,
@@ -54,7 +54,7 @@ from core import (
     TurnCompleted,
     TurnEndEvent,
 )
-from shell import (
+from turnfork.shell import (
     AbortController,
     Agent,
     ModelRequest,

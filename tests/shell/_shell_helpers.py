@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 
 from returns.result import Success
 
-from core import Event, check_balance, event_type
-from shell import (
+from turnfork.core import Event, check_balance, event_type
+from turnfork.shell import (
     Agent,
     CountingIds,
     Host,

@@ -7,7 +7,7 @@ from typing import Any
 
 from _shell_helpers import assert_balanced, make_host, of_type
 
-from core import (
+from turnfork.core import (
     ContentBlock,
     Event,
     StartRequest,
@@ -17,7 +17,7 @@ from core import (
     TurnEndEvent,
     UserMessage,
 )
-from shell import (
+from turnfork.shell import (
     Agent,
     ForkProvider,
     Host,

@@ -17,7 +17,7 @@ from _shell_helpers import (
     wait_for,
 )
 
-from core import (
+from turnfork.core import (
     AssistantChunkEvent,
     AssistantMessageEvent,
     CancelHook,
@@ -31,7 +31,7 @@ from core import (
     TurnCompleted,
     TurnEndEvent,
 )
-from shell import Agent, ModelRequest, Reply, Tool, ToolContext
+from turnfork.shell import Agent, ModelRequest, Reply, Tool, ToolContext
 
 
 def _last_reason(agent: Agent) -> Any:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from _shell_helpers import assert_balanced, make_host, of_type, run, scripted, types, wait_for
 
-from core import CancelDisposed, TurnAborted, TurnEndEvent
-from shell import AgentDisposedError, JsonlSessionStore, Reply
+from turnfork.core import CancelDisposed, TurnAborted, TurnEndEvent
+from turnfork.shell import AgentDisposedError, JsonlSessionStore, Reply
 
 
 def test_dispose_removes_the_agent_and_its_session() -> None:

@@ -7,8 +7,8 @@ from typing import Any
 
 from _shell_helpers import assert_balanced, make_host, of_type, run, scripted, types
 
-from core import ToolCallEvent, ToolResultEvent
-from shell import Reply, Tool, ToolContext
+from turnfork.core import ToolCallEvent, ToolResultEvent
+from turnfork.shell import Reply, Tool, ToolContext
 
 
 def _rendezvous_tools(order: list[str]) -> list[Tool]:

@@ -16,8 +16,13 @@ from _shell_helpers import (
     wait_for,
 )
 
-from core import AssistantChunkEvent, RequestHeaderEvent, SessionEndSeedEvent, TurnStartEvent
-from shell import JsonlSessionStore, Reply, ScriptedModel
+from turnfork.core import (
+    AssistantChunkEvent,
+    RequestHeaderEvent,
+    SessionEndSeedEvent,
+    TurnStartEvent,
+)
+from turnfork.shell import JsonlSessionStore, Reply, ScriptedModel
 
 
 def test_fork_child_continues_the_parents_turns() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 from _shell_helpers import ECHO_SCHEMA, echo_tool, make_host, of_type, run, scripted, types
 from msgspec import UNSET
 
-from core import (
+from turnfork.core import (
     ImageAttachment,
     ImageBlock,
     TextBlock,
@@ -16,7 +16,7 @@ from core import (
     ToolResultBlock,
     ToolResultEvent,
 )
-from shell import Reply, Tool, ToolContext, ToolError, ToolOutcome, ToolScope
+from turnfork.shell import Reply, Tool, ToolContext, ToolError, ToolOutcome, ToolScope
 
 
 def _results(script: list[Reply], *tools: Tool, scope_restriction: ToolRestriction | None = None,

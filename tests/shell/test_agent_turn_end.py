@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 from _shell_helpers import assert_balanced, echo_tool, make_host, of_type, run, scripted, types
 
-from core import (
+from turnfork.core import (
     AssistantMessageEvent,
     BlockEnd,
     BlockStart,
@@ -30,7 +30,7 @@ from core import (
     TurnMaxTokens,
     UsageChunk,
 )
-from shell import SCRIPT_EXHAUSTED, Agent, Host, ModelRequest, Reply
+from turnfork.shell import SCRIPT_EXHAUSTED, Agent, Host, ModelRequest, Reply
 
 
 def _reasons(agent: Agent) -> list[Any]:

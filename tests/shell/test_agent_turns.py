@@ -7,7 +7,7 @@ import asyncio
 from _shell_helpers import assert_balanced, echo_tool, make_host, of_type, run, scripted, types
 from msgspec import UNSET
 
-from core import (
+from turnfork.core import (
     AssistantChunkEvent,
     AssistantMessageEvent,
     InboxSplicedEvent,
@@ -21,7 +21,7 @@ from core import (
     UserMessage,
     UserMessageEvent,
 )
-from shell import Reply
+from turnfork.shell import Reply
 
 TURN_WITH_TOOL = [
     "agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "step/start", "user/message",

@@ -7,14 +7,14 @@ from typing import Any
 from _shell_helpers import make_host, of_type, run, scripted
 from msgspec import UNSET
 
-from core import (
+from turnfork.core import (
     ApprovalPolicyData,
     ApprovalPolicyEvent,
     TextBlock,
     ToolResultBlock,
     ToolResultEvent,
 )
-from shell import Agent, Reply, Tool, ToolContext
+from turnfork.shell import Agent, Reply, Tool, ToolContext
 
 
 async def _needs_approval(args: dict[str, Any], ctx: ToolContext) -> str:

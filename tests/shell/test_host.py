@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from _shell_helpers import make_host, run, scripted
 
-from core import SessionHeader
-from shell import (
+from turnfork.core import SessionHeader
+from turnfork.shell import (
     AgentExistsError,
     Host,
     MemorySessionStore,
@@ -62,7 +62,7 @@ def test_create_agent_refuses_bad_input() -> None:
 
 def test_subagents_runtime_is_created_on_first_use() -> None:
     """host.subagents is a SubagentRuntime from the first access on, always the same one."""
-    from shell import SubagentRuntime
+    from turnfork.shell import SubagentRuntime
 
     host = Host()
     runtime = host.subagents

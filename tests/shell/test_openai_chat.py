@@ -15,7 +15,7 @@ import msgspec
 import pytest
 from fake_openai_server import FakeOpenAI, Recorded, Reply, chunk, usage_chunk
 
-from core import (
+from turnfork.core import (
     AssistantMessage,
     BlockEnd,
     BlockStart,
@@ -42,8 +42,12 @@ from core import (
     UsageChunk,
     UserMessage,
 )
-from shell.models.base import Model, ModelRequest
-from shell.models.openai_chat import MissingCredentialError, OpenAIChatModel, has_credentials
+from turnfork.shell.models.base import Model, ModelRequest
+from turnfork.shell.models.openai_chat import (
+    MissingCredentialError,
+    OpenAIChatModel,
+    has_credentials,
+)
 
 T = TypeVar("T")
 USER = MessageSource(kind="user")
@@ -492,6 +496,6 @@ def test_model_satisfies_the_model_protocol() -> None:
 
 def test_importing_shell_does_not_import_openai() -> None:
     """Ensures that importing shell and this module leaves the optional openai SDK unloaded."""
-    code = ("import sys, shell, shell.models.openai_chat; "
+    code = ("import sys, turnfork.shell, turnfork.shell.models.openai_chat; "
             "sys.exit(1 if 'openai' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

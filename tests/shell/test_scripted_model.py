@@ -7,7 +7,7 @@ import json
 
 from _shell_helpers import run
 
-from core import (
+from turnfork.core import (
     BlockEnd,
     BlockStart,
     FinishChunk,
@@ -27,7 +27,7 @@ from core import (
     ToolResultMessage,
     UsageChunk,
 )
-from shell import SCRIPT_EXHAUSTED, ModelRequest, Reply, ScriptedModel
+from turnfork.shell import SCRIPT_EXHAUSTED, ModelRequest, Reply, ScriptedModel
 
 
 def _request(*messages: ToolResultMessage) -> ModelRequest:

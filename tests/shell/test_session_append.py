@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from returns.result import Success
 
-from core import (
+from turnfork.core import (
     SessionHeader,
     StepData,
     StepStartEvent,
@@ -16,7 +16,7 @@ from core import (
     TurnStartEvent,
     trace_log,
 )
-from shell import EventsView, ManualClock, Session, SessionViolationError, draft
+from turnfork.shell import EventsView, ManualClock, Session, SessionViolationError, draft
 
 
 def _session() -> Session:

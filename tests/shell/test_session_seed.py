@@ -9,7 +9,7 @@ import msgspec
 import pytest
 from returns.result import Success
 
-from core import (
+from turnfork.core import (
     AssistantMessage,
     AssistantMessageData,
     AssistantMessageEvent,
@@ -33,7 +33,7 @@ from core import (
     model_history,
     trace_log,
 )
-from shell import ManualClock, Session, SessionViolationError
+from turnfork.shell import ManualClock, Session, SessionViolationError
 
 
 def _turn_events(start: int, turn: int) -> list[Event]:

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 import zstandard
 
-from core import (
+from turnfork.core import (
     SessionEndSeedEvent,
     SessionHeader,
     StepEndEvent,
@@ -21,7 +21,7 @@ from core import (
     decode_session,
     encode_session,
 )
-from shell import JsonlSessionStore, ManualClock, encode_segment, project_dir_name
+from turnfork.shell import JsonlSessionStore, ManualClock, encode_segment, project_dir_name
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "dsh"
 GENERATED = sorted((FIXTURES / "generated").glob("*.events.jsonl"))

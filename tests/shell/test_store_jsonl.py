@@ -10,7 +10,7 @@ import pytest
 import zstandard
 from _shell_helpers import echo_tool, make_host, run, scripted
 
-from core import (
+from turnfork.core import (
     AssistantChunkData,
     AssistantChunkEvent,
     SessionEndSeedEvent,
@@ -26,7 +26,7 @@ from core import (
     decode_session,
     encode_header_line,
 )
-from shell import (
+from turnfork.shell import (
     JsonlSessionStore,
     ManualClock,
     Reply,

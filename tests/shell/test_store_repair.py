@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from core import (
+from turnfork.core import (
     SessionEndSeedEvent,
     SessionHeader,
     StepEndEvent,
@@ -19,7 +19,7 @@ from core import (
     decode_session,
     encode_header_line,
 )
-from shell import JsonlSessionStore, SessionLoadError, SessionRepairWarning
+from turnfork.shell import JsonlSessionStore, SessionLoadError, SessionRepairWarning
 
 HEADER = SessionHeader(id="s", created_at=0)
 TURN_START = b'{"type":"turn/start","seq":%d,"time":1,"data":{"turn":%d}}'

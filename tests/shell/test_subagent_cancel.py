@@ -18,7 +18,7 @@ from _subagent_helpers import (
     turn_ends,
 )
 
-from core import (
+from turnfork.core import (
     CancelDisposed,
     CancelParent,
     Event,
@@ -27,7 +27,7 @@ from core import (
     TurnCompleted,
     TurnStartEvent,
 )
-from shell import (
+from turnfork.shell import (
     AbortController,
     Agent,
     AgentLoopError,

@@ -7,13 +7,13 @@ from typing import Any
 from _shell_helpers import echo_tool, run
 from _subagent_helpers import assert_all_balanced, finish, request, result_texts, subagent_host
 
-from core import (
+from turnfork.core import (
     SUBAGENT_DELEGATION_CONTEXT,
     AgentOptions,
     LlmCallConfig,
     ToolRestriction,
 )
-from shell import Reply, ScriptedModel, SubagentTool, Tool, ToolContext
+from turnfork.shell import Reply, ScriptedModel, SubagentTool, Tool, ToolContext
 
 
 def _call(prompt: str = "p") -> Reply:

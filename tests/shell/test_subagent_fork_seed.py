@@ -6,14 +6,14 @@ from _shell_helpers import echo_tool, of_type, run, types, wait_for
 from _subagent_helpers import assert_all_balanced, finish, request, subagent_host, texts
 from msgspec import UNSET
 
-from core import (
+from turnfork.core import (
     AssistantChunkEvent,
     RequestHeaderEvent,
     SessionEndSeedEvent,
     TurnEndEvent,
     TurnStartEvent,
 )
-from shell import Agent, ForkProvider, Reply, SubagentRun
+from turnfork.shell import Agent, ForkProvider, Reply, SubagentRun
 
 
 async def _complete_turns(parent: Agent, count: int) -> None:

@@ -12,8 +12,8 @@ from _subagent_helpers import (
     subagent_host,
 )
 
-from core import AgentOptions, SubagentDescriptorEvent
-from shell import ModelRequest, Reply, ScriptedModel, SubagentEnd, SubagentTool
+from turnfork.core import AgentOptions, SubagentDescriptorEvent
+from turnfork.shell import ModelRequest, Reply, ScriptedModel, SubagentEnd, SubagentTool
 
 
 def _delegations(*prompts: str) -> Reply:

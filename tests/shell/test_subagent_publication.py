@@ -9,7 +9,7 @@ from _shell_helpers import make_host, of_type, run, types
 from _subagent_helpers import assert_all_balanced, finish, request, result_texts, subagent_host
 from msgspec import UNSET
 
-from core import (
+from turnfork.core import (
     ApprovalPolicyData,
     ApprovalPolicyEvent,
     InboxSplicedEvent,
@@ -20,7 +20,7 @@ from core import (
     TextBlock,
     UserMessageEvent,
 )
-from shell import (
+from turnfork.shell import (
     Reply,
     ScriptedModel,
     SpawnProvider,

@@ -7,8 +7,8 @@ from _shell_helpers import make_host, run
 from _subagent_helpers import finish, request, subagent_host, texts
 from msgspec import Raw
 
-from core import Capabilities, ToolRestriction
-from shell import (
+from turnfork.core import Capabilities, ToolRestriction
+from turnfork.shell import (
     ALL_CAPABILITIES,
     ForkProvider,
     Reply,

@@ -14,14 +14,14 @@ from _subagent_helpers import (
 )
 from msgspec import UNSET, Raw
 
-from core import (
+from turnfork.core import (
     STRUCTURED_OUTPUT_DESCRIPTION,
     STRUCTURED_OUTPUT_INSTRUCTION,
     ToolErrorInfo,
     ToolResultEvent,
     TurnCompleted,
 )
-from shell import Agent, Host, Reply
+from turnfork.shell import Agent, Host, Reply
 
 SCHEMA = Raw(b'{"type":"object","properties":{"answer":{"type":"string"},'
              b'"score":{"type":"integer"}},"required":["answer"]}')

@@ -13,7 +13,7 @@ from _subagent_helpers import (
 )
 from msgspec import UNSET
 
-from core import (
+from turnfork.core import (
     AgentOptions,
     CancelParent,
     CancelUser,
@@ -24,7 +24,7 @@ from core import (
     TurnCompleted,
     subagent_tool_schema,
 )
-from shell import (
+from turnfork.shell import (
     ForkProvider,
     Reply,
     ScriptedModel,

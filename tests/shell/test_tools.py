@@ -7,8 +7,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from core import ToolRestriction
-from shell import (
+from turnfork.core import ToolRestriction
+from turnfork.shell import (
     PromptSections,
     Tool,
     ToolContext,
