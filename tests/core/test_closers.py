@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from _budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from returns.result import Success
@@ -43,7 +44,7 @@ def _result_text(event: ToolResultEvent) -> str:
     return text.text
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(in_flight_logs(), st.sampled_from(REASONS))
 def test_closers_balance_every_in_flight_log(log: Log, reason: TurnEndReason) -> None:
     """check_balance(L + close_open_turn(...)) succeeds, ending with the given reason."""
@@ -59,7 +60,7 @@ def test_closers_balance_every_in_flight_log(log: Log, reason: TurnEndReason) ->
     assert [event.seq for event in closers] == list(range(len(log), len(log) + len(closers)))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(in_flight_logs(), st.sampled_from(REASONS))
 def test_every_pending_call_gets_the_texts_of_its_situation(log: Log,
                                                             reason: TurnEndReason) -> None:
@@ -86,7 +87,7 @@ def test_every_pending_call_gets_the_texts_of_its_situation(log: Log,
     assert any(isinstance(e, StepEndEvent) for e in closers) == (trace.open_step is not None)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(closed_logs())
 def test_a_closed_log_needs_no_closers(log: Log) -> None:
     """Nothing is open, so nothing is appended."""

@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from _budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec import UNSET
@@ -324,7 +325,7 @@ def test_absent_optional_keys_are_absent_on_encode() -> None:
                         "data": {"mode": "read-only"}}
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(session_logs())
 def test_generated_logs_encode_without_null(log: tuple[Event, ...]) -> None:
     """No encoded generated log holds a JSON null anywhere."""
@@ -332,7 +333,7 @@ def test_generated_logs_encode_without_null(log: tuple[Event, ...]) -> None:
         assert not _has_null(msgspec.json.decode(line))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=300))
 def test_decoding_arbitrary_bytes_never_raises(data: bytes) -> None:
     """Any input gives Success or a DecodeError, never an exception."""
@@ -352,7 +353,7 @@ _records = st.fixed_dictionaries(
               "ignorable": _json, "surfaceOp": _json})
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(_records, max_size=4))
 def test_decoding_arbitrary_records_never_raises(records: list[dict[str, Any]]) -> None:
     """Records of the right kinds with arbitrary fields give Success or a DecodeError."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from _budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,7 +21,7 @@ from turnfork.core.strategies import session_logs
 Log = tuple[Event, ...]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(session_logs(), st.data())
 def test_a_snapshot_continued_later_equals_a_full_walk(log: Log, data: st.DataObject) -> None:
     """history_snapshot(later, known=earlier) == model_history(later), replaces included."""
@@ -31,7 +32,7 @@ def test_a_snapshot_continued_later_equals_a_full_walk(log: Log, data: st.DataOb
     assert history_snapshot(later, earlier).node is later.surface
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(session_logs())
 def test_history_holds_surface_messages_in_log_order_without_empty_replies(log: Log) -> None:
     """Without replacements, the history is every surface message in order, minus empty

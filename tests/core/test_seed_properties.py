@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from _budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from returns.result import Success
@@ -26,7 +27,7 @@ from turnfork.core.strategies import (
 Log = tuple[Event, ...]
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(session_logs())
 def test_prefix_is_the_longest_balanced_prefix_ending_in_turn_end(log: Log) -> None:
     """P is a prefix of L, empty or ending in turn/end, balanced, and no longer one ends so."""
@@ -40,7 +41,7 @@ def test_prefix_is_the_longest_balanced_prefix_ending_in_turn_end(log: Log) -> N
     assert completed_turn_prefix(prefix) is prefix
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(session_logs(), st.data())
 def test_appending_events_without_turn_end_leaves_the_prefix_unchanged(
         log: Log, data: st.DataObject) -> None:
@@ -53,7 +54,7 @@ def test_appending_events_without_turn_end_leaves_the_prefix_unchanged(
     assert list(after) == list(before)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(in_flight_logs())
 def test_in_flight_logs_end_inside_an_open_turn(log: Log) -> None:
     """An in-flight log traces cleanly, is not closed, and its prefix stops before the turn."""
@@ -66,7 +67,7 @@ def test_in_flight_logs_end_inside_an_open_turn(log: Log) -> None:
     assert isinstance(log[trace.open_turn_seq], TurnStartEvent)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(closed_logs())
 def test_closed_logs_are_balanced(log: Log) -> None:
     """A closed log passes check_balance; its prefix drops only trailing between-turn events."""
@@ -76,7 +77,7 @@ def test_closed_logs_are_balanced(log: Log) -> None:
     assert not any(isinstance(e, TurnStartEvent) for e in log[len(prefix):])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(session_logs(), st.integers(0, 5))
 def test_renumber_follows_any_start(log: Log, first: int) -> None:
     """renumber changes seqs only."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from _budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -101,7 +102,7 @@ def test_generator_covers_every_shape() -> None:
     """Across a fixed-seed run, session_logs() shows every shape its docstring promises."""
     seen: Counter[str] = Counter()
 
-    @settings(max_examples=400, derandomize=True, database=None, deadline=None)
+    @settings(max_examples=examples(400), derandomize=True, database=None, deadline=None)
     @given(session_logs())
     def collect(log: Log) -> None:
         seen.update(_features(log))
@@ -114,7 +115,7 @@ def test_every_rule_gets_broken() -> None:
     """Across a fixed-seed run, broken_logs() breaks each rule the trace knows."""
     rules: Counter[str] = Counter()
 
-    @settings(max_examples=300, derandomize=True, database=None, deadline=None)
+    @settings(max_examples=examples(300), derandomize=True, database=None, deadline=None)
     @given(broken_logs())
     def collect(case: tuple[Log, int, str]) -> None:
         rules[case[2]] += 1
@@ -123,7 +124,7 @@ def test_every_rule_gets_broken() -> None:
     assert set(rules) == {"seq", "turn", "step", "enclosure", "pairing", "surface", "shape"}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(session_logs())
 def test_logs_are_numbered_and_timed_plausibly(log: Log) -> None:
     """seq == index; times are epoch milliseconds that never run backwards."""
@@ -133,7 +134,7 @@ def test_logs_are_numbered_and_timed_plausibly(log: Log) -> None:
     assert all(1_700_000_000_000 <= time < 1_900_000_000_000 for time in times)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.integers(0, 10_000).flatmap(
     lambda first: st.tuples(st.just(first), events_without_turn_end(first_seq=first))))
 def test_events_without_turn_end_hold_none(case: tuple[int, Log]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from _budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec import Raw
@@ -129,7 +130,7 @@ def instances(node: dict[str, Any]) -> st.SearchStrategy[Any]:
     return json_values
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(schema=schemas, data=st.data())
 def test_values_built_from_the_schema_are_accepted(schema: dict[str, Any],
                                                    data: st.DataObject) -> None:
@@ -140,7 +141,7 @@ def test_values_built_from_the_schema_are_accepted(schema: dict[str, Any],
     assert validate_structured_arguments(compiled, text) == Success(Raw(text.encode()))
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(schema=schemas, value=json_values)
 def test_msgspec_verdict_and_violation_list_agree(schema: dict[str, Any], value: Any) -> None:
     """Ensures arbitrary JSON is refused iff the walk finds violations, and never raises."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import msgspec
+from _budget import examples
 from hypothesis import given, settings
 from returns.result import Failure, Success
 
@@ -24,7 +25,7 @@ def _comparable(trace: Trace) -> tuple[dict[str, object], list[tuple[int, Event]
     return (fields, surface)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(session_logs())
 def test_generated_logs_trace_and_advance_agrees(log: Log) -> None:
     """trace_log accepts every generated log and equals advance folded one event at a time."""
@@ -38,7 +39,7 @@ def test_generated_logs_trace_and_advance_agrees(log: Log) -> None:
     assert whole.length == len(log)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(session_logs())
 def test_codec_round_trips_generated_logs(log: Log) -> None:
     """decode_log(encode_log(L)) == Success(L), with and without packed chunk rows."""
@@ -46,7 +47,7 @@ def test_codec_round_trips_generated_logs(log: Log) -> None:
     assert decode_log(encode_log(log, pack_chunks=True)) == Success(log)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(broken_logs())
 def test_broken_logs_fail_at_exactly_the_broken_seq(case: tuple[Log, int, str]) -> None:
     """A log with one defect is refused at the defect's seq, naming the broken rule."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pytest
+from _budget import examples
 from _runtime_helpers import (
     TEXT_SCHEMA,
     CountingTool,
@@ -123,7 +124,7 @@ def _filters(draw: DrawFn) -> ToolRestriction:
                            deny=UNSET if deny is None else deny)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tool_filter=_filters(),
        called=st.lists(st.sampled_from(CALLABLE_NAMES), min_size=1, max_size=6),
        kind=st.sampled_from(("fork", "spawn")))
@@ -492,7 +493,7 @@ def _parent_script(case: Inflight) -> tuple[list[Reply], Reply]:
     return script, hang
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=_inflight())
 def test_a_fork_child_never_receives_the_parents_inflight_turn(case: Inflight) -> None:
     """Fork at any await point of the parent's in-flight turn (before its first step,

@@ -37,6 +37,9 @@ from turnfork.core import (
 )
 from turnfork.shell import JsonlSessionStore, ManualClock, SessionRepairWarning
 
+#: The crash, fuzz and load families run after the README command (`.ci/run`), not in it.
+pytestmark = pytest.mark.slow
+
 WRITER = Path(__file__).with_name("_writer.py")
 REPO = Path(__file__).resolve().parents[2]
 RUNS_ENV = "TURNFORK_CRASH_RUNS"
@@ -279,7 +282,6 @@ def _run_count() -> int:
     return int(os.environ.get(RUNS_ENV) or CI_RUNS)
 
 
-@pytest.mark.slow
 def test_sigkill_at_random_points_never_loses_an_acknowledged_batch(tmp_path: Path) -> None:
     """Many writers killed mid-write (both compressions): reload keeps, repairs, is stable."""
     for name in TEMPLATES:  # the test's own copy of what the writer writes

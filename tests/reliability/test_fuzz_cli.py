@@ -32,6 +32,9 @@ from returns.result import Success
 from turnfork.core import check_balance
 from turnfork.shell.cli import main
 
+#: The crash, fuzz and load families run after the README command (`.ci/run`), not in it.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = "turnfork: error: "
 COMMANDS = (("check",), ("check", "--json"), ("seed",), ("seed", "-o", "{out}"),

@@ -4,6 +4,7 @@ item 1)."""
 
 from __future__ import annotations
 
+import pytest
 from _fuzzing import (
     BYTES,
     EVERY,
@@ -21,6 +22,9 @@ from _fuzzing import (
     fuzz_settings,
 )
 from hypothesis import given
+
+#: The crash, fuzz and load families run after the README command (`.ci/run`), not in it.
+pytestmark = pytest.mark.slow
 
 
 def _check(case: Corrupted) -> None:

@@ -35,6 +35,9 @@ from _runtime_helpers import (
 from turnfork.core import AgentOptions, ToolResultMessage, TurnEndEvent, UserMessage
 from turnfork.shell import Agent, Host, ModelRequest, Reply, ScriptedModel, SubagentRun
 
+#: The crash, fuzz and load families run after the README command (`.ci/run`), not in it.
+pytestmark = pytest.mark.slow
+
 LOAD_ENV = "TURNFORK_LOAD_CHILDREN"
 CI_CHILDREN = 200
 #: Memory a finished batch may leave behind, whatever its size (a leak of more than about
@@ -137,7 +140,6 @@ def _held() -> int:
     return sum(stat.size for stat in snapshot.statistics("filename"))
 
 
-@pytest.mark.slow
 def test_concurrent_fork_children_finish_and_memory_returns_to_baseline() -> None:
     """N fork children at once start, finish, are disposed; traced memory returns to the
     baseline (N = 200 in CI, TURNFORK_LOAD_CHILDREN for the full run)."""
