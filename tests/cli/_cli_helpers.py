@@ -36,7 +36,7 @@ class Run:
 
 def run_cli(*args: str | os.PathLike[str], cwd: Path = REPO, columns: int = 100,
             **env: str) -> Run:
-    """``python -m shell.cli ARGS`` in a child process with a clean colour environment."""
+    """``python -m turnfork ARGS`` in a child process with a clean colour environment."""
     child_env = {k: v for k, v in os.environ.items()
                  if k not in {"NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES", "TERM"}}
     child_env.update({"COLUMNS": str(columns), "PYTHONIOENCODING": "utf-8", **env})

@@ -32,7 +32,7 @@ from turnfork.core import (
 )
 from turnfork.shell import JsonlSessionStore, Reply, ScriptedModel
 from turnfork.shell.cli import main
-from turnfork.shell.demo import (
+from turnfork.shell.cli.demo import (
     DEMO_START_MS,
     PROJECT,
     USER_TURNS,

@@ -17,7 +17,7 @@ from _cli_helpers import (
     write_lines,
 )
 
-from turnfork.shell import cli as shell_cli
+from turnfork.shell.cli import app as shell_cli
 from turnfork.shell.cli import main
 
 GOOD = turn_lines(0, 1, "c1")

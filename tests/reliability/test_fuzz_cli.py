@@ -224,7 +224,7 @@ SUBPROCESS_CASES = {
 @pytest.mark.parametrize("name", sorted(SUBPROCESS_CASES))
 def test_real_process_prints_one_line_and_exits_2(
         name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``python -m shell.cli check`` exits 2 with the same single line as in-process."""
+    """``python -m turnfork check`` exits 2 with the same single line as in-process."""
     data, expected = SUBPROCESS_CASES[name]
     path = tmp_path / name
     path.write_bytes(data)

@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.text import Text
 from rich.tree import Tree
 
-from ..core import (
+from ...core import (
     ApprovalPolicyEvent,
     AssistantChunkEvent,
     AssistantMessageEvent,
@@ -68,7 +68,8 @@ from ..core import (
     Violation,
     event_type,
 )
-from .logfile import Assessment, LoadedLog
+from ..logfile import LoadedLog
+from .assess import Assessment
 
 __all__ = [
     "Item",

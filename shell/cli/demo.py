@@ -21,7 +21,7 @@ same. With a real model (``model=``) both roles use it, with the system clock an
 
 :func:`run_demo` runs the scenario and returns a :class:`DemoResult` (both logs, the fork
 records, the checks); :func:`demo_summary` is its JSON form. Drawing it is
-:mod:`shell.demo_render`'s job.
+:mod:`shell.cli.demo_render`'s job.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Any
 import msgspec
 from returns.result import Failure
 
-from ..core import (
+from ...core import (
     AgentOptions,
     AssistantMessageEvent,
     ContentBlock,
@@ -60,16 +60,16 @@ from ..core import (
     final_assistant_output,
     output_text,
 )
-from .agent import Agent, AgentLoopError
-from .clock import Clock, CountingIds, IdFactory, ManualClock
-from .host import Host
-from .jsonl_store import JsonlSessionStore
-from .models.base import Model, ModelRequest
-from .models.scripted import Reply, ScriptedModel, ScriptEntry
-from .subagent_driver import ForkProvider
-from .subagent_run import SubagentEnd, SubagentEvent, SubagentStart
-from .subagent_tool import SubagentTool
-from .tools import DEFAULT_SECTION_ORDER, Tool, ToolContext, ToolError
+from ..agent import Agent, AgentLoopError
+from ..clock import Clock, CountingIds, IdFactory, ManualClock
+from ..host import Host
+from ..jsonl_store import JsonlSessionStore
+from ..models.base import Model, ModelRequest
+from ..models.scripted import Reply, ScriptedModel, ScriptEntry
+from ..subagent_driver import ForkProvider
+from ..subagent_run import SubagentEnd, SubagentEvent, SubagentStart
+from ..subagent_tool import SubagentTool
+from ..tools import DEFAULT_SECTION_ORDER, Tool, ToolContext, ToolError
 
 __all__ = [
     "PROJECT",

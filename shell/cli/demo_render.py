@@ -1,6 +1,6 @@
-"""The picture ``turnfork demo`` draws from a :class:`~shell.demo.DemoResult`.
+"""The picture ``turnfork demo`` draws from a :class:`~shell.cli.demo.DemoResult`.
 
-Built from ``turnfork show``'s outline (:mod:`shell.render`), so the two pictures agree:
+Built from ``turnfork show``'s outline (:mod:`shell.cli.render`), so the two pictures agree:
 
 1. the parent's turns as trees, with the completed-turn cut drawn where the first fork
    happened (the fork point) and a line under the ``subagent`` call saying where the child ran;
@@ -21,9 +21,10 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from ..core import Event, SessionHeader, TurnEndEvent
+from ...core import Event, SessionHeader, TurnEndEvent
+from ..logfile import LoadedLog
+from .assess import assess
 from .demo import PROJECT, DemoResult, ForkRecord
-from .logfile import LoadedLog, assess
 from .render import Item, Outline, StepNode, TurnNode, build_outline, render_outline
 
 __all__ = ["render_demo", "fork_point_words"]
@@ -61,7 +62,7 @@ def _items(entries: list[TurnNode | Item] | list[Item | StepNode] | list[Item],
 def fork_point_words(result: DemoResult, fork: ForkRecord) -> str:
     """The fork point in one sentence: what the child was seeded with and what was left out.
 
-    >>> from turnfork.shell.demo import run_demo
+    >>> from turnfork.shell.cli.demo import run_demo
     >>> result = run_demo()
     >>> fork_point_words(result, result.forks[0])[:60]
     'fork point: child demo-16 is seeded with the 72 events above'

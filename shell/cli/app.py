@@ -25,9 +25,10 @@ from typing import Any
 import msgspec
 from returns.result import Failure
 
-from .. import __version__
-from ..core import Violation, check_balance, completed_turn_prefix, encode_log
-from .logfile import Assessment, LoadedLog, LogReadError, Tail, assess, read_log
+from ... import __version__
+from ...core import Violation, check_balance, completed_turn_prefix, encode_log
+from ..logfile import LoadedLog, LogReadError, read_log
+from .assess import Assessment, Tail, assess
 
 __all__ = [
     "EXIT_OK",
@@ -431,15 +432,15 @@ def _demo_provider(base_url: str) -> str:
 def _run_demo(args: argparse.Namespace) -> int:
     import asyncio  # noqa: PLC0415 - only the demo runs an event loop
 
-    from .demo import DEFAULT_TURN_TIMEOUT, DemoResult, demo_summary, run_demo_async  # noqa: PLC0415
-    from .jsonl_store import JsonlSessionStore  # noqa: PLC0415
-    from .models.openai_chat import (  # noqa: PLC0415
+    from ..jsonl_store import JsonlSessionStore  # noqa: PLC0415
+    from ..models.openai_chat import (  # noqa: PLC0415
         DEEPSEEK_BASE_URL,
         credential_env_var,
         has_credentials,
     )
+    from ..store import SessionExistsError  # noqa: PLC0415
+    from .demo import DEFAULT_TURN_TIMEOUT, DemoResult, demo_summary, run_demo_async  # noqa: PLC0415
     from .render import make_console  # noqa: PLC0415 - rich
-    from .store import SessionExistsError  # noqa: PLC0415
 
     if args.base_url is not None and args.model is None:
         _error("demo --base-url needs --model NAME (the embedded demo calls no endpoint)")
@@ -457,7 +458,7 @@ def _run_demo(args: argparse.Namespace) -> int:
                    f"{credential_env_var(base_url)} (or run `turnfork demo` without --model "
                    "for the embedded scripted models)")
             return EXIT_UNREADABLE
-        from .models.openai_chat import OpenAIChatModel  # noqa: PLC0415 - optional extra
+        from ..models.openai_chat import OpenAIChatModel  # noqa: PLC0415 - optional extra
 
         provider = _demo_provider(base_url)
         try:
