@@ -6,6 +6,21 @@ It goes through the official ``openai`` SDK, an optional extra (``turnfork[opena
 is imported when a model is constructed, so importing this module (for
 :func:`has_credentials`, say) does not need it.
 
+Credentials:
+
+* an explicit non-empty ``api_key`` is sent as ``Authorization: Bearer <key>``, to any host;
+* ``api_key=""`` means *no key*: no ``Authorization`` header is sent, to any host;
+* no ``api_key``: a loopback endpoint (``localhost``, ``*.localhost``, ``127.0.0.0/8``,
+  ``::1`` — Ollama, llama.cpp, vLLM on this machine) gets no key and no environment variable
+  is read for it; any other endpoint gets the key from :func:`credential_env_var`, and
+  :class:`MissingCredentialError` names that variable when it is unset.
+
+Without a key the SDK (which refuses to be built without one) is given the placeholder
+:data:`KEYLESS_PLACEHOLDER`, and every request removes the ``Authorization`` header the SDK
+would build from it: the placeholder never leaves the process. Endpoints that are not
+OpenAI's never get the ``OpenAI-Organization`` / ``OpenAI-Project`` headers the SDK would
+fill from ``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID``.
+
 History → chat messages:
 
 * the system prompt → ``{"role": "system"}``;
@@ -15,25 +30,48 @@ History → chat messages:
   reasoning blocks are not sent back;
 * a tool result → ``{"role": "tool", "tool_call_id": …}`` with the result's text.
 
-Stream → DSH stream chunks: blocks are numbered in first-seen order (reasoning, text, each
-tool call), ``block-start`` when a block first appears, deltas as they stream, every
-``block-end`` (with the assembled block) once the provider's stream is over, then ``usage``,
-then one ``finish``. A provider failure (HTTP status, network, timeout, an error event
-mid-stream) ends the stream with ``finish`` ``error`` carrying an ``LlmFailure``; chunks
-already streamed stay streamed and no block-ends follow. Cancellation propagates and closes
-the HTTP response.
+Text that cannot be sent as UTF-8 (a lone surrogate a provider streamed earlier) is sent with
+each lone surrogate replaced by U+FFFD; a surrogate pair split across deltas is joined.
+
+Stream → DSH stream chunks: the response body is read as server-sent events by this module,
+bounded: the whole body by ``max_response_bytes``, any one event (or line) by
+``max_event_bytes``. Blocks are numbered in first-seen order (reasoning, text, each tool
+call), ``block-start`` when a block first appears, deltas as they stream, every ``block-end``
+(with the assembled block) once the provider sent ``data: [DONE]``, then ``usage``, then one
+``finish``. A provider failure ends the stream with ``finish`` ``error`` carrying an
+``LlmFailure``; chunks already streamed stay streamed and no block-ends follow:
+
+* HTTP status → its code (``AUTH``, ``RATE_LIMIT``, ``CONTEXT_WINDOW_EXCEEDED``, …);
+* connection refused or broken → ``NETWORK``; no byte within ``timeout`` → ``TIMEOUT``;
+* a stream that ends before ``data: [DONE]`` — even after a finish reason, since the usage
+  the request asks for follows it — → ``NETWORK``, DSH's text ``SSE stream ended without
+  [DONE]``: a truncated answer is never taken for a complete one;
+* more than ``max_response_bytes`` / ``max_event_bytes`` → ``RESPONSE_TOO_LARGE``;
+* an event that is not JSON or not a chat-completion chunk (wrong types, negative or
+  > 2^53 token counts) → ``MALFORMED_RESPONSE``, ``malformed SSE payload: …`` as DSH says;
+* an ``error`` object inside the stream → its code, as for an HTTP status.
+
+Usage: DSH's counts are disjoint, so ``input_tokens`` is ``prompt_tokens`` less the cached
+input (``prompt_tokens_details.cached_tokens`` — OpenAI, newer DeepSeek — else DeepSeek's
+``prompt_cache_hit_tokens``; DeepSeek's ``prompt_tokens`` is hit + miss) and less
+``prompt_tokens_details.cache_write_tokens``; the cached input is ``cache_read_tokens``
+(``cacheReadTokens`` on the wire). Cancellation propagates and closes the HTTP response.
 """
 
 from __future__ import annotations
 
 import email.utils
+import ipaddress
+import json
 import math
 import os
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 from urllib.parse import urlsplit
 
 import msgspec
@@ -71,23 +109,36 @@ from .base import ModelRequest
 if TYPE_CHECKING:
     import openai
     from openai.types.chat import (
-        ChatCompletionChunk,
         ChatCompletionMessageParam,
         ChatCompletionMessageToolCallParam,
         ChatCompletionToolParam,
     )
-    from openai.types.completion_usage import CompletionUsage
 
 __all__ = [
     "DEEPSEEK_BASE_URL",
+    "DEFAULT_MAX_EVENT_BYTES",
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "KEYLESS_PLACEHOLDER",
     "MissingCredentialError",
     "OpenAIChatModel",
     "credential_env_var",
     "has_credentials",
+    "is_local_endpoint",
 ]
 
 DEEPSEEK_BASE_URL: Final = "https://api.deepseek.com"
+#: The whole streamed body of one response. A 256k-token answer streamed one token per
+#: event is about 64 MiB of SSE; four times that is still a bound.
+DEFAULT_MAX_RESPONSE_BYTES: Final = 256 * 1024 * 1024
+#: One server-sent event (or one line of it): a whole tool call's arguments may come at once.
+DEFAULT_MAX_EVENT_BYTES: Final = 16 * 1024 * 1024
+#: What the SDK is built with when no key is sent; it never reaches the wire.
+KEYLESS_PLACEHOLDER: Final = "turnfork-keyless-placeholder-never-sent"
+
 _IMAGE_PLACEHOLDER: Final = "[image omitted]"
+_TRUNCATED: Final = "SSE stream ended without [DONE]"
+_MAX_SAFE_INT: Final = 2**53 - 1
+_DRAIN_BYTES: Final = 64 * 1024
 
 
 class MissingCredentialError(RuntimeError):
@@ -97,9 +148,36 @@ class MissingCredentialError(RuntimeError):
 
     def __init__(self, env_var: str, base_url: str) -> None:
         super().__init__(
-            f"no API key for {base_url}: set {env_var} or pass api_key=… to OpenAIChatModel")
+            f"no API key for {base_url}: set {env_var} or pass api_key=… to OpenAIChatModel "
+            "(api_key=\"\" for a server that needs none)")
         self.env_var = env_var
         self.base_url = base_url
+
+
+def _host(base_url: str) -> str:
+    return (urlsplit(base_url).hostname or "").lower()
+
+
+def _is_openai(base_url: str) -> bool:
+    host = _host(base_url)
+    return host == "openai.com" or host.endswith(".openai.com")
+
+
+def is_local_endpoint(base_url: str) -> bool:
+    """Whether ``base_url`` is on this machine's loopback interface (then no key is needed).
+
+    >>> is_local_endpoint("http://127.0.0.1:11434/v1"), is_local_endpoint("http://localhost:8080/v1")
+    (True, True)
+    >>> is_local_endpoint("http://[::1]:8000/v1"), is_local_endpoint("https://api.deepseek.com")
+    (True, False)
+    """
+    host = _host(base_url)
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def credential_env_var(base_url: str) -> str:
@@ -110,31 +188,33 @@ def credential_env_var(base_url: str) -> str:
     >>> credential_env_var("https://api.deepseek.com")
     'DEEPSEEK_API_KEY'
     """
-    host = (urlsplit(base_url).hostname or "").lower()
-    if host == "openai.com" or host.endswith(".openai.com"):
-        return "OPENAI_API_KEY"
-    return "DEEPSEEK_API_KEY"
+    return "OPENAI_API_KEY" if _is_openai(base_url) else "DEEPSEEK_API_KEY"
 
 
 def _resolve_key(base_url: str, api_key: str | None, environ: Mapping[str, str]) -> str | None:
-    if api_key:
+    """The key to send (``""``: none), or ``None`` when one is needed and missing."""
+    if api_key is not None:
         return api_key
+    if is_local_endpoint(base_url):
+        return ""
     return environ.get(credential_env_var(base_url)) or None
 
 
 def has_credentials(base_url: str = DEEPSEEK_BASE_URL, *, api_key: str | None = None,
                     environ: Mapping[str, str] | None = None) -> bool:
-    """Whether an :class:`OpenAIChatModel` for ``base_url`` would find a key.
+    """Whether an :class:`OpenAIChatModel` for ``base_url`` can be built (a key, or none needed).
 
     Args:
-        base_url: The endpoint; it decides which environment variable is read.
-        api_key: An explicit key, which always counts.
+        base_url: The endpoint; it decides which environment variable is read, if any.
+        api_key: An explicit key (``""``: none), which always counts.
         environ: The environment to read (default ``os.environ``).
 
     >>> has_credentials(environ={"DEEPSEEK_API_KEY": "sk-1"})
     True
     >>> has_credentials("https://api.openai.com/v1", environ={"DEEPSEEK_API_KEY": "sk-1"})
     False
+    >>> has_credentials("http://127.0.0.1:11434/v1", environ={})
+    True
     """
     return _resolve_key(base_url, api_key, os.environ if environ is None else environ) is not None
 
@@ -149,28 +229,46 @@ class OpenAIChatModel:
     Args:
         model: Default model name.
         base_url: Endpoint root (``…/v1`` for OpenAI and most local servers).
-        api_key: The key; default ``DEEPSEEK_API_KEY``, or ``OPENAI_API_KEY`` for OpenAI's URL.
+        api_key: The key; ``""`` sends none; default: none for a loopback ``base_url``,
+            else ``DEEPSEEK_API_KEY``, or ``OPENAI_API_KEY`` for OpenAI's URL.
         provider_name: The provider name this model is registered under.
         max_retries: SDK-level retries (0: the agent loop decides about retries).
         timeout: Seconds for connecting and for each read.
         client: A ready ``openai.AsyncOpenAI``; then ``base_url``/``api_key`` are not used and
             :meth:`aclose` leaves the client open.
+        max_response_bytes: Cap on one response's streamed body.
+        max_event_bytes: Cap on one server-sent event (and on one line of it).
+
+    Attributes:
+        sends_key: Whether requests carry an ``Authorization`` header built from a key
+            (always ``True`` for a given ``client``, which decides that itself).
 
     Raises:
         MissingCredentialError: No client, no key, and the key's variable is unset.
         ImportError: The ``openai`` package is not installed.
+        ValueError: A cap that is not a positive number of bytes.
     """
 
     def __init__(self, model: str = "deepseek-chat", *, base_url: str = DEEPSEEK_BASE_URL,
                  api_key: str | None = None, provider_name: str = "deepseek",
                  max_retries: int = 0, timeout: float = 60.0,
-                 client: openai.AsyncOpenAI | None = None) -> None:
+                 client: openai.AsyncOpenAI | None = None,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        for name, value in (("max_response_bytes", max_response_bytes),
+                            ("max_event_bytes", max_event_bytes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive number of bytes, not {value!r}")
         self.model = model
         self.provider_name = provider_name
         self.base_url = base_url
+        self.max_response_bytes = max_response_bytes
+        self.max_event_bytes = max_event_bytes
+        self.sends_key = True
         if client is not None:
             self._client = client
             self._owns_client = False
+            self._headers: dict[str, Any] = {}
             return
         key = _resolve_key(base_url, api_key, os.environ)
         if key is None:
@@ -181,7 +279,17 @@ class OpenAIChatModel:
             raise ImportError(
                 "OpenAIChatModel needs the openai package: pip install 'turnfork[openai]'"
             ) from err
-        self._client = openai.AsyncOpenAI(api_key=key, base_url=base_url,
+        self.sends_key = bool(key)
+        # A compressed event stream could inflate many-fold inside one read, before the caps
+        # see it; asking for none keeps what is counted what arrived.
+        headers: dict[str, Any] = {"Accept-Encoding": "identity"}
+        if not self.sends_key:
+            headers["Authorization"] = openai.Omit()
+        if not _is_openai(base_url):
+            headers["OpenAI-Organization"] = openai.Omit()
+            headers["OpenAI-Project"] = openai.Omit()
+        self._headers = headers
+        self._client = openai.AsyncOpenAI(api_key=key or KEYLESS_PLACEHOLDER, base_url=base_url,
                                           max_retries=max_retries, timeout=timeout)
         self._owns_client = True
 
@@ -206,43 +314,90 @@ class OpenAIChatModel:
         if config.temperature is not UNSET:
             options["temperature"] = config.temperature
         if config.stop is not UNSET:
-            options["stop"] = list(config.stop)
+            options["stop"] = [_sendable(s) for s in config.stop]
         tools = _chat_tools(request.tools)
         if tools:
             options["tools"] = tools
+        if self._headers:
+            options["extra_headers"] = self._headers
         messages = _chat_messages(request.system, request.messages)
-        try:
-            stream = await self._client.chat.completions.create(
-                model=config.model or self.model,
-                messages=messages,
-                stream=True,
-                stream_options={"include_usage": True},
-                **options,
-            )
-        except Exception as err:  # the SDK's errors, httpx's, a bad body: all provider-side
-            yield FinishChunk(reason=FinishError(failure=_failure(err)))
-            return
+        async with AsyncExitStack() as stack:
+            try:
+                response = await stack.enter_async_context(
+                    self._client.chat.completions.with_streaming_response.create(
+                        model=config.model or self.model,
+                        messages=messages,
+                        stream=True,
+                        stream_options={"include_usage": True},
+                        **options,
+                    ))
+            except Exception as err:  # the SDK's errors, httpx's, a bad body: all provider-side
+                yield FinishChunk(reason=FinishError(failure=_failure(err)))
+                return
+            async for out in self._translate(response.http_response):
+                yield out
+
+    async def _translate(self, http_response: Any) -> AsyncIterator[StreamChunk]:
+        request_id = http_response.headers.get("x-request-id") or None
+        events = _EventReader(self.max_response_bytes, self.max_event_bytes)
         assembler = _Assembler()
+        body = http_response.aiter_bytes()
+        failure: LlmFailure | None = None
+        done = False
         try:
-            iterator = stream.__aiter__()
-            while True:
-                try:
-                    chunk = await iterator.__anext__()
-                except StopAsyncIteration:
+            async for data in body:
+                for payload in events.feed(data):
+                    if payload.startswith("[DONE]"):
+                        done = True
+                        break
+                    chunk = _decode_chunk(payload, request_id)
+                    if isinstance(chunk, LlmFailure):
+                        failure = chunk
+                        break
+                    for out in assembler.feed(chunk):
+                        yield out
+                if done or failure is not None:
                     break
-                except Exception as err:
-                    request_id = stream.response.headers.get("x-request-id")
-                    yield FinishChunk(reason=FinishError(failure=_failure(err, request_id)))
-                    return
-                for out in assembler.feed(chunk):
-                    yield out
-        finally:
-            await stream.close()
+        except _TooLarge as err:
+            failure = LlmFailure(message=str(err), code="RESPONSE_TOO_LARGE",
+                                 request_id=request_id or UNSET)
+        except Exception as err:  # the body broke off: the transport's errors
+            failure = _read_failure(err, http_response, request_id)
+        if failure is None and not done:
+            failure = LlmFailure(message=_TRUNCATED, code="NETWORK",
+                                 request_id=request_id or UNSET)
+        if failure is not None:
+            yield FinishChunk(reason=FinishError(failure=failure))
+            return
+        await _drain(body)
         for out in assembler.finish():
             yield out
 
 
+async def _drain(body: AsyncIterator[bytes]) -> None:
+    """Read the little that follows ``[DONE]`` so an HTTP/1.1 connection can be reused."""
+    drained = 0
+    try:
+        async for data in body:
+            drained += len(data)
+            if drained > _DRAIN_BYTES:
+                return
+    except Exception:  # the answer is complete; the connection just closes
+        pass
+
+
 # --------------------------------------------------------------------------- request mapping
+
+
+def _sendable(text: str) -> str:
+    """``text`` as UTF-8 can carry it: lone surrogates → U+FFFD, split pairs joined."""
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def _text_of(blocks: tuple[ContentBlock, ...]) -> str:
@@ -252,20 +407,21 @@ def _text_of(blocks: tuple[ContentBlock, ...]) -> str:
             parts.append(block.text)
         elif isinstance(block, ImageBlock):
             parts.append(_IMAGE_PLACEHOLDER)
-    return "\n\n".join(parts)
+    return _sendable("\n\n".join(parts))
 
 
 def _chat_messages(system: str | None,
                    history: tuple[Message, ...]) -> list[ChatCompletionMessageParam]:
     messages: list[ChatCompletionMessageParam] = []
     if system:
-        messages.append({"role": "system", "content": system})
+        messages.append({"role": "system", "content": _sendable(system)})
     for message in history:
         if isinstance(message, AssistantMessage):
-            text = "\n\n".join(b.text for b in message.content if isinstance(b, TextBlock))
+            text = _sendable("\n\n".join(b.text for b in message.content
+                                         if isinstance(b, TextBlock)))
             calls: list[ChatCompletionMessageToolCallParam] = [
                 {"id": b.id, "type": "function",
-                 "function": {"name": b.name, "arguments": b.arguments}}
+                 "function": {"name": _sendable(b.name), "arguments": _sendable(b.arguments)}}
                 for b in message.content if isinstance(b, ToolCallBlock)
             ]
             if calls:
@@ -292,7 +448,153 @@ def _chat_tools(schemas: tuple[ToolSchema, ...]) -> list[ChatCompletionToolParam
     ]
 
 
+# --------------------------------------------------------------------------- event framing
+
+
+class _TooLarge(Exception):
+    """The response broke one of the caps."""
+
+
+class _EventReader:
+    """Server-sent events, framed as the spec says, within byte caps.
+
+    Memory stays within ``max_event_bytes`` plus one network read: a line is buffered only up
+    to the cap, and the whole body is counted as it arrives. An event's fields other than
+    ``data`` are not needed and are skipped; an event still open at EOF is dropped (the
+    caller sees no ``[DONE]``).
+    """
+
+    __slots__ = ("_data", "_event_bytes", "_line", "_max_event", "_max_total", "_started",
+                 "_total")
+
+    def __init__(self, max_total: int, max_event: int) -> None:
+        self._max_total = max_total
+        self._max_event = max_event
+        self._total = 0
+        self._line = bytearray()
+        self._data: list[bytes] = []
+        self._event_bytes = 0
+        self._started = False
+
+    def feed(self, data: bytes) -> list[str]:
+        """The ``data`` of every event ``data`` completes."""
+        self._total += len(data)
+        if self._total > self._max_total:
+            raise _TooLarge(f"the provider's response exceeded {self._max_total} bytes "
+                            "(max_response_bytes)")
+        if b"\n" not in data and b"\r" not in data:  # the common case of a long line
+            self._line += data
+            self._check_event()
+            return []
+        lines = (bytes(self._line) + data).splitlines(keepends=True)
+        last = lines[-1]
+        # Unterminated, or ending in a \r that a \n may follow in the next read: keep it.
+        pending = b""
+        if not last.endswith(b"\n"):
+            pending = lines.pop()
+        out: list[str] = []
+        for line in lines:
+            self._field(line.rstrip(b"\r\n"), out)
+        self._line = bytearray(pending)
+        self._check_event()
+        return out
+
+    def _check_event(self) -> None:
+        if self._event_bytes + len(self._line) > self._max_event:
+            raise _TooLarge(f"an event in the provider's response exceeded {self._max_event} "
+                            "bytes (max_event_bytes)")
+
+    def _field(self, line: bytes, out: list[str]) -> None:
+        if not self._started:
+            self._started = True
+            line = line.removeprefix(b"\xef\xbb\xbf")
+        if not line:
+            if self._data:
+                out.append(b"\n".join(self._data).decode("utf-8", "replace"))
+            self._data = []
+            self._event_bytes = 0
+            return
+        self._event_bytes += len(line) + 1
+        self._check_event()
+        name, _, value = line.partition(b":")
+        if name == b"data":
+            self._data.append(value.removeprefix(b" "))
+
+
 # --------------------------------------------------------------------------- stream mapping
+
+_Count = Annotated[int, msgspec.Meta(ge=0, le=_MAX_SAFE_INT)]
+
+
+class _WireFunction(msgspec.Struct, frozen=True):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _WireToolCall(msgspec.Struct, frozen=True):
+    index: int = 0
+    id: str | None = None
+    function: _WireFunction | None = None
+
+
+class _WireDelta(msgspec.Struct, frozen=True):
+    content: str | None = None
+    refusal: str | None = None
+    reasoning_content: str | None = None
+    #: vLLM, Ollama and OpenRouter name the reasoning text this way.
+    reasoning: str | None = None
+    tool_calls: list[_WireToolCall] | None = None
+
+
+class _WireChoice(msgspec.Struct, frozen=True):
+    index: int = 0
+    delta: _WireDelta | None = None
+    finish_reason: str | None = None
+
+
+class _WirePromptDetails(msgspec.Struct, frozen=True):
+    cached_tokens: _Count | None = None
+    cache_write_tokens: _Count | None = None
+
+
+class _WireCompletionDetails(msgspec.Struct, frozen=True):
+    reasoning_tokens: _Count | None = None
+
+
+class _WireUsage(msgspec.Struct, frozen=True):
+    prompt_tokens: _Count = 0
+    completion_tokens: _Count = 0
+    prompt_cache_hit_tokens: _Count | None = None
+    prompt_cache_miss_tokens: _Count | None = None
+    prompt_tokens_details: _WirePromptDetails | None = None
+    completion_tokens_details: _WireCompletionDetails | None = None
+
+
+class _WireChunk(msgspec.Struct, frozen=True):
+    choices: list[_WireChoice] | None = None
+    usage: _WireUsage | None = None
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _decode_chunk(payload: str, request_id: str | None) -> _WireChunk | LlmFailure:
+    """One event's JSON as a chunk, or the failure it reports or is."""
+    try:
+        # The standard parser keeps a lone surrogate escape (``"\\ud83d"``) as text; the
+        # provider's text is passed on as it came.
+        value = json.loads(payload, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):
+        return LlmFailure(message=f"malformed SSE payload: {payload[:120]}",
+                          code="MALFORMED_RESPONSE", request_id=request_id or UNSET)
+    if isinstance(value, dict) and value.get("error"):
+        return _stream_error(value["error"], request_id)
+    try:
+        return msgspec.convert(value, _WireChunk)
+    except msgspec.ValidationError as err:
+        return LlmFailure(message=f"malformed SSE payload ({err}): {payload[:120]}",
+                          code="MALFORMED_RESPONSE", request_id=request_id or UNSET)
 
 
 class _ToolCall:
@@ -306,7 +608,7 @@ class _ToolCall:
 
 
 class _Assembler:
-    """Turns ``ChatCompletionChunk``s into DSH stream chunks and assembles the blocks."""
+    """Turns wire chunks into DSH stream chunks and assembles the blocks."""
 
     def __init__(self) -> None:
         self._count = 0
@@ -323,16 +625,16 @@ class _Assembler:
         self._count += 1
         return index
 
-    def feed(self, chunk: ChatCompletionChunk) -> list[StreamChunk]:
+    def feed(self, chunk: _WireChunk) -> list[StreamChunk]:
         out: list[StreamChunk] = []
         if chunk.usage is not None:
             self._usage = _token_usage(chunk.usage)
-        for choice in chunk.choices:
+        for choice in chunk.choices or ():
             if choice.index != 0:
                 continue
-            delta = choice.delta
-            reasoning = getattr(delta, "reasoning_content", None)
-            if isinstance(reasoning, str) and reasoning:
+            delta = choice.delta or _NO_DELTA
+            reasoning = delta.reasoning_content or delta.reasoning
+            if reasoning:
                 if self._reasoning is None:
                     self._reasoning = (self._open(), [])
                     out.append(BlockStart(index=self._reasoning[0], block_type="reasoning"))
@@ -411,31 +713,28 @@ class _Assembler:
                     message=f"unknown finish reason {other!r}", code="UNKNOWN"))
 
 
+_NO_DELTA: Final = _WireDelta()
+
+
 def _first(pair: tuple[int, ContentBlock]) -> int:
     return pair[0]
 
 
-def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and value >= 0 else None
-
-
-def _token_usage(usage: CompletionUsage) -> TokenUsage:
-    """OpenAI usage → DSH usage: ``input_tokens`` excludes cached input (counts are disjoint).
+def _token_usage(usage: _WireUsage) -> TokenUsage:
+    """Provider usage → DSH usage: ``input_tokens`` excludes cached input (counts are disjoint).
 
     Cached input is ``prompt_tokens_details.cached_tokens`` (OpenAI, newer DeepSeek) or
-    ``prompt_cache_hit_tokens`` (DeepSeek).
+    ``prompt_cache_hit_tokens`` (DeepSeek), as DSH's adapter reads it.
     """
-    prompt = usage.prompt_tokens
     details = usage.prompt_tokens_details
-    cached = _count(details.cached_tokens) if details is not None else None
+    cached = details.cached_tokens if details is not None else None
     if cached is None:
-        cached = _count(getattr(usage, "prompt_cache_hit_tokens", None))
-    written = _count(details.cache_write_tokens) if details is not None else None
+        cached = usage.prompt_cache_hit_tokens
+    written = details.cache_write_tokens if details is not None else None
     completion_details = usage.completion_tokens_details
-    reasoning = (_count(completion_details.reasoning_tokens)
-                 if completion_details is not None else None)
+    reasoning = completion_details.reasoning_tokens if completion_details is not None else None
     return TokenUsage(
-        input_tokens=max(prompt - (cached or 0) - (written or 0), 0),
+        input_tokens=max(usage.prompt_tokens - (cached or 0) - (written or 0), 0),
         output_tokens=usage.completion_tokens,
         cache_read_tokens=UNSET if cached is None else cached,
         cache_write_tokens=UNSET if written is None else written,
@@ -500,6 +799,38 @@ def _retry_after_ms(headers: Mapping[str, str]) -> float | None:
     return seconds * 1000 if math.isfinite(seconds) and seconds >= 0 else None
 
 
+def _stream_error(error: object, request_id: str | None) -> LlmFailure:
+    """An ``{"error": …}`` event inside the stream, mapped as the SDK reads one."""
+    fields = error if isinstance(error, dict) else {}
+    message = fields.get("message")
+    if not isinstance(message, str) or not message:
+        message = "An error occurred during streaming"
+    code = fields.get("code")
+    return LlmFailure(message=message,
+                      code=_failure_code(None, code if isinstance(code, str) else None, message),
+                      request_id=request_id or UNSET)
+
+
+def _read_failure(err: Exception, http_response: Any, request_id: str | None) -> LlmFailure:
+    """A failure while the body streamed: the HTTP library's timeout or transport errors.
+
+    The library is the response's own (``httpx`` for the SDK's 1.x line, ``httpx2`` later), so
+    its error classes are taken from there.
+    """
+    library = sys.modules.get(type(http_response).__module__.partition(".")[0])
+    timeouts = getattr(library, "TimeoutException", TimeoutError)
+    transport = getattr(library, "TransportError", OSError)
+    detail = str(err) or type(err).__name__
+    if isinstance(err, timeouts | TimeoutError):
+        return LlmFailure(message=f"the provider stopped sending: {detail}", code="TIMEOUT",
+                          request_id=request_id or UNSET)
+    if isinstance(err, transport | OSError) or type(err).__name__ == "EndOfStream":
+        return LlmFailure(message=f"the connection broke mid-response: {detail}",
+                          code="NETWORK", request_id=request_id or UNSET)
+    return LlmFailure(message=f"{type(err).__name__}: {detail}", code="UNKNOWN",
+                      request_id=request_id or UNSET)
+
+
 def _failure(err: Exception, request_id: str | None = None) -> LlmFailure:
     import openai  # noqa: PLC0415 - loaded already: a model exists
 
@@ -520,9 +851,8 @@ def _failure(err: Exception, request_id: str | None = None) -> LlmFailure:
             message=message, code=_failure_code(status, err.code, message), status=status,
             provider_retry_after_ms=UNSET if retry_after is None else retry_after,
             request_id=request_id if request_id else UNSET)
-    if isinstance(err, openai.APIError):  # an error event inside the stream
+    if isinstance(err, openai.APIError):
         return LlmFailure(message=message, code=_failure_code(None, err.code, message),
                           request_id=request_id if request_id else UNSET)
     return LlmFailure(message=f"{type(err).__name__}: {message}", code="UNKNOWN",
                       request_id=request_id if request_id else UNSET)
-

@@ -3,8 +3,12 @@
 Minimal HTTP/1.1 over ``asyncio.start_server`` on 127.0.0.1 with an ephemeral port: one request
 per connection, each answered by the next :class:`Reply` of the script, either a JSON error
 body or a ``text/event-stream`` of ``data: {...}`` events in a chunked body. It records every
-request it got (path, headers, decoded JSON body). A reply can end normally, drop the
-connection mid-body (no terminating chunk), or hang until the client goes away.
+request it got (path, headers, raw and decoded JSON body). A reply can end normally, end the
+body cleanly without ``[DONE]``, drop the connection mid-body (no terminating chunk), flood
+the client with bytes, or hang until the client goes away.
+
+With ``prefix_cache=True`` the server does a provider's prompt-cache accounting and appends a
+usage-only chunk to every streamed reply (see :func:`prompt_bytes`, :func:`cached_tokens`).
 """
 
 from __future__ import annotations
@@ -12,12 +16,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any, Literal
 
-__all__ = ["FakeOpenAI", "Recorded", "Reply", "chunk", "usage_chunk"]
+__all__ = ["TOKEN_BYTES", "FakeOpenAI", "Recorded", "Reply", "cached_tokens", "chunk",
+           "prompt_bytes", "prompt_tokens", "resolve_to_loopback", "usage_chunk"]
+
+#: The fake's tokenizer: one token per this many bytes of prompt (rounded up; cached: down).
+TOKEN_BYTES = 4
 
 
 def chunk(delta: dict[str, Any] | None = None, finish: str | None = None,
@@ -49,10 +59,16 @@ class Reply:
     events: tuple[dict[str, Any] | str, ...] = ()
     #: The JSON body of an error reply.
     body: dict[str, Any] | None = None
-    #: ``done``: ``data: [DONE]`` and a clean end; ``drop``: close the socket mid-body;
-    #: ``hang``: send the events, then wait until the client closes the connection;
-    #: ``stall``: send nothing at all (not even headers) until the client closes.
-    end: Literal["done", "drop", "hang", "stall"] = "done"
+    #: Bytes sent verbatim after the events (each item in its own HTTP chunk), before the end.
+    tail: tuple[bytes, ...] = ()
+    #: ``done``: ``data: [DONE]`` and a clean end; ``eof``: a clean end of the body without
+    #: ``[DONE]``; ``drop``: close the socket mid-body; ``hang``: send the events, then wait
+    #: until the client closes the connection; ``stall``: send nothing at all (not even
+    #: headers) until the client closes; ``flood``: send ``flood`` bytes over and over until
+    #: the client closes.
+    end: Literal["done", "eof", "drop", "hang", "stall", "flood"] = "done"
+    #: What ``end="flood"`` repeats.
+    flood: bytes = b"x" * 65536
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +77,70 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: Any
+    #: The body exactly as it arrived.
+    raw: bytes = b""
+    #: The server's prompt-cache accounting for it (``prefix_cache=True`` only).
+    usage: dict[str, Any] | None = None
+
+
+def prompt_bytes(body: Any) -> bytes:
+    """The prompt of a chat-completions body in the order a provider renders it: the system
+    message(s), the tool schemas, then the other messages; each item compact JSON as the SDK
+    sends it (``ensure_ascii=False``, no spaces), items joined by a newline.
+
+    Byte order in the HTTP body itself is the SDK's (``messages`` before ``tools``); a
+    provider's prefix cache sees the rendered prompt, where the tools come first.
+    """
+    messages = body.get("messages") or []
+    system = [m for m in messages if m.get("role") == "system"]
+    rest = [m for m in messages if m.get("role") != "system"]
+    items = [*system, *(body.get("tools") or []), *rest]
+    return b"\n".join(json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+                      .encode("utf-8", "surrogatepass") for item in items)
+
+
+def prompt_tokens(prompt: bytes) -> int:
+    """The fake's token count of a prompt: ``ceil(bytes / TOKEN_BYTES)``."""
+    return -(-len(prompt) // TOKEN_BYTES)
+
+
+def _shared_prefix(a: bytes, b: bytes) -> int:
+    n = min(len(a), len(b))
+    lo, hi = 0, n  # binary search on the length of the equal prefix: slices compare in C
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def cached_tokens(prompt: bytes, earlier: list[bytes]) -> int:
+    """The fake's prompt cache: the longest byte prefix ``prompt`` shares with any earlier
+    prompt, in whole tokens (``floor(bytes / TOKEN_BYTES)``), as a provider's prefix cache
+    bills a hit."""
+    return max((_shared_prefix(prompt, other) for other in earlier), default=0) // TOKEN_BYTES
+
+
+@contextlib.contextmanager
+def resolve_to_loopback(*hosts: str) -> Iterator[None]:
+    """While active, name resolution sends ``hosts`` to 127.0.0.1 (so a test can reach the
+    fake server under a provider's real host name)."""
+    original = socket.getaddrinfo
+    names = {h.lower() for h in hosts}
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode("ascii", "replace") if isinstance(host, bytes) else host
+        if isinstance(name, str) and name.lower() in names:
+            host = "127.0.0.1"
+        return original(host, *args, **kwargs)
+
+    socket.getaddrinfo = getaddrinfo
+    try:
+        yield
+    finally:
+        socket.getaddrinfo = original
 
 
 @dataclass
@@ -69,6 +149,8 @@ class FakeOpenAI:
 
     replies: list[Reply]
     requests: list[Recorded] = field(default_factory=list)
+    #: Report a prompt cache in a usage chunk appended to every streamed reply.
+    prefix_cache: bool = False
     #: Set when a ``hang`` reply has sent its events.
     hanging: asyncio.Event = field(default_factory=asyncio.Event)
     #: Set when the client closed a connection the server was holding open.
@@ -81,6 +163,10 @@ class FakeOpenAI:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    def url_for(self, host: str) -> str:
+        """This server's base URL under another host name (see :func:`resolve_to_loopback`)."""
+        return f"http://{host}:{self.port}/v1"
 
     async def __aenter__(self) -> FakeOpenAI:
         self._script = deque(self.replies)
@@ -116,15 +202,29 @@ class FakeOpenAI:
                     name, _, value = line.partition(":")
                     headers[name.strip().lower()] = value.strip()
             raw = await reader.readexactly(int(headers.get("content-length", "0")))
+            body = json.loads(raw) if raw else None
+            usage = self._account(body) if self.prefix_cache and isinstance(body, dict) else None
             self.requests.append(Recorded(method=method, path=path, headers=headers,
-                                          body=json.loads(raw) if raw else None))
+                                          body=body, raw=raw, usage=usage))
             reply = self._script.popleft() if self._script else Reply(
                 status=500, body={"error": {"message": "fake server: script exhausted"}})
+            if usage is not None:
+                reply = replace(reply, events=(*reply.events, usage_chunk(usage)))
             await self._answer(reply, reader, writer)
         finally:
             writer.close()
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
+
+    def _account(self, body: dict[str, Any]) -> dict[str, Any]:
+        """DeepSeek-shaped usage (both spellings of the cached count) for this prompt."""
+        prompt = prompt_bytes(body)
+        earlier = [prompt_bytes(r.body) for r in self.requests if isinstance(r.body, dict)]
+        total = prompt_tokens(prompt)
+        hit = min(cached_tokens(prompt, earlier), total)
+        return {"prompt_tokens": total, "completion_tokens": 1, "total_tokens": total + 1,
+                "prompt_cache_hit_tokens": hit, "prompt_cache_miss_tokens": total - hit,
+                "prompt_tokens_details": {"cached_tokens": hit}}
 
     async def _answer(self, reply: Reply, reader: asyncio.StreamReader,
                       writer: asyncio.StreamWriter) -> None:
@@ -145,8 +245,22 @@ class FakeOpenAI:
             f"Transfer-Encoding: chunked\r\nConnection: close\r\n{extra}\r\n".encode())
         for event in reply.events:
             data = event if isinstance(event, str) else json.dumps(event)
-            self._write_chunk(writer, f"data: {data}\n\n".encode())
+            self._write_chunk(writer, f"data: {data}\n\n".encode("utf-8", "surrogatepass"))
             await writer.drain()
+        for piece in reply.tail:
+            self._write_chunk(writer, piece)
+            await writer.drain()
+        if reply.end == "eof":
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+            return
+        if reply.end == "flood":
+            with contextlib.suppress(ConnectionError):
+                while not writer.is_closing():
+                    self._write_chunk(writer, reply.flood)
+                    await writer.drain()
+            self.disconnected.set()
+            return
         if reply.end == "drop":
             writer.transport.abort()
             return

@@ -13,7 +13,14 @@ from typing import Any, TypeVar
 
 import msgspec
 import pytest
-from fake_openai_server import FakeOpenAI, Recorded, Reply, chunk, usage_chunk
+from fake_openai_server import (
+    FakeOpenAI,
+    Recorded,
+    Reply,
+    chunk,
+    resolve_to_loopback,
+    usage_chunk,
+)
 
 from turnfork.core import (
     AssistantMessage,
@@ -479,12 +486,24 @@ def test_missing_key_names_the_environment_variable(monkeypatch: pytest.MonkeyPa
 
 
 def test_key_from_environment_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ensures that the key read from DEEPSEEK_API_KEY is the bearer token on the wire."""
+    """Ensures that the key read from DEEPSEEK_API_KEY is the bearer token DeepSeek's host gets
+    (the fake server answers under api.deepseek.com; a loopback URL reads no variable)."""
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-from-env")
     assert has_credentials()
-    _, recorded = _stream(Reply(events=(chunk({"content": "ok"}, finish="stop"),)),
-                          api_key=None)
+
+    async def main() -> list[Recorded]:
+        async with FakeOpenAI([Reply(events=(chunk({"content": "ok"}, finish="stop"),))]) as server:
+            with resolve_to_loopback("api.deepseek.com"):
+                async with OpenAIChatModel(base_url=server.url_for("api.deepseek.com"),
+                                           max_retries=0, timeout=5.0) as model:
+                    assert model.sends_key
+                    chunks = [c async for c in model.stream(_request())]
+            assert chunks[-1] == FinishChunk(reason=FinishStop())
+            return server.requests
+
+    recorded = asyncio.run(main())
     assert recorded[0].headers["authorization"] == "Bearer sk-from-env"
+    assert recorded[0].headers["host"].startswith("api.deepseek.com:")
 
 
 def test_model_satisfies_the_model_protocol() -> None:
