@@ -210,21 +210,21 @@ class Session:
         cut, trace = self._completed
         return PrefixView(self._log, cut), trace
 
-    def history(self) -> tuple[Message, ...]:
-        """The model-visible history now; O(messages added since the last call)."""
-        known = self._history
-        if callable(known):
-            known = known()
-        self._history = history_snapshot(self._trace, known)
+    def history(self) -> Sequence[Message]:
+        """The model-visible history now, as a view (a ``core.history.HistoryView``, never a
+        copy): O(messages added since the last call), so a model call costs the same at turn
+        10,000 as at turn 10."""
+        self._history = history_snapshot(self._trace, self._known_history())
         return self._history.messages
 
     def completed_prefix_history(self) -> HistorySnapshot:
         """The model-visible history at the completed-turn cut, computed once per cut and
-        shared by every fork child seeded there (see :meth:`adopt_history`)."""
+        shared by every fork child seeded there (see :meth:`adopt_history`): O(messages
+        between the cut and this session's last model call)."""
         _, trace = self.completed_prefix()
         cached = self._prefix_history
         if cached is None or cached.node is not trace.surface:
-            cached = history_snapshot(trace, self._history_at(trace)).frozen()
+            cached = self._history_at(trace).frozen()
             self._prefix_history = cached
         return cached
 
@@ -234,11 +234,20 @@ class Session:
         calls cost O(own messages), not O(seed))."""
         self._history = source
 
-    def _history_at(self, trace: Trace) -> HistorySnapshot | None:
+    def _known_history(self) -> HistorySnapshot | None:
         known = self._history
-        if isinstance(known, HistorySnapshot) and known.node is trace.surface:
-            return known
-        return None
+        if callable(known):
+            known = self._history = known()
+        return known
+
+    def _history_at(self, trace: Trace) -> HistorySnapshot:
+        """The history at ``trace``, continued from (or cut from) the last one computed here."""
+        known = self._known_history()
+        snapshot = history_snapshot(trace, known)
+        if known is None or len(snapshot.messages) > len(known.messages):
+            # The cut is ahead of the last model call: keep extending the same storage.
+            self._history = snapshot
+        return snapshot
 
     # ------------------------------------------------------------------ appending
 

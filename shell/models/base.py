@@ -11,7 +11,7 @@ task iterating the stream.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -25,7 +25,7 @@ class ModelRequest:
     config: LlmCallConfig
     system: str | None
     tools: tuple[ToolSchema, ...]
-    messages: tuple[Message, ...]
+    messages: Sequence[Message]
 
 
 @runtime_checkable

@@ -68,7 +68,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import TYPE_CHECKING, Annotated, Any, Final
@@ -411,7 +411,7 @@ def _text_of(blocks: tuple[ContentBlock, ...]) -> str:
 
 
 def _chat_messages(system: str | None,
-                   history: tuple[Message, ...]) -> list[ChatCompletionMessageParam]:
+                   history: Sequence[Message]) -> list[ChatCompletionMessageParam]:
     messages: list[ChatCompletionMessageParam] = []
     if system:
         messages.append({"role": "system", "content": _sendable(system)})
