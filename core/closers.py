@@ -9,8 +9,9 @@ Two situations need them, and the pending calls are answered differently in each
   ``ABORTED``; an announced call that was never dispatched gets its ``tool/call`` and an
   ``ABORTED_BEFORE_DISPATCH`` result, appended together, as DSH's scheduler does.
 
-Then ``step/end`` if a step is open, then ``turn/end`` with the given reason. The result always
-passes ``check_balance`` when appended to the log the trace was folded from.
+Then the grammar's walk back to idle (:func:`.grammar.closing_walk`): ``step/end`` if a step is
+open, then ``turn/end`` with the given reason. The result always passes ``check_balance`` when
+appended to the log the trace was folded from.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from .events import (
     TurnEndReason,
     TurnInterrupted,
 )
+from .grammar import STEP_END, TURN_END, closing_walk
 from .trace import PendingCall, Trace
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "ABORTED_TEXT",
     "ABORTED_BEFORE_DISPATCH_TEXT",
     "close_open_turn",
+    "closing_events",
     "tool_result_event",
 ]
 
@@ -130,6 +133,12 @@ def close_open_turn(trace: Trace, events: Sequence[Event], reason: TurnEndReason
     """
     if trace.length != len(events):
         raise ValueError(f"trace covers {trace.length} events but the log has {len(events)}")
+    return closing_events(trace, reason, time)
+
+
+def closing_events(trace: Trace, reason: TurnEndReason, time: int | None = None,
+                   ) -> tuple[Event, ...]:
+    """:func:`close_open_turn` for a log known only by its trace (numbered from its length)."""
     turn = trace.open_turn
     if turn is None:
         return ()
@@ -141,9 +150,14 @@ def close_open_turn(trace: Trace, events: Sequence[Event], reason: TurnEndReason
         answered = _answer(call, turn, seq, stamp, repair)
         closing.extend(answered)
         seq += len(answered)
-    if trace.open_step is not None:
-        closing.append(StepEndEvent(seq=seq, time=stamp,
-                                    data=StepData(turn=turn, step=trace.open_step)))
+    for kind in closing_walk(trace.phase):
+        if kind == STEP_END:
+            assert trace.open_step is not None
+            closing.append(StepEndEvent(seq=seq, time=stamp,
+                                        data=StepData(turn=turn, step=trace.open_step)))
+        else:
+            assert kind == TURN_END, kind
+            closing.append(TurnEndEvent(seq=seq, time=stamp,
+                                        data=TurnEndData(turn=turn, reason=reason)))
         seq += 1
-    closing.append(TurnEndEvent(seq=seq, time=stamp, data=TurnEndData(turn=turn, reason=reason)))
     return tuple(closing)

@@ -34,8 +34,8 @@ from ._checking import unchecked
 from .events import (
     AssistantChunkEvent,
     AssistantMessageEvent,
+    EpochHeader,
     Event,
-    OpaqueEvent,
     RequestHeaderEvent,
     SandboxModeData,
     SandboxModeEvent,
@@ -50,7 +50,9 @@ from .events import (
     TurnEndEvent,
     TurnStartEvent,
     UserMessageEvent,
+    event_type,
 )
+from .grammar import Phase, phase_after
 
 __all__ = [
     "PendingCall",
@@ -65,7 +67,6 @@ __all__ = [
 ]
 
 TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
-_INSIDE_TURN_TYPES = frozenset({"request/context", "todo/write"})
 
 
 class Violation(msgspec.Struct, frozen=True, kw_only=True):
@@ -126,12 +127,21 @@ class Trace(msgspec.Struct, frozen=True, kw_only=True):
     surface: SurfaceNode | None = None
     #: The payload of the last ``sandbox/mode`` event: the log's explicit sandbox override.
     sandbox_mode: SandboxModeData | None = None
+    #: The header of the log's last ``request/header`` (a loop compares its next request with it).
+    request_header: EpochHeader | None = None
 
     def __repr__(self) -> str:
         return (f"Trace(length={self.length}, open_turn={self.open_turn}, "
                 f"open_step={self.open_step}, next_turn={self.next_turn}, "
                 f"next_step={self.next_step}, pending_calls={self.pending_calls!r}, "
                 f"completed_prefix_length={self.completed_prefix_length})")
+
+    @property
+    def phase(self) -> Phase:
+        """Where the log stands in the turn grammar."""
+        if self.open_step is not None:
+            return Phase.STEP
+        return Phase.IDLE if self.open_turn is None else Phase.TURN
 
     @property
     def is_closed(self) -> bool:
@@ -157,6 +167,7 @@ class _Tracer:
         "open_turn",
         "open_turn_seq",
         "pending",
+        "request_header",
         "sandbox_mode",
         "surface",
     )
@@ -174,6 +185,7 @@ class _Tracer:
         self.last_time = trace.last_time
         self.surface = trace.surface
         self.sandbox_mode = trace.sandbox_mode
+        self.request_header = trace.request_header
 
     def snapshot(self) -> Trace:
         return Trace(
@@ -182,7 +194,7 @@ class _Tracer:
             pending_calls=tuple(self.pending.values()), answered_calls=tuple(self.answered),
             completed_prefix_length=self.completed, open_turn_seq=self.open_turn_seq,
             last_time=self.last_time, surface=self.surface,
-            sandbox_mode=self.sandbox_mode)
+            sandbox_mode=self.sandbox_mode, request_header=self.request_header)
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -196,6 +208,9 @@ class _Tracer:
     def _in_step(self, seq: int, kind: str, turn: int, step: int) -> Violation | None:
         if turn == self.open_turn and step == self.open_step:
             return None
+        return self._outside_step(seq, kind, turn, step)
+
+    def _outside_step(self, seq: int, kind: str, turn: int, step: int) -> Violation:
         return Violation(seq=seq, rule="enclosure",
                          problem=f"{kind} for turn {turn} step {step} is outside the open step; "
                                  f"the log is {self._where()}")
@@ -221,7 +236,16 @@ class _Tracer:
         self.last_time = event.time
         return None
 
+    def _phase(self) -> Phase:
+        if self.open_step is not None:
+            return Phase.STEP
+        return Phase.IDLE if self.open_turn is None else Phase.TURN
+
     def _fold(self, event: Event, seq: int) -> Violation | None:
+        kind = event_type(event)
+        # tool/result checks its shape first and may replace between steps: its own placement.
+        if kind != "tool/result" and phase_after(self._phase(), kind) is None:
+            return self._misplaced(event, kind, seq)
         if isinstance(event, TurnStartEvent):
             return self._turn_start(event, seq)
         if isinstance(event, TurnEndEvent):
@@ -240,21 +264,50 @@ class _Tracer:
             return self._surface(event, seq)
         if isinstance(event, SandboxModeEvent):
             self.sandbox_mode = event.data
-            return None
-        kind = event.type if isinstance(event, OpaqueEvent) else None
-        if isinstance(event, RequestHeaderEvent):
-            kind = "request/header"
-        if self.open_turn is None and (kind == "request/header" or kind in _INSIDE_TURN_TYPES):
-            return Violation(seq=seq, rule="enclosure",
-                             problem=f"{kind} must be inside a turn, but no turn is open")
+        elif isinstance(event, RequestHeaderEvent):
+            self.request_header = event.data.header
         return None
+
+    def _misplaced(self, event: Event, kind: str, seq: int) -> Violation:
+        """The sentence for an event the grammar does not allow in the current phase."""
+        if isinstance(event, TurnStartEvent):
+            return Violation(seq=seq, rule="turn",
+                             problem=f"turn/start for turn {event.data.turn} while turn "
+                                     f"{self.open_turn} is still open")
+        if isinstance(event, TurnEndEvent):
+            if self.open_turn is None:
+                return Violation(seq=seq, rule="turn",
+                                 problem=f"turn/end for turn {event.data.turn} but no turn is "
+                                         "open")
+            return Violation(seq=seq, rule="step",
+                             problem=f"turn/end for turn {event.data.turn} while step "
+                                     f"{self.open_step} is still open")
+        if isinstance(event, StepStartEvent):
+            turn, step = event.data.turn, event.data.step
+            if self.open_step is not None:
+                return Violation(seq=seq, rule="step",
+                                 problem=f"step/start for turn {turn} step {step} while step "
+                                         f"{self.open_step} is still open")
+            return self._turn_not_open(seq, turn, step)
+        if isinstance(event, StepEndEvent):
+            return self._step_end_elsewhere(seq, event.data.turn, event.data.step)
+        if isinstance(event, AssistantChunkEvent | AssistantMessageEvent | ToolCallEvent):
+            return self._outside_step(seq, kind, event.data.turn, event.data.step)
+        return Violation(seq=seq, rule="enclosure",
+                         problem=f"{kind} must be inside a turn, but no turn is open")
+
+    def _turn_not_open(self, seq: int, turn: int, step: int) -> Violation:
+        return Violation(seq=seq, rule="enclosure",
+                         problem=f"step/start for turn {turn} step {step}, but turn {turn} "
+                                 f"is not open; the log is {self._where()}")
+
+    def _step_end_elsewhere(self, seq: int, turn: int, step: int) -> Violation:
+        return Violation(seq=seq, rule="step",
+                         problem=f"step/end for turn {turn} step {step} but the log is "
+                                 f"{self._where()}")
 
     def _turn_start(self, event: TurnStartEvent, seq: int) -> Violation | None:
         turn = event.data.turn
-        if self.open_turn is not None:
-            return Violation(seq=seq, rule="turn",
-                             problem=f"turn/start for turn {turn} while turn {self.open_turn} "
-                                     "is still open")
         if turn != self.next_turn:
             return Violation(seq=seq, rule="turn",
                              problem=f"turn/start for turn {turn}, expected turn "
@@ -268,16 +321,9 @@ class _Tracer:
 
     def _turn_end(self, event: TurnEndEvent, seq: int) -> Violation | None:
         turn = event.data.turn
-        if self.open_turn is None:
-            return Violation(seq=seq, rule="turn",
-                             problem=f"turn/end for turn {turn} but no turn is open")
         if turn != self.open_turn:
             return Violation(seq=seq, rule="turn",
                              problem=f"turn/end for turn {turn} but turn {self.open_turn} is open")
-        if self.open_step is not None:
-            return Violation(seq=seq, rule="step",
-                             problem=f"turn/end for turn {turn} while step {self.open_step} "
-                                     "is still open")
         self.open_turn = None
         self.open_turn_seq = None
         self.next_turn = turn + 1
@@ -287,13 +333,7 @@ class _Tracer:
     def _step_start(self, event: StepStartEvent, seq: int) -> Violation | None:
         turn, step = event.data.turn, event.data.step
         if turn != self.open_turn:
-            return Violation(seq=seq, rule="enclosure",
-                             problem=f"step/start for turn {turn} step {step}, but turn {turn} "
-                                     f"is not open; the log is {self._where()}")
-        if self.open_step is not None:
-            return Violation(seq=seq, rule="step",
-                             problem=f"step/start for turn {turn} step {step} while step "
-                                     f"{self.open_step} is still open")
+            return self._turn_not_open(seq, turn, step)
         if step != self.next_step:
             return Violation(seq=seq, rule="step",
                              problem=f"step/start for turn {turn} step {step}, expected step "
@@ -304,9 +344,7 @@ class _Tracer:
     def _step_end(self, event: StepEndEvent, seq: int) -> Violation | None:
         turn, step = event.data.turn, event.data.step
         if turn != self.open_turn or step != self.open_step:
-            return Violation(seq=seq, rule="step",
-                             problem=f"step/end for turn {turn} step {step} but the log is "
-                                     f"{self._where()}")
+            return self._step_end_elsewhere(seq, turn, step)
         if self.pending:
             waiting = ", ".join(self.pending)
             return Violation(seq=seq, rule="pairing",
@@ -368,6 +406,7 @@ class _Tracer:
                                      '{"kind":"tool","callId":…} and hold exactly one '
                                      "tool-result block for that call")
         if isinstance(event.surface_op, SurfaceReplace):
+            # A pruning rewrites an earlier result: it may stand anywhere inside a turn.
             if self.open_turn is None:
                 return Violation(seq=seq, rule="enclosure",
                                  problem="tool/result replacement outside a turn")

@@ -19,6 +19,7 @@ from .agent import (
     ApprovalRefusedError,
     Approver,
     PreStepHook,
+    Prompt,
 )
 from .clock import Clock, CountingIds, IdFactory, ManualClock, system_clock, uuid_ids
 from .host import AgentExistsError, AgentRegistry, Host, ModelRegistry, UnknownProviderError
@@ -83,7 +84,6 @@ from .tools import (
     restriction_problem,
     schema_violations,
 )
-from .turns import Prompt
 
 __all__ = [
     # host

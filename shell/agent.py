@@ -1,119 +1,99 @@
-"""An agent: one session, an inbox of follow-ups, and the loop that turns them into turns.
+"""An agent: one session, and a task that carries out what the core's turn machine decides.
 
-Lifecycle rules:
+Rules:
 
-* ``followup`` logs the input (an inbox splice, between turns) and wakes the loop. The loop is
-  one asyncio task, started when there is input and ended when there is none; so an idle agent
-  owns no task and nothing can leak.
-* ``cancel(cause)`` cancels that task. Whatever it was awaiting (a hook, the model stream, a
-  tool, the next step), the task ends and :meth:`Agent._reap` — a plain callback that a
-  cancelled caller cannot skip — closes the log: the delivered part of an interrupted stream
-  (``interrupted: true``), then the core's closers with ``aborted(cause)``; input still queued at
-  the cancel is dropped with a ``canceled`` splice. The log is balanced again before
-  ``when_idle``/``dispose`` return.
-* ``dispose`` is idempotent and safe to run concurrently: it cancels with ``disposed``, and the
-  agent and its live session leave the host's registries once the loop is quiet.
-
-A turn writes DSH's order (wire-format §6.4): ``turn/start``, the claim splice, pre-step hooks,
-``step/start``, ``user/message``s, ``request/header`` (initial / resume / change), the model's
-``assistant/chunk``s, ``assistant/message``, ``tool/call``s and ``tool/result``s (safe calls start
-together, results commit in model order), ``step/end``, more steps while the model calls tools,
-``turn/end``.
+* Every turn decision is :func:`turnfork.core.loop.feed`'s: the agent feeds it what happened
+  (input, a chunk, a tool outcome, a hook verdict, a cancellation), appends the events it
+  returns and carries out its command. The agent keeps no turn, step or header state.
+* The task exists only while there is work: ``Wake`` starts it, ``Stop`` ends it, so an idle
+  agent owns no task and nothing can leak.
+* ``cancel(cause)`` tells the machine, then cancels the task. Whatever it was awaiting (a hook,
+  the model stream, a tool), the task ends, and :meth:`Agent._reap` — a done-callback that a
+  cancelled caller cannot skip — feeds ``Cancelled``: the log is balanced again before
+  ``when_idle``/``dispose`` return. A tool that swallows the cancellation changes nothing: the
+  machine answers it with ``Stop``.
+* A failure of the loop itself (a hook raising, a model call failing, a refused write) ends the
+  turn ``error``; a write that still fails is kept in :attr:`Agent.failure` and raised once by
+  :meth:`when_idle`. The turn a failed write left open is closed before the next one starts.
+* ``dispose`` is idempotent and safe to run concurrently: it cancels with ``disposed`` and
+  tells the agent's owner once the loop is quiet.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal, Protocol, TypeAlias
 
-import msgspec
 from msgspec import UNSET
 
 from ..core import (
     ApprovalPolicyData,
     ApprovalPolicyEvent,
-    AssistantChunkData,
-    AssistantChunkEvent,
-    AssistantMessage,
-    AssistantMessageData,
-    AssistantMessageEvent,
     CancelCause,
     CancelDisposed,
     CancelUser,
+    ContentBlock,
     EpochHeader,
-    FinishChunk,
-    FinishMaxTokens,
-    FinishReason,
-    FinishStop,
-    FinishToolCalls,
-    InboxSplicedData,
-    InboxSplicedEvent,
     LlmCallConfig,
     LlmFailure,
     MessageSource,
-    RequestHeaderData,
-    RequestHeaderEvent,
-    StepData,
-    StepEndEvent,
-    StepStartEvent,
+    SubagentDescriptorData,
+    TextBlock,
     ToolCallBlock,
-    ToolCallData,
-    ToolCallEvent,
-    ToolResultBlock,
-    ToolResultData,
-    ToolResultEvent,
-    ToolResultMessage,
-    TurnAborted,
-    TurnBlocked,
-    TurnCompleted,
-    TurnEndData,
-    TurnEndEvent,
-    TurnEndReason,
-    TurnError,
-    TurnMaxTokens,
-    TurnStartData,
-    TurnStartEvent,
     UserMessage,
-    UserMessageEvent,
-    close_open_turn,
 )
-from .models.base import ModelRequest
+from ..core.loop import (
+    Begin,
+    CallModel,
+    Cancelled,
+    CancelRequested,
+    Chunk,
+    Command,
+    EndStream,
+    Failed,
+    Followup,
+    LoopInput,
+    LoopState,
+    PrepareStep,
+    RunTools,
+    Steer,
+    StepBlocked,
+    StepPrepared,
+    Stop,
+    StreamEnded,
+    ToolDone,
+    ToolOutcome,
+    Wake,
+    feed,
+    initial_loop_state,
+)
+from .clock import Clock, IdFactory
+from .models.base import Model, ModelRequest
 from .session import Session
 from .tools import (
     PromptSections,
     Tool,
     ToolContext,
-    ToolOutcome,
     ToolRefusal,
     ToolScope,
     compose_system_prompt,
     execute_call,
 )
-from .turns import (
-    Prompt,
-    StreamState,
-    assembled_content,
-    failure_of,
-    header_reason,
-    interrupted_content,
-    model_source,
-    start_groups,
-    user_message,
-)
-
-if TYPE_CHECKING:
-    from .host import Host
 
 __all__ = [
     "Agent",
     "AgentDisposedError",
     "AgentLoopError",
+    "AgentServices",
     "ApprovalRefusedError",
     "Approver",
     "PreStepHook",
     "ApprovalPolicy",
+    "Prompt",
+    "user_message",
+    "failure_of",
 ]
 
 ApprovalPolicy: TypeAlias = Literal["ask", "never"]
@@ -122,6 +102,28 @@ ApprovalPolicy: TypeAlias = Literal["ask", "never"]
 PreStepHook: TypeAlias = Callable[["Agent", int, int], "Awaitable[bool | None] | bool | None"]
 #: Decides an approval ask: (agent, tool name, detail) -> granted.
 Approver: TypeAlias = Callable[["Agent", str, str], Awaitable[bool]]
+#: A follow-up: text, content blocks or a whole user message.
+Prompt: TypeAlias = str | Sequence[ContentBlock] | UserMessage
+
+
+class AgentServices(Protocol):
+    """What an agent needs of its owner (a :class:`~turnfork.shell.Host` is one)."""
+
+    clock: Clock
+    ids: IdFactory
+    #: The owner's prompt sections; the agent's own override them by name.
+    prompt_sections: PromptSections
+    #: The owner-wide approver, for agents whose policy is ``ask`` and that have none.
+    approver: Approver | None
+
+    def model(self, provider: str) -> Model:
+        """The model serving ``provider`` (raises ``UnknownProviderError``)."""
+        ...
+
+    def agent_disposed(self, agent: Agent) -> None:
+        """The agent is disposed and its loop quiet: forget it."""
+        ...
+
 
 class AgentDisposedError(RuntimeError):
     """The agent was disposed; it takes no more input."""
@@ -135,19 +137,40 @@ class ApprovalRefusedError(Exception):
     """An approval ask was refused; a tool raising it gets an ``Error:`` result."""
 
 
-class Agent:
-    """A model-driven agent over one session. Made by :meth:`shell.Host.create_agent`."""
+def user_message(prompt: Prompt, message_id: str) -> UserMessage:
+    """A follow-up as the user message it is queued and logged as."""
+    if isinstance(prompt, UserMessage):
+        return prompt
+    content = (TextBlock(text=prompt),) if isinstance(prompt, str) else tuple(prompt)
+    return UserMessage(content=content, source=MessageSource(kind="user"), id=message_id)
 
-    def __init__(self, host: Host, session: Session, *, provider: str, model: str,
+
+def failure_of(error: BaseException) -> LlmFailure:
+    """A non-model failure as DSH flattens it: the error chain text, code ``UNKNOWN``."""
+    parts: list[str] = []
+    current: BaseException | None = error
+    while current is not None and len(parts) < 8:
+        parts.append(str(current) or type(current).__name__)
+        current = current.__cause__ or (None if current.__suppress_context__
+                                        else current.__context__)
+    return LlmFailure(message=": ".join(parts), code="UNKNOWN")
+
+
+class Agent:
+    """A model-driven agent over one session. Made by :meth:`turnfork.shell.Host.create_agent`."""
+
+    def __init__(self, services: AgentServices, session: Session, *, provider: str, model: str,
                  max_tokens: int | None = None, subagent_depth: int | None = None,
-                 approval: bool = False, tools: ToolScope | None = None) -> None:
-        self.host = host
+                 approval: bool = False, tools: ToolScope,
+                 preamble: tuple[SubagentDescriptorData, ...] = (),
+                 max_steps: int | None = None) -> None:
+        self.host = services
         self.session = session
         self.provider = provider
         self.model = model
         self.max_tokens = max_tokens
         self.subagent_depth = subagent_depth
-        self.tools = tools if tools is not None else ToolScope(host.tools)
+        self.tools = tools
         #: Agent-level sections; they override the host's of the same name.
         self.prompt_sections = PromptSections()
         self.pre_step_hooks: list[PreStepHook] = []
@@ -157,16 +180,10 @@ class Agent:
         self.approver: Approver | None = None
         #: The last failure of the loop itself, if any (see :meth:`when_idle`).
         self.failure: BaseException | None = None
-        self._pending: list[UserMessage] = []
+        self._state: LoopState = initial_loop_state(preamble=preamble, max_steps=max_steps)
         self._task: asyncio.Task[None] | None = None
-        self._cancel_cause: CancelCause | None = None
-        self._cancel_drop = 0
-        self._stream: StreamState | None = None
         self._disposed = False
-        self._unregistered = False
-        self._requested = False
-        self._header_seen = False
-        self._last_header: bytes | None = None
+        self._forgotten = False
 
     # ------------------------------------------------------------------ state
 
@@ -187,12 +204,12 @@ class Agent:
     @property
     def pending(self) -> tuple[UserMessage, ...]:
         """Queued input not yet claimed by a turn."""
-        return tuple(self._pending)
+        return self._state.inbox + self._state.steering
 
     @property
     def cancel_cause(self) -> CancelCause | None:
         """Why the running loop is being cancelled, once it is."""
-        return self._cancel_cause
+        return self._state.cancel
 
     def system_prompt(self) -> str:
         return compose_system_prompt(self.host.prompt_sections, self.prompt_sections)
@@ -200,18 +217,26 @@ class Agent:
     # ------------------------------------------------------------------ control
 
     def followup(self, prompt: Prompt) -> UserMessage:
-        """Queue input (text, content blocks or a UserMessage) and wake the loop.
+        """Queue input for a turn of its own and wake the loop; returns the queued message.
 
-        Must be called with an event loop running. Returns the queued message.
+        Must be called with an event loop running.
         """
+        return self._queue(Followup, prompt)
+
+    def steer(self, prompt: Prompt) -> UserMessage:
+        """Queue input for the running turn's next step boundary (or a new turn when idle)."""
+        return self._queue(Steer, prompt)
+
+    def _queue(self, kind: type[Followup] | type[Steer], prompt: Prompt) -> UserMessage:
         if self._disposed:
             raise AgentDisposedError(f"agent {self.id} was disposed")
         message = user_message(prompt, self.host.ids())
-        self.session.append(InboxSplicedEvent, InboxSplicedData(
-            target="next-turn", start=len(self._pending), inserted=(message,)))
-        self._pending.append(message)
+        step = feed(self._state, self.session.trace, kind(message=message),
+                    time=self.host.clock())
+        self.session.extend(step.events)  # a refused write queues nothing
+        self._state = step.state
         self._poll()
-        if self._task is None:
+        if isinstance(step.command, Wake):
             self._start()
         return message
 
@@ -221,9 +246,8 @@ class Agent:
         task = self._task
         if task is None:
             return
-        if self._cancel_cause is None:
-            self._cancel_cause = CancelUser() if cause is None else cause
-            self._cancel_drop = len(self._pending)
+        if self._state.cancel is None:
+            self._feed(CancelRequested(cause=CancelUser() if cause is None else cause))
         task.cancel()
 
     async def when_idle(self) -> None:
@@ -238,7 +262,7 @@ class Agent:
             raise AgentLoopError(f"agent {self.id}: {failure}") from failure
 
     async def dispose(self) -> None:
-        """Cancel with ``disposed``, wait for quiescence, leave the host's registries.
+        """Cancel with ``disposed``, wait for quiescence, leave the owner's registries.
 
         Idempotent and safe to call concurrently; the store keeps persisted files.
         """
@@ -246,7 +270,7 @@ class Agent:
             self._disposed = True
             self.cancel(CancelDisposed())
             if self._task is None:
-                self._unregister()
+                self._forget()
         await self._quiesce()
 
     # ------------------------------------------------------------------ approval
@@ -276,10 +300,24 @@ class Agent:
         if not await approver(self, tool_name, detail):
             raise ApprovalRefusedError(f"{tool_name} was not approved ({detail})")
 
+    # ------------------------------------------------------------------ the machine
+
+    def _feed(self, given: LoopInput) -> Command | None:
+        """One input into the machine; its events are appended before its command returns.
+
+        The new state is kept even if the write fails: the machine re-reads the log's trace
+        and closes whatever the failed write left open.
+        """
+        step = feed(self._state, self.session.trace, given, time=self.host.clock())
+        self._state = step.state
+        if step.events:
+            self.session.extend(step.events)
+        return step.command
+
     # ------------------------------------------------------------------ task lifecycle
 
     def _start(self) -> None:
-        task = asyncio.get_running_loop().create_task(self._run(), name=f"agent:{self.id}")
+        task = asyncio.get_running_loop().create_task(self._drive(), name=f"agent:{self.id}")
         self._task = task
         task.add_done_callback(self._reap)
 
@@ -294,227 +332,113 @@ class Agent:
             self._reap(task)
 
     def _reap(self, task: asyncio.Task[None]) -> None:
-        """Close what the loop task left open. Idempotent; runs as its done-callback."""
+        """Close what the task left open. Idempotent; runs as its done-callback."""
         if self._task is not task:
             return
         self._task = None
-        cause, drop = self._cancel_cause, self._cancel_drop
-        self._cancel_cause, self._cancel_drop = None, 0
-        cancelled = task.cancelled()
-        error = None if cancelled else task.exception()
+        error = None if task.cancelled() else task.exception()
+        command: Command | None = None
         try:
-            if cancelled:
-                self._close_turn(TurnAborted(reason=cause or CancelDisposed()))
-                if drop:
-                    del self._pending[:drop]
-                    self.session.append(InboxSplicedEvent, InboxSplicedData(
-                        target="next-turn", start=0, removed_count=drop, inserted=(),
-                        outcome="canceled"))
+            if self._state.cancel is not None:
+                command = self._feed(Cancelled(message_id=self.host.ids()))
             elif error is not None:
-                self._close_turn(TurnError(error=failure_of(error)))
+                command = self._feed(Failed(failure=failure_of(error)))
         except Exception as exc:  # the log stays as written; the failure is reported
             error = exc
         if error is not None:
             self.failure = error
-        elif self._pending and not self._disposed:
+        elif isinstance(command, Wake) and not self._disposed:
             self._start()  # input queued after the cancel
         if self._disposed and self._task is None:
-            self._unregister()
+            self._forget()
 
-    def _unregister(self) -> None:
-        if not self._unregistered:
-            self._unregistered = True
-            self.host.agents._remove(self)
-            self.host.sessions.release(self.id)
+    def _forget(self) -> None:
+        if not self._forgotten:
+            self._forgotten = True
+            self.host.agent_disposed(self)
 
-    def _checkpoint(self) -> None:
-        """Stop at once when cancelled, even if a tool swallowed the CancelledError."""
-        if self._cancel_cause is not None:
-            raise asyncio.CancelledError
+    # ------------------------------------------------------------------ carrying out
 
-    def _close_turn(self, reason: TurnEndReason) -> None:
-        """Close an open turn: the interrupted part of a stream (aborts only), then closers."""
-        stream, self._stream = self._stream, None
-        session = self.session
-        trace = session.trace
-        if trace.open_turn is None:
-            return
-        if (isinstance(reason, TurnAborted) and stream is not None
-                and trace.open_step == stream.step):
-            content = interrupted_content(stream)
-            if content:
-                message = AssistantMessage(content=content, id=self.host.ids(),
-                                           source=model_source(self.provider, self.model))
-                session.append(AssistantMessageEvent, AssistantMessageData(
-                    turn=stream.turn, step=stream.step, message=message, interrupted=True),
-                    source_event_seqs=tuple(stream.chunk_seqs), surface_op="append")
-        session.extend(close_open_turn(session.trace, session.events, reason,
-                                       time=self.host.clock()))
+    async def _drive(self) -> None:
+        command = self._feed(Begin())
+        while command is not None and not isinstance(command, Stop):
+            try:
+                command = await self._carry_out(command)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a failing hook, model or write ends the turn
+                command = self._feed(Failed(failure=failure_of(exc)))
 
-    # ------------------------------------------------------------------ the loop
+    async def _carry_out(self, command: Command) -> Command | None:
+        if isinstance(command, PrepareStep):
+            return await self._prepare_step(command)
+        if isinstance(command, CallModel):
+            return await self._call_model(command)
+        if isinstance(command, RunTools):
+            return await self._run_tools(command)
+        raise AssertionError(f"unexpected command {command!r}")
 
-    async def _run(self) -> None:
-        while self._pending:
-            await self._run_turn()
-
-    async def _run_turn(self) -> None:
-        session = self.session
-        turn = session.trace.next_turn
-        session.append(TurnStartEvent, TurnStartData(turn=turn))
-        claimed = tuple(self._pending)
-        self._pending.clear()
-        session.append(InboxSplicedEvent, InboxSplicedData(
-            target="next-turn", start=0, removed_count=len(claimed), inserted=()))
-        try:
-            reason = await self._run_steps(turn, claimed)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a failing model, hook or bug ends the turn, not the agent
-            self._close_turn(TurnError(error=failure_of(exc)))
-            return
-        session.append(TurnEndEvent, TurnEndData(turn=turn, reason=reason))
-
-    async def _run_steps(self, turn: int, claimed: tuple[UserMessage, ...]) -> TurnEndReason:
-        session = self.session
-        max_tokens = False
-        step = 0
-        while True:
-            step += 1
-            if not await self._pre_step(turn, step):
-                return TurnBlocked()
-            session.append(StepStartEvent, StepData(turn=turn, step=step))
-            if step == 1:
-                for user_input in claimed:
-                    session.append(UserMessageEvent, user_input, surface_op="append")
-            message, finish = await self._call_model(turn, step)
-            if message is None:
-                session.append(StepEndEvent, StepData(turn=turn, step=step))
-                failure = getattr(finish, "failure", None) or LlmFailure(
-                    message="the model stream ended without a finish chunk", code="UNKNOWN")
-                return TurnError(error=failure)
-            max_tokens = max_tokens or isinstance(finish, FinishMaxTokens)
-            calls = [block for block in message.content if isinstance(block, ToolCallBlock)]
-            conclude = await self._run_tools(turn, step, calls) if calls else True
-            session.append(StepEndEvent, StepData(turn=turn, step=step))
-            if conclude:
-                return TurnMaxTokens() if max_tokens else TurnCompleted()
-
-    async def _pre_step(self, turn: int, step: int) -> bool:
+    async def _prepare_step(self, command: PrepareStep) -> Command | None:
         for hook in list(self.pre_step_hooks):
-            verdict = hook(self, turn, step)
+            verdict = hook(self, command.turn, command.step)
             if inspect.isawaitable(verdict):
                 verdict = await verdict
-            self._checkpoint()
             if verdict is False:
-                return False
-        return True
-
-    def _epoch_header(self) -> EpochHeader:
+                return self._feed(StepBlocked())
         config = (LlmCallConfig(provider=self.provider, model=self.model)
                   if self.max_tokens is None else
                   LlmCallConfig(provider=self.provider, model=self.model,
                                 max_tokens=self.max_tokens))
-        system = self.system_prompt()
-        tools = self.tools.schemas()
-        return EpochHeader(config=config, system=system or UNSET, tools=tools or UNSET)
+        tools = self.tools.tools()
+        header = EpochHeader(config=config, system=self.system_prompt() or UNSET,
+                             tools=tuple(tool.schema for tool in tools) or UNSET)
+        parallel = frozenset(tool.name for tool in tools if tool.concurrency_safe)
+        return self._feed(StepPrepared(header=header, parallel_tools=parallel))
 
-    def _log_has_header(self) -> bool:
-        if not self._header_seen:  # one forward scan per agent: a log's first model call
-            # writes its first header, so this stops early even under a long fork seed
-            self._header_seen = any(isinstance(event, RequestHeaderEvent)
-                                    for event in self.session.events)
-        return self._header_seen
-
-    async def _call_model(self, turn: int, step: int,
-                          ) -> tuple[AssistantMessage | None, FinishReason | None]:
-        session = self.session
-        header = self._epoch_header()
-        encoded = msgspec.json.encode(header)
-        reason = header_reason(first_of_instance=not self._requested,
-                               log_has_header=self._log_has_header(),
-                               changed=encoded != self._last_header)
-        if reason is not None:
-            session.append(RequestHeaderEvent, RequestHeaderData(header=header, reason=reason))
-            self._header_seen = True
-        self._requested, self._last_header = True, encoded
+    async def _call_model(self, command: CallModel) -> Command | None:
+        header = command.header
         request = ModelRequest(
             config=header.config,
             system=header.system if isinstance(header.system, str) else None,
             tools=header.tools if isinstance(header.tools, tuple) else (),
-            messages=session.history())
-        state = self._stream = StreamState(turn=turn, step=step)
-        stream = self.host.models.get(self.provider).stream(request)
+            messages=self.session.history())
+        stream = self.host.model(header.config.provider).stream(request)
         try:
             async for chunk in stream:
-                event = session.append(AssistantChunkEvent, AssistantChunkData(
-                    turn=turn, step=step, chunk=chunk))
-                state.add(event.seq, chunk)
-                self._checkpoint()
-                if isinstance(chunk, FinishChunk):
-                    break  # nothing may follow a finish
+                answer = self._feed(Chunk(chunk=chunk))
+                if isinstance(answer, EndStream | Stop):
+                    if isinstance(answer, Stop):
+                        return answer
+                    break
         finally:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
-        finish = state.finish_reason
-        if not isinstance(finish, FinishStop | FinishToolCalls | FinishMaxTokens):
-            self._stream = None
-            return None, finish
-        content, replay = assembled_content(
-            state, drop_tool_calls=isinstance(finish, FinishMaxTokens))
-        message = AssistantMessage(content=content, id=self.host.ids(),
-                                   source=model_source(self.provider, self.model, replay))
-        session.append(AssistantMessageEvent, AssistantMessageData(
-            turn=turn, step=step, message=message, usage=state.usage or UNSET),
-            source_event_seqs=tuple(state.chunk_seqs), surface_op="append")
-        self._stream = None
-        return message, finish
+        return self._feed(StreamEnded(message_id=self.host.ids()))
 
-    async def _run_tools(self, turn: int, step: int, calls: list[ToolCallBlock]) -> bool:
-        """Run a step's calls; returns whether a tool concluded the turn."""
-        session = self.session
-        resolved = [(call, self.tools.resolve(call.name)) for call in calls]
-        conclude = False
-        for group in start_groups(resolved, lambda pair: isinstance(pair[1], Tool)
-                                  and pair[1].concurrency_safe):
-            seqs = [session.append(ToolCallEvent, ToolCallData(
-                turn=turn, step=step, call_id=call.id, name=call.name,
-                arguments=call.arguments)).seq for call, _ in group]
-            if len(group) == 1:  # runs alone: no task needed
-                outcome = await self._execute(*group[0], turn, step)
-                self._checkpoint()
-                self._append_result(turn, step, group[0][0], seqs[0], outcome)
-                conclude = conclude or outcome.conclude_turn
-                continue
-            async with asyncio.TaskGroup() as tasks:
-                started = [tasks.create_task(self._execute(call, tool, turn, step))
-                           for call, tool in group]
-                for (call, _), seq, running in zip(group, seqs, started, strict=True):
-                    outcome = await running  # results commit in model order
-                    self._checkpoint()
-                    self._append_result(turn, step, call, seq, outcome)
-                    conclude = conclude or outcome.conclude_turn
-        return conclude
+    async def _run_tools(self, command: RunTools) -> Command | None:
+        calls = command.calls
+        if len(calls) == 1:  # runs alone: no task needed
+            outcome = await self._execute(calls[0], command)
+            return self._feed(ToolDone(call_id=calls[0].id, outcome=outcome,
+                                       message_id=self.host.ids()))
+        answer: Command | None = None
+        async with asyncio.TaskGroup() as group:
+            running = [group.create_task(self._execute(call, command)) for call in calls]
+            for call, task in zip(calls, running, strict=True):
+                outcome = await task
+                answer = self._feed(ToolDone(call_id=call.id, outcome=outcome,
+                                             message_id=self.host.ids()))
+        return answer
 
-    async def _execute(self, call: ToolCallBlock, tool: Tool | ToolRefusal, turn: int,
-                       step: int) -> ToolOutcome:
-        context = ToolContext(agent=self, call_id=call.id, tool_name=call.name, turn=turn,
-                              step=step, arguments=call.arguments)
+    async def _execute(self, call: ToolCallBlock, command: RunTools) -> ToolOutcome:
+        tool: Tool | ToolRefusal = self.tools.resolve(call.name)
+        context = ToolContext(agent=self, call_id=call.id, tool_name=call.name,
+                              turn=command.turn, step=command.step, arguments=call.arguments)
         denied = self.tools.guard(context)
         if denied is not None:
             return denied
         return await execute_call(tool, call.arguments, context)
-
-    def _append_result(self, turn: int, step: int, call: ToolCallBlock, call_seq: int,
-                       outcome: ToolOutcome) -> None:
-        message = ToolResultMessage(
-            source=MessageSource(kind="tool", call_id=call.id), id=self.host.ids(),
-            content=(ToolResultBlock(tool_call_id=call.id, content=outcome.blocks,
-                                     is_error=outcome.is_error),))
-        data = (ToolResultData(turn=turn, step=step, message=message) if outcome.error is None
-                else ToolResultData(turn=turn, step=step, message=message, error=outcome.error))
-        self.session.append(ToolResultEvent, data, source_event_seqs=(call_seq,),
-                            surface_op="append")
 
     def __repr__(self) -> str:
         return f"Agent(id={self.id!r}, provider={self.provider!r}, model={self.model!r})"

@@ -88,12 +88,14 @@ class AgentRegistry:
     def __len__(self) -> int:
         return len(self._agents)
 
-    def _add(self, agent: Agent) -> None:
+    def add(self, agent: Agent) -> None:
+        """Make ``agent`` live (publication)."""
         if agent.id in self._agents:
             raise AgentExistsError(f"an agent with id {agent.id!r} is already live")
         self._agents[agent.id] = agent
 
-    def _remove(self, agent: Agent) -> None:
+    def remove(self, agent: Agent) -> None:
+        """Forget ``agent`` if it is the live one under its id."""
         if self._agents.get(agent.id) is agent:
             del self._agents[agent.id]
 
@@ -140,7 +142,8 @@ class Host:
                      seed: Sequence[Event] | None = None, seed_trace: Trace | None = None,
                      header_meta: Mapping[str, Any] | None = None, cwd: str | None = None,
                      subagent_depth: int | None = None, approval: bool = False,
-                     tools_scope: ToolScope | None = None) -> Agent:
+                     tools_scope: ToolScope | None = None,
+                     max_steps: int | None = None) -> Agent:
         """Create an agent over a new session, or over an existing one.
 
         Args:
@@ -159,6 +162,8 @@ class Host:
             subagent_depth: the agent's runtime delegation depth.
             approval: whether an approval service is composed (policy ``ask``; else ``never``).
             tools_scope: the agent's tools; default a fresh scope over :attr:`tools`.
+            max_steps: steps a turn may take; the next one is refused (the turn ends
+                ``blocked``). ``None``: no limit.
 
         Raises:
             UnknownProviderError, AgentExistsError, SessionExistsError, SessionLoadError,
@@ -194,11 +199,22 @@ class Host:
             raise ValueError(f"session {sid!r}: the seed must be balanced (no open turn, step "
                              "or tool call)")
         agent = Agent(self, session, provider=provider, model=model, max_tokens=max_tokens,
-                      subagent_depth=subagent_depth, approval=approval, tools=tools_scope)
+                      subagent_depth=subagent_depth, approval=approval,
+                      tools=tools_scope if tools_scope is not None else ToolScope(self.tools),
+                      max_steps=max_steps)
         if system:
             agent.prompt_sections.set(PERSONA_SECTION, system, order=PERSONA_ORDER)
-        self.agents._add(agent)
+        self.agents.add(agent)
         return agent
+
+    def model(self, provider: str) -> Model:
+        """The model registered for ``provider`` (raises :class:`UnknownProviderError`)."""
+        return self.models.get(provider)
+
+    def agent_disposed(self, agent: Agent) -> None:
+        """An agent of this host is disposed and quiet: it leaves the registries."""
+        self.agents.remove(agent)
+        self.sessions.release(agent.id)
 
     async def aclose(self) -> None:
         """Dispose every live subagent run, then every live agent (concurrently)."""

@@ -39,7 +39,6 @@ from ..core import (
     SandboxModeData,
     SandboxModeEvent,
     StartRequest,
-    SubagentDescriptorEvent,
     Trace,
     check_capabilities,
     plan_child,
@@ -178,13 +177,6 @@ def _install(agent: Agent, plan: ChildPlan) -> StructuredCapture | None:
     if plan.structured is not None:
         capture = StructuredCapture(plan.structured)
         capture.install(agent)
-    descriptor = plan.descriptor
-
-    def append_descriptor(child: Agent, turn: int, step: int) -> None:
-        child.pre_step_hooks.remove(append_descriptor)
-        child.session.append(SubagentDescriptorEvent, descriptor)
-
-    agent.pre_step_hooks.insert(0, append_descriptor)
     return capture
 
 
@@ -232,7 +224,8 @@ async def drive_child(runtime: SubagentRuntime, provider: InProcessProvider,
     try:
         agent = Agent(host, session, provider=options.provider, model=options.model,
                       max_tokens=options.max_tokens, subagent_depth=plan.depth,
-                      approval=parent.approval_composed, tools=ToolScope(host.tools))
+                      approval=parent.approval_composed, tools=ToolScope(host.tools),
+                      preamble=(plan.descriptor,))
         _apply_policy(agent, plan)
         capture = _install(agent, plan)
         # The end of the unpublished setup window: an abort or a cancellation that arrived
@@ -243,7 +236,7 @@ async def drive_child(runtime: SubagentRuntime, provider: InProcessProvider,
     except BaseException:
         _discard(host, session.id)
         raise
-    host.agents._add(agent)
+    host.agents.add(agent)
     run = SubagentRun(runtime, provider=provider.provider_name, label=request.label,
                       parent=parent, agent=agent, seed_length=seed_length, capture=capture,
                       signal=signal)

@@ -16,6 +16,7 @@ system-prompt sections.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -39,7 +40,7 @@ from ..core import (
     ToolSchema,
 )
 from ..core.delegation import validate_tool_filter
-from .turns import parse_arguments
+from ..core.loop import ToolOutcome
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -57,6 +58,7 @@ __all__ = [
     "ToolRegistry",
     "ToolScope",
     "execute_call",
+    "parse_arguments",
     "error_outcome",
     "restriction_problem",
     "schema_violations",
@@ -83,22 +85,6 @@ STRUCTURED_OUTPUT_ORDER = 190
 DEFAULT_SECTION_ORDER = 100
 
 _BLOCK_TYPES = (TextBlock, ReasoningBlock, ImageBlock, ToolCallBlock, ToolResultBlock)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolOutcome:
-    """What a tool call produced. ``conclude_turn`` ends the turn after this step's calls."""
-
-    content: str | tuple[ContentBlock, ...]
-    is_error: bool = False
-    error: ToolErrorInfo | None = None
-    conclude_turn: bool = False
-
-    @property
-    def blocks(self) -> tuple[ContentBlock, ...]:
-        if isinstance(self.content, str):
-            return (TextBlock(text=self.content),)
-        return self.content
 
 
 ToolResult: TypeAlias = str | tuple[ContentBlock, ...] | ToolOutcome
@@ -360,6 +346,25 @@ class ToolScope:
 
 
 # ---------------------------------------------------------------------------- arguments
+
+
+def parse_arguments(text: str) -> dict[str, Any] | str:
+    """A call's raw arguments as an object, or why they are not one (``""`` means ``{}``).
+
+    >>> parse_arguments(""), parse_arguments('{"a": 1}'), parse_arguments("[1]")
+    ({}, {'a': 1}, 'arguments must be a JSON object, got array')
+    """
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"arguments are not valid JSON ({exc.msg} at char {exc.pos})"
+    if not isinstance(value, dict):
+        kind = {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+            type(value), "number")
+        return f"arguments must be a JSON object, got {kind}"
+    return value
 
 _JSON_TYPES: dict[str, Callable[[object], bool]] = {
     "object": lambda v: isinstance(v, dict),

@@ -95,11 +95,13 @@ def test_request_header_initial_then_change_only_when_different() -> None:
 
 
 def test_followup_accepts_text_blocks_and_user_messages() -> None:
-    """Text, content blocks and a UserMessage are queued as messages (a given id is kept)."""
+    """Text, content blocks and a UserMessage are queued as messages (a given id is kept), and
+    each follow-up gets a turn of its own (DSH's inbox claims one ``next-turn`` item per turn,
+    packages/core/agent/src/inbox.ts ``claim``)."""
 
     async def main() -> None:
         host = make_host()
-        agent, model = scripted(host, [Reply.text("a")])
+        agent, model = scripted(host, [Reply.text("a"), Reply.text("b"), Reply.text("c")])
         own = UserMessage(content=(TextBlock(text="c"),), id="mine",
                           source=MessageSource(kind="coordinator"))
         agent.followup("a")
@@ -109,11 +111,12 @@ def test_followup_accepts_text_blocks_and_user_messages() -> None:
         events = list(agent.session.events)
         inserts = of_type(events, InboxSplicedEvent)[:3]
         assert [s.data.start for s in inserts] == [0, 1, 2]
-        claim = of_type(events, InboxSplicedEvent)[3]
-        assert claim.data.removed_count == 3 and claim.data.inserted == ()
+        claims = of_type(events, InboxSplicedEvent)[3:]
+        assert [(c.data.removed_count, c.data.inserted) for c in claims] == [(1, ())] * 3
+        assert len(of_type(events, TurnEndEvent)) == 3
         users = [e.data for e in of_type(events, UserMessageEvent)]
         assert users[2] is own and users[1].content[1] == TextBlock(text="b2")
-        assert [m.id for m in model.requests[0].messages] == [u.id for u in users]
+        assert [request.messages[-1].id for request in model.requests] == [u.id for u in users]
 
     run(main)
 
