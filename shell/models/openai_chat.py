@@ -69,7 +69,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, aclosing
 from types import TracebackType
 from typing import TYPE_CHECKING, Annotated, Any, Final
 from urllib.parse import urlsplit
@@ -345,8 +345,8 @@ class OpenAIChatModel:
         failure: LlmFailure | None = None
         done = False
         try:
-            async for data in body:
-                for payload in events.feed(data):
+            async with aclosing(_payloads(body, events)) as payloads:
+                async for payload in payloads:
                     if payload.startswith("[DONE]"):
                         done = True
                         break
@@ -356,8 +356,6 @@ class OpenAIChatModel:
                         break
                     for out in assembler.feed(chunk):
                         yield out
-                if done or failure is not None:
-                    break
         except _TooLarge as err:
             failure = LlmFailure(message=str(err), code="RESPONSE_TOO_LARGE",
                                  request_id=request_id or UNSET)
@@ -372,6 +370,14 @@ class OpenAIChatModel:
         await _drain(body)
         for out in assembler.finish():
             yield out
+
+
+async def _payloads(body: AsyncIterator[bytes], events: _EventReader) -> AsyncIterator[str]:
+    async for data in body:
+        for payload in events.feed(data):
+            yield payload
+    for payload in events.finish():
+        yield payload
 
 
 async def _drain(body: AsyncIterator[bytes]) -> None:
@@ -497,6 +503,15 @@ class _EventReader:
             self._field(line.rstrip(b"\r\n"), out)
         self._line = bytearray(pending)
         self._check_event()
+        return out
+
+    def finish(self) -> list[str]:
+        """At the end of the body: a last line ended by a lone CR is a line after all."""
+        if not self._line.endswith(b"\r"):
+            return []
+        out: list[str] = []
+        self._field(bytes(self._line).rstrip(b"\r"), out)
+        self._line = bytearray()
         return out
 
     def _check_event(self) -> None:
