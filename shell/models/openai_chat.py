@@ -68,7 +68,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing
 from types import TracebackType
 from typing import TYPE_CHECKING, Annotated, Any, Final
@@ -372,7 +372,8 @@ class OpenAIChatModel:
             yield out
 
 
-async def _payloads(body: AsyncIterator[bytes], events: _EventReader) -> AsyncIterator[str]:
+async def _payloads(body: AsyncIterator[bytes], events: _EventReader,
+                    ) -> AsyncGenerator[str, None]:
     async for data in body:
         for payload in events.feed(data):
             yield payload
