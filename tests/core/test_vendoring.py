@@ -15,7 +15,8 @@ from beartype.roar import BeartypeCallHintViolation
 from turnfork import core
 
 CORE = Path(__file__).resolve().parents[2] / "core"
-MODULES = sorted(CORE.glob("*.py"))
+#: The core's modules and those of its subpackage ``formats`` (vendored with it).
+MODULES = sorted([*CORE.glob("*.py"), *(CORE / "formats").glob("*.py")])
 FIXTURE = (Path(__file__).resolve().parent.parent / "fixtures" / "dsh" / "derived"
            / "fork-parent-inflight-at-subagent-call.DERIVED.jsonl")
 EFFECTFUL = frozenset({
@@ -48,8 +49,12 @@ except BeartypeCallHintViolation:
     pass
 else:
     raise SystemExit("the vendored copy is not type-checked")
+from vendored_tf_core.formats import openai_chat
+chat = openai_chat.from_dsh(prefix).unwrap()
+assert openai_chat.check_balance(chat).unwrap().ends_at_completed_turn
 assert "hypothesis" not in sys.modules, "importing the core imported hypothesis"
 assert "vendored_tf_core.strategies" not in sys.modules
+assert "vendored_tf_core.formats.strategies" not in sys.modules
 
 from hypothesis import given, settings
 from vendored_tf_core.strategies import session_logs
@@ -83,12 +88,13 @@ def _tree(path: Path) -> ast.Module:
 
 def test_core_modules_are_found() -> None:
     """The checks below look at every core module."""
-    names = {path.name for path in MODULES}
-    assert {"__init__.py", "events.py", "codec.py", "trace.py", "seed.py",
-            "strategies.py"} <= names
+    names = {path.relative_to(CORE).as_posix() for path in MODULES}
+    assert {"__init__.py", "events.py", "codec.py", "trace.py", "seed.py", "strategies.py",
+            "formats/__init__.py", "formats/common.py", "formats/openai_chat.py",
+            "formats/openai_responses.py", "formats/anthropic.py"} <= names
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(CORE).as_posix())
 def test_imports_are_relative_and_pure(path: Path) -> None:
     """No absolute self-import, no effectful module; hypothesis only in strategies.py."""
     for node in ast.walk(_tree(path)):
@@ -140,7 +146,7 @@ def _is_mutable_value(value: ast.expr) -> bool:
             and value.func.id in MUTABLE_BUILDERS)
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.relative_to(CORE).as_posix())
 def test_no_module_level_mutable_state(path: Path) -> None:
     """No `global`; no public mutable containers; private ones are never mutated."""
     tree = _tree(path)
