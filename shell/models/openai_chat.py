@@ -60,6 +60,7 @@ input (``prompt_tokens_details.cached_tokens`` — OpenAI, newer DeepSeek — el
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import ipaddress
 import json
@@ -139,6 +140,7 @@ _IMAGE_PLACEHOLDER: Final = "[image omitted]"
 _TRUNCATED: Final = "SSE stream ended without [DONE]"
 _MAX_SAFE_INT: Final = 2**53 - 1
 _DRAIN_BYTES: Final = 64 * 1024
+_DRAIN_SECONDS: Final = 0.1
 
 
 class MissingCredentialError(RuntimeError):
@@ -382,13 +384,15 @@ async def _payloads(body: AsyncIterator[bytes], events: _EventReader,
 
 
 async def _drain(body: AsyncIterator[bytes]) -> None:
-    """Read the little that follows ``[DONE]`` so an HTTP/1.1 connection can be reused."""
+    """Read the little that follows ``[DONE]`` so an HTTP/1.1 connection can be reused; a server
+    that sends more, or holds the body open, only loses the reuse (the SDK's own rule: 0.1 s)."""
     drained = 0
     try:
-        async for data in body:
-            drained += len(data)
-            if drained > _DRAIN_BYTES:
-                return
+        async with asyncio.timeout(_DRAIN_SECONDS):
+            async for data in body:
+                drained += len(data)
+                if drained > _DRAIN_BYTES:
+                    return
     except Exception:  # the answer is complete; the connection just closes
         pass
 

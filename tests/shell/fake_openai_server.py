@@ -65,8 +65,9 @@ class Reply:
     #: ``[DONE]``; ``drop``: close the socket mid-body; ``hang``: send the events, then wait
     #: until the client closes the connection; ``stall``: send nothing at all (not even
     #: headers) until the client closes; ``flood``: send ``flood`` bytes over and over until
-    #: the client closes.
-    end: Literal["done", "eof", "drop", "hang", "stall", "flood"] = "done"
+    #: the client closes; ``linger``: send ``data: [DONE]`` but hold the body open (no
+    #: terminating chunk) until the client closes.
+    end: Literal["done", "eof", "drop", "hang", "stall", "flood", "linger"] = "done"
     #: What ``end="flood"`` repeats.
     flood: bytes = b"x" * 65536
 
@@ -268,6 +269,10 @@ class FakeOpenAI:
             await self._hold(reader)
             return
         self._write_chunk(writer, b"data: [DONE]\n\n")
+        if reply.end == "linger":
+            await writer.drain()
+            await self._hold(reader)
+            return
         writer.write(b"0\r\n\r\n")
         await writer.drain()
 

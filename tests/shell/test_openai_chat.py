@@ -130,6 +130,21 @@ def test_text_answer_streams_one_text_block() -> None:
     ]
 
 
+def test_answer_ends_at_done_even_if_the_body_stays_open() -> None:
+    """Ensures that the answer is complete at [DONE] though the server holds the body open
+    (the 30 s read timeout never comes into it), and the connection is then closed."""
+    async def body(server: FakeOpenAI, model: OpenAIChatModel) -> list[StreamChunk]:
+        async with asyncio.timeout(5.0):
+            chunks = [c async for c in model.stream(_request())]
+            await server.disconnected.wait()
+        return chunks
+
+    chunks = _serve([Reply(events=(chunk({"content": "ok"}, finish="stop"),), end="linger")],
+                    body, timeout=30.0)
+    assert chunks[-2:] == [BlockEnd(index=0, block=TextBlock(text="ok")),
+                           FinishChunk(reason=FinishStop())]
+
+
 def test_reasoning_then_text_get_their_own_blocks() -> None:
     """Ensures that DeepSeek's reasoning_content streams as a reasoning block before the text."""
     chunks, _ = _stream(Reply(events=(
