@@ -29,24 +29,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import msgspec
 from returns.result import Failure
 
 from ..core import (
-    DecodeError,
     Event,
     SessionHeader,
     Trace,
     TurnInterrupted,
     advance,
     close_open_turn,
-    decode_log,
-    decode_session,
     encode_header_line,
     encode_log,
     trace_log,
 )
 from .clock import Clock
+from .logfile import read_session_file
 from .session import Session
 from .store import (
     SessionExistsError,
@@ -205,8 +202,7 @@ class JsonlSessionStore(_LiveSessions):
         path = self._find(session_id)
         if path is None:
             raise SessionNotFoundError(session_id)
-        session = _load(path, session_id, self.compression, clock or self.clock,
-                        self._sink(path, True))
+        session = _load(path, session_id, clock or self.clock, self._sink(path, True))
         self._live[session_id] = session
         return session
 
@@ -242,100 +238,16 @@ class JsonlSessionStore(_LiveSessions):
 # ---------------------------------------------------------------------------- loading
 
 
-def _read_zstd(path: Path, data: bytes) -> tuple[bytes, bytes, int | None]:
-    """(text of complete frames, text of an incomplete last frame, that frame's offset)."""
-    zstandard = _zstd()
-    decompressor = zstandard.ZstdDecompressor()
-    complete: list[bytes] = []
-    offset = 0
-    while offset < len(data):
-        stream = decompressor.decompressobj()
-        try:
-            text = stream.decompress(data[offset:])
-        except zstandard.ZstdError as exc:
-            raise SessionLoadError(path, f"zstd frame at byte {offset}: {exc}") from exc
-        if not stream.eof:
-            return b"".join(complete), bytes(text), offset
-        complete.append(bytes(text))
-        offset = len(data) - len(stream.unused_data)
-    return b"".join(complete), b"", None
-
-
-def _parses(line: bytes) -> bool:
+def _load(path: Path, session_id: str, clock: Clock, sink: _JsonlSink) -> Session:
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        msgspec.json.decode(line)
-    except (msgspec.DecodeError, RecursionError):
-        return False
-    return True
-
-
-def _line_start(text: bytes, line_no: int) -> int:
-    """Byte offset of 1-based line ``line_no`` in ``text``."""
-    offset = 0
-    for _ in range(line_no - 1):
-        offset = text.index(b"\n", offset) + 1
-    return offset
-
-
-def _decode(path: Path, text: bytes, *, first_line: int, with_header: bool, tearable: bool,
-            ) -> tuple[SessionHeader | None, tuple[Event, ...], int]:
-    """Decode whole lines of ``text``: (header, events, bytes kept). A torn tail is dropped
-    only when ``tearable``; any other problem is a :class:`SessionLoadError`."""
-    keep = text.rfind(b"\n") + 1
-    if keep < len(text) and not tearable:
-        last_line = first_line + text.count(b"\n")
-        raise SessionLoadError(path, f"line {last_line}: a record is cut short inside a "
-                                     "complete zstd frame")
-    while True:
-        body = text[:keep]
-        if with_header:
-            result: Any = decode_session(body)
-        else:
-            result = decode_log(body).map(lambda events: (None, events))
-        if not isinstance(result, Failure):
-            header, events = result.unwrap()
-            return header, events, keep
-        error: DecodeError = result.failure()
-        error = msgspec.structs.replace(error, line=error.line + first_line - 1)
-        local_line = error.line - first_line + 1
-        start = _line_start(body, local_line)
-        line = body[start:body.find(b"\n", start)]
-        later_turn_end = b'"turn/end"' in body[start + len(line):]
-        if (not tearable or (with_header and local_line == 1) or _parses(line)
-                or later_turn_end):
-            raise SessionLoadError(path, error)
-        keep = start
-
-
-def _load(path: Path, session_id: str, compression: Compression, clock: Clock,
-          sink: _JsonlSink) -> Session:
-    data = path.read_bytes()
-    cut_at: int | None = None  # byte length the file must be cut to
-    if compression == "zstd":
-        text, partial, frame_offset = _read_zstd(path, data)
-        header, events, _ = _decode(path, text, first_line=1, with_header=True, tearable=False)
-        durable = len(events)
-        recovered: tuple[Event, ...] = ()
-        if frame_offset is not None:
-            cut_at = frame_offset
-            _, recovered, kept = _decode(path, partial, first_line=1 + text.count(b"\n"),
-                                         with_header=False, tearable=True)
-            dropped = len(partial) - kept
-            warnings.warn(f"{path}: dropped an incomplete final zstd frame ({len(partial)} "
-                          f"bytes of text, {dropped} of them a torn tail)",
-                          SessionRepairWarning, stacklevel=3)
-        events = events + recovered
-    else:
-        if b"\n" not in data:
-            raise SessionLoadError(path, "line 1: the header line is incomplete")
-        header, events, kept = _decode(path, data, first_line=1, with_header=True,
-                                       tearable=True)
-        durable = len(events)
-        if kept < len(data):
-            cut_at = kept
-            torn_line = data.count(b"\n", 0, kept) + 1
-            warnings.warn(f"{path}: dropped a torn tail ({len(data) - kept} bytes from line "
-                          f"{torn_line})", SessionRepairWarning, stacklevel=3)
+        read = read_session_file(path.name, dir_fd=directory, shown=str(path))
+    finally:
+        os.close(directory)
+    if isinstance(read, Failure):
+        raise SessionLoadError.from_read_error(read.failure())
+    log = read.unwrap()
+    header, events, torn = log.header, log.events, log.torn
     assert header is not None
     if header.id != session_id:
         raise SessionLoadError(path, f"line 1: header id {header.id!r} is not {session_id!r}")
@@ -346,9 +258,14 @@ def _load(path: Path, session_id: str, compression: Compression, clock: Clock,
     closers = close_open_turn(trace, events, TurnInterrupted())
     for closer in closers:
         trace = advance(trace, closer).unwrap()
-    if cut_at is not None:
+    durable = len(events)
+    if torn is not None:
+        warnings.warn(f"{path}: dropped {torn.description}", SessionRepairWarning,
+                      stacklevel=3)
+        if torn.rewrite_from is not None:
+            durable = torn.rewrite_from
         with open(path, "r+b") as handle:
-            handle.truncate(cut_at)
+            handle.truncate(torn.keep_bytes)
             os.fsync(handle.fileno())
     seed = events + closers
     session = Session(header, seed=seed, seed_trace=trace, clock=clock, sink=sink,

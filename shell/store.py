@@ -17,6 +17,7 @@ from typing import Protocol
 
 from ..core import DecodeError, Event, SessionHeader, Trace, Violation
 from .clock import Clock, system_clock
+from .logfile import LogReadError
 from .session import Session, SessionSink
 
 __all__ = [
@@ -61,6 +62,14 @@ class SessionLoadError(Exception):
         super().__init__(f"{path}: {detail}")
         self.path = path
         self.problem = problem
+
+    @classmethod
+    def from_read_error(cls, error: LogReadError) -> SessionLoadError:
+        """The store's error for what the shared reader refused."""
+        if error.line is None:
+            return cls(error.file, error.problem)
+        return cls(error.file, DecodeError(line=error.line, problem=error.problem,
+                                           seq=error.seq, event_type=error.event_type))
 
 
 class SessionRepairWarning(UserWarning):

@@ -115,7 +115,9 @@ def test_every_rule_gets_broken() -> None:
     """Across a fixed-seed run, broken_logs() breaks each rule the trace knows."""
     rules: Counter[str] = Counter()
 
-    @settings(max_examples=examples(300), derandomize=True, database=None, deadline=None)
+    # A coverage check, not a property: at a quarter of this budget some rules are drawn
+    # only a few times, and whether they are at all shifted with unrelated imports.
+    @settings(max_examples=300, derandomize=True, database=None, deadline=None)
     @given(broken_logs())
     def collect(case: tuple[Log, int, str]) -> None:
         rules[case[2]] += 1

@@ -55,21 +55,36 @@ def test_torn_final_line_is_dropped_and_cut_off(tmp_path: Path) -> None:
     assert path.read_bytes() == encode_header_line(HEADER) + b"\n" + b"\n".join(good) + b"\n"
 
 
-def test_unparsable_tail_lines_without_later_turn_end_are_torn(tmp_path: Path) -> None:
-    """Garbage lines with no turn/end after them are a torn tail, not corruption."""
+def test_a_final_line_that_is_not_json_is_a_torn_tail(tmp_path: Path) -> None:
+    """A complete final line that is not JSON at all (zero-filled blocks) is torn."""
     good = _complete_turns(1)
-    _write(tmp_path, *good, b"\x00\x00garbage", TURN_START % (2, 2))
-    with pytest.warns(SessionRepairWarning):
+    path = _write(tmp_path, *good, b"\x00\x00\x00\x00")
+    with pytest.warns(SessionRepairWarning, match="torn tail .5 bytes from line 4"):
         session = JsonlSessionStore(tmp_path).load("s")
     assert len(session.events) == 3  # two events and the end-seed
+    assert path.read_bytes() == encode_header_line(HEADER) + b"\n" + b"\n".join(good) + b"\n"
 
 
-def test_unparsable_line_before_a_turn_end_is_corruption(tmp_path: Path) -> None:
-    """An unreadable line followed by a turn/end fails the load, naming the line."""
-    lines = _complete_turns(2)
-    _write(tmp_path, lines[0], b"{not json", *lines[2:])
-    with pytest.raises(SessionLoadError, match=r"session\.jsonl: line 3"):
+def test_a_complete_unreadable_line_before_the_last_is_refused_and_kept(
+        tmp_path: Path) -> None:
+    """Only the final line can be torn: an unreadable line before it is refused, the file
+    left exactly as it was (issue 14.9)."""
+    good = _complete_turns(1)
+    path = _write(tmp_path, *good, b"\x00\x00garbage", TURN_START % (2, 2))
+    before = path.read_bytes()
+    with pytest.raises(SessionLoadError, match=r"session\.jsonl: line 4: JSON is malformed"):
         JsonlSessionStore(tmp_path).load("s")
+    assert path.read_bytes() == before
+
+
+def test_a_complete_final_line_that_does_not_decode_is_refused(tmp_path: Path) -> None:
+    """A final line that is JSON but not a valid record is corruption, never a tail."""
+    good = _complete_turns(1)
+    path = _write(tmp_path, *good, b'{"type":"turn/start","seq":2,"time":1,"data":{}}')
+    before = path.read_bytes()
+    with pytest.raises(SessionLoadError, match=r"line 4 \(seq 2, turn/start\)"):
+        JsonlSessionStore(tmp_path).load("s")
+    assert path.read_bytes() == before
 
 
 def test_open_final_turn_is_closed_with_interrupted_and_made_durable(tmp_path: Path) -> None:
@@ -171,5 +186,5 @@ def test_zstd_bad_checksum_is_corruption(tmp_path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[-1] ^= 0xFF
     path.write_bytes(bytes(data))
-    with pytest.raises(SessionLoadError, match="zstd frame at byte"):
+    with pytest.raises(SessionLoadError, match=r"corrupt zstd frame 2 at byte .*checksum"):
         JsonlSessionStore(tmp_path, compression="zstd").load("s")
