@@ -11,7 +11,7 @@ import pytest
 FORMATS = Path(__file__).resolve().parents[2] / "core" / "formats"
 MODULE_NAMES = sorted("turnfork.core.formats" if p.stem == "__init__"
                       else f"turnfork.core.formats.{p.stem}"
-                      for p in FORMATS.glob("*.py") if p.stem != "strategies")
+                      for p in FORMATS.glob("*.py"))
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
