@@ -36,7 +36,7 @@ from .bench_fork_memory import settle, size_row
 from .harness import Row, Section, Settings, Target, Timing
 from .workloads import CHILD_OWN_EVENTS, child_request, shell_parent
 
-__all__ = ["NAME", "TITLE", "run", "worker"]
+__all__ = ["NAME", "TITLE", "rss", "run", "worker"]
 
 NAME = "fork-load"
 TITLE = "concurrent fork children of one parent, each run to completion (fresh subprocess)"
@@ -44,7 +44,7 @@ TITLE = "concurrent fork children of one parent, each run to completion (fresh s
 _ROOT = Path(__file__).resolve().parents[1]
 
 
-def _rss() -> int:
+def rss() -> int:
     try:
         psutil = importlib.import_module("psutil")  # the bench extra (it ships no stubs)
     except ImportError:  # Linux without the bench extra: resident pages from /proc
@@ -61,7 +61,7 @@ def _trimmed_rss() -> int | None:
         libc.malloc_trim(0)
     except (OSError, AttributeError):
         return None
-    return _rss()
+    return rss()
 
 
 def _peak_rss() -> int:
@@ -83,7 +83,7 @@ async def _rounds(completed_turns: int, children: int, rounds: int) -> dict[str,
     runtime = host.subagents
     request = child_request()
     gc.collect()
-    before = {"rss": _rss(), "blocks": sys.getallocatedblocks(), "peak_rss": _peak_rss()}
+    before = {"rss": rss(), "blocks": sys.getallocatedblocks(), "peak_rss": _peak_rss()}
     measured: list[dict[str, float]] = []
     for _ in range(rounds):
         gc.collect()
@@ -96,18 +96,18 @@ async def _rounds(completed_turns: int, children: int, rounds: int) -> dict[str,
         stops = {result.stop_reason for result in results}
         assert stops == {"completed"}, stops
         assert all(len(run.own_events()) == CHILD_OWN_EVENTS for run in runs)
-        rss_done = _rss()
+        rss_done = rss()
         await asyncio.gather(*(run.dispose() for run in runs))
         del runs, results
         await settle()
         gc.collect()
         measured.append({"published_ns": published, "done_ns": done, "cpu_ns": cpu,
-                         "rss_done": rss_done, "rss_after": _rss(),
+                         "rss_done": rss_done, "rss_after": rss(),
                          "blocks_after": sys.getallocatedblocks()})
     # Nothing of the children is left registered anywhere.
     assert runtime.runs() == () and host.agents.list() == (parent.agent,)
     assert host.sessions.list() == (parent.agent.id,)
-    after = {"rss": _rss(), "blocks": sys.getallocatedblocks(), "rss_trimmed": _trimmed_rss()}
+    after = {"rss": rss(), "blocks": sys.getallocatedblocks(), "rss_trimmed": _trimmed_rss()}
     figures = {"completed_turns": completed_turns, "events": parent.events,
                "seed_length": parent.cut, "children": children,
                "parent_build_seconds": parent.build_seconds, "before": before, "after": after,

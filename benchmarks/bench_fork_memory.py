@@ -2,14 +2,18 @@
 
 For each parent (built by the shell, mid-turn; K = 10 and 1,000) and each fork (ours, and the
 naive copy + re-validate baseline of :mod:`benchmarks.bench_fork_shell`), tracemalloc runs while
-N children are started concurrently and measured in three states:
+N children are started concurrently and measured in three states. The children's model is a
+:class:`shell.ScriptedModel` as made by default (it records every request it receives), fresh
+for each measurement:
 
-1. **in flight**: every child published and held at its first model call (the child model's
+1. **in flight**: every child published and held at its first model call (the child script's
    gate is closed), so each holds its model request (the history it would send);
 2. **run to completion**: the gate opened and every ``run.result`` awaited, runs not yet
-   disposed (the state DSH measured as "heap per fork after results"). The target is judged
-   here: (traced memory - baseline) / N, minus the child's own events;
-3. **disposed**: every run disposed and ``gc.collect()`` run: what is left.
+   disposed (the state DSH measured as "heap per fork after results"). The targets are judged
+   here and in flight (a live child, all of it, ≤ 50 KB at K = 1,000) and on
+   (traced memory - baseline) / N minus the child's own events;
+3. **disposed**: every run disposed and ``gc.collect()`` run: what is left, with the model's
+   record of the children's requests, and once more after that record is dropped.
 
 A child's own events are sized separately: a walk over ``run.own_events()`` (the events and
 everything they reference) that sums ``sys.getsizeof`` of every object tracemalloc saw being
@@ -32,7 +36,13 @@ import msgspec
 
 from .bench_fork_shell import NAIVE_PROVIDER, install_naive_fork
 from .harness import Row, Section, Settings, Target
-from .workloads import CHILD_OWN_EVENTS, ShellParent, child_request, shell_workbench
+from .workloads import (
+    CHILD_CALLS,
+    CHILD_OWN_EVENTS,
+    ShellParent,
+    child_request,
+    shell_workbench,
+)
 
 __all__ = ["NAME", "TITLE", "SizeRow", "format_bytes", "run", "settle", "size_row", "traced_size"]
 
@@ -108,6 +118,8 @@ class Measured:
     completed: int
     own_events: int
     after_dispose: int
+    #: After dispose, once the child model's record of requests was dropped too.
+    after_record_dropped: int
     peak: int
     top_sites: tuple[tuple[str, int], ...] = ()
 
@@ -129,10 +141,12 @@ def _traced() -> int:
 
 async def _children(parent: ShellParent, provider: str, count: int, *, sites: bool,
                     ) -> Measured:
-    runtime, model = parent.host.subagents, parent.child_model
+    runtime, script = parent.host.subagents, parent.child_script
+    # A fresh ScriptedModel as made by default: it records every request (by reference).
+    model = parent.use_child_model(count)
     request = child_request()
     gate = asyncio.Event()
-    model.gate = gate
+    script.gate = gate
     try:
         baseline_snapshot = tracemalloc.take_snapshot() if sites else None
         base = _traced()
@@ -140,17 +154,18 @@ async def _children(parent: ShellParent, provider: str, count: int, *, sites: bo
         runs = await asyncio.gather(*(runtime.start(provider, request, parent=parent.agent)
                                       for _ in range(count)))
         for _ in range(10_000):  # until every child waits at its first model call
-            if model.waiting == count:
+            if script.waiting == count:
                 break
             await asyncio.sleep(0)
-        assert model.waiting == count, (model.waiting, count)
+        assert script.waiting == count, (script.waiting, count)
         in_flight = _traced() - base
         gate.set()
         results = await asyncio.gather(*(run.result for run in runs))
     finally:
-        model.gate = None
+        script.gate = None
     assert all(result.stop_reason == "completed" for result in results)
     assert all(len(run.own_events()) == CHILD_OWN_EVENTS for run in runs)
+    assert len(model.requests) == CHILD_CALLS * count
     completed = _traced() - base
     top: tuple[tuple[str, int], ...] = ()
     if baseline_snapshot is not None:
@@ -165,9 +180,12 @@ async def _children(parent: ShellParent, provider: str, count: int, *, sites: bo
     del runs, results
     await settle()
     after = _traced() - base
+    model.requests.clear()  # what the record kept alive of the disposed children
+    after_record = _traced() - base
     peak = tracemalloc.get_traced_memory()[1] - base
     return Measured(children=count, in_flight=in_flight, completed=completed, own_events=own,
-                    after_dispose=after, peak=peak, top_sites=top)
+                    after_dispose=after, after_record_dropped=after_record, peak=peak,
+                    top_sites=top)
 
 
 async def _warm_up(parents: Sequence[ShellParent], count: int, naive_count: int) -> None:
@@ -175,6 +193,7 @@ async def _warm_up(parents: Sequence[ShellParent], count: int, naive_count: int)
     ``count`` runs) are then in the baseline, not in what the children leave behind."""
     for parent in parents:
         install_naive_fork(parent)
+        parent.use_child_model(count + naive_count)
         runtime = parent.host.subagents
         for provider, how_many in (("fork", count), (NAIVE_PROVIDER, naive_count)):
             runs = await asyncio.gather(*(runtime.start(provider, child_request(),
@@ -207,14 +226,16 @@ def _rows(parents: Sequence[ShellParent], measured: dict[tuple[int, str], Measur
         target = Target("<=", 50e3, "(50 KB)") if k == 1000 else None
         rows += [
             size_row(f"ours K={k}: per child, run to completion (all)",
-                     ours.per_child(ours.completed)),
+                     ours.per_child(ours.completed), target),
             size_row(f"ours K={k}: per child, its own events ({CHILD_OWN_EVENTS})",
                      ours.per_child(ours.own_events)),
             size_row(f"ours K={k}: per child beyond its own events", beyond[k], target),
             size_row(f"ours K={k}: per child in flight (first model call held)",
-                     ours.per_child(ours.in_flight)),
-            size_row(f"ours K={k}: left after dispose + gc (all {ours.children})",
-                     ours.after_dispose),
+                     ours.per_child(ours.in_flight), target),
+            size_row(f"ours K={k}: left after dispose + gc (all {ours.children}), the "
+                     "model's record of their requests included", ours.after_dispose),
+            size_row(f"ours K={k}: left after dispose + gc (all {ours.children}), that "
+                     "record dropped", ours.after_record_dropped),
             size_row(f"naive K={k}: per child, run to completion (all)",
                      naive.per_child(naive.completed)),
             size_row(f"naive K={k}: per child in flight", naive.per_child(naive.in_flight)),
@@ -262,6 +283,7 @@ def run(settings: Settings) -> Section:
                 "bytes": {f"{fork} K={k}": {
                     "in_flight": m.in_flight, "completed": m.completed,
                     "own_events": m.own_events, "after_dispose": m.after_dispose,
-                    "peak": m.peak} for (k, fork), m in measured.items()},
+                    "after_record_dropped": m.after_record_dropped, "peak": m.peak}
+                    for (k, fork), m in measured.items()},
                 "top_sites": [{"site": site, "bytes": size, "per_child": size / count}
                               for site, size in largest.top_sites]})

@@ -189,6 +189,9 @@ async def _measure(parents: Sequence[ShellParent], rounds: int, full_rounds: int
     fulls: list[AsyncContender] = []
     for parent in parents:
         install_naive_fork(parent)
+        # Enough script for every child the samples start (each warm sample starts two); a
+        # timing benchmark keeps no record of the children's requests.
+        parent.use_child_model(4 * (rounds + full_rounds + 4), record_requests=False)
         await _same_children(parent)
         parent.host.subagents.subscribe(observed)
         k = parent.completed_turns
@@ -249,7 +252,8 @@ def run(settings: Settings) -> Section:
         "here); [warm]: no forced collection, each sample right after an untimed start of "
         "the same fork; each run disposed after its sample, outside the clock",
         "parents built by the shell and the scripted model, mid-turn (model hanging); "
-        f"child script: one tool call, one text reply ({CHILD_OWN_EVENTS} own events)",
+        f"child script: one tool call, one text reply ({CHILD_OWN_EVENTS} own events), "
+        "played by a ScriptedModel(record_requests=False)",
         "both forks of each parent give the same seed, own events and result "
         "(checked before timing)",
     )

@@ -19,8 +19,9 @@ payloads that carry no turn number or seq are shared between turns).
 
 :func:`shell_parent` builds the same kind of parent *with the shell*: a real :class:`shell.Agent`
 driven by a :class:`shell.ScriptedModel` through ``followup``/``when_idle`` with an ``echo`` tool,
-left really mid-turn (its model hangs in turn K+1), ready to fork. :class:`ChildScriptModel` is
-the fork child's script (one ``echo`` call, then the text ``ok``) for any number of children.
+left really mid-turn (its model hangs in turn K+1), ready to fork. :class:`ChildScript` is the
+fork child's script (one ``echo`` call, then the text ``ok``), played by a
+:class:`shell.ScriptedModel` for any number of children.
 :class:`ShellWorkbench` keeps such parents on one private event loop, built once per process.
 """
 
@@ -32,7 +33,7 @@ import dataclasses
 import random
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -87,6 +88,7 @@ from turnfork.core import (
 )
 
 __all__ = [
+    "CHILD_CALLS",
     "CHILD_OWN_EVENTS",
     "CHILD_PROVIDER",
     "EPOCH_MS",
@@ -95,15 +97,18 @@ __all__ = [
     "IN_FLIGHT_EVENTS",
     "PARENT_PROVIDER",
     "SHELL_EVENTS_PER_TURN",
-    "ChildScriptModel",
+    "ChildScript",
     "ParentLog",
     "ShellParent",
+    "ShellSession",
     "ShellWorkbench",
     "child_request",
     "parent_events",
     "parent_log",
+    "install_child_model",
     "repeated_log",
     "shell_parent",
+    "shell_session",
     "shell_workbench",
 ]
 
@@ -362,49 +367,110 @@ def _call_reply(text: str, call_id: str) -> Any:
     return dataclasses.replace(reply, chunk_size=8)  # argument pieces of 32 characters
 
 
-class ChildScriptModel:
-    """The fork child's script, for any number of children at once.
+class ChildScript:
+    """The fork child's script, as one :class:`shell.ScriptedModel` entry for any child.
 
-    It answers from the request, so one instance serves every child: a tool call of ``echo``
-    while the last message is not a tool result, else the text ``ok`` (one character per
-    chunk), with the parent turn's usage figures. Chunks are streamed like
-    :class:`shell.ScriptedModel` streams them (an await point per chunk), and nothing is kept
-    of a request. ``gate``, when given, holds every call before its first chunk until set.
+    It answers from the request: a tool call of ``echo`` while the last message is not a tool
+    result, else the text ``ok`` (one character per chunk), with the parent turn's usage
+    figures. ``gate``, when set, holds every call before its first chunk until it is opened.
     """
 
-    def __init__(self, gate: asyncio.Event | None = None) -> None:
-        self.gate = gate
-        self.calls = 0
+    def __init__(self) -> None:
+        self.gate: asyncio.Event | None = None
         #: Calls held at the gate right now.
         self.waiting = 0
+        self._call = _call_reply("child", "child-call")
+        self._text = _text_reply(_REPLY, (10, 2))
 
-    def stream(self, request: Any) -> AsyncIterator[StreamChunk]:
-        self.calls += 1
-        return self._play(request)
-
-    async def _play(self, request: Any) -> AsyncIterator[StreamChunk]:
-        from turnfork.shell.models.scripted import reply_chunks
-
+    async def __call__(self, request: Any) -> Any:
         if self.gate is not None:
             self.waiting += 1
             try:
                 await self.gate.wait()
             finally:
                 self.waiting -= 1
-        if isinstance(request.messages[-1], ToolResultMessage):
-            reply = _text_reply(_REPLY, (10, 2))
-        else:
-            reply = _call_reply("child", "child-call")
-        chunks, _ = reply_chunks(reply, 1)
-        for chunk in chunks:
-            await asyncio.sleep(0)
-            yield chunk
+        return self._text if isinstance(request.messages[-1], ToolResultMessage) else self._call
+
+
+#: Model calls a child makes running :class:`ChildScript`: the tool call, then the text.
+CHILD_CALLS = 2
 
 
 def child_request(label: str | None = None) -> core.StartRequest:
     """The fork request of every benchmark: a one-line prompt, the child model's provider."""
     return core.StartRequest(prompt=(TextBlock(text="child task"),), label=label,
                              agent_options=core.AgentOptions(provider=CHILD_PROVIDER))
+
+
+def install_child_model(host: Any, script: ChildScript, children: int, *,
+                        record_requests: bool = True) -> Any:
+    """Register (or replace) the children's model on ``host``: a :class:`shell.ScriptedModel`
+    playing ``script`` for ``children`` runs; returns it."""
+    from turnfork.shell import ScriptedModel
+
+    model = ScriptedModel([script] * (CHILD_CALLS * children), record_requests=record_requests)
+    if CHILD_PROVIDER in host.models:
+        host.models.unregister(CHILD_PROVIDER)
+    host.models.register(CHILD_PROVIDER, model)
+    return model
+
+
+def _shell_host(clock_start: int) -> Any:
+    """A host with a deterministic clock (1 ms per reading) and counting ids (reproducible
+    logs), the ``echo`` tool and a :class:`shell.ForkProvider` registered as ``fork``."""
+    from turnfork.shell import CountingIds, ForkProvider, Host, ManualClock, Tool
+
+    host = Host(clock=ManualClock(clock_start, step=1), ids=CountingIds("id-"))
+    host.tools.register(Tool("echo", "echo the given text", _ECHO_PARAMETERS, _echo,
+                             concurrency_safe=True))
+    host.subagents.register_provider(ForkProvider())
+    return host
+
+
+@dataclass
+class ShellSession:
+    """An agent built by the shell that runs whole turns of the parent's shape on demand."""
+
+    host: Any  # shell.Host
+    agent: Any  # shell.Agent
+    #: The agent's :class:`shell.ScriptedModel` (made by default: it records every request).
+    model: Any
+    #: The children's script, for forks of this agent.
+    child_script: ChildScript
+    completed_turns: int = 0
+
+    async def turn(self) -> None:
+        """Run one more turn: ``user turn i``, the ``echo`` call and its result, ``ok``.
+
+        Raises:
+            AssertionError: the turn did not write the 24 events of its shape.
+        """
+        index = self.completed_turns
+        before = len(self.agent.session)
+        self.model.add(_call_reply(f"payload-{index}", f"call-{index}"),
+                       _text_reply(_REPLY, (10, 2)))
+        self.agent.followup(f"user turn {index}")
+        await self.agent.when_idle()
+        self.completed_turns += 1
+        written = len(self.agent.session) - before
+        assert written == SHELL_EVENTS_PER_TURN + (index == 0), written
+
+    def use_child_model(self, children: int, *, record_requests: bool = True) -> Any:
+        """:func:`install_child_model` on this session's host."""
+        return install_child_model(self.host, self.child_script, children,
+                                   record_requests=record_requests)
+
+
+async def shell_session(*, clock_start: int = EPOCH_MS) -> ShellSession:
+    """A fresh idle agent on a fresh host (see :func:`_shell_host`); its model is registered
+    as ``parent``. Must run on the event loop the agent will live on."""
+    from turnfork.shell import ScriptedModel
+
+    host = _shell_host(clock_start)
+    model = ScriptedModel()
+    host.models.register(PARENT_PROVIDER, model)
+    agent = host.create_agent(provider=PARENT_PROVIDER, model="mock", system=_SYSTEM)
+    return ShellSession(host=host, agent=agent, model=model, child_script=ChildScript())
 
 
 @dataclass(frozen=True)
@@ -414,7 +480,8 @@ class ShellParent:
     completed_turns: int
     host: Any  # shell.Host (the shell is imported lazily: the core benchmarks do not need it)
     agent: Any  # shell.Agent
-    child_model: ChildScriptModel
+    #: The children's script (its gate holds their model calls).
+    child_script: ChildScript
     #: Wall time the K turns took to run through the agent loop.
     build_seconds: float
 
@@ -427,55 +494,49 @@ class ShellParent:
     def events(self) -> int:
         return len(self.agent.session)
 
+    @property
+    def child_model(self) -> Any:
+        """The :class:`shell.ScriptedModel` the children call now."""
+        return self.host.models.get(CHILD_PROVIDER)
 
-async def shell_parent(completed_turns: int, *, clock_start: int = EPOCH_MS) -> ShellParent:
+    def use_child_model(self, children: int, *, record_requests: bool = True) -> Any:
+        """Give the children a fresh :class:`shell.ScriptedModel` with a script for
+        ``children`` runs of :class:`ChildScript`; returns it. ``record_requests`` as in
+        ``ScriptedModel`` (on: it keeps every request, by reference)."""
+        return install_child_model(self.host, self.child_script, children,
+                                   record_requests=record_requests)
+
+
+async def shell_parent(completed_turns: int, *, clock_start: int = EPOCH_MS,
+                       child_runs: int = 100) -> ShellParent:
     """Build a parent with the shell: ``completed_turns`` turns of DSH's shape, one in flight.
 
     Each turn: the user message ``user turn i``, the model calls ``echo`` (id ``call-i``,
     usage 10/5), the tool answers ``echo:payload-i``, the model replies ``ok`` one character
-    per chunk (usage 10/2). Then turn K+1 starts and its model hangs after streaming part of a
-    text block, so the parent is really mid-turn. The host has a deterministic clock and ids
-    (reproducible logs), the ``echo`` tool, the parent's :class:`shell.ScriptedModel` as
-    ``parent``, a :class:`ChildScriptModel` as ``child`` and a :class:`shell.ForkProvider`
-    registered as ``fork``. Must run on the event loop the parent will live on.
+    per chunk (usage 10/2) (:meth:`ShellSession.turn`). Then turn K+1 starts and its model
+    hangs after streaming part of a text block, so the parent is really mid-turn. The host is
+    :func:`_shell_host`'s, with the parent's :class:`shell.ScriptedModel` as ``parent`` and a
+    :class:`shell.ScriptedModel` playing :class:`ChildScript` for ``child_runs`` children as
+    ``child`` (:meth:`ShellParent.use_child_model` renews it). Must run on the event loop the
+    parent will live on.
 
     Raises:
         AssertionError: the parent is not what it claims (shape, or not mid-turn).
     """
-    from turnfork.shell import (
-        CountingIds,
-        ForkProvider,
-        Host,
-        ManualClock,
-        Reply,
-        ScriptedModel,
-        Tool,
-    )
+    from turnfork.shell import Reply
 
     if completed_turns < 1:
         raise ValueError("completed_turns must be >= 1")
-    host = Host(clock=ManualClock(clock_start, step=1), ids=CountingIds("id-"))
-    host.tools.register(Tool("echo", "echo the given text", _ECHO_PARAMETERS, _echo,
-                             concurrency_safe=True))
-    script: list[Any] = []
-    for index in range(completed_turns):
-        script.append(_call_reply(f"payload-{index}", f"call-{index}"))
-        script.append(_text_reply(_REPLY, (10, 2)))
-    # The turn in flight: a text block opened and one delta streamed, then the model hangs.
-    script.append(dataclasses.replace(Reply.hang(_IN_FLIGHT_TEXT), chunk_size=16))
-    model = ScriptedModel(script)
-    child_model = ChildScriptModel()
-    host.models.register(PARENT_PROVIDER, model)
-    host.models.register(CHILD_PROVIDER, child_model)
-    host.subagents.register_provider(ForkProvider())
-    agent = host.create_agent(provider=PARENT_PROVIDER, model="mock", system=_SYSTEM)
+    session = await shell_session(clock_start=clock_start)
+    agent, model = session.agent, session.model
     started = time.perf_counter()
-    for index in range(completed_turns):
-        agent.followup(f"user turn {index}")
-        await agent.when_idle()
+    for _ in range(completed_turns):
+        await session.turn()
     build_seconds = time.perf_counter() - started
     cut = len(agent.session)
     assert cut == SHELL_EVENTS_PER_TURN * completed_turns + 1, cut
+    # The turn in flight: a text block opened and one delta streamed, then the model hangs.
+    model.add(dataclasses.replace(Reply.hang(_IN_FLIGHT_TEXT), chunk_size=16))
     agent.followup("in-flight parent turn")
     for _ in range(1000):  # until the hanging model has streamed its partial block
         if len(agent.session) == cut + IN_FLIGHT_EVENTS:
@@ -485,8 +546,10 @@ async def shell_parent(completed_turns: int, *, clock_start: int = EPOCH_MS) -> 
     assert len(agent.session) == cut + IN_FLIGHT_EVENTS, len(agent.session)
     assert trace.open_turn == completed_turns + 1 and trace.completed_prefix_length == cut
     assert agent.running and model.calls == 2 * completed_turns + 1
-    return ShellParent(completed_turns=completed_turns, host=host, agent=agent,
-                       child_model=child_model, build_seconds=build_seconds)
+    parent = ShellParent(completed_turns=completed_turns, host=session.host, agent=agent,
+                         child_script=session.child_script, build_seconds=build_seconds)
+    parent.use_child_model(child_runs)
+    return parent
 
 
 T = TypeVar("T")

@@ -188,12 +188,22 @@ def _with_call_id(block: ContentBlock, call_id: str) -> ContentBlock:
 class ScriptedModel:
     """A deterministic model that plays a script, one entry per call.
 
-    ``requests`` records every request received, in order.
+    ``requests`` records every request received, in order. It keeps references, not copies:
+    a request's ``messages`` is a view of its session's history, so a record costs O(1) per
+    call whatever the history's length. ``record_requests=False`` keeps no record (only
+    ``last_request``): the choice for one model serving many short-lived agents, such as fork
+    children, whose messages a record would keep alive after they are disposed. ``calls``
+    counts the calls either way.
     """
 
-    def __init__(self, script: Iterable[ScriptEntry] = ()) -> None:
+    def __init__(self, script: Iterable[ScriptEntry] = (), *,
+                 record_requests: bool = True) -> None:
         self.script: list[ScriptEntry] = list(script)
+        self.record_requests = record_requests
         self.requests: list[ModelRequest] = []
+        #: The latest request received (``None`` before the first call).
+        self.last_request: ModelRequest | None = None
+        self._calls = 0
 
     def add(self, *entries: ScriptEntry) -> None:
         """Append entries to the script."""
@@ -201,11 +211,15 @@ class ScriptedModel:
 
     @property
     def calls(self) -> int:
-        return len(self.requests)
+        """How many calls the model has received."""
+        return self._calls
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
-        self.requests.append(request)
-        return self._play(request, len(self.requests))
+        self._calls += 1
+        self.last_request = request
+        if self.record_requests:
+            self.requests.append(request)
+        return self._play(request, self._calls)
 
     async def _play(self, request: ModelRequest, call_number: int,
                     ) -> AsyncIterator[StreamChunk]:

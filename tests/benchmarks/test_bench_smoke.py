@@ -81,7 +81,7 @@ def test_quick_run_prints_a_table_and_writes_well_formed_json(tmp_path: Path) ->
     assert meta["versions"]["python"] and meta["versions"]["msgspec"]
     assert meta["core_beartype"] == "on"
     assert set(results["benchmarks"]) == {"codec", "prefix", "fork-core", "fork-shell",
-                                          "fork-memory", "fork-load"}
+                                          "fork-memory", "fork-load", "turns"}
     for name, section in results["benchmarks"].items():
         assert f"== {name}:" in done.stdout
         assert section["unavailable"] is None
@@ -90,6 +90,8 @@ def test_quick_run_prints_a_table_and_writes_well_formed_json(tmp_path: Path) ->
     assert "[gc on] ratio: ours / msgspec plain" in codec_rows
     units = {row["label"]: row["unit"] for row in results["benchmarks"]["fork-memory"]["rows"]}
     assert units["ours K=100: per child beyond its own events"] == "B"
+    turns = {row["label"] for row in results["benchmarks"]["turns"]["rows"]}
+    assert "[collected] one turn: K=1000 / K=10" in turns
     worker = results["benchmarks"]["fork-load"]["params"]["worker"]
     assert worker["children"] == 100 and len(worker["rounds"]) == 1
     assert worker["peak_rss"] >= worker["before"]["rss"] > 0

@@ -144,3 +144,17 @@ def test_hang_streams_partial_text_then_waits_for_cancellation() -> None:
     seen = run(main)
     assert "".join(c.text for c in seen if isinstance(c, TextDelta)) == "partial"
     assert not any(isinstance(c, BlockEnd | FinishChunk) for c in seen)
+
+
+def test_requests_are_recorded_by_reference_or_not_at_all() -> None:
+    """requests holds the very requests sent; record_requests=False keeps only the last one."""
+    sent = [_request(), _request()]
+    recording = ScriptedModel([Reply.text("a"), Reply.text("b")])
+    lean = ScriptedModel([Reply.text("a"), Reply.text("b")], record_requests=False)
+    for model in (recording, lean):
+        assert model.last_request is None
+        for request in sent:
+            run(lambda model=model, request=request: _collect(model, request))
+        assert model.calls == 2 and model.last_request is sent[-1]
+    assert all(a is b for a, b in zip(recording.requests, sent, strict=True))
+    assert lean.requests == []
