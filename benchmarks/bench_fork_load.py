@@ -1,19 +1,25 @@
-"""1,000 concurrent fork children of the K = 1,000 parent, each running its script to the end.
+"""Concurrent fork children of the K = 1,000 parent, each running its script to the end.
 
-Runs in a fresh subprocess (``python -m benchmarks.bench_fork_load --worker ...``), so its peak
-RSS is its own. The worker builds the parent with the shell (mid-turn, as in the other fork
-benchmarks), then for each round:
+Two workloads, each in a fresh subprocess (``python -m benchmarks.bench_fork_load --worker
+...``), so that its peak RSS is its own: 1,000 children, three rounds (does a round leave the
+process bigger than the one before?), and 10,000 children, one round; for the latter two more
+subprocesses diagnose the memory: two rounds under tracemalloc from the start, and one round
+with ``PYTHONMALLOC=malloc`` (every allocation served by glibc, so that ``malloc_trim`` can
+return what was freed). The worker builds the parent with the shell (mid-turn, as in the other fork
+benchmarks); every child's model is one shared ``ScriptedModel(record_requests=False)``. Each
+round:
 
 * starts N children concurrently (``asyncio.gather`` of N ``host.subagents.start`` calls) and
   times "all published" (the gather returned) and "all done" (every ``run.result`` awaited;
   each must be ``completed`` with its 27 own events);
 * disposes every run, drops them, runs ``gc.collect()`` and reads the memory again.
 
-Memory: RSS (``psutil``) and the interpreter's live allocations (``sys.getallocatedblocks()``:
-every block the object allocator holds, whatever its size) before the first round (after the
-parent was built and ``gc.collect()``) and after the last disposal; peak RSS is the process's
-high-water mark ``VmHWM`` (it includes building the parent). The process CPU time of each round
-is recorded beside its wall time. No tracemalloc here: it slows the children down several times.
+Memory: RSS (``psutil``) and the interpreter's live allocations (``sys.getallocatedblocks()``)
+before the first round (after the parent was built and ``gc.collect()``) and after each
+disposal; peak RSS is the process's high-water mark ``VmHWM`` (it includes building the
+parent); with ``--traced``, tracemalloc's traced memory before and after one more round. The
+process CPU time of each round is recorded beside its wall time. The timed rounds run without
+tracemalloc: it slows the children down several times.
 """
 
 from __future__ import annotations
@@ -21,25 +27,30 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ctypes
+import dataclasses
 import gc
 import importlib
 import json
+import os
 import resource
 import subprocess
 import sys
 import time
+import tracemalloc
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from .bench_fork_memory import settle, size_row
 from .harness import Row, Section, Settings, Target, Timing
-from .workloads import CHILD_OWN_EVENTS, child_request, shell_parent
+from .workloads import CHILD_OWN_EVENTS, ShellParent, child_request, shell_parent
 
 __all__ = ["NAME", "TITLE", "rss", "run", "worker"]
 
 NAME = "fork-load"
-TITLE = "concurrent fork children of one parent, each run to completion (fresh subprocess)"
+TITLE = ("1,000 and 10,000 concurrent fork children of one parent, each run to completion "
+         "(fresh subprocesses)")
 
 _ROOT = Path(__file__).resolve().parents[1]
 
@@ -77,41 +88,55 @@ def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
 
-async def _rounds(completed_turns: int, children: int, rounds: int) -> dict[str, Any]:
-    parent = await shell_parent(completed_turns)
-    host = parent.host
-    runtime = host.subagents
-    request = child_request()
+async def _round(parent: ShellParent, children: int) -> dict[str, float]:
+    """Start ``children`` forks at once, await every result, dispose them all."""
+    runtime, request = parent.host.subagents, child_request()
     gc.collect()
-    before = {"rss": rss(), "blocks": sys.getallocatedblocks(), "peak_rss": _peak_rss()}
-    measured: list[dict[str, float]] = []
+    cpu_start, start = time.process_time_ns(), time.perf_counter_ns()
+    runs = await asyncio.gather(*(runtime.start("fork", request, parent=parent.agent)
+                                  for _ in range(children)))
+    published = time.perf_counter_ns() - start
+    results = await asyncio.gather(*(run.result for run in runs))
+    done, cpu = time.perf_counter_ns() - start, time.process_time_ns() - cpu_start
+    stops = {result.stop_reason for result in results}
+    assert stops == {"completed"}, stops
+    assert all(len(run.own_events()) == CHILD_OWN_EVENTS for run in runs)
+    rss_done = rss()
+    await asyncio.gather(*(run.dispose() for run in runs))
+    del runs, results
+    await settle()
+    gc.collect()
+    return {"published_ns": published, "done_ns": done, "cpu_ns": cpu, "rss_done": rss_done,
+            "rss_after": rss(), "blocks_after": sys.getallocatedblocks()}
+
+
+async def _rounds(completed_turns: int, children: int, rounds: int, traced: bool,
+                  ) -> dict[str, Any]:
+    if traced:  # from the start, so that the baseline holds the parent (it slows the rounds)
+        tracemalloc.start()
+    parent = await shell_parent(completed_turns)
+    # One ScriptedModel serves every child of every round: it keeps no record of them.
+    parent.use_child_model(children * rounds, record_requests=False)
+    host = parent.host
+    gc.collect()
+    before = {"rss": rss(), "blocks": sys.getallocatedblocks(), "peak_rss": _peak_rss(),
+              "traced": tracemalloc.get_traced_memory()[0]}
+    tracemalloc.reset_peak()
+    measured = []
     for _ in range(rounds):
-        gc.collect()
-        cpu_start, start = time.process_time_ns(), time.perf_counter_ns()
-        runs = await asyncio.gather(*(runtime.start("fork", request, parent=parent.agent)
-                                      for _ in range(children)))
-        published = time.perf_counter_ns() - start
-        results = await asyncio.gather(*(run.result for run in runs))
-        done, cpu = time.perf_counter_ns() - start, time.process_time_ns() - cpu_start
-        stops = {result.stop_reason for result in results}
-        assert stops == {"completed"}, stops
-        assert all(len(run.own_events()) == CHILD_OWN_EVENTS for run in runs)
-        rss_done = rss()
-        await asyncio.gather(*(run.dispose() for run in runs))
-        del runs, results
-        await settle()
-        gc.collect()
-        measured.append({"published_ns": published, "done_ns": done, "cpu_ns": cpu,
-                         "rss_done": rss_done, "rss_after": rss(),
-                         "blocks_after": sys.getallocatedblocks()})
+        measured.append(await _round(parent, children))
+        measured[-1]["traced_after"] = tracemalloc.get_traced_memory()[0]
     # Nothing of the children is left registered anywhere.
+    runtime = host.subagents
     assert runtime.runs() == () and host.agents.list() == (parent.agent,)
     assert host.sessions.list() == (parent.agent.id,)
-    after = {"rss": rss(), "blocks": sys.getallocatedblocks(), "rss_trimmed": _trimmed_rss()}
+    after = {"rss": rss(), "blocks": sys.getallocatedblocks(),
+             "traced_peak": tracemalloc.get_traced_memory()[1], "rss_trimmed": _trimmed_rss()}
     figures = {"completed_turns": completed_turns, "events": parent.events,
-               "seed_length": parent.cut, "children": children,
+               "seed_length": parent.cut, "children": children, "traced": traced,
                "parent_build_seconds": parent.build_seconds, "before": before, "after": after,
                "rounds": measured, "peak_rss": _peak_rss()}
+    tracemalloc.stop()
     await host.aclose()
     return figures
 
@@ -123,8 +148,10 @@ def worker(argv: Sequence[str]) -> int:
     parser.add_argument("--turns", type=int, required=True)
     parser.add_argument("--children", type=int, required=True)
     parser.add_argument("--rounds", type=int, required=True)
+    parser.add_argument("--traced", action="store_true",
+                        help="run under tracemalloc from the start (slower: not for timing)")
     args = parser.parse_args(argv)
-    figures = asyncio.run(_rounds(args.turns, args.children, args.rounds))
+    figures = asyncio.run(_rounds(args.turns, args.children, args.rounds, args.traced))
     print(json.dumps(figures))
     return 0
 
@@ -134,58 +161,157 @@ def _timing(name: str, rounds: Sequence[dict[str, float]], key: str) -> Timing:
                   cpu_samples_ns=tuple(r["cpu_ns"] for r in rounds))
 
 
-def run(settings: Settings) -> Section:
-    turns, children = (100, 100) if settings.quick else (1000, 1000)
-    rounds = settings.rounds(full=3, quick=1)
+def _work(turns: int, children: int, rounds: int, traced: bool,
+          allocator: str | None = None) -> dict[str, Any]:
+    """Run a worker subprocess; ``allocator`` sets its ``PYTHONMALLOC``."""
     command = [sys.executable, "-m", "benchmarks.bench_fork_load", "--worker",
-               "--turns", str(turns), "--children", str(children), "--rounds", str(rounds)]
-    done = subprocess.run(command, cwd=_ROOT, capture_output=True, text=True, timeout=600,
-                          check=False)
+               "--turns", str(turns), "--children", str(children), "--rounds", str(rounds),
+               *(["--traced"] if traced else [])]
+    env = dict(os.environ)
+    env.pop("PYTHONMALLOC", None)
+    if allocator is not None:
+        env["PYTHONMALLOC"] = allocator
+    done = subprocess.run(command, cwd=_ROOT, capture_output=True, text=True, timeout=900,
+                          check=False, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"the fork-load worker failed ({done.returncode}):\n{done.stderr}")
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+@dataclass(frozen=True)
+class _Load:
+    """One workload of this benchmark and its targets (``None``: not judged)."""
+
+    turns: int
+    children: int
+    rounds: int
+    traced: bool
+    done_within_s: float | None
+    peak_rss_below: float | None
+    judged: bool
+
+
+def _rows(load: _Load, figures: dict[str, Any], traced: dict[str, Any] | None,
+          plain_malloc: dict[str, Any] | None) -> tuple[list[Row], dict[str, Timing]]:
     measured = figures["rounds"]
     published = _timing("all published", measured, "published_ns")
     finished = _timing("all done", measured, "done_ns")
     before, after = figures["before"], figures["after"]
-    judged = turns == 1000 and children == 1000
-    label = f"{children:,} children of K={turns:,} ({figures['events']:,} events)"
+    children = load.children
+    label = f"{children:,} children of K={load.turns:,}"
+    judge = load.judged
+
+    def target(op: Literal[">=", "<="], bound: float, note: str) -> Target | None:
+        return Target(op, bound, note) if judge else None
+
     rows: list[Row] = [
         # Publication is a point inside the round: its CPU time is not measured apart.
-        Row(f"{label}: all published", published.median_ns, "ns"),
+        Row(f"{label} ({figures['events']:,} events): all published", published.median_ns,
+            "ns"),
         Row(f"{label}: all done", finished.median_ns, "ns",
-            Target("<=", 5e9, "(5 s)") if judged else None, finished.cpu_median_ns),
-        Row(f"per child: all done / {children:,}", finished.median_ns / children, "ns",
+            None if load.done_within_s is None else
+            target("<=", load.done_within_s * 1e9, f"({load.done_within_s:g} s)"),
+            finished.cpu_median_ns),
+        Row(f"{label}: per child, all done / {children:,}", finished.median_ns / children, "ns",
             cpu_value=finished.cpu_median_ns / children),
-        size_row("peak RSS of the process (VmHWM)", figures["peak_rss"],
-                 Target("<=", 500e6, "(500 MB)") if judged else None),
-        size_row("RSS before the children (parent built)", before["rss"]),
-        size_row("RSS with all children done (median)",
+        size_row(f"{label}: peak RSS of the process (VmHWM)", figures["peak_rss"],
+                 None if load.peak_rss_below is None else
+                 target("<=", load.peak_rss_below, f"({load.peak_rss_below / 1e6:g} MB)")),
+        size_row(f"{label}: RSS before the children (parent built)", before["rss"]),
+        size_row(f"{label}: RSS with all children done (median)",
                  sorted(r["rss_done"] for r in measured)[len(measured) // 2]),
-        size_row("RSS after dispose + gc.collect() (last round)", after["rss"]),
-        Row("RSS after dispose / before", after["rss"] / before["rss"], "x",
-            Target("<=", 1.10, "(baseline + 10%)") if judged else None),
-        Row("live allocator blocks after dispose / before", after["blocks"] / before["blocks"],
-            "x", Target("<=", 1.10, "(baseline + 10%)") if judged else None),
+        size_row(f"{label}: RSS after dispose + gc.collect() (last round)",
+                 measured[-1]["rss_after"]),
     ]
-    if after["rss_trimmed"] is not None:
-        rows.append(Row("diagnostic: RSS after dispose + malloc_trim(0) / before",
+    if load.rounds > 1:
+        rows.append(Row(f"{label}: RSS after the last round / after round 1",
+                        measured[-1]["rss_after"] / measured[0]["rss_after"], "x",
+                        target("<=", 1.10, "(round one + 10%)")))
+    rows += [
+        Row(f"{label}: RSS after dispose / before", measured[-1]["rss_after"] / before["rss"],
+            "x", target("<=", 1.10, "(baseline + 10%)")),
+        Row(f"{label}: live allocator blocks after dispose / before",
+            measured[-1]["blocks_after"] / before["blocks"], "x",
+            target("<=", 1.10, "(baseline + 10%)")),
+    ]
+    if after.get("rss_trimmed") is not None:
+        rows.append(Row(f"{label}: diagnostic: RSS after dispose + malloc_trim(0) / before",
                         after["rss_trimmed"] / before["rss"], "x"))
-    blocks = [r["blocks_after"] for r in measured]
-    growth = (blocks[-1] - blocks[0]) / (len(blocks) - 1) if len(blocks) > 1 else None
-    notes = (
-        f"fresh subprocess; {rounds} round(s) of {children:,} concurrent forks, each child "
-        f"run to completion ({CHILD_OWN_EVENTS} own events), then all disposed; "
-        "times are medians over the rounds, cpu = process CPU time",
-        f"parent built by the shell in {figures['parent_build_seconds']:.1f} s; RSS by "
-        "psutil; live blocks by sys.getallocatedblocks(); peak RSS includes the parent build",
-        "live blocks after each round: " + ", ".join(f"{b:,}" for b in blocks)
-        + ("" if growth is None else f" (growth per round after the first: {growth:+,.0f})"),
-    )
-    return Section(name=NAME, title=TITLE, notes=notes, rows=tuple(rows),
-                   timings={"rounds": {"all published": published, "all done": finished}},
-                   params={"completed_turns": turns, "children": children, "rounds": rounds,
-                           "worker": figures})
+    if traced is not None:
+        base = traced["before"]["traced"]
+        first, second = (r["traced_after"] for r in traced["rounds"])
+        rows += [
+            size_row(f"{label}: traced memory before the children (tracemalloc run)", base),
+            size_row(f"{label}: traced memory left after round 1 (tables grown to hold N, "
+                     "code imported on first use)", first - base),
+            size_row(f"{label}: traced memory left by round 2 beyond round 1", second - first),
+            Row(f"{label}: traced memory after round 2 / after round 1", second / first, "x",
+                target("<=", 1.10, "(baseline + 10%)")),
+            Row(f"{label}: diagnostic: traced memory after round 1 / before", first / base,
+                "x"),
+            size_row(f"{label}: traced peak above the baseline (tracemalloc run)",
+                     traced["after"]["traced_peak"] - base),
+        ]
+    if plain_malloc is not None and plain_malloc["after"]["rss_trimmed"] is not None:
+        plain_before = plain_malloc["before"]["rss"]
+        rows += [
+            Row(f"{label}: diagnostic, PYTHONMALLOC=malloc: RSS after dispose / before",
+                plain_malloc["rounds"][-1]["rss_after"] / plain_before, "x"),
+            Row(f"{label}: diagnostic, PYTHONMALLOC=malloc: RSS after dispose + "
+                "malloc_trim(0) / before", plain_malloc["after"]["rss_trimmed"] / plain_before,
+                "x"),
+        ]
+    return rows, {f"{label}: all published": published, f"{label}: all done": finished}
+
+
+def run(settings: Settings) -> Section:
+    rounds = settings.rounds(full=3, quick=1)
+    loads = ((_Load(100, 100, rounds, False, None, None, False),
+              _Load(100, 1000, 1, True, None, None, False)) if settings.quick else
+             (_Load(1000, 1000, rounds, False, 5.0, 500e6, True),
+              _Load(1000, 10_000, 1, True, 10.0, 1.5e9, True)))
+    rows: list[Row] = []
+    timings: dict[str, Timing] = {}
+    workers: dict[str, Any] = {}
+    notes: list[str] = []
+    for load in loads:
+        figures = _work(load.turns, load.children, load.rounds, False)
+        # The memory diagnostics: two rounds under tracemalloc (the second shows what a round
+        # leaves once the one-time costs are paid), and one round with every allocation
+        # served by glibc (then malloc_trim can return what the children freed).
+        traced = _work(load.turns, load.children, 2, True) if load.traced else None
+        plain = (_work(load.turns, load.children, 1, False, allocator="malloc")
+                 if load.traced else None)
+        load_rows, load_timings = _rows(load, figures, traced, plain)
+        rows += load_rows
+        timings.update(load_timings)
+        name = f"{load.children} children of K={load.turns}"
+        workers[name] = figures
+        if traced is not None and plain is not None:
+            workers[f"{name}, traced"] = traced
+            workers[f"{name}, PYTHONMALLOC=malloc"] = plain
+        blocks = [r["blocks_after"] for r in figures["rounds"]]
+        notes.append(
+            f"{name}: fresh subprocess, {load.rounds} timed round(s); parent built in "
+            f"{figures['parent_build_seconds']:.1f} s; live blocks after each round: "
+            + ", ".join(f"{b:,}" for b in blocks)
+            + "; RSS after each round: "
+            + ", ".join(f"{r['rss_after'] / 1e6:.1f} MB" for r in figures["rounds"])
+            + ("" if traced is None else
+               "; then a second subprocess ran two rounds under tracemalloc from its start "
+               f"(all done in {traced['rounds'][0]['done_ns'] / 1e9:.1f} s there) and a "
+               "third one round with PYTHONMALLOC=malloc"))
+    notes.insert(0, f"each round: N concurrent forks (asyncio.gather of start), each child run "
+                    f"to completion ({CHILD_OWN_EVENTS} own events) by one shared "
+                    "ScriptedModel(record_requests=False), then all disposed and "
+                    "gc.collect(); times are medians over the rounds, cpu = process CPU time; "
+                    "RSS by psutil, peak = VmHWM (includes the parent build), live blocks by "
+                    "sys.getallocatedblocks()")
+    return Section(name=NAME, title=TITLE, notes=tuple(notes), rows=tuple(rows),
+                   timings={"rounds": timings},
+                   params={"loads": [dataclasses.asdict(load) for load in loads],
+                           "workers": workers})
 
 
 if __name__ == "__main__":

@@ -92,9 +92,13 @@ def test_quick_run_prints_a_table_and_writes_well_formed_json(tmp_path: Path) ->
     assert units["ours K=100: per child beyond its own events"] == "B"
     turns = {row["label"] for row in results["benchmarks"]["turns"]["rows"]}
     assert "[collected] one turn: K=1000 / K=10" in turns
-    worker = results["benchmarks"]["fork-load"]["params"]["worker"]
+    workers = results["benchmarks"]["fork-load"]["params"]["workers"]
+    worker = workers["100 children of K=100"]
     assert worker["children"] == 100 and len(worker["rounds"]) == 1
     assert worker["peak_rss"] >= worker["before"]["rss"] > 0
+    traced = workers["1000 children of K=100, traced"]
+    assert traced["traced"] and len(traced["rounds"]) == 2
+    assert traced["before"]["traced"] > 0
 
 
 def test_k10_workload_is_dsh_fixture_shape() -> None:
