@@ -26,8 +26,9 @@ blocks. The rules (with Anthropic's error texts):
   ``thinking`` or ``redacted_thinking`` block: "messages.N.content.0.type: Expected `thinking`
   or `redacted_thinking`, but found `tool_use`. When `thinking` is enabled, a final `assistant`
   message must start with a thinking block (preceeding the lastmost set of `tool_use` and
-  `tool_result` blocks)." (``thinking-first``). Whether thinking is on is a request setting; the
-  history shows it only by holding thinking blocks, so the rule is checked when it holds any.
+  `tool_result` blocks)." (``thinking-first``). Whether thinking is on is a request setting:
+  say it with ``thinking=True`` (or ``False``); left unsaid, the rule is checked when the
+  history holds any thinking block.
   A thinking block carries its ``signature`` and a redacted one its ``data`` (``shape``).
 * Roles are ``user`` and ``assistant`` (the system prompt is the request's ``system``
   parameter); ``tool_use`` belongs in assistant messages, ``tool_result`` in user ones.
@@ -151,9 +152,10 @@ class _Fold:
     """The rules folded over the messages; one instance per pass, never escapes."""
 
     __slots__ = ("calls", "calls_at", "cut", "in_step", "loop_open", "server_at", "server_open",
-                 "step_calls", "thinking_seen", "turn_start")
+                 "step_calls", "thinking", "thinking_seen", "turn_start")
 
-    def __init__(self) -> None:
+    def __init__(self, thinking: bool | None) -> None:
+        self.thinking = thinking
         self.cut = 0
         self.calls: dict[str, None] = {}  # tool_use ids of the previous message (assistant)
         self.calls_at = -1
@@ -259,7 +261,8 @@ class _Fold:
                 self.cut = len(items)
             return None
         start = self.turn_start
-        if self.loop_open and self.thinking_seen and start is not None:
+        thinking = self.thinking_seen if self.thinking is None else self.thinking
+        if self.loop_open and thinking and start is not None:
             opening = items[start].blocks
             if not opening or opening[0].type not in _THINKING_TYPES:
                 found = opening[0].type if opening else "text"
@@ -281,9 +284,9 @@ def _unanswered(index: int, calls: dict[str, None]) -> FormatViolation:
 
 
 @unchecked
-def _fold(items: tuple[AnthropicMessage, ...],
+def _fold(items: tuple[AnthropicMessage, ...], thinking: bool | None,
           ) -> tuple[int, FormatViolation | None, FormatViolation | None]:
-    fold = _Fold()
+    fold = _Fold(thinking)
     for index, message in enumerate(items):
         step = fold.assistant if message.role == "assistant" else fold.user
         problem = step(index, message)
@@ -293,8 +296,11 @@ def _fold(items: tuple[AnthropicMessage, ...],
     return fold.cut, None, end
 
 
-def decode_history(data: Sequence[Any]) -> History[AnthropicMessage]:
+def decode_history(data: Sequence[Any], *, thinking: bool | None = None,
+                   ) -> History[AnthropicMessage]:
     """Read a Messages ``messages`` list (dicts, or the SDK's objects) and check it in one pass.
+
+    ``thinking`` is the request's setting, when known (``None``: inferred from the blocks).
 
     >>> history = decode_history([
     ...     {"role": "user", "content": "Weather in Paris?"},
@@ -307,7 +313,7 @@ Each `tool_use` block must have a corresponding `tool_result` block in the next 
     """
     source = tuple(data)
     items, problem = read_items(source, AnthropicMessage, "messages", _check)
-    cut, violation, end = _fold(items)
+    cut, violation, end = _fold(items, thinking)
     if problem is not None:
         return History(format="anthropic", source=source, items=items,
                        completed_prefix_length=cut, violation=violation or problem,
@@ -320,9 +326,17 @@ def _history(history: History[AnthropicMessage] | Sequence[Any]) -> History[Anth
     return history if isinstance(history, History) else decode_history(history)
 
 
-def check_balance(history: History[AnthropicMessage] | Sequence[Any],
+def check_balance(history: History[AnthropicMessage] | Sequence[Any], *,
+                  thinking: bool | None = None,
                   ) -> Result[History[AnthropicMessage], FormatViolation]:
-    """``Success(history)`` when Anthropic would accept it as ``messages``, else the violation."""
+    """``Success(history)`` when Anthropic would accept it as ``messages``, else the violation.
+
+    ``thinking``: the request's setting, when known; given with a decoded history, the history
+    is read again with it (O(n)).
+    """
+    if thinking is not None:
+        source = history.source if isinstance(history, History) else history
+        return balance_of(decode_history(source, thinking=thinking))
     return balance_of(_history(history))
 
 

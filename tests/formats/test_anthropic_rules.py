@@ -109,3 +109,16 @@ def test_sdk_objects_read() -> None:
                                                       name="weather", input={})]}
     history = anthropic.decode_history([USER, message, {"role": "user", "content": [RES1]}])
     assert history.is_balanced
+
+
+def test_the_thinking_setting_can_be_said() -> None:
+    """thinking=True applies the rule with no thinking block in sight; False never applies it."""
+    stripped = {"role": "assistant", "content": [USE1, USE2]}
+    loop = [USER, stripped, RESULTS]
+    assert anthropic.check_balance(loop).unwrap()
+    violation = anthropic.check_balance(loop, thinking=True).failure()
+    assert (violation.index, violation.rule) == (1, "thinking-first")
+    earlier = [USER, {"role": "assistant", "content": [THINK, {"type": "text", "text": "Hi."}]}]
+    decoded = anthropic.decode_history([*earlier, *loop])
+    assert anthropic.check_balance(decoded).failure().rule == "thinking-first"
+    assert anthropic.check_balance(decoded, thinking=False).unwrap()
