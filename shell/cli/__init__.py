@@ -1,6 +1,15 @@
 """The ``turnfork`` command line: ``check``, ``seed`` and ``show`` a session log; ``demo``.
 
-No runtime module imports this package; it imports the runtime only where the demo needs it.
+The package, one module per idea: :mod:`.app` (the commands' words and options, the parser,
+:func:`main`), :mod:`.terminal` (inert text, errors, JSON, the pager), :mod:`.inputs` (a path or
+stdin, and telling whether a file is the input), :mod:`.assess` (judging a loaded log),
+:mod:`.reports` (the JSON pieces the commands share), one module per command (:mod:`.check`,
+:mod:`.seed`, :mod:`.show`, :mod:`.demo_command`), :mod:`.outline` and :mod:`.render` (a log as
+data, then drawn), :mod:`.demo` and :mod:`.demo_render` (the fork scenario and its picture).
+
+No runtime module imports this package. A command's module is imported only when it runs, so
+``turnfork --help`` imports neither the core nor ``rich``, and only ``demo`` imports the
+asyncio runtime.
 """
 
 from __future__ import annotations
@@ -9,8 +18,10 @@ from .app import (
     COMMANDS,
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
-    EXIT_NOT_CLOSED,
+    EXIT_INVALID,
+    EXIT_NOT_AS_INTENDED,
     EXIT_OK,
+    EXIT_OPEN,
     EXIT_UNREADABLE,
     Command,
     build_parser,
@@ -19,8 +30,10 @@ from .app import (
 
 __all__ = [
     "EXIT_OK",
-    "EXIT_NOT_CLOSED",
+    "EXIT_OPEN",
+    "EXIT_NOT_AS_INTENDED",
     "EXIT_UNREADABLE",
+    "EXIT_INVALID",
     "EXIT_INTERRUPTED",
     "EXIT_BROKEN_PIPE",
     "Command",

@@ -1,189 +1,110 @@
-"""The ``turnfork`` command line: ``check``, ``seed`` and ``show`` a session log; ``demo``.
+"""The ``turnfork`` command line: every command's words and options, the parser, the entry point.
 
 Conventions: results go to stdout, reports and errors to stderr; an error is one line,
-``turnfork: error: <file>:<line>: <problem>``, never a traceback. ``--json`` prints one JSON
-object on stdout for machines. Exit codes: 0 success, 1 the log is open or invalid (the
-message says which), 2 unreadable input, unwritable output or bad usage, 130 interrupted,
-141 stdout closed early.
+``turnfork: error: <file>:<line>: <problem>``, never a traceback, and every character from a
+log, a model or a file name is made inert first (:mod:`.terminal`). ``--json`` prints one JSON
+object on stdout for machines. Exit status:
 
-Commands are :class:`Command` records listed in :data:`COMMANDS`; a new command (``demo``)
-is added by defining one more record and appending it there.
+* 0 success;
+* 1 ``check``: the log is open (valid, but it ends inside a turn); ``demo``: the scenario ran
+  but did not go as intended;
+* 2 unreadable input, unwritable output, or bad usage (argparse's own code);
+* 3 the log is invalid: it breaks a balance rule (``check``, ``seed``, ``show``);
+* 130 interrupted; 141 stdout was closed early.
+
+Commands are :class:`Command` records listed in :data:`COMMANDS`. A record holds the command's
+words and options; what it does lives in the module it names (``run(args) -> int``), imported
+only when the command runs: ``--help`` and ``check`` never import ``rich`` or the asyncio
+runtime. A new command is one more record and one more module.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
+import importlib
 import os
+import re
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import msgspec
-from returns.result import Failure
+from typing import NoReturn
 
 from ... import __version__
-from ...core import Violation, check_balance, completed_turn_prefix, encode_log
-from ..logfile import LoadedLog, LogReadError, read_log
-from .assess import Assessment, Tail, assess
+from .terminal import PROG, error, inert
 
 __all__ = [
     "EXIT_OK",
-    "EXIT_NOT_CLOSED",
+    "EXIT_OPEN",
+    "EXIT_NOT_AS_INTENDED",
     "EXIT_UNREADABLE",
+    "EXIT_INVALID",
     "EXIT_INTERRUPTED",
     "EXIT_BROKEN_PIPE",
     "Command",
     "COMMANDS",
+    "TurnRange",
+    "parse_turn_range",
     "build_parser",
     "main",
 ]
 
 EXIT_OK = 0
-#: The log is open (valid but ends inside a turn) or invalid (breaks a rule).
-EXIT_NOT_CLOSED = 1
+#: ``check``: the log is valid but open (it ends inside a turn).
+EXIT_OPEN = 1
+#: ``demo``: the scenario ran but did not go as intended (the message says what).
+EXIT_NOT_AS_INTENDED = 1
 #: Unreadable input, unwritable output, or bad usage (argparse's own code).
 EXIT_UNREADABLE = 2
+#: The log breaks a balance rule.
+EXIT_INVALID = 3
 EXIT_INTERRUPTED = 130
 #: stdout was closed early (``turnfork show x | head``): 128 + SIGPIPE, as a shell reports it.
 EXIT_BROKEN_PIPE = 141
 
-PROG = "turnfork"
-
-_INPUTS_HELP = """\
-PATH may be a JSONL event log, a DSH session.jsonl or session.jsonl.zstd file, or a DSH
-session directory holding one of them. The kind is detected from the content; DSH's
-projected test fixtures (records without seq/time) are recognised and said so."""
-
 
 @dataclass(frozen=True)
 class Command:
-    """One subcommand: its name, help texts, its arguments and what it runs."""
+    """One subcommand: its name, help texts, its arguments and the module that runs it."""
 
     name: str
     summary: str
     description: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
+    #: The module of this package whose ``run(args) -> int`` carries the command out.
+    module: str
     epilog: str = ""
 
-
-# --------------------------------------------------------------------------- output helpers
-
-
-#: Line breaks a message may quote from the input (a type name, a key): shown escaped, so an
-#: error stays one line.
-_LINE_BREAKS = {code: repr(chr(code))[1:-1]
-                for code in (0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)}
+    def run(self, args: argparse.Namespace) -> int:
+        """Import the command's module (only now) and run it."""
+        module = importlib.import_module(f"{__package__}.{self.module}")
+        status: int = module.run(args)
+        return status
 
 
-def _error(message: str) -> None:
-    print(f"{PROG}: error: {message.translate(_LINE_BREAKS)}", file=sys.stderr)
+# --------------------------------------------------------------------------- inputs
+
+_INPUTS_HELP = """\
+PATH may be a JSONL event log, a DSH session.jsonl or session.jsonl.zstd file, a DSH session
+directory holding one of them, or - for stdin (plain or zstd). The kind is detected from the
+content; DSH's projected test fixtures (records without seq/time) are recognised and said so."""
 
 
-def _print_json(obj: object) -> None:
-    print(json.dumps(obj, indent=2, ensure_ascii=False))
+def _add_input(parser: argparse.ArgumentParser, what: str) -> None:
+    """The log a command reads (every reading command takes its input the same way)."""
+    parser.add_argument("path", metavar="PATH", help=f"{what} (- reads stdin)")
 
 
-def _violation_json(violation: Violation, line: int | None) -> dict[str, object]:
-    return {"seq": violation.seq, "rule": violation.rule, "message": violation.problem,
-            "line": line}
-
-
-def _error_json(error: LogReadError) -> dict[str, object]:
-    return {"file": error.file, "line": error.line, "seq": error.seq,
-            "event_type": error.event_type, "problem": error.problem,
-            "message": error.message}
-
-
-def _input_json(path: str, log: LoadedLog | None) -> dict[str, Any]:
-    return {
-        "path": path,
-        "file": None if log is None else log.file,
-        "format": None if log is None else log.format,
-        "projected": None if log is None else log.projected,
-        "source": None if log is None else log.description,
-        "events": None if log is None else len(log.events),
-    }
-
-
-def _where(log: LoadedLog, line: int | None) -> str:
-    """``file:line`` when a line is known, else the path as given."""
-    return log.path if line is None else f"{log.file}:{line}"
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
-def _load(path: str) -> LoadedLog | LogReadError:
-    loaded = read_log(path)
-    if isinstance(loaded, Failure):
-        error: LogReadError = loaded.failure()
-        _error(error.message)
-        return error
-    log: LoadedLog = loaded.unwrap()
-    return log
+def _add_json(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--json", action="store_true", help=what)
 
 
 # --------------------------------------------------------------------------- check
 
 
 def _check_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", metavar="PATH", help="the log to check")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object (see docs/cli.md) instead of text")
-
-
-def _check_json(path: str, log: LoadedLog | None, assessment: Assessment | None,
-                error: LogReadError | None) -> dict[str, object]:
-    report: dict[str, object] = _input_json(path, log)
-    report.update({
-        "valid": False, "closed": False, "state": "unreadable",
-        "completed_prefix_length": None, "completed_turns": None, "open_turn": None,
-        "open_step": None, "pending_calls": [], "events_after_cut": None,
-        "violation": None, "verdict": None,
-        "error": None if error is None else _error_json(error),
-    })
-    if assessment is None or log is None:
-        return report
-    report.update({"valid": assessment.valid, "closed": assessment.closed,
-                   "state": assessment.state, "verdict": assessment.verdict(len(log.events))})
-    if assessment.violation is not None:
-        report["violation"] = _violation_json(assessment.violation, assessment.violation_line)
-    trace = assessment.trace
-    if trace is not None:  # figures past a violation would not be trustworthy
-        report.update({
-            "completed_prefix_length": assessment.cut,
-            "completed_turns": assessment.completed_turns,
-            "open_turn": trace.open_turn, "open_step": trace.open_step,
-            "pending_calls": [call.call_id for call in trace.pending_calls],
-            "events_after_cut": assessment.tail.events,
-        })
-    return report
-
-
-def _run_check(args: argparse.Namespace) -> int:
-    loaded = _load(args.path)
-    if isinstance(loaded, LogReadError):
-        if args.json:
-            _print_json(_check_json(args.path, None, None, loaded))
-        return EXIT_UNREADABLE
-    log = loaded
-    assessment = assess(log)
-    if args.json:
-        _print_json(_check_json(args.path, log, assessment, None))
-    else:
-        print(f"{_where(log, assessment.violation_line)}: {assessment.verdict(len(log.events))}")
-        print(f"  input: {log.description}; {_count(len(log.events), 'event')}")
-        if assessment.valid:
-            print(f"  completed-turn prefix: {_count(assessment.cut, 'event')}, "
-                  f"{_count(assessment.completed_turns, 'turn')} "
-                  "(what a fork child is seeded with; `turnfork seed` writes it)")
-    return EXIT_OK if assessment.closed else EXIT_NOT_CLOSED
+    _add_input(parser, "the log to check")
+    _add_json(parser, "print one JSON object (see docs/cli.md) instead of text")
 
 
 CHECK = Command(
@@ -193,147 +114,21 @@ CHECK = Command(
                 "valid and whether it is closed (no turn in flight), with the first "
                 "violation in words.\n\n" + _INPUTS_HELP,
     add_arguments=_check_arguments,
-    run=_run_check,
-    epilog="exit status: 0 valid and closed; 1 valid but open, or invalid; "
-           "2 unreadable input",
+    module="check",
+    epilog="exit status: 0 valid and closed; 1 valid but open (a turn is in flight); "
+           "2 unreadable input; 3 invalid (a balance rule is broken)",
 )
 
 # --------------------------------------------------------------------------- seed
 
 
 def _seed_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", metavar="PATH", help="the (parent) log to cut")
+    _add_input(parser, "the (parent) log to cut")
     parser.add_argument("-o", "--output", metavar="OUT",
                         help="write the seed to OUT (atomically: a temporary file in OUT's "
-                             "directory, then a rename) instead of stdout")
-    parser.add_argument("--json", action="store_true",
-                        help="print the report as one JSON object on stdout (needs -o)")
-
-
-def _excluded_words(tail: Tail) -> str:
-    if not tail.events:
-        return "excluded: nothing (the log ends with turn/end)"
-    parts = []
-    if tail.between_turn_events:
-        parts.append(_count(tail.between_turn_events, "between-turn event"))
-    if tail.open_turn is not None:
-        parts.append(f"in-flight turn {tail.open_turn} "
-                     f"({_count(tail.in_flight_events, 'event')} from seq {tail.open_turn_seq})")
-    return (f"excluded: {_count(tail.events, 'event')} after the last turn/end: "
-            + ", then ".join(parts))
-
-
-def _tail_json(tail: Tail) -> dict[str, object]:
-    return {"events": tail.events, "open_turn": tail.open_turn,
-            "open_turn_seq": tail.open_turn_seq, "in_flight_events": tail.in_flight_events,
-            "between_turn_events": tail.between_turn_events}
-
-
-def _seed_json(path: str, log: LoadedLog | None) -> dict[str, object]:
-    report: dict[str, object] = _input_json(path, log)
-    report.update({"output": None, "seed_length": None, "completed_turns": None,
-                   "excluded": None, "violation": None, "tail_violation": None, "error": None})
-    return report
-
-
-def _write_atomically(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` whole, or leave it untouched (raises ``OSError``)."""
-    if os.path.isdir(path):
-        raise IsADirectoryError(21, "is a directory", path)
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        mode = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    handle, temporary = tempfile.mkstemp(dir=directory,
-                                         prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    with contextlib.suppress(OSError):  # durability of the rename; not every FS allows it
-        directory_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(directory_fd)
-        finally:
-            os.close(directory_fd)
-
-
-def _run_seed(args: argparse.Namespace) -> int:
-    if args.json and args.output is None:
-        _error("seed --json needs -o OUT (stdout cannot carry both the seed and the report)")
-        return EXIT_UNREADABLE
-    loaded = _load(args.path)
-    report = _seed_json(args.path, None if isinstance(loaded, LogReadError) else loaded)
-    if isinstance(loaded, LogReadError):
-        if args.json:
-            report["error"] = _error_json(loaded)
-            _print_json(report)
-        return EXIT_UNREADABLE
-    log = loaded
-    prefix = completed_turn_prefix(log.events)
-    balanced = check_balance(prefix)
-    if isinstance(balanced, Failure):
-        violation: Violation = balanced.failure()
-        line = log.line_of(violation.seq)
-        _error(f"{_where(log, line)}: invalid: {violation.message} (rule: {violation.rule}); "
-               "a seed must be valid, nothing written")
-        if args.json:
-            report["violation"] = _violation_json(violation, line)
-            _print_json(report)
-        return EXIT_NOT_CLOSED
-    assessment = assess(log)
-    data = encode_log(prefix)
-    destination = "stdout" if args.output is None else args.output
-    if args.output is not None:
-        try:
-            _write_atomically(args.output, data)
-        except OSError as exc:
-            problem = exc.strerror or str(exc)
-            _error(f"{args.output}: cannot write: {problem}; nothing written")
-            if args.json:
-                report["error"] = {"file": args.output, "line": None, "seq": None,
-                                   "event_type": None, "problem": f"cannot write: {problem}",
-                                   "message": f"{args.output}: cannot write: {problem}"}
-                _print_json(report)
-            return EXIT_UNREADABLE
-    else:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-    tail_violation = assessment.violation  # only a violation after the cut can remain here
-    if args.json:
-        report.update({
-            "output": args.output, "seed_length": len(prefix),
-            "completed_turns": assessment.completed_turns,
-            "excluded": _tail_json(assessment.tail),
-            "tail_violation": None if tail_violation is None else _violation_json(
-                tail_violation, assessment.violation_line),
-        })
-        _print_json(report)
-        return EXIT_OK
-    if len(prefix):
-        print(f"seed: {_count(len(prefix), 'event')} (seq 0..{len(prefix) - 1}), "
-              f"{_count(assessment.completed_turns, 'completed turn')} → {destination}",
-              file=sys.stderr)
-    else:
-        print(f"seed: empty, no turn has completed (a fork child starts with no history, "
-              f"like a spawn) → {destination}", file=sys.stderr)
-    print(_excluded_words(assessment.tail), file=sys.stderr)
-    if tail_violation is not None:
-        print(f"warning: {_where(log, assessment.violation_line)}: the excluded part breaks "
-              f"a rule: {tail_violation.message} (rule: {tail_violation.rule})",
-              file=sys.stderr)
-    return EXIT_OK
+                             "directory, then a rename) instead of stdout; - is stdout; OUT "
+                             "may not be the input itself")
+    _add_json(parser, "print the report as one JSON object on stdout (needs -o OUT)")
 
 
 SEED = Command(
@@ -344,52 +139,109 @@ SEED = Command(
                 "(the in-flight turn and between-turn events after the last turn/end). The "
                 "report goes to stderr, or to stdout as JSON with --json.\n\n" + _INPUTS_HELP,
     add_arguments=_seed_arguments,
-    run=_run_seed,
-    epilog="exit status: 0 seed written; 1 the log breaks a rule before the cut (nothing "
-           "written); 2 unreadable input or unwritable OUT (OUT left untouched)",
+    module="seed",
+    epilog="exit status: 0 seed written; 2 unreadable input, unwritable OUT, or OUT is the "
+           "input (OUT and the input left untouched); 3 the log breaks a rule before the cut "
+           "(nothing written)",
 )
 
 # --------------------------------------------------------------------------- show
 
 
+@dataclass(frozen=True)
+class TurnRange:
+    """Turns ``first..last`` (either end open), as ``--turns`` gives them."""
+
+    first: int | None
+    last: int | None
+
+    def __contains__(self, turn: object) -> bool:
+        return (isinstance(turn, int) and (self.first is None or turn >= self.first)
+                and (self.last is None or turn <= self.last))
+
+    def __str__(self) -> str:
+        if self.first is not None and self.first == self.last:
+            return str(self.first)
+        first = "" if self.first is None else str(self.first)
+        return f"{first}..{'' if self.last is None else self.last}"
+
+
+_RANGE = re.compile(r"(\d*)\.\.(\d*)")
+
+
+def parse_turn_range(text: str) -> TurnRange:
+    """``4``, ``3..7``, ``5..``, ``..2`` or ``..`` as a :class:`TurnRange`.
+
+    >>> parse_turn_range("3..7"), parse_turn_range("5.."), parse_turn_range("4")
+    (TurnRange(first=3, last=7), TurnRange(first=5, last=None), TurnRange(first=4, last=4))
+
+    Raises:
+        argparse.ArgumentTypeError: not a turn or a range, a turn 0, or a backwards range.
+    """
+    spelled = text.strip()
+    if spelled.isascii() and spelled.isdigit():
+        first: int | None = int(spelled)
+        last: int | None = first
+    else:
+        match = _RANGE.fullmatch(spelled)
+        if match is None:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a turn or a range of turns (use N, A..B, A.. or ..B)")
+        first = int(match.group(1)) if match.group(1) else None
+        last = int(match.group(2)) if match.group(2) else None
+    if first == 0 or last == 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: turns are numbered from 1")
+    if first is not None and last is not None and first > last:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} runs backwards (did you mean {last}..{first}?)")
+    return TurnRange(first, last)
+
+
+def _positive_count(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of turns (1 or more)")
+    return int(text)
+
+
 def _show_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", metavar="PATH", help="the log to draw")
+    _add_input(parser, "the log to draw")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--turns", metavar="RANGE", type=parse_turn_range,
+                       help="draw these turns as trees: N, A..B, A.. or ..B (turn numbers "
+                            "as in the log)")
+    which.add_argument("--tail", metavar="N", type=_positive_count,
+                       help="draw the last N turns as trees")
+    which.add_argument("--all", action="store_true",
+                       help="draw every turn as a tree (the same as --turns ..)")
+    parser.add_argument("--seed", action="store_true",
+                        help="a fork child's inherited seed too (by default it is one line)")
     parser.add_argument("--plain", action="store_true",
                         help="no colour or other ANSI styling (automatic when stdout is not "
                              "a terminal or NO_COLOR is set)")
-    parser.add_argument("--json", action="store_true",
-                        help="print the outline the picture is drawn from, as JSON")
-
-
-def _run_show(args: argparse.Namespace) -> int:
-    from .render import build_outline, make_console, render_outline  # noqa: PLC0415 - rich
-
-    loaded = _load(args.path)
-    if isinstance(loaded, LogReadError):
-        if args.json:
-            _print_json({"path": args.path, "error": _error_json(loaded)})
-        return EXIT_UNREADABLE
-    assessment = assess(loaded)
-    outline = build_outline(loaded, assessment)
-    if args.json:
-        print(msgspec.json.format(msgspec.json.encode(outline), indent=2).decode())
-    else:
-        render_outline(make_console(sys.stdout, plain=args.plain), outline)
-    return EXIT_NOT_CLOSED if assessment.state == "invalid" else EXIT_OK
+    parser.add_argument("--no-pager", action="store_true",
+                        help="never page (by default output to a terminal goes through "
+                             "TURNFORK_PAGER, PAGER or less, with LESS=FRX)")
+    _add_json(parser, "print the outline the picture is drawn from, as JSON")
 
 
 SHOW = Command(
     name="show",
-    summary="draw a log: turns, steps, tool calls and results, the completed-turn cut",
-    description="Draw a log as a picture: the header, each turn as a tree of steps, tool "
-                "calls with their results, assistant and user text (shortened), between-turn "
-                "events, and the completed-turn cut as a rule line (what a fork child is "
-                "seeded with lies above it). Streamed chunks are counted, not listed.\n\n"
-                + _INPUTS_HELP,
+    summary="summarise or draw a log: turns, steps, tool calls, the completed-turn cut",
+    description="Without --turns, --tail or --all: a summary that fits a screen, whatever "
+                "the size of the log: the header, counts (turns, steps, tool calls, results, "
+                "chunks), one line per turn (the middle of a long log left out), the "
+                "completed-turn cut as a rule line (what a fork child is seeded with lies "
+                "above it) and what lies beyond it.\n\n"
+                "With --turns, --tail or --all: those turns drawn as trees of steps, tool "
+                "calls with their results, assistant and user text (shortened) and "
+                "between-turn events; what is left out is one line. Streamed chunks are "
+                "counted, not listed. A fork child's inherited seed is one line unless "
+                "--seed is given. On a terminal the output goes through a pager, as git's "
+                "does.\n\n" + _INPUTS_HELP,
     add_arguments=_show_arguments,
-    run=_run_show,
-    epilog="exit status: 0 drawn (closed or open log); 1 the log breaks a rule (drawn, with "
-           "the violation marked); 2 unreadable input",
+    module="show",
+    epilog="exit status: 0 shown (closed or open log); 2 unreadable input, or no turn in "
+           "the range; 3 the log breaks a rule (shown, with the violation marked)",
 )
 
 # --------------------------------------------------------------------------- demo
@@ -399,11 +251,14 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", metavar="NAME",
                         help="run the same scenario against a real OpenAI-compatible model "
                              "NAME (e.g. deepseek-chat) instead of the embedded scripted "
-                             "models; needs an API key in the environment")
+                             "models")
     parser.add_argument("--base-url", metavar="URL",
                         help="the endpoint of --model (default https://api.deepseek.com; "
                              "the key is read from OPENAI_API_KEY for api.openai.com, else "
-                             "DEEPSEEK_API_KEY)")
+                             "DEEPSEEK_API_KEY; a local server on loopback needs none)")
+    parser.add_argument("--api-key", metavar="KEY",
+                        help="the key for --model, instead of the environment (visible to "
+                             "other users of this machine in the process list)")
     parser.add_argument("--save", metavar="DIR",
                         help="persist both sessions under DIR in DSH's layout "
                              "(DIR/<project>/<session id>/session.jsonl)")
@@ -413,126 +268,8 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plain", action="store_true",
                         help="no colour, styling or progress spinner (colour is also off when "
                              "stdout is not a terminal or NO_COLOR is set)")
-    parser.add_argument("--json", action="store_true",
-                        help="print a summary as one JSON object (see docs/cli.md) instead "
-                             "of the picture")
-
-
-def _demo_provider(base_url: str) -> str:
-    """The provider name the demo registers a real model under, from its endpoint."""
-    from urllib.parse import urlsplit  # noqa: PLC0415
-
-    host = (urlsplit(base_url).hostname or "").lower()
-    for name in ("deepseek", "openai"):
-        if host == f"{name}.com" or host.endswith(f".{name}.com"):
-            return name
-    return "openai-compatible"
-
-
-def _run_demo(args: argparse.Namespace) -> int:
-    import asyncio  # noqa: PLC0415 - only the demo runs an event loop
-
-    from ..jsonl_store import JsonlSessionStore  # noqa: PLC0415
-    from ..models.openai_chat import (  # noqa: PLC0415
-        DEEPSEEK_BASE_URL,
-        credential_env_var,
-        has_credentials,
-    )
-    from ..store import SessionExistsError  # noqa: PLC0415
-    from .demo import DEFAULT_TURN_TIMEOUT, DemoResult, demo_summary, run_demo_async  # noqa: PLC0415
-    from .render import make_console  # noqa: PLC0415 - rich
-
-    if args.base_url is not None and args.model is None:
-        _error("demo --base-url needs --model NAME (the embedded demo calls no endpoint)")
-        return EXIT_UNREADABLE
-    timeout = DEFAULT_TURN_TIMEOUT if args.timeout is None else args.timeout
-    if not timeout > 0:
-        _error(f"demo --timeout must be a positive number of seconds, not {args.timeout:g}")
-        return EXIT_UNREADABLE
-    model = None
-    provider = "model"
-    if args.model is not None:
-        base_url = args.base_url or DEEPSEEK_BASE_URL
-        if not has_credentials(base_url):
-            _error(f"demo --model {args.model} needs an API key for {base_url}: set "
-                   f"{credential_env_var(base_url)} (or run `turnfork demo` without --model "
-                   "for the embedded scripted models)")
-            return EXIT_UNREADABLE
-        from ..models.openai_chat import OpenAIChatModel  # noqa: PLC0415 - optional extra
-
-        provider = _demo_provider(base_url)
-        try:
-            model = OpenAIChatModel(args.model, base_url=base_url, provider_name=provider,
-                                    timeout=min(60.0, timeout))
-        except ImportError as exc:
-            _error(str(exc))
-            return EXIT_UNREADABLE
-    store = None
-    if args.save is not None:
-        problem = None
-        try:
-            if os.path.exists(args.save) and not os.path.isdir(args.save):
-                problem = "not a directory"
-            else:
-                os.makedirs(args.save, exist_ok=True)
-                if not os.access(args.save, os.W_OK | os.X_OK):
-                    problem = "permission denied"
-        except NotADirectoryError:
-            problem = "a component of the path is not a directory"
-        except PermissionError:
-            problem = "permission denied"
-        except OSError as exc:
-            problem = exc.strerror or str(exc)
-        if problem is not None:
-            _error(f"{args.save}: cannot write: {problem}; nothing written")
-            return EXIT_UNREADABLE
-        store = JsonlSessionStore(args.save)
-
-    spinner = None
-    if not args.plain and sys.stderr.isatty():
-        from rich.console import Console  # noqa: PLC0415 - rich
-
-        spinner = Console(stderr=True).status("turnfork demo: starting")
-
-    def progress(words: str) -> None:
-        if spinner is not None:
-            spinner.update(f"turnfork demo: {words}")
-
-    async def demo() -> DemoResult:
-        try:
-            return await run_demo_async(model=model, provider=provider,
-                                        model_name=args.model or "scripted", store=store,
-                                        turn_timeout=timeout, progress=progress)
-        finally:
-            if model is not None:
-                await model.aclose()
-
-    try:
-        with spinner if spinner is not None else contextlib.nullcontext():
-            result = asyncio.run(demo())
-    except SessionExistsError as exc:
-        _error(f"{args.save}: already holds session {exc.session_id} (from an earlier demo "
-               "run?); nothing overwritten: choose another directory")
-        return EXIT_UNREADABLE
-    except OSError as exc:
-        _error(f"{args.save or '.'}: cannot write: {exc.strerror or exc}")
-        return EXIT_UNREADABLE
-    if args.json:
-        _print_json(demo_summary(result))
-    else:
-        from .demo_render import render_demo  # noqa: PLC0415 - rich
-
-        render_demo(make_console(sys.stdout, plain=args.plain), result)
-        sys.stdout.flush()
-        if result.parent_saved_path is not None:
-            print(f"saved: parent {result.parent_header.id} → {result.parent_saved_path}",
-                  file=sys.stderr)
-            for fork in result.forks:
-                print(f"saved: child {fork.child_id} → {fork.saved_path}", file=sys.stderr)
-    if not result.ok:
-        _error("demo: " + "; ".join(result.problems))
-        return EXIT_NOT_CLOSED
-    return EXIT_OK
+    _add_json(parser, "print a summary as one JSON object (see docs/cli.md) instead of the "
+                      "picture")
 
 
 DEMO = Command(
@@ -553,7 +290,7 @@ DEMO = Command(
                 "(DIR/<project>/<session id>/session.jsonl); `turnfork check PATH`, "
                 "`turnfork show PATH` and `turnfork seed PATH` read them.",
     add_arguments=_demo_arguments,
-    run=_run_demo,
+    module="demo_command",
     epilog="exit status: 0 the scenario ran and every check passed; 1 it ran but something "
            "went wrong (the model did not delegate, a turn failed, a check failed: the "
            "message says what); 2 no API key for --model, unwritable DIR, or bad usage; "
@@ -566,22 +303,40 @@ COMMANDS: tuple[Command, ...] = (CHECK, SEED, SHOW, DEMO)
 # --------------------------------------------------------------------------- entry point
 
 
+class _Paragraphs(argparse.HelpFormatter):
+    """Descriptions and epilogs wrapped to the terminal, paragraph by paragraph."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "\n\n".join(super(_Paragraphs, self)._fill_text(paragraph, width, indent)
+                           for paragraph in text.split("\n\n"))
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its error line made inert (it quotes arguments, e.g. file names)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_UNREADABLE, f"{self.prog}: error: {inert(message)}\n")
+
+
 def build_parser(commands: Sequence[Command] = COMMANDS) -> argparse.ArgumentParser:
     """The argument parser: one subparser per command, ``--help`` on each."""
-    parser = argparse.ArgumentParser(
-        prog=PROG,
+    parser = _Parser(
+        prog=PROG, formatter_class=_Paragraphs,
         description="turnfork: fork and spawn subagents from a completed-turn prefix. "
                     "Inspect session logs (turnfork's or DSH's) from the command line.",
-        epilog="exit status: 0 success; 1 the log is open or invalid; 2 unreadable input or "
-               "bad usage; 130 interrupted. Run 'turnfork COMMAND --help' for details.")
+        epilog="exit status: 0 success; 1 the log is open (check) or the demo did not go as "
+               "intended; 2 unreadable input, unwritable output or bad usage; 3 the log is "
+               "invalid (it breaks a balance rule); 130 interrupted; 141 stdout closed early. "
+               "Run 'turnfork COMMAND --help' for details.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     for command in commands:
         sub = subparsers.add_parser(
             command.name, help=command.summary, description=command.description,
-            epilog=command.epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+            epilog=command.epilog, formatter_class=_Paragraphs)
         command.add_arguments(sub)
-        sub.set_defaults(run=command.run)
+        sub.set_defaults(command=command)
     return parser
 
 
@@ -603,8 +358,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(None if argv is None else list(argv))
     except SystemExit as exc:  # --help and --version exit 0, usage errors 2
         return exc.code if isinstance(exc.code, int) else EXIT_UNREADABLE
+    command: Command = args.command
     try:
-        status: int = args.run(args)
+        status = command.run(args)
         sys.stdout.flush()
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
@@ -616,6 +372,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+    except MemoryError:
+        path = getattr(args, "path", None)
+        where = f"{'<stdin>' if path == '-' else path}: " if path is not None else ""
+        error(f"{where}out of memory: the input is larger than this machine can hold")
+        return EXIT_UNREADABLE
     return status
 
 

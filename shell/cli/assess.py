@@ -42,6 +42,20 @@ class Tail(msgspec.Struct, frozen=True, kw_only=True):
     #: Events after the cut that sit between turns (before the in-flight turn, or trailing).
     between_turn_events: int
 
+    def words(self) -> str:
+        """What the cut left out, in one sentence, e.g. ``excluded: 7 events after …``."""
+        if not self.events:
+            return "excluded: nothing (the log ends with turn/end)"
+        parts = []
+        if self.between_turn_events:
+            parts.append(_count(self.between_turn_events, "between-turn event"))
+        if self.open_turn is not None:
+            parts.append(f"in-flight turn {self.open_turn} "
+                         f"({_count(self.in_flight_events, 'event')} from seq "
+                         f"{self.open_turn_seq})")
+        return (f"excluded: {_count(self.events, 'event')} after the last turn/end: "
+                + ", then ".join(parts))
+
 
 class Assessment(msgspec.Struct, frozen=True, kw_only=True):
     """The balance rules folded over a whole log, and the completed-turn cut."""

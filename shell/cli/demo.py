@@ -70,6 +70,7 @@ from ..subagent_driver import ForkProvider
 from ..subagent_run import SubagentEnd, SubagentEvent, SubagentStart
 from ..subagent_tool import SubagentTool
 from ..tools import DEFAULT_SECTION_ORDER, Tool, ToolContext, ToolError
+from .terminal import counted
 
 __all__ = [
     "PROJECT",
@@ -188,10 +189,6 @@ _CHUNK = 16
 # --------------------------------------------------------------------------- the tools
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
 def _numbered(text: str) -> str:
     return "\n".join(f"{number:>3}  {line}"
                      for number, line in enumerate(text.splitlines(), start=1))
@@ -286,7 +283,7 @@ def parent_script() -> list[ScriptEntry]:
             return _text(Reply.text(f"The review could not be delegated: {result}"))
         headlines = [match.group(1) for match in _HEADLINE.finditer(result)]
         return _text(Reply.text(
-            f"The forked reviewer found {_count(len(headlines), 'problem')} in shop/cart.py:\n"
+            f"The forked reviewer found {counted(len(headlines), 'problem')} in shop/cart.py:\n"
             f"{'; '.join(headlines)}.\n"
             "Suggested fix: take an int percent, return\n"
             "self.subtotal() - percent_of(self.subtotal(), percent),\n"

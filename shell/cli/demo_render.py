@@ -1,6 +1,7 @@
 """The picture ``turnfork demo`` draws from a :class:`~shell.cli.demo.DemoResult`.
 
-Built from ``turnfork show``'s outline (:mod:`shell.cli.render`), so the two pictures agree:
+Built from ``turnfork show``'s outline (:mod:`.outline`, drawn by :mod:`.render`), so the two
+pictures agree:
 
 1. the parent's turns as trees, with the completed-turn cut drawn where the first fork
    happened (the fork point) and a line under the ``subagent`` call saying where the child ran;
@@ -25,13 +26,11 @@ from ...core import Event, SessionHeader, TurnEndEvent
 from ..logfile import LoadedLog
 from .assess import assess
 from .demo import PROJECT, DemoResult, ForkRecord
-from .render import Item, Outline, StepNode, TurnNode, build_outline, render_outline
+from .outline import Item, Outline, StepNode, TurnNode, build_outline
+from .render import render_outline, visible
+from .terminal import counted
 
 __all__ = ["render_demo", "fork_point_words"]
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _ascii_only(console: Console) -> bool:
@@ -39,9 +38,8 @@ def _ascii_only(console: Console) -> bool:
 
 
 def _words(text: str, console: Console) -> str:
-    if _ascii_only(console):
-        return text.encode("ascii", "replace").decode("ascii")
-    return text
+    """``text`` made inert (line breaks kept: panels hold several lines), ASCII if need be."""
+    return visible(text, _ascii_only(console), lines=True)
 
 
 def _loaded(events: tuple[Event, ...], header: SessionHeader, where: str) -> LoadedLog:
@@ -79,10 +77,10 @@ def fork_point_words(result: DemoResult, fork: ForkRecord) -> str:
                   "with no history, like a spawn")
     left: list[str] = []
     if tail.open_turn is not None:
-        left.append(f"turn {tail.open_turn} is in flight ({_count(tail.in_flight_events, 'event')}"
+        left.append(f"turn {tail.open_turn} is in flight ({counted(tail.in_flight_events, 'event')}"
                     " so far, its subagent call waiting)")
     if tail.between_turn_events:
-        left.append(_count(tail.between_turn_events, "between-turn event"))
+        left.append(counted(tail.between_turn_events, "between-turn event"))
     return seeded + ("; excluded: " + " and ".join(left) if left else "")
 
 
@@ -127,13 +125,8 @@ def _child_outline(fork: ForkRecord) -> Outline:
                           "(not drawn again); its own events follow")
     else:
         outline.source = "no seed: it starts with its prompt only"
-    kept: list[TurnNode | Item] = []
-    for entry in outline.entries:
-        first_seq = entry.start_seq if isinstance(entry, TurnNode) else entry.seq
-        if first_seq < n or (isinstance(entry, Item) and entry.kind == "cut"):
-            continue
-        kept.append(entry)
-    outline.entries = kept
+    outline.entries = [entry for entry in outline.entries
+                       if isinstance(entry, TurnNode) or entry.kind not in ("seed", "cut")]
     return outline
 
 
@@ -157,7 +150,7 @@ def _checks_line(result: DemoResult) -> tuple[str, bool]:
     assert fork is not None  # ok implies a delegation
     logs = "parent and child logs" if len(result.forks) == 1 else "all logs"
     return (f"checks: {logs} balanced (core.check_balance); child seed == the parent's "
-            f"completed-turn prefix at the fork ({_count(fork.seed_length, 'event')}); "
+            f"completed-turn prefix at the fork ({counted(fork.seed_length, 'event')}); "
             "tool result == the child's final text"), True
 
 
@@ -169,7 +162,7 @@ def render_demo(console: Console, result: DemoResult) -> None:
         what = f"model {result.model} via {result.provider}"
     console.print(Text(_words(f"turnfork demo · {what}", console), style="bold"))
     console.print(Text(_words(
-        f'A parent agent works on "tinyshop" ({_count(len(PROJECT), "file")} held in memory) '
+        f'A parent agent works on "tinyshop" ({counted(len(PROJECT), "file")} held in memory) '
         "with the tools list_files, read_file, grep and subagent (fork provider). In its "
         "third turn, mid-turn, it delegates a review to a fork child.", console)))
 

@@ -1,4 +1,5 @@
-"""``turnfork check``: valid/closed verdicts, exit codes 0 and 1, the --json report."""
+"""``turnfork check``: valid/closed verdicts, exit codes 0 (closed), 1 (open) and 3 (invalid),
+the --json report."""
 
 from __future__ import annotations
 
@@ -51,11 +52,11 @@ def test_open_log_exits_1_and_says_open() -> None:
     assert "completed-turn prefix: 232 events, 10 turns" in run.stdout
 
 
-def test_broken_balance_exits_1_naming_file_line_seq_and_rule(tmp_path: Path) -> None:
-    """An invalid log is 'invalid' with file:line, the seq, the problem and the rule."""
+def test_broken_balance_exits_3_naming_file_line_seq_and_rule(tmp_path: Path) -> None:
+    """An invalid log is 'invalid' (exit 3, not open's 1) with file:line, seq, problem, rule."""
     path = _broken_balance(tmp_path)
     run = run_cli("check", path)
-    assert run.code == 1
+    assert run.code == 3
     assert run.stdout.splitlines()[0] == (
         f"{path}:10: invalid: seq 9: tool/result for call_7 has no tool/call in turn 2 "
         "step 1 (rule: pairing)")
@@ -83,7 +84,7 @@ def test_json_report_of_an_invalid_log(tmp_path: Path, capsys: pytest.CaptureFix
     """--json of an invalid log carries the violation (seq, rule, message, line)."""
     code = main(["check", "--json", str(_broken_balance(tmp_path))])
     report = json.loads(capsys.readouterr().out)
-    assert code == 1
+    assert code == 3
     assert (report["valid"], report["closed"], report["state"]) == (False, False, "invalid")
     assert report["violation"] == {
         "seq": 9, "rule": "pairing", "line": 10,

@@ -17,8 +17,7 @@ from _cli_helpers import (
     write_lines,
 )
 
-from turnfork.shell.cli import app as shell_cli
-from turnfork.shell.cli import main
+from turnfork.shell.cli import inputs, main
 
 GOOD = turn_lines(0, 1, "c1")
 
@@ -177,6 +176,6 @@ def test_keyboard_interrupt_exits_130(monkeypatch: pytest.MonkeyPatch,
     def interrupted(path: object) -> object:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(shell_cli, "read_log", interrupted)
+    monkeypatch.setattr(inputs, "read_log", interrupted)
     assert main(["check", str(FORK_PARENT)]) == 130
     assert capsys.readouterr().err == "turnfork: interrupted\n"

@@ -68,13 +68,13 @@ def test_seed_json_report(tmp_path: Path) -> None:
 
 
 def test_invalid_input_is_refused_and_out_untouched(tmp_path: Path) -> None:
-    """A rule broken before the cut: exit 1, one error line, OUT keeps its old content."""
+    """A rule broken before the cut: exit 3, one error line, OUT keeps its old content."""
     source = _invalid(tmp_path)
     out = tmp_path / "seed.jsonl"
     out.write_text("old content\n")
     before = _siblings(out)
     run = run_cli("seed", source, "-o", out)
-    assert run.code == 1
+    assert run.code == 3
     assert run.stderr.splitlines() == [
         f"turnfork: error: {source}:11: invalid: seq 10: turn/end for turn 2 while step 1 is "
         "still open (rule: step); a seed must be valid, nothing written"]
@@ -182,9 +182,9 @@ def test_violation_after_the_cut_warns_but_seeds(tmp_path: Path,
 
 def test_seed_json_refusal_has_the_violation(tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    """--json refusal: exit 1, no seed length, the violation with its line."""
+    """--json refusal: exit 3, no seed length, the violation with its line."""
     out = tmp_path / "seed.jsonl"
-    assert main(["seed", "--json", "-o", str(out), str(_invalid(tmp_path))]) == 1
+    assert main(["seed", "--json", "-o", str(out), str(_invalid(tmp_path))]) == 3
     report = json.loads(capsys.readouterr().out)
     assert report["seed_length"] is None
     assert report["violation"]["seq"] == 10 and report["violation"]["line"] == 11

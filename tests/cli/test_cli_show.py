@@ -1,4 +1,5 @@
-"""``turnfork show``: the picture of a log, its cut marker, colour rules and --json outline."""
+"""``turnfork show --all``: the picture of a log as trees, its cut marker, colour rules and the
+--json outline (the default summary and the choice of turns: test_cli_show_summary.py)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ NEVER_RAN = FIXTURES / ("examples__acp-agent__tests__snapshots__subagent-publish
 
 
 def _show(path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    code = main(["show", *args, str(path)])
+    code = main(["show", "--all", *args, str(path)])
     captured = capsys.readouterr()
     assert captured.err == ""
     return code, captured.out
@@ -41,7 +42,7 @@ def _show(path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[i
 @pytest.mark.parametrize("path", ALL_FIXTURES, ids=[p.name[-60:] for p in ALL_FIXTURES])
 def test_every_fixture_draws_with_the_cut_marker(path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    """Each DSH fixture draws (exit 0), marks the cut once and lists no chunk events."""
+    """Each DSH fixture draws as trees (exit 0), marks the cut once and lists no chunk events."""
     code, out = _show(path, capsys)
     assert code == 0
     assert out.count(CUT_MARKER) == 1
@@ -51,7 +52,7 @@ def test_every_fixture_draws_with_the_cut_marker(path: Path,
 
 def test_open_log_picture() -> None:
     """The open dump: turns 1-10 above the cut, turn 11 below it marked in flight, no ANSI."""
-    run = run_cli("show", OPEN_LOG, columns=120)
+    run = run_cli("show", "--all", OPEN_LOG, columns=120)
     assert run.code == 0, run.stderr
     out = run.stdout
     assert ANSI not in out
@@ -77,11 +78,13 @@ def test_tool_calls_results_and_chunk_counts(capsys: pytest.CaptureFixture[str])
 
 
 def test_turn_reasons_errors_and_header(capsys: pytest.CaptureFixture[str]) -> None:
-    """Aborted turns and error results are marked; a child's header and end-seed are shown."""
+    """Aborted turns and error results are marked; a child's header, its seed in one line and
+    its end-seed are shown."""
     _, out = _show(CANCEL_TOOLS, capsys)
     assert "Turn 1 · aborted (user) · seq 1..23" in out
     assert "✗ → \"Error: tool call aborted\" (AbortError ABORTED)" in out
     _, out = _show(FORK_CHILD, capsys)
+    assert "seq 0..41 · the inherited seed from parent " in out
     assert "depth 1 · seedLength 42 · origin subagent" in out
     assert "42 session/end-seed" in out
     assert "47 subagent/descriptor: one-shot child via fork" in out
@@ -95,13 +98,13 @@ def test_empty_prefix_marker_comes_first(capsys: pytest.CaptureFixture[str]) -> 
     assert marker < out.index("0 approval/policy: never")
 
 
-def test_invalid_log_is_drawn_with_the_violation_and_exit_1(
+def test_invalid_log_is_drawn_with_the_violation_and_exit_3(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A broken rule is marked where it breaks, the verdict says invalid, exit status 1."""
+    """A broken rule is marked where it breaks, the verdict says invalid, exit status 3."""
     lines = turn_lines(0, 1, "c1")
     lines[5] = lines[5].replace('"turn": 1', '"turn": 4')
     code, out = _show(write_lines(tmp_path / "bad.jsonl", lines), capsys)
-    assert code == 1
+    assert code == 3
     assert "✗ invalid here: turn/end for turn 4 but turn 1 is open (rule: turn)" in out
     assert "no fork child can be seeded from it" in out
 
@@ -130,7 +133,7 @@ def test_zstd_session_directory(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 def test_narrow_terminal_does_not_break() -> None:
     """A 12-column terminal still draws (exit 0, no traceback)."""
-    run = run_cli("show", FORK_PARENT, columns=12)
+    run = run_cli("show", "--all", FORK_PARENT, columns=12)
     assert run.code == 0, run.stderr
     assert "Traceback" not in run.stderr
     assert max(len(line) for line in run.stdout.splitlines()) <= 12
@@ -138,11 +141,11 @@ def test_narrow_terminal_does_not_break() -> None:
 
 def test_colour_rules() -> None:
     """Styled only on a terminal; --plain and NO_COLOR turn it off even when forced."""
-    forced = run_cli("show", CANCEL_TOOLS, FORCE_COLOR="1")
+    forced = run_cli("show", "--all", CANCEL_TOOLS, FORCE_COLOR="1")
     assert ANSI in forced.stdout
-    plain = run_cli("show", "--plain", CANCEL_TOOLS, FORCE_COLOR="1")
+    plain = run_cli("show", "--all", "--plain", CANCEL_TOOLS, FORCE_COLOR="1")
     assert plain.code == 0 and ANSI not in plain.stdout
-    no_color = run_cli("show", CANCEL_TOOLS, FORCE_COLOR="1", NO_COLOR="1")
+    no_color = run_cli("show", "--all", CANCEL_TOOLS, FORCE_COLOR="1", NO_COLOR="1")
     assert no_color.code == 0 and ANSI not in no_color.stdout
 
 
@@ -152,7 +155,7 @@ def test_closed_pipe_exits_141_quietly(tmp_path: Path) -> None:
     for turn in range(1, 1001):  # a picture far larger than a pipe buffer
         lines += turn_lines(len(lines), turn, f"c{turn}")
     path = write_lines(tmp_path / "big.jsonl", lines)
-    child = subprocess.Popen([sys.executable, "-m", "turnfork", "show", str(path)],
+    child = subprocess.Popen([sys.executable, "-m", "turnfork", "show", "--all", str(path)],
                              cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert child.stdout is not None and child.stderr is not None
     assert child.stdout.readline()

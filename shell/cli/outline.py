@@ -1,0 +1,708 @@
+"""A session log as plain data: the outline ``turnfork show`` draws and ``show --json`` prints.
+
+:func:`build_outline` walks the events once and returns an :class:`Outline`: header facts, the
+whole log's :class:`Counts`, and entries in log order (turns with their steps and items,
+between-turn items, the cut marker). Drawing it is :mod:`.render`'s job, so the picture and the
+machine form cannot disagree.
+
+Rules of the outline:
+
+* Turns are trees (steps, then items in log order); between-turn events are single items.
+  Each turn also carries its figures (steps, tool calls, the user's prompt) for a summary.
+* Chunks are never listed: they are counted and the count is put on the assistant message they
+  streamed (or on one summary item when no message followed, e.g. a failed model call).
+* A tool call carries its result as a child; a call still waiting for one says so.
+* The completed-turn cut is an item of kind ``cut``, exactly once, in log order; what follows
+  it is never part of a seed.
+* Events not drawn are one item each stretch: a fork child's inherited seed (kind ``seed``,
+  unless asked for) and what lies outside the chosen ``window`` (kind ``elided``). When the cut
+  falls in such a stretch, its marker follows the stretch's item.
+* Text is shortened to one line here; it is made inert (terminal controls escaped) where it is
+  drawn, so ``--json`` keeps the exact characters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import msgspec
+from msgspec import UnsetType
+
+from ...core import (
+    ApprovalPolicyEvent,
+    AssistantChunkEvent,
+    AssistantMessageEvent,
+    CancelHook,
+    ContentBlock,
+    Event,
+    FinishAborted,
+    FinishChunk,
+    FinishError,
+    FinishMaxTokens,
+    ImageBlock,
+    InboxSplicedEvent,
+    OpaqueEvent,
+    ReasoningBlock,
+    RequestHeaderEvent,
+    SandboxModeEvent,
+    SessionEndSeedEvent,
+    SessionHeader,
+    StepEndEvent,
+    StepStartEvent,
+    SubagentDescriptorEvent,
+    SurfaceReplace,
+    TextBlock,
+    ToolCallBlock,
+    ToolCallEvent,
+    ToolResultBlock,
+    ToolResultEvent,
+    TurnAborted,
+    TurnBlocked,
+    TurnCompleted,
+    TurnEndEvent,
+    TurnEndReason,
+    TurnError,
+    TurnInterrupted,
+    TurnMaxTokens,
+    TurnStartEvent,
+    UserMessageEvent,
+    Violation,
+    event_type,
+)
+from ..logfile import LoadedLog
+from .assess import Assessment
+from .terminal import counted
+
+__all__ = [
+    "CUT_MARKER",
+    "Item",
+    "StepNode",
+    "TurnNode",
+    "Counts",
+    "SeedFacts",
+    "Outline",
+    "TurnSpan",
+    "turn_spans",
+    "seed_length",
+    "build_outline",
+    "shorten",
+]
+
+#: The words every cut rule starts with (tests and users look for them).
+CUT_MARKER = "completed-turn prefix ends here"
+
+_TEXT_LIMIT = 100
+_ARGS_LIMIT = 60
+_DATA_LIMIT = 60
+_PROMPT_LIMIT = 60
+
+ItemKind = Literal["user", "assistant", "chunks", "tool", "result", "pending", "request",
+                   "splice", "policy", "descriptor", "end-seed", "event", "structure",
+                   "violation", "cut", "seed", "elided"]
+
+
+@dataclass
+class Item:
+    """One line of the picture: an event (or a chunk summary, a marker, a stretch not drawn)."""
+
+    seq: int
+    kind: ItemKind
+    text: str
+    error: bool = False
+    children: list[Item] = field(default_factory=list)
+    #: A second sentence, drawn on its own line (the cut marker's explanation).
+    note: str | None = None
+    node: Literal["item"] = "item"
+
+
+@dataclass
+class StepNode:
+    step: int
+    start_seq: int
+    end_seq: int | None = None
+    entries: list[Item] = field(default_factory=list)
+    node: Literal["step"] = "step"
+
+
+@dataclass
+class TurnNode:
+    turn: int
+    start_seq: int
+    end_seq: int | None = None
+    #: How the turn ended in words; ``None`` while it is in flight.
+    reason: str | None = None
+    reason_ok: bool = True
+    #: After the completed-turn cut: never part of a seed.
+    in_flight: bool = False
+    entries: list[Item | StepNode] = field(default_factory=list)
+    #: The turn's figures, for a summary line.
+    steps: int = 0
+    tool_calls: int = 0
+    tool_names: list[str] = field(default_factory=list)
+    error_results: int = 0
+    waiting_calls: int = 0
+    #: The first user message of the turn (its prompt), shortened.
+    prompt: str | None = None
+    #: Seq of the event in this turn that breaks a rule, if one does.
+    violation_seq: int | None = None
+    node: Literal["turn"] = "turn"
+
+
+@dataclass
+class Counts:
+    """The whole log in figures (whatever part of it is drawn)."""
+
+    turns: int = 0
+    completed_turns: int = 0
+    steps: int = 0
+    tool_calls: int = 0
+    tool_results: int = 0
+    error_results: int = 0
+    assistant_messages: int = 0
+    user_messages: int = 0
+    chunks: int = 0
+    #: Events outside any turn.
+    between_turn_events: int = 0
+
+
+@dataclass
+class SeedFacts:
+    """A fork child's inherited seed: its first ``length`` events (``seedLength``)."""
+
+    length: int
+    completed_turns: int
+    parent: str | None
+    #: Drawn in full (``show --seed``) rather than as one item.
+    drawn: bool
+
+
+@dataclass
+class Outline:
+    """A log as data: header facts, where it came from, figures, the entries and the verdict."""
+
+    path: str
+    source: str
+    header: dict[str, object] | None
+    events: int
+    cut: int
+    state: Literal["closed", "open", "invalid"]
+    verdict: str
+    #: What the cut leaves out, in one sentence.
+    excluded: str
+    counts: Counts
+    seed: SeedFacts | None
+    #: The positions drawn (``[first, stop)``); the rest are ``elided`` items.
+    window: tuple[int, int]
+    entries: list[TurnNode | Item] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- words
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` on one line, at most ``limit`` characters (an ellipsis marks a cut).
+
+    >>> shorten("a  b\\n c", 10)
+    'a b c'
+    >>> shorten("abcdefghij", 5)
+    'abcd…'
+    """
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: max(limit - 1, 0)] + "…"
+
+
+def _blocks_text(blocks: tuple[ContentBlock, ...]) -> str:
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ImageBlock):
+            parts.append("[image]")
+        elif isinstance(block, ToolResultBlock):
+            parts.append(_blocks_text(block.content))
+    return " ".join(part for part in parts if part)
+
+
+def _quoted(text: str, limit: int = _TEXT_LIMIT) -> str:
+    return f'"{shorten(text, limit)}"' if text else "(no text)"
+
+
+def _reason_words(reason: TurnEndReason) -> tuple[str, bool]:
+    if isinstance(reason, TurnCompleted):
+        return "completed", True
+    if isinstance(reason, TurnAborted):
+        cause = reason.reason
+        kind = str(type(cause).__struct_config__.tag)
+        if isinstance(cause, CancelHook):
+            kind += f": {shorten(cause.reason, 40)}"
+        return f"aborted ({kind})", False
+    if isinstance(reason, TurnError):
+        return f"error {reason.error.code}: {shorten(reason.error.message, 60)}", False
+    if isinstance(reason, TurnMaxTokens):
+        return "max-tokens", False
+    if isinstance(reason, TurnBlocked):
+        return "blocked", False
+    if isinstance(reason, TurnInterrupted):
+        return "interrupted (crash repair)", False
+    return str(type(reason).__struct_config__.tag), False  # pragma: no cover - closed union
+
+
+def _finish_words(chunk: FinishChunk) -> str | None:
+    reason = chunk.reason
+    if isinstance(reason, FinishError | FinishAborted):
+        kind = "error" if isinstance(reason, FinishError) else "aborted"
+        return f"finish {kind} {reason.failure.code}"
+    if isinstance(reason, FinishMaxTokens):
+        return "finish max-tokens"
+    return None
+
+
+def _header_facts(header: SessionHeader | None) -> dict[str, object] | None:
+    if header is None:
+        return None
+    wire = msgspec.to_builtins(header)
+    assert isinstance(wire, dict)
+    return wire
+
+
+def _span_words(first: int, last: int) -> str:
+    return f"seq {first}" if first == last else f"seq {first}..{last}"
+
+
+def _turns_words(turns: list[int]) -> str:
+    if not turns:
+        return ""
+    if len(turns) == 1:
+        return f"turn {turns[0]}"
+    return f"turns {turns[0]}..{turns[-1]}"
+
+
+# --------------------------------------------------------------------------- turns
+
+
+@dataclass(frozen=True)
+class TurnSpan:
+    """Where a turn lies: its number, its ``turn/start`` and its ``turn/end`` (positions)."""
+
+    turn: int
+    start: int
+    #: ``None`` while it is in flight (or never ended).
+    end: int | None
+
+
+def turn_spans(events: tuple[Event, ...]) -> list[TurnSpan]:
+    """Every turn of ``events`` in log order (a ``turn/start`` opens one)."""
+    spans: list[TurnSpan] = []
+    open_turn: tuple[int, int] | None = None
+    for position, event in enumerate(events):
+        if isinstance(event, TurnStartEvent):
+            if open_turn is not None:
+                spans.append(TurnSpan(open_turn[0], open_turn[1], None))
+            open_turn = (event.data.turn, position)
+        elif isinstance(event, TurnEndEvent) and open_turn is not None:
+            spans.append(TurnSpan(open_turn[0], open_turn[1], position))
+            open_turn = None
+    if open_turn is not None:
+        spans.append(TurnSpan(open_turn[0], open_turn[1], None))
+    return spans
+
+
+def seed_length(log: LoadedLog) -> int:
+    """How many of the log's first events a fork child inherited (its header's seedLength)."""
+    header = log.header
+    if header is None or isinstance(header.seed_length, UnsetType):
+        return 0
+    return min(header.seed_length, len(log.events))
+
+
+def _counts(events: tuple[Event, ...]) -> Counts:
+    counts = Counts()
+    in_turn = False
+    for event in events:
+        if isinstance(event, AssistantChunkEvent):
+            counts.chunks += 1
+        elif isinstance(event, TurnStartEvent):
+            counts.turns += 1
+            in_turn = True
+        elif isinstance(event, TurnEndEvent):
+            counts.completed_turns += 1
+            in_turn = False
+        elif not in_turn:
+            counts.between_turn_events += 1
+        elif isinstance(event, StepStartEvent):
+            counts.steps += 1
+        elif isinstance(event, ToolCallEvent):
+            counts.tool_calls += 1
+        elif isinstance(event, ToolResultEvent):
+            counts.tool_results += 1
+            content = event.data.message.content
+            if content and isinstance(content[0], ToolResultBlock) and content[0].is_error:
+                counts.error_results += 1
+        elif isinstance(event, AssistantMessageEvent):
+            counts.assistant_messages += 1
+        elif isinstance(event, UserMessageEvent):
+            counts.user_messages += 1
+    return counts
+
+
+# --------------------------------------------------------------------------- the outline
+
+
+@dataclass
+class _Stretch:
+    """Consecutive events not drawn, and what they hold."""
+
+    kind: Literal["seed", "elided"]
+    first: int
+    last: int
+    turns: list[int] = field(default_factory=list)
+    completed: int = 0
+    violation: Violation | None = None
+
+
+class _Builder:
+    """Walks the events once, keeping the open turn, step, chunk run and waiting calls."""
+
+    def __init__(self, cut: int, violation: Violation | None) -> None:
+        self.cut = cut
+        self.violation = violation
+        self.top: list[TurnNode | Item] = []
+        self.turn: TurnNode | None = None
+        self.step: StepNode | None = None
+        self.chunk_count = 0
+        self.chunk_seq = 0
+        self.chunk_finish: str | None = None
+        self.calls: dict[str, tuple[Item, TurnNode | None]] = {}
+        self.stretch: _Stretch | None = None
+        self.parent: str | None = None
+        #: Index of the event being fed (differs from its seq only in a log that breaks
+        #: the seq rule; the cut and a violation are positions).
+        self.position = 0
+
+    def add(self, item: Item) -> None:
+        if self.step is not None:
+            self.step.entries.append(item)
+        elif self.turn is not None:
+            self.turn.entries.append(item)
+        else:
+            self.top.append(item)
+
+    def flush_chunks(self) -> None:
+        if not self.chunk_count:
+            return
+        words = f"{counted(self.chunk_count, 'streamed chunk')}, no assistant/message"
+        if self.chunk_finish:
+            words += f" ({self.chunk_finish})"
+        self.add(Item(seq=self.chunk_seq, kind="chunks", text=words,
+                      error=self.chunk_finish is not None))
+        self._reset_chunks()
+
+    def _reset_chunks(self) -> None:
+        self.chunk_count = 0
+        self.chunk_finish = None
+
+    def close_step(self) -> None:
+        self.flush_chunks()
+        self.step = None
+
+    def mark_cut(self) -> None:
+        invalid_before = self.violation is not None and self.violation.seq < self.cut
+        if self.cut == 0:
+            text = f"{CUT_MARKER} (empty: no turn has completed)"
+            note = "a fork child starts with no history, like a spawn"
+        else:
+            text = f"{CUT_MARKER} (seq 0..{self.cut - 1}, {counted(self.cut, 'event')})"
+            note = "a fork child is seeded with the events above"
+            if invalid_before:
+                note = "the log breaks a rule above, so no fork child can be seeded from it"
+        note += "; nothing below is part of any seed"
+        self.top.append(Item(seq=self.cut, kind="cut", text=text, note=note))
+
+    # ------------------------------------------------------------------ not drawn
+
+    def hide(self, event: Event, position: int, kind: Literal["seed", "elided"]) -> None:
+        """``event`` is not drawn: it joins the current stretch of such events."""
+        if self.stretch is None or self.stretch.kind != kind:
+            self.end_stretch()
+            self.close_step()
+            self.turn = None
+            self.stretch = _Stretch(kind=kind, first=position, last=position)
+        stretch = self.stretch
+        stretch.last = position
+        if isinstance(event, TurnStartEvent):
+            stretch.turns.append(event.data.turn)
+        elif isinstance(event, TurnEndEvent):
+            stretch.completed += 1
+        if self.violation is not None and position == self.violation.seq:
+            stretch.violation = self.violation
+
+    def end_stretch(self) -> None:
+        stretch = self.stretch
+        if stretch is None:
+            return
+        self.stretch = None
+        events = counted(stretch.last - stretch.first + 1, "event")
+        span = _span_words(stretch.first, stretch.last)
+        turns = _turns_words(stretch.turns)
+        if stretch.kind == "seed":
+            parent = f" from parent {self.parent}" if self.parent else ""
+            text = (f"{span} · the inherited seed{parent}: {events}"
+                    + (f", {turns}" if turns else "") + "; not drawn (--seed draws it)")
+        else:
+            text = f"{span} · not drawn: {events}" + (f" ({turns})" if turns else "")
+        error = stretch.violation is not None
+        if stretch.violation is not None:
+            text += (f"; ✗ seq {stretch.violation.seq} breaks a rule: "
+                     f"{stretch.violation.problem} (rule: {stretch.violation.rule})")
+        self.top.append(Item(seq=stretch.first, kind=stretch.kind, text=text, error=error))
+        if stretch.first <= self.cut - 1 <= stretch.last:
+            self.mark_cut()
+
+    # ------------------------------------------------------------------ drawn
+
+    def feed(self, event: Event, position: int) -> None:
+        self.end_stretch()
+        seq = event.seq
+        self.position = position
+        if self.violation is not None and position == self.violation.seq:
+            self.add(Item(seq=seq, kind="violation", error=True,
+                          text=f"invalid here: {self.violation.problem} "
+                               f"(rule: {self.violation.rule})"))
+            if self.turn is not None:
+                self.turn.violation_seq = seq
+        if isinstance(event, AssistantChunkEvent):
+            if not self.chunk_count:
+                self.chunk_seq = seq
+            self.chunk_count += 1
+            if isinstance(event.data.chunk, FinishChunk):
+                self.chunk_finish = _finish_words(event.data.chunk)
+            return
+        if isinstance(event, TurnStartEvent):
+            self._turn_start(event)
+        elif isinstance(event, TurnEndEvent):
+            self._turn_end(event)
+        elif isinstance(event, StepStartEvent):
+            self._step_start(event)
+        elif isinstance(event, StepEndEvent):
+            self._step_end(event)
+        elif isinstance(event, AssistantMessageEvent):
+            self._assistant(event)
+        elif isinstance(event, ToolCallEvent):
+            data = event.data
+            item = Item(seq=seq, kind="tool",
+                        text=f"{data.name}({shorten(data.arguments, _ARGS_LIMIT)})")
+            self.calls[data.call_id] = (item, self.turn)
+            if self.turn is not None:
+                self.turn.tool_calls += 1
+                if data.name not in self.turn.tool_names:
+                    self.turn.tool_names.append(data.name)
+            self.add(item)
+        elif isinstance(event, ToolResultEvent):
+            self._tool_result(event)
+        else:
+            if isinstance(event, UserMessageEvent) and self.turn is not None and (
+                    self.turn.prompt is None):
+                self.turn.prompt = shorten(_blocks_text(event.data.content), _PROMPT_LIMIT)
+            self.add(_other_item(event))
+
+    def _turn_start(self, event: TurnStartEvent) -> None:
+        self.close_step()
+        if self.turn is not None:  # a second turn/start: the earlier turn never ended
+            self.turn.reason, self.turn.reason_ok = "never ended", False
+        self.turn = TurnNode(turn=event.data.turn, start_seq=event.seq,
+                             in_flight=self.position >= self.cut)
+        self.top.append(self.turn)
+
+    def _turn_end(self, event: TurnEndEvent) -> None:
+        self.close_step()
+        words, ok = _reason_words(event.data.reason)
+        if self.turn is None:
+            self.add(Item(seq=event.seq, kind="structure", error=True,
+                          text=f"turn/end for turn {event.data.turn} ({words}) with no open "
+                               "turn"))
+        else:
+            self.turn.end_seq, self.turn.reason, self.turn.reason_ok = event.seq, words, ok
+            self.turn = None
+        if self.position == self.cut - 1:
+            self.mark_cut()
+
+    def _step_start(self, event: StepStartEvent) -> None:
+        self.close_step()
+        if self.turn is None:
+            self.add(Item(seq=event.seq, kind="structure", error=True,
+                          text=f"step/start for turn {event.data.turn} step {event.data.step} "
+                               "outside a turn"))
+            return
+        self.step = StepNode(step=event.data.step, start_seq=event.seq)
+        self.turn.entries.append(self.step)
+        self.turn.steps += 1
+
+    def _step_end(self, event: StepEndEvent) -> None:
+        if self.step is None:
+            self.add(Item(seq=event.seq, kind="structure", error=True,
+                          text=f"step/end for turn {event.data.turn} step {event.data.step} "
+                               "with no open step"))
+            return
+        self.step.end_seq = event.seq
+        self.close_step()
+
+    def _assistant(self, event: AssistantMessageEvent) -> None:
+        data = event.data
+        blocks = data.message.content
+        words = f"assistant: {_quoted(_blocks_text(blocks))}" if _blocks_text(blocks) else (
+            "assistant")
+        reasoning = sum(len(b.text) for b in blocks if isinstance(b, ReasoningBlock))
+        calls = [b.name for b in blocks if isinstance(b, ToolCallBlock)]
+        extras: list[str] = []
+        if calls:
+            extras.append(f"calls {', '.join(calls)}")
+        if reasoning:
+            extras.append(f"reasoning {reasoning} chars")
+        if self.chunk_count:
+            extras.append(f"streamed in {self.chunk_count} chunks")
+        if self.chunk_finish:
+            extras.append(self.chunk_finish)
+        if data.interrupted is True:
+            extras.append("interrupted")
+        if not isinstance(event.surface_op, str):
+            extras.append(_replace_words(event.surface_op))
+        if not blocks:
+            extras.append("no content")
+        if extras:
+            words += f" ({'; '.join(extras)})"
+        self._reset_chunks()
+        self.add(Item(seq=event.seq, kind="assistant", text=words,
+                      error=data.interrupted is True))
+
+    def _tool_result(self, event: ToolResultEvent) -> None:
+        data = event.data
+        call_id = data.message.source.call_id or "?"
+        block = data.message.content[0] if data.message.content else None
+        is_error = isinstance(block, ToolResultBlock) and block.is_error is True
+        if is_error and self.turn is not None:
+            self.turn.error_results += 1
+        words = _quoted(_blocks_text(data.message.content))
+        if not isinstance(data.error, UnsetType):
+            words += f" ({data.error.name} {data.error.code})"
+        replaced = isinstance(event.surface_op, SurfaceReplace)
+        waiting = None if replaced else self.calls.pop(call_id, None)
+        if waiting is not None:
+            waiting[0].children.append(Item(seq=event.seq, kind="result", text=f"→ {words}",
+                                            error=is_error))
+            return
+        if replaced:
+            assert isinstance(event.surface_op, SurfaceReplace)
+            label = f"result for {call_id} rewritten ({_replace_words(event.surface_op)})"
+        else:
+            label = f"result for {call_id} (no tool/call)"
+        self.add(Item(seq=event.seq, kind="result", text=f"{label}: {words}", error=is_error))
+
+    def finish(self) -> None:
+        self.end_stretch()
+        self.close_step()
+        for call, turn in self.calls.values():
+            call.children.append(Item(seq=call.seq, kind="pending",
+                                      text="… no tool/result yet (the log ends here)"))
+            if turn is not None:
+                turn.waiting_calls += 1
+        self.calls.clear()
+
+
+def _replace_words(op: SurfaceReplace) -> str:
+    return f"replaces seq {op.start}..{op.end}"
+
+
+def _other_item(event: Event) -> Item:
+    seq = event.seq
+    if isinstance(event, UserMessageEvent):
+        message = event.data
+        kind = message.source.kind
+        who = "user" if kind == "user" else f"user ({kind})"
+        words = f"{who}: {_quoted(_blocks_text(message.content))}"
+        if isinstance(event.surface_op, SurfaceReplace):
+            words += f" ({_replace_words(event.surface_op)})"
+        return Item(seq=seq, kind="user", text=words)
+    if isinstance(event, InboxSplicedEvent):
+        data = event.data
+        parts = [f"inbox splice → {data.target}"]
+        if data.inserted:
+            first = _blocks_text(data.inserted[0].content)
+            parts.append(f"+{len(data.inserted)}: {_quoted(first, 70)}")
+        if not isinstance(data.removed_count, UnsetType):
+            parts.append(f"{data.removed_count} claimed")
+        if data.outcome == "canceled":
+            parts.append("canceled")
+        return Item(seq=seq, kind="splice", text=", ".join(parts))
+    if isinstance(event, RequestHeaderEvent):
+        config = event.data.header.config
+        return Item(seq=seq, kind="request",
+                    text=f"request/header ({event.data.reason}): "
+                         f"{config.provider}/{config.model}")
+    if isinstance(event, SessionEndSeedEvent):
+        return Item(seq=seq, kind="end-seed",
+                    text="session/end-seed — the events above were seeded; this session's "
+                         "own events follow")
+    if isinstance(event, SubagentDescriptorEvent):
+        data_d = event.data
+        words = f"subagent/descriptor: {data_d.mode} child via {data_d.provider}"
+        for name, value in (("label", data_d.label), ("agent", data_d.agent_model),
+                            ("persona", data_d.persona)):
+            if isinstance(value, str):
+                words += f", {name} {shorten(value, 30)}"
+        return Item(seq=seq, kind="descriptor", text=words)
+    if isinstance(event, SandboxModeEvent):
+        words = f"sandbox/mode: {event.data.mode}"
+        if event.data.source == "delegation":
+            words += " (inherited by delegation)"
+        return Item(seq=seq, kind="policy", text=words)
+    if isinstance(event, ApprovalPolicyEvent):
+        words = f"approval/policy: {event.data.policy}"
+        if event.data.source == "delegation":
+            words += " (set by delegation)"
+        return Item(seq=seq, kind="policy", text=words)
+    if isinstance(event, OpaqueEvent):
+        return Item(seq=seq, kind="event",
+                    text=f"{event.type} {shorten(bytes(event.data).decode(), _DATA_LIMIT)}")
+    return Item(seq=seq, kind="event", text=event_type(event))  # a type added to core later
+
+
+def build_outline(log: LoadedLog, assessment: Assessment, *,
+                  window: tuple[int, int] | None = None, seed: bool = False) -> Outline:
+    """The picture of ``log`` as data (see the module docstring).
+
+    Args:
+        log: the log.
+        assessment: its :func:`~.assess.assess` (the cut and the violation are taken from it).
+        window: the positions to draw, ``(first, stop)``; default all.
+        seed: draw a fork child's inherited seed instead of one ``seed`` item.
+    """
+    events = log.events
+    first, stop = (0, len(events)) if window is None else window
+    inherited = seed_length(log)
+    hidden_seed = 0 if seed else inherited
+    builder = _Builder(assessment.cut, assessment.violation)
+    header = log.header
+    if header is not None and isinstance(header.parent_session, str):
+        builder.parent = header.parent_session
+    if assessment.cut == 0:
+        builder.mark_cut()
+    for position, event in enumerate(events):
+        if position < hidden_seed:
+            builder.hide(event, position, "seed")
+        elif first <= position < stop:
+            builder.feed(event, position)
+        else:
+            builder.hide(event, position, "elided")
+    builder.finish()
+    seed_facts = None
+    if inherited:
+        seed_facts = SeedFacts(
+            length=inherited, parent=builder.parent, drawn=seed,
+            completed_turns=sum(1 for event in events[:inherited]
+                                if isinstance(event, TurnEndEvent)))
+    return Outline(path=log.path, source=log.description, header=_header_facts(log.header),
+                   events=len(events), cut=assessment.cut, state=assessment.state,
+                   verdict=assessment.verdict(len(events)), excluded=assessment.tail.words(),
+                   counts=_counts(events), seed=seed_facts, window=(first, stop),
+                   entries=builder.top)
