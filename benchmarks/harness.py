@@ -58,6 +58,8 @@ class Settings:
     quick: bool = False
     #: Rounds per comparison (``None``: each benchmark's own default for the mode).
     repeats: int | None = None
+    #: A DSH checkout for the optional side-by-side benchmark (``--dsh PATH``).
+    dsh: Path | None = None
 
     def rounds(self, full: int, quick: int) -> int:
         if self.repeats is not None:

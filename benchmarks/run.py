@@ -21,7 +21,7 @@ from typing import Protocol, cast
 
 from .harness import Report, Section, Settings, machine, render, write_json
 
-__all__ = ["MODULES", "main"]
+__all__ = ["MODULES", "OPTIONAL", "main"]
 
 #: Benchmark modules, in the order they run and print: the core's codec, prefix and fork share,
 #: then the shell-level fork benchmarks (start to publication, memory per child, and 1,000
@@ -36,6 +36,9 @@ MODULES: tuple[str, ...] = (
     "benchmarks.bench_fork_load",
     "benchmarks.bench_turns",
 )
+
+#: Benchmarks that run only when asked for: DSH side by side needs a DSH checkout (``--dsh``).
+OPTIONAL: tuple[str, ...] = ("benchmarks.bench_dsh",)
 
 _RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -59,12 +62,15 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="small workloads and few rounds (a smoke run, seconds)")
     parser.add_argument("--only", action="append", metavar="NAME",
                         help="run only this benchmark (repeatable); names: "
-                             + ", ".join(_load(m).NAME for m in MODULES))
+                             + ", ".join(_load(m).NAME for m in (*MODULES, *OPTIONAL)))
     parser.add_argument("--repeats", type=int, metavar="N",
                         help="interleaved rounds per comparison (default: per benchmark)")
     parser.add_argument("--output", type=Path, metavar="PATH",
                         help="JSON file to write (default: benchmarks/results/latest.json, "
                              "or quick.json with --quick)")
+    parser.add_argument("--dsh", type=Path, metavar="PATH",
+                        help="also run DSH's own fork start from this DSH checkout (node, "
+                             "pnpm, `pnpm install` done in it), side by side with ours")
     parser.add_argument("--profile", action="store_true",
                         help="also print a cProfile of ours on the codec workload")
     return parser.parse_args(argv)
@@ -73,15 +79,20 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the suite; 0 on success (missed targets are figures, not failures)."""
     args = _parse(argv)
-    settings = Settings(quick=args.quick, repeats=args.repeats)
+    dsh = None if args.dsh is None else args.dsh.expanduser().resolve()
+    settings = Settings(quick=args.quick, repeats=args.repeats, dsh=dsh)
     benchmarks = [_load(m) for m in MODULES]
-    known = {b.NAME for b in benchmarks}
+    optional = [_load(m) for m in OPTIONAL]
+    known = {b.NAME for b in (*benchmarks, *optional)}
     unknown = sorted(set(args.only or ()) - known)
     if unknown:
         print(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(sorted(known))}",
               file=sys.stderr)
         return 2
-    chosen = [b for b in benchmarks if not args.only or b.NAME in args.only]
+    # An optional benchmark runs when named by --only, or (DSH) when given its checkout.
+    wanted = [*benchmarks, *(b for b in optional
+                             if b.NAME in (args.only or ()) or (b.NAME == "dsh" and dsh))]
+    chosen = [b for b in wanted if not args.only or b.NAME in args.only]
 
     meta = machine()
     meta["mode"] = "quick" if settings.quick else "full"
