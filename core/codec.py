@@ -3,55 +3,84 @@
 Rules of this module:
 
 * Decoders and encoders are built once, at import, and reused for every line.
+* A line is one JSON value, as for DSH's reader (``JSON.parse`` per line): two records on one
+  line, or one record over two lines, are refused. Blank lines are skipped.
 * Decoding never raises for bad input: it returns ``Failure(DecodeError)`` naming the 1-based
   line, and the seq and event type when they are known.
 * A line is either one event or one DSH *packed chunk row* (``text-chunks``,
   ``reasoning-chunks``, ``tool-call-chunks``), which expands to ``assistant/chunk`` events.
 * Types outside the typed model are kept as :class:`OpaqueEvent` when they are in DSH's known
   vocabulary or carry ``"ignorable": true``; any other type is refused.
-* What DSH calls "lossless JSON" is enforced: no ``-0``, no integer beyond the safe range.
+* What DSH calls "lossless JSON" is enforced: no ``-0``, no integer beyond the safe range, no
+  number beyond the double range. JSON nested deeper than :data:`MAX_JSON_DEPTH` is refused,
+  the same on every Python. A lone-surrogate escape (``"\\ud800"``), which ``JSON.parse``
+  accepts, is read as that lone surrogate and written back as the same escape.
 * ``projected=True`` reads DSH's committed test fixtures, whose records have no ``seq``/``time``
   (``seq0``/``time0`` for rows): they are restored by counting, time 0 (wire-format §5.8).
+* :func:`check_event` and :func:`check_header` tell whether a value can be written so that this
+  decoder reads it back: they write it and read it with the decoder itself.
 
 Structural checks only: ``seq == index`` and turn/step balance are the trace's business.
+
+How the common case stays near msgspec's own speed: the text is checked once for what msgspec
+cannot see (invalid UTF-8 inside payloads kept as ``Raw``, ``-0``, nesting), each line is then
+decoded by one typed decoder whose union also holds DSH's known untyped vocabulary, and only
+the records that hold ``Raw`` payloads are looked at again. Anything unusual sends the text to
+the line-by-line path, which names the line of the problem.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, Union, cast
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 from returns.result import Failure, Result, Success
 
 from ._checking import unchecked
+from ._json import (
+    MAX_JSON_DEPTH,
+    exceeds_depth,
+    has_negative_zero,
+    json_string_literal,
+    lossless_problem,
+    mask_lone_surrogates,
+    may_be_lossy,
+    negative_zero_candidates,
+    unmask_json,
+    unmask_text,
+)
 from .events import (
     KNOWN_EVENT_TYPES,
-    MAX_SAFE_INTEGER,
     SESSION_FORMAT_VERSION,
     TYPED_EVENT_CLASSES,
     AssistantChunkData,
     AssistantChunkEvent,
     Event,
+    FinishChunk,
+    MessageSource,
     NonNegInt,
     OpaqueEvent,
     PositiveInt,
     ReasoningDelta,
+    RequestHeaderEvent,
     SafeInt,
     SessionHeader,
     TextDelta,
     ToolCallDelta,
-    TypedEvent,
+    ToolResultEvent,
     dec_hook,
     enc_hook,
+    event_type,
 )
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "DecodeError",
+    "WireError",
     "decode_log",
     "decode_session",
     "decode_header_line",
@@ -59,6 +88,8 @@ __all__ = [
     "encode_session",
     "encode_event",
     "encode_header_line",
+    "check_event",
+    "check_header",
 ]
 
 
@@ -91,9 +122,33 @@ class DecodeError(msgspec.Struct, frozen=True, kw_only=True):
         return self.message
 
 
-#: What ``str.splitlines`` breaks a line on, mapped to its escape (``"\n"`` → ``\\n``).
+class WireError(msgspec.Struct, frozen=True, kw_only=True):
+    """Why an event or header cannot be written as a line this codec reads back.
+
+    ``seq`` and ``event_type`` name the event (``None`` for a header).
+    """
+
+    problem: str
+    seq: int | None = None
+    event_type: str | None = None
+
+    @property
+    def message(self) -> str:
+        details = [f"seq {self.seq}"] if self.seq is not None else []
+        if self.event_type is not None:
+            details.append(self.event_type)
+        where = ", ".join(details) if details else "session header"
+        return f"{where}: {self.problem}".translate(_LINE_BREAKS)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+#: What ``str.splitlines`` breaks a line on, mapped to its escape (``"\n"`` → ``\\n``), and
+#: lone surrogates (which no output encoding can print) to theirs.
 _LINE_BREAKS = {code: repr(chr(code))[1:-1]
-                for code in (0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029)}
+                for code in (0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029,
+                             *range(0xD800, 0xE000))}
 
 
 # --------------------------------------------------------------------------- packed rows
@@ -135,8 +190,33 @@ class _ToolRow(_Row, frozen=True, kw_only=True, tag="tool-call-chunks"):
 
 
 _PackedRow: TypeAlias = _TextRow | _ReasoningRow | _ToolRow
-_Record: TypeAlias = TypedEvent | _PackedRow
 _ROW_TAGS = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
+_TYPED_TAGS = frozenset(str(cls.__struct_config__.tag) for cls in TYPED_EVENT_CLASSES)
+
+
+# --------------------------------------------------------------------------- known vocabulary
+
+
+class _KnownOpaque(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True,
+                   tag_field="type", gc=False):
+    """A record of DSH's vocabulary outside the typed model, read in the typed decoder's own
+    pass (one subclass per type), then kept as an :class:`OpaqueEvent`."""
+
+    seq: NonNegInt
+    time: SafeInt
+    data: Raw
+    ignorable: Literal[True] | UnsetType = UNSET
+
+
+_KNOWN_OPAQUE_CLASSES: dict[str, type[_KnownOpaque]] = {
+    tag: cast(type[_KnownOpaque], msgspec.defstruct(
+        f"_Known_{tag}", [], bases=(_KnownOpaque,), tag=tag, frozen=True, kw_only=True))
+    for tag in sorted(KNOWN_EVENT_TYPES - _TYPED_TAGS)
+}
+_KnownOpaqueRecord: TypeAlias = Any  # one of _KNOWN_OPAQUE_CLASSES' values
+_UNION_TAGS = _TYPED_TAGS | _ROW_TAGS | frozenset(_KNOWN_OPAQUE_CLASSES)
+#: Retired vocabulary DSH refuses on load, ignorable or not (wire-format §1.2).
+_REFUSED_LEGACY_TYPES = frozenset({"request/header-delta", "mode/set"})
 
 
 class _Peek(msgspec.Struct):
@@ -146,6 +226,11 @@ class _Peek(msgspec.Struct):
     seq: Any = None
     seq0: Any = None
     ignorable: Any = None
+
+
+# The usual start of a record, for naming one that cannot be decoded at all (too deep).
+_ENVELOPE_START = re.compile(
+    rb'\s*\{\s*"type"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"seq0?"\s*:\s*([0-9]{1,16})[,}\s]')
 
 
 class _HeaderLine(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
@@ -166,7 +251,10 @@ class _HeaderVersion(msgspec.Struct):
     version: Any = None
 
 
-_RECORD_DECODER = msgspec.json.Decoder(_Record, dec_hook=dec_hook)
+#: Every record one line may hold: a typed event, a packed row, DSH's known untyped vocabulary.
+_RECORD_TYPES: Any = Union[(*TYPED_EVENT_CLASSES, _TextRow, _ReasoningRow, _ToolRow,
+                            *_KNOWN_OPAQUE_CLASSES.values())]
+_RECORD_DECODER = msgspec.json.Decoder(_RECORD_TYPES, dec_hook=dec_hook)
 _PEEK_DECODER = msgspec.json.Decoder(_Peek)
 _OPAQUE_DECODER = msgspec.json.Decoder(OpaqueEvent, dec_hook=dec_hook)
 _HEADER_DECODER = msgspec.json.Decoder(_HeaderLine)
@@ -174,115 +262,15 @@ _HEADER_VERSION_DECODER = msgspec.json.Decoder(_HeaderVersion)
 _ANY_DECODER = msgspec.json.Decoder()
 _ENCODER = msgspec.json.Encoder(enc_hook=enc_hook)
 #: What decoding text that is not a readable record raises: msgspec's errors, and
-#: RecursionError for JSON nested deeper than the interpreter's recursion limit.
+#: RecursionError should the caller's stack leave msgspec too little room.
 _UNREADABLE = (msgspec.DecodeError, RecursionError)
 
-# A JSON string literal, so number tokens can be looked for outside strings only.
-_STRING_LITERAL = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_NEGATIVE_ZERO = re.compile(rb"(?<![0-9.eE+-])-0(?:\.0*)?(?:[eE][+-]?[0-9]+)?(?![0-9.eE])")
-# A JSON number starts after ':', ',', '[' or white space. Finding "-0" right after one of
-# them is a fast over-approximation of _NEGATIVE_ZERO (it also fires inside strings and on
-# -0.5); only its hits need the exact check.
-_NUMBER_STARTS = frozenset(b":,[ \t\r\n")
-# An integer beyond the safe range has 16 or more digits. With every digit mapped to "0",
-# finding 16 zeros in a row is a fast over-approximation (it also fires on such runs inside
-# strings); only its hits need the exact check, which also covers the payloads kept as Raw
-# inside typed events (meta, replayState, tool schemas, message-source extras).
-_SIXTEEN_DIGITS = b"0" * 16
-# A number beyond the double range (1e999, which DSH reads as Infinity) without 16 digits in
-# a row has an exponent of three or more digits: "e000" once scanned (below).
-_BIG_EXPONENT = b"e000"
+_NEGATIVE_ZERO_PROBLEM = "-0 is not lossless JSON (DSH refuses negative zero)"
+_DEPTH_PROBLEM = (f"JSON nested deeper than {MAX_JSON_DEPTH} levels (turnfork's limit, the "
+                  "same on every Python)")
 
 
-@unchecked
-def _may_hold_negative_zero(data: bytes) -> bool:
-    at = data.find(b"-0")
-    while at != -1:
-        if at > 0 and data[at - 1] in _NUMBER_STARTS:
-            return True
-        at = data.find(b"-0", at + 2)
-    return False
-
-
-# One translation serves all over-approximations: digits become "0" and every byte after
-# which a JSON number may start becomes ":", so "-0" after such a byte reads ":-0"; "E" and
-# an exponent's "+" become "e" and "0", so 1E+999 reads "0e0000".
-_SCAN_TABLE = bytes.maketrans(b"123456789,[ \t\r\nE+", b"000000000::::::e0")
-
-
-@unchecked
-def _may_be_lossy(data: bytes) -> bool:
-    """Whether ``data`` may hold ``-0``, an unsafe integer or a number beyond the double range
-    (cheap; false positives allowed)."""
-    scanned = data.translate(_SCAN_TABLE)
-    return (scanned.find(b":-0") != -1 or scanned.find(_SIXTEEN_DIGITS) != -1
-            or _may_overflow(scanned))
-
-
-@unchecked
-def _may_overflow(scanned: bytes) -> bool:
-    """A big exponent after a mantissa that follows a number start (``:`` once scanned)."""
-    at = scanned.find(_BIG_EXPONENT)
-    while at != -1:
-        start = at
-        while start and scanned[start - 1] in b"0.":
-            start -= 1
-        if start < at:
-            if scanned[start - 1:start] == b"-":
-                start -= 1
-            if start == 0 or scanned[start - 1] == ord(":"):
-                return True
-        at = scanned.find(_BIG_EXPONENT, at + 1)
-    return False
-
-
-@unchecked
-def _has_negative_zero(line: bytes) -> bool:
-    if not _may_hold_negative_zero(line):
-        return False
-    return _NEGATIVE_ZERO.search(_STRING_LITERAL.sub(b'""', line)) is not None
-
-
-def _lossless_problem(value: Any) -> str | None:
-    """Why a decoded JSON value could not be held exactly by DSH's JavaScript, if it can't."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, bool) or item is None or isinstance(item, str):
-            continue
-        if isinstance(item, int):
-            if abs(item) > MAX_SAFE_INTEGER:
-                return f"integer {item} is beyond the safe-integer range"
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                return "number is not finite"
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return None
-
-
-def _lossless_line_problem(json_text: bytes | Raw) -> str | None:
-    """Why a JSON text could not be held exactly by DSH's JavaScript, if it can't."""
-    try:
-        value = _ANY_DECODER.decode(json_text)
-    except msgspec.ValidationError:
-        return "number is out of the double range (not finite)"
-    except _UNREADABLE:
-        return None  # malformed JSON: the record decoder names the problem
-    return _lossless_problem(value)
-
-
-def _json_problem(line: bytes) -> str | None:
-    """Why ``line`` is not JSON (malformed, or nested too deeply), if it is not."""
-    try:
-        _ANY_DECODER.decode(line)
-    except msgspec.ValidationError:
-        return None  # JSON, with a number out of range: the lossless check names it
-    except _UNREADABLE as exc:
-        return _clean(str(exc))
-    return None
+# --------------------------------------------------------------------------- checks
 
 
 def _clean(problem: str) -> str:
@@ -290,11 +278,110 @@ def _clean(problem: str) -> str:
     return problem.replace("`$.", "`").replace("- at `$`", "").strip()
 
 
+def _json_problem(line: bytes) -> str | None:
+    """Why ``line`` is not JSON (malformed, say), if it is not."""
+    try:
+        _ANY_DECODER.decode(line)
+    except msgspec.ValidationError:
+        return None  # JSON, with a number out of range: the lossless check names it
+    except RecursionError:
+        return "JSON nested too deeply for the interpreter's remaining stack"
+    except msgspec.DecodeError as exc:
+        return _clean(str(exc))
+    return None
+
+
+@unchecked
+def _raw_problem(raw: Raw) -> str | None:
+    """Why a payload kept as ``Raw`` is not lossless JSON (``-0`` is checked on the line)."""
+    text = bytes(raw)
+    if not may_be_lossy(text):
+        return None
+    try:
+        value = _ANY_DECODER.decode(text)
+    except msgspec.ValidationError:
+        return "number is out of the double range (not finite)"
+    except _UNREADABLE:
+        return None  # the record decoder validated it as JSON
+    return lossless_problem(value)
+
+
+_ERROR_PATH = re.compile(r" - at `\$([^`]*)`$")
+_PATH_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+
+
+def _lossless_line_problem(line: bytes, typed_error: Exception) -> str | None:
+    """Why a whole line is not lossless JSON, if it is JSON and it is not; located at the path
+    of the typed decoder's error when the number there is the culprit."""
+    try:
+        value = _ANY_DECODER.decode(line)
+    except msgspec.ValidationError:
+        return "number is out of the double range (not finite)"
+    except _UNREADABLE:
+        return None
+    problem = lossless_problem(value)
+    if problem is None:
+        return None
+    found = _ERROR_PATH.search(str(typed_error))
+    if found is not None:
+        at = _value_at(value, found.group(1))
+        located = None if at is _NOWHERE else lossless_problem(at)
+        if located is not None:
+            return f"{located} - at `{found.group(1).removeprefix('.')}`"
+    return problem
+
+
+_NOWHERE = object()
+
+
+def _value_at(value: Any, path: str) -> Any:
+    """The value at a msgspec error path (``.data.inserted[0].id``), or ``_NOWHERE``."""
+    for step in _PATH_STEP.finditer(path):
+        key, index = step.groups()
+        if key is not None and isinstance(value, dict) and key in value:
+            value = value[key]
+        elif index is not None and isinstance(value, list) and int(index) < len(value):
+            value = value[int(index)]
+        else:
+            return _NOWHERE
+    return value
+
+
+@unchecked
+def _text_problem(line: bytes) -> str | None:
+    """What the typed decoder cannot see in a line: nesting beyond our limit, ``-0``."""
+    if exceeds_depth(line):
+        return _DEPTH_PROBLEM
+    if has_negative_zero(line):
+        return _NEGATIVE_ZERO_PROBLEM
+    return None
+
+
 def _peek(line: bytes) -> _Peek:
+    if exceeds_depth(line):
+        return _peek_envelope(line)
     try:
         return _PEEK_DECODER.decode(line)
     except _UNREADABLE:
+        masked = mask_lone_surrogates(line)
+        if isinstance(masked, str):
+            return _peek_envelope(line)
+        if masked is not None:
+            return _peek(masked)
         return _Peek()
+
+
+def _peek_envelope(line: bytes) -> _Peek:
+    """The type and seq of a record msgspec cannot read at all (too deep, or a lone surrogate
+    beside the private-use stand-ins), when it starts as records are written."""
+    found = _ENVELOPE_START.match(line)
+    if found is None:
+        return _Peek()
+    try:
+        kind = _ANY_DECODER.decode(b'"' + found.group(1) + b'"')
+    except _UNREADABLE:
+        kind = None
+    return _Peek(type=kind, seq=int(found.group(2)))
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -302,7 +389,16 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+    return unmask_text(value) if isinstance(value, str) else None
+
+
+def _error_at(line: bytes, line_no: int, problem: str) -> DecodeError:
+    peek = _peek(line)
+    return DecodeError(line=line_no, problem=problem, event_type=_str_or_none(peek.type),
+                       seq=_int_or_none(peek.seq if peek.seq is not None else peek.seq0))
+
+
+# --------------------------------------------------------------------------- records
 
 
 @unchecked
@@ -334,28 +430,105 @@ def _expand_row(row: _PackedRow) -> list[Event] | str:
     return events
 
 
-def _restore_envelope(line: bytes, count: int) -> bytes | str:
-    """A projected fixture record with ``seq``/``time`` (or ``seq0``/``time0``) restored."""
-    try:
-        obj = _ANY_DECODER.decode(line)
-    except _UNREADABLE as exc:
-        return _clean(str(exc))
-    if not isinstance(obj, dict):
-        return "record is not a JSON object"
-    keys = ("seq0", "time0") if obj.get("type") in _ROW_TAGS else ("seq", "time")
-    restored: dict[str, Any] = {"type": obj.pop("type", None), keys[0]: count, keys[1]: 0}
-    restored.update(obj)
-    return _ENCODER.encode(restored)
+@unchecked
+def _opaque(record: _KnownOpaqueRecord) -> OpaqueEvent | str:
+    problem = _raw_problem(record.data)
+    if problem is not None:
+        return problem
+    return OpaqueEvent(type=str(type(record).__struct_config__.tag), seq=record.seq,
+                       time=record.time, data=record.data, ignorable=record.ignorable)
+
+
+@unchecked
+def _payload_problem(record: Any) -> str | None:
+    """Why a typed event's ``Raw`` payloads (meta, tool schemas, replay state) are not
+    lossless JSON, if they are not."""
+    kind = type(record)
+    if kind is AssistantChunkEvent:
+        chunk = record.data.chunk
+        if type(chunk) is FinishChunk and chunk.replay_state is not UNSET:
+            return _raw_problem(chunk.replay_state)
+    elif kind is ToolResultEvent:
+        if record.data.meta is not UNSET:
+            return _raw_problem(record.data.meta)
+    elif kind is RequestHeaderEvent:
+        tools = record.data.header.tools
+        if isinstance(tools, tuple):
+            for tool in tools:
+                problem = _raw_problem(tool.parameters)
+                if problem is not None:
+                    return problem
+    return None
+
+
+_ROW_TYPES = frozenset({_TextRow, _ReasoningRow, _ToolRow})
+_KNOWN_OPAQUE_TYPES = frozenset(_KNOWN_OPAQUE_CLASSES.values())
+_PAYLOAD_TYPES = frozenset({ToolResultEvent, RequestHeaderEvent})
+_SPECIAL_TYPES = _ROW_TYPES | _KNOWN_OPAQUE_TYPES | _PAYLOAD_TYPES
+
+
+@unchecked
+def _complete(record: Any) -> list[Event] | str:
+    """A decoded record as events (a packed row expands), or why it is not readable."""
+    kind = type(record)
+    if kind in _ROW_TYPES:
+        return _expand_row(record)
+    if kind in _KNOWN_OPAQUE_TYPES:
+        opaque = _opaque(record)
+        return opaque if isinstance(opaque, str) else [opaque]
+    problem = _payload_problem(record)
+    return [record] if problem is None else problem
+
+
+@unchecked
+def _complete_all(records: list[Any]) -> list[Event] | None:
+    """:func:`_complete` over a whole log, in place and without a call per ordinary record;
+    ``None`` on any problem (the line-by-line path then names it)."""
+    chunk_type, finish_type = AssistantChunkEvent, FinishChunk
+    special = _SPECIAL_TYPES
+    rows = False
+    for index, record in enumerate(records):
+        kind = type(record)
+        if kind is chunk_type:
+            chunk = record.data.chunk
+            if (type(chunk) is finish_type and chunk.replay_state is not UNSET
+                    and _raw_problem(chunk.replay_state) is not None):
+                return None
+        elif kind in special:
+            if kind in _ROW_TYPES:
+                rows = True
+            elif kind in _KNOWN_OPAQUE_TYPES:
+                opaque = _opaque(record)
+                if isinstance(opaque, str):
+                    return None
+                records[index] = opaque
+            elif _payload_problem(record) is not None:
+                return None
+    if not rows:
+        return records
+    events: list[Event] = []
+    for record in records:
+        if type(record) in _ROW_TYPES:
+            expanded = _expand_row(record)
+            if isinstance(expanded, str):
+                return None
+            events.extend(expanded)
+        else:
+            events.append(record)
+    return events
 
 
 @unchecked
 def _decode_untyped(line: bytes, line_no: int, typed_error: Exception) -> Event | DecodeError:
+    """A line the typed decoder refused: an ignorable unknown type, or a problem to name."""
     peek = _peek(line)
     kind = _str_or_none(peek.type)
     seq = _int_or_none(peek.seq if peek.seq is not None else peek.seq0)
-    typed_tags = _TYPED_TAGS | _ROW_TAGS
-    if kind is None or kind in typed_tags:
-        why = _clean(str(typed_error))
+    if kind is None or kind in _UNION_TAGS:
+        if isinstance(typed_error, RecursionError):
+            why = "JSON nested too deeply for the interpreter's remaining stack"
+        else:
+            why = _clean(str(typed_error))
         if kind is None:  # maybe not JSON at all: say so, not where the typed decoder stopped
             why = _json_problem(line) or why
         return DecodeError(line=line_no, problem=why, seq=seq, event_type=kind)
@@ -372,87 +545,268 @@ def _decode_untyped(line: bytes, line_no: int, typed_error: Exception) -> Event 
         opaque = _OPAQUE_DECODER.decode(line)
     except _UNREADABLE as exc:
         return DecodeError(line=line_no, problem=_clean(str(exc)), seq=seq, event_type=kind)
-    problem = _lossless_line_problem(opaque.data)
+    problem = _raw_problem(opaque.data)
     if problem is not None:
         return DecodeError(line=line_no, problem=problem, seq=seq, event_type=kind)
-    return OpaqueEvent(type=opaque.type, seq=opaque.seq, time=opaque.time,
-                       data=opaque.data.copy(), ignorable=opaque.ignorable)
+    return opaque
 
 
-_TYPED_TAGS = frozenset(str(cls.__struct_config__.tag) for cls in TYPED_EVENT_CLASSES)
-_ROW_TYPES = frozenset({_TextRow, _ReasoningRow, _ToolRow})
-#: Retired vocabulary DSH refuses on load, ignorable or not (wire-format §1.2).
-_REFUSED_LEGACY_TYPES = frozenset({"request/header-delta", "mode/set"})
+# --------------------------------------------------------------------------- lone surrogates
 
 
 @unchecked
-def _decode_lines(lines: Sequence[bytes], first_line_no: int, projected: bool,
-                  suspicious: bool) -> Result[tuple[Event, ...], DecodeError]:
-    """Decode line by line. ``suspicious``: the text may hold ``-0`` or an unsafe integer,
-    which msgspec would accept silently, so every line is checked for them first."""
+def _unmask(value: Any) -> Any:
+    """A value decoded from a masked line, with lone surrogates back in place."""
+    if isinstance(value, str):
+        return unmask_text(value)
+    if isinstance(value, tuple):
+        return tuple(_unmask(item) for item in value)
+    if isinstance(value, Raw):
+        return Raw(unmask_json(bytes(value)))
+    if isinstance(value, MessageSource):
+        return MessageSource.from_wire({unmask_text(key): _unmask(item)
+                                        for key, item in value.items})
+    if isinstance(value, msgspec.Struct):
+        return msgspec.structs.replace(value, **{
+            name: _unmask(getattr(value, name)) for name in value.__struct_fields__})
+    return value
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class _Escaped:
+    """A string with a lone surrogate, written as its JSON literal (msgspec writes UTF-8,
+    which cannot hold one)."""
+
+    __slots__ = ("literal",)
+
+    def __init__(self, literal: bytes) -> None:
+        self.literal = literal
+
+
+@unchecked
+def _escaping(value: Any) -> Any:
+    """``value`` with every string that holds a lone surrogate made :class:`_Escaped`."""
+    if isinstance(value, str):
+        return _Escaped(json_string_literal(value)) if _LONE_SURROGATE.search(value) else value
+    if isinstance(value, tuple | list):
+        return [_escaping(item) for item in value]
+    if isinstance(value, dict):
+        return _escaped_object(value.items())
+    if isinstance(value, MessageSource):
+        return _escaped_object(value.items)
+    if isinstance(value, msgspec.Struct):
+        return msgspec.structs.replace(value, **{
+            name: _escaping(getattr(value, name)) for name in value.__struct_fields__})
+    return value
+
+
+def _escaped_object(items: Iterable[tuple[str, Any]]) -> _Escaped:
+    members = (json_string_literal(key) + b":" + _encode(value) for key, value in items)
+    return _Escaped(b"{" + b",".join(members) + b"}")
+
+
+def _escaped_hook(obj: object) -> object:
+    if isinstance(obj, _Escaped):
+        return Raw(obj.literal)
+    return enc_hook(obj)
+
+
+_ESCAPING_ENCODER = msgspec.json.Encoder(enc_hook=_escaped_hook)
+
+
+def _encode(value: Any) -> bytes:
+    """JSON of ``value``; lone surrogates are written as escapes."""
+    try:
+        return _ENCODER.encode(value)
+    except UnicodeEncodeError:
+        return _ESCAPING_ENCODER.encode(_escaping(value))
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+@unchecked
+def _decode_line(line: bytes, line_no: int) -> list[Event] | DecodeError:
+    """One non-blank line as events, or why it cannot be read: the exact path."""
+    problem = _text_problem(line)
+    if problem is not None:
+        return _error_at(line, line_no, problem)
+    masked: bytes | None = None
+    try:
+        record = _RECORD_DECODER.decode(line)
+    except _UNREADABLE as exc:
+        found = mask_lone_surrogates(line)
+        if isinstance(found, str):
+            return _error_at(line, line_no, found)
+        if found is None:
+            lossy = _lossless_line_problem(line, exc)
+            if lossy is not None:  # named by its value, not only by msgspec's bound
+                return _error_at(line, line_no, lossy)
+            untyped = _decode_untyped(line, line_no, exc)
+            return untyped if isinstance(untyped, DecodeError) else [untyped]
+        masked = found
+        try:
+            record = _RECORD_DECODER.decode(masked)
+        except _UNREADABLE as masked_exc:
+            record = _decode_untyped(masked, line_no, masked_exc)
+            if isinstance(record, DecodeError):
+                return msgspec.structs.replace(record, problem=unmask_text(record.problem))
+    events = _complete(record)
+    if isinstance(events, str):
+        return _error_at(line, line_no, events)
+    if masked is not None:
+        events = [_unmask(event) for event in events]
+    return events
+
+
+def _restore_envelope(line: bytes, count: int) -> bytes | str:
+    """A projected fixture record with ``seq``/``time`` (or ``seq0``/``time0``) restored."""
+    problem = _text_problem(line)
+    if problem is not None:
+        return problem
+    masked = mask_lone_surrogates(line)
+    if isinstance(masked, str):
+        return masked
+    try:
+        obj = _ANY_DECODER.decode(line if masked is None else masked)
+    except _UNREADABLE as exc:
+        return _clean(str(exc))
+    except msgspec.ValidationError:
+        return "number is out of the double range (not finite)"
+    if not isinstance(obj, dict):
+        return "record is not a JSON object"
+    keys = ("seq0", "time0") if obj.get("type") in _ROW_TAGS else ("seq", "time")
+    restored: dict[str, Any] = {"type": obj.pop("type", None), keys[0]: count, keys[1]: 0}
+    restored.update(obj)
+    return unmask_json(_ENCODER.encode(restored))
+
+
+@unchecked
+def _decode_lines(lines: Sequence[bytes], first_line_no: int,
+                  projected: bool) -> Result[tuple[Event, ...], DecodeError]:
+    """Decode line by line, naming the line of the first problem."""
     events: list[Event] = []
-    decode = _RECORD_DECODER.decode
-    row_types = _ROW_TYPES
-    for offset, raw_line in enumerate(lines):
+    for offset, line in enumerate(lines):
         line_no = first_line_no + offset
-        line = raw_line
+        if not line.strip():
+            continue
         if projected:
-            if not line.strip():
-                continue
             restored = _restore_envelope(line, len(events))
             if isinstance(restored, str):
-                return Failure(DecodeError(line=line_no, problem=restored))
-            line = restored
-        if suspicious:
-            problem = _line_lossless_problem(line, line_no)
-            if problem is not None:
-                return Failure(problem)
-        try:
-            record = decode(line)
-        except _UNREADABLE as exc:
-            if not line.strip():
-                continue
-            decoded = _decode_untyped(line, line_no, exc)
-            if isinstance(decoded, DecodeError):
-                return Failure(decoded)
-            events.append(decoded)
-            continue
-        if type(record) in row_types:
-            expanded = _expand_row(record)  # type: ignore[arg-type]
-            if isinstance(expanded, str):
-                return Failure(DecodeError(
-                    line=line_no, problem=expanded, seq=record.seq0,  # type: ignore[union-attr]
-                    event_type=str(type(record).__struct_config__.tag)))
-            events.extend(expanded)
-        else:
-            events.append(record)  # type: ignore[arg-type]
+                return Failure(_error_at(line, line_no, restored))
+            line = restored  # noqa: PLW2901  (the record as it would have been written)
+        decoded = _decode_line(line, line_no)
+        if isinstance(decoded, DecodeError):
+            return Failure(decoded)
+        events.extend(decoded)
     return Success(tuple(events))
 
 
 @unchecked
-def _line_lossless_problem(line: bytes, line_no: int) -> DecodeError | None:
-    problem = None
-    if _has_negative_zero(line):
-        problem = "-0 is not lossless JSON (DSH refuses negative zero)"
-    elif _may_be_lossy(line):
-        problem = _lossless_line_problem(line)
-    if problem is None:
+def _decode_fast(data: bytes) -> tuple[Event, ...] | None:
+    """The common case at near msgspec's speed, or ``None`` for the line-by-line path.
+
+    Whole-text checks first (cheap over-approximations, confirmed on the lines they point
+    at), then each line decoded in one C-level ``map``; when a line fails, the records before
+    it are kept, the line goes through the untyped lane, and decoding resumes after it.
+    """
+    if not data.isascii():
+        try:
+            data.decode("utf-8")  # payloads kept as Raw are not validated by msgspec
+        except UnicodeDecodeError:
+            return None
+    for at in negative_zero_candidates(data):
+        if has_negative_zero(_line_around(data, at)):
+            return None
+    if _has_deep_line(data):
         return None
-    peek = _peek(line)
-    return DecodeError(line=line_no, problem=problem, event_type=_str_or_none(peek.type),
-                       seq=_int_or_none(peek.seq if peek.seq is not None else peek.seq0))
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    records: list[Any] = []
+    remaining = iter(lines)
+    decode = _RECORD_DECODER.decode
+    blank = 0
+    while True:
+        try:
+            records.extend(map(decode, remaining))
+        except _UNREADABLE as exc:
+            index = len(records) + blank
+            line = lines[index]
+            if not line.strip():
+                blank += 1
+                continue
+            untyped = _decode_untyped(line, index + 1, exc)
+            if isinstance(untyped, DecodeError):
+                return None
+            records.append(untyped)
+            continue
+        break
+    events = _complete_all(records)
+    return None if events is None else tuple(events)
 
 
-def _split(data: bytes) -> list[bytes] | DecodeError:
+def _line_around(data: bytes, at: int) -> bytes:
+    """The line of ``data`` that holds offset ``at``."""
+    end = data.find(b"\n", at)
+    return data[data.rfind(b"\n", 0, at) + 1:len(data) if end == -1 else end]
+
+
+_OPENING_BRACKETS = bytes.maketrans(b"[", b"{")
+_NOT_OPENING = bytes(c for c in range(256) if c not in b"[{\n")
+_TOO_MANY_OPENINGS = b"{" * (MAX_JSON_DEPTH + 1)
+
+
+@unchecked
+def _has_deep_line(data: bytes) -> bool:
+    """Whether a line of ``data`` nests deeper than the limit. A line that deep has more
+    opening brackets than the limit: found as a run in the text's opening brackets and line
+    breaks, then checked exactly."""
+    openings = data.translate(_OPENING_BRACKETS, _NOT_OPENING)
+    at = openings.find(_TOO_MANY_OPENINGS)
+    counted, line_index, start = 0, 0, 0  # line breaks counted in openings[:counted]
+    while at != -1:
+        breaks = openings.count(b"\n", counted, at)
+        counted = at
+        for _ in range(breaks):
+            start = data.index(b"\n", start) + 1
+        line_index += breaks
+        end = data.find(b"\n", start)
+        if exceeds_depth(data[start:] if end == -1 else data[start:end]):
+            return True
+        next_line = openings.find(b"\n", at)
+        if next_line == -1:
+            return False
+        at = openings.find(_TOO_MANY_OPENINGS, next_line)
+    return False
+
+
+def _split(data: bytes, first_line_no: int, first_byte: int) -> list[bytes] | DecodeError:
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line_no = data.count(b"\n", 0, exc.start) + 1
-        return DecodeError(line=line_no, problem=f"invalid UTF-8 at byte {exc.start}")
+        line_no = data.count(b"\n", 0, exc.start) + first_line_no
+        return DecodeError(line=line_no,
+                           problem=f"invalid UTF-8 at byte {exc.start + first_byte}")
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
     return lines
+
+
+def _decode_body(data: bytes, projected: bool, first_line_no: int = 1, first_byte: int = 0,
+                 ) -> Result[tuple[Event, ...], DecodeError]:
+    """Records from line ``first_line_no`` (byte ``first_byte``) of a file."""
+    if not projected:
+        fast = _decode_fast(data)
+        if fast is not None:
+            return Success(fast)
+    lines = _split(data, first_line_no, first_byte)
+    if isinstance(lines, DecodeError):
+        return Failure(lines)
+    return _decode_lines(lines, first_line_no, projected)
 
 
 def decode_log(data: bytes, *, projected: bool = False) -> Result[tuple[Event, ...], DecodeError]:
@@ -470,91 +824,20 @@ def decode_log(data: bytes, *, projected: bool = False) -> Result[tuple[Event, .
     >>> print(decode_log(b'{"type":"turn/start","seq":0,"time":5,"data":{}}').failure())
     line 1 (seq 0, turn/start): Object missing required field `turn` - at `data`
     """
-    suspicious = _may_be_lossy(data)
-    if not projected and not suspicious:
-        fast = _decode_segments(data)
-        if fast is not None:
-            return Success(fast)
-    lines = _split(data)
-    if isinstance(lines, DecodeError):
-        return Failure(lines)
-    return _decode_lines(lines, 1, projected, suspicious)
-
-
-@unchecked
-def _expand_records(records: list[Any], into: list[Event]) -> bool:
-    """Append decoded records to ``into``, expanding packed rows; False on a malformed row."""
-    row_types = _ROW_TYPES
-    for record in records:
-        if type(record) in row_types:
-            expanded = _expand_row(record)
-            if isinstance(expanded, str):
-                return False
-            into.extend(expanded)
-        else:
-            into.append(record)
-    return True
-
-
-_FAILED_INDEX = re.compile(r"`\$\[(\d+)\]")
-
-
-@unchecked
-def _decode_segments(data: bytes) -> tuple[Event, ...] | None:
-    """The common case at msgspec's speed: runs of typed lines decode in one call each.
-
-    A line outside the typed model (an opaque event) stops a run; msgspec names its index,
-    the run before it is decoded, the line itself goes through the opaque lane, and the next
-    run starts after it. Each line is decoded at most twice. ``None`` (any real problem, or
-    blank lines that would shift msgspec's indexes) sends the caller to the line-by-line path,
-    which names the line of the problem.
-    """
-    if data.startswith(b"\n") or b"\n\n" in data or b"\n\r\n" in data:
-        return None
-    try:
-        data.decode("utf-8")  # opaque payloads are kept as Raw, which msgspec does not validate
-    except UnicodeDecodeError:
-        return None
-    decode_lines = _RECORD_DECODER.decode_lines
-    view = memoryview(data)
-    events: list[Event] = []
-    lines: list[bytes] | None = None
-    starts: list[int] = []
-    first = 0  # index of the first line of the current run
-    while True:
-        start = starts[first] if first else 0
-        try:
-            records = decode_lines(view[start:])
-        except _UNREADABLE as exc:
-            found = _FAILED_INDEX.search(str(exc))
-            if found is None:
-                return None
-            if lines is None:
-                lines = data.split(b"\n")
-                starts = [0, *itertools.accumulate(len(line) + 1 for line in lines)]
-            bad = first + int(found.group(1))
-            if bad >= len(lines):
-                return None
-            if bad > first and not _expand_records(
-                    decode_lines(view[start:starts[bad]]), events):
-                return None
-            opaque = _decode_untyped(lines[bad], bad + 1, exc)
-            if isinstance(opaque, DecodeError):
-                return None
-            events.append(opaque)
-            first = bad + 1
-            if first >= len(lines) or starts[first] >= len(data):
-                return tuple(events)
-            continue
-        if not _expand_records(records, events):
-            return None
-        return tuple(events)
+    return _decode_body(data, projected)
 
 
 def decode_header_line(line: bytes, line_no: int = 1) -> Result[SessionHeader, DecodeError]:
     """Decode the on-disk header line ``{"type":"session",…}`` of a DSH session file."""
+    problem = _text_problem(line)
+    if problem is not None:
+        return Failure(DecodeError(line=line_no, problem=f"header: {problem}"))
+    masked = mask_lone_surrogates(line)
+    if isinstance(masked, str):
+        return Failure(DecodeError(line=line_no, problem=f"header: {masked}"))
+    text = line if masked is None else masked
     try:
-        peek = _HEADER_VERSION_DECODER.decode(line)
+        peek = _HEADER_VERSION_DECODER.decode(text)
     except _UNREADABLE as exc:
         return Failure(DecodeError(line=line_no, problem=f"header: {_clean(str(exc))}"))
     if peek.type != "session":
@@ -567,9 +850,11 @@ def decode_header_line(line: bytes, line_no: int = 1) -> Result[SessionHeader, D
             line=line_no,
             problem=f"session format version {peek.version} is not supported ({hint})"))
     try:
-        header = _HEADER_DECODER.decode(line)
+        header = _HEADER_DECODER.decode(text)
     except _UNREADABLE as exc:
         return Failure(DecodeError(line=line_no, problem=f"header: {_clean(str(exc))}"))
+    if masked is not None:
+        header = _unmask(header)
     return Success(SessionHeader(
         version=header.version, id=header.id, created_at=header.created_at, cwd=header.cwd,
         parent_session=header.parent_session, seed_length=header.seed_length,
@@ -587,18 +872,66 @@ def decode_session(data: bytes, *, projected: bool = False,
     >>> header.id, len(events)
     ('s', 1)
     """
-    lines = _split(data)
-    if isinstance(lines, DecodeError):
-        return Failure(lines)
-    if not lines or not lines[0].strip():
+    end = data.find(b"\n")
+    first = data if end == -1 else data[:end]
+    try:
+        first.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Failure(DecodeError(line=1, problem=f"invalid UTF-8 at byte {exc.start}"))
+    if not first.strip():
         return Failure(DecodeError(line=1, problem="empty session file: no header line"))
-    header = decode_header_line(lines[0].rstrip(b"\r"))
+    header = decode_header_line(first.rstrip(b"\r"))
     if isinstance(header, Failure):
         return Failure(header.failure())
-    body = data[len(lines[0]) + 1:]
-    suspicious = _may_be_lossy(body)
-    return _decode_lines(lines[1:], 2, projected, suspicious).map(
-        lambda events: (header.unwrap(), events))
+    body = b"" if end == -1 else data[end + 1:]
+    return _decode_body(body, projected, 2, end + 1).map(lambda events: (header.unwrap(), events))
+
+
+# --------------------------------------------------------------------------- checking
+
+
+def check_event(event: Event) -> Result[Event, WireError]:
+    """Whether ``event`` can be written so that this codec reads it back: its wire types and
+    bounds (non-negative safe-integer counts, non-empty names, known literals, lossless
+    numbers, nesting), checked by writing it and reading the line with the decoder itself.
+
+    Returns the event as it reads back. Order and balance (``seq == index``, turns, steps,
+    tool-call pairing) are the trace's business (:func:`advance`).
+
+    >>> from turnfork.core import TokenUsage, UsageChunk
+    >>> usage = AssistantChunkEvent(seq=3, time=1, data=AssistantChunkData(turn=1, step=1,
+    ...     chunk=UsageChunk(usage=TokenUsage(input_tokens=-1, output_tokens=5))))
+    >>> print(check_event(usage).failure())
+    seq 3, assistant/chunk: Expected `int` >= 0 - at `data.chunk.usage.inputTokens`
+    """
+    seq = event.seq if isinstance(event.seq, int) else None
+    try:
+        line = encode_event(event)
+    except (TypeError, ValueError, OverflowError, NotImplementedError) as exc:
+        return Failure(WireError(problem=f"cannot be written: {exc}", seq=seq,
+                                 event_type=event_type(event)))
+    decoded = _decode_line(line, 1)
+    if isinstance(decoded, DecodeError):
+        return Failure(WireError(problem=decoded.problem, seq=seq,
+                                 event_type=event_type(event)))
+    if len(decoded) != 1:  # an opaque event typed like a packed row
+        return Failure(WireError(problem=f"reads back as {len(decoded)} events",
+                                 seq=seq, event_type=event_type(event)))
+    return Success(decoded[0])
+
+
+def check_header(header: SessionHeader) -> Result[SessionHeader, WireError]:
+    """Whether ``header`` can be written as a header line this codec reads back; returns the
+    header as it reads back (``delegation_depth`` written as 0 when unset)."""
+    try:
+        line = encode_header_line(header)
+    except (TypeError, ValueError, OverflowError, NotImplementedError) as exc:
+        return Failure(WireError(problem=f"cannot be written: {exc}"))
+    decoded = decode_header_line(line)
+    if isinstance(decoded, Failure):
+        problem = decoded.failure().problem
+        return Failure(WireError(problem=problem.removeprefix("header: ")))
+    return Success(decoded.unwrap())
 
 
 # --------------------------------------------------------------------------- encoding
@@ -606,7 +939,7 @@ def decode_session(data: bytes, *, projected: bool = False,
 
 def encode_event(event: Event) -> bytes:
     """One event as compact JSON in DSH's key order (no newline)."""
-    return _ENCODER.encode(event)
+    return _encode(event)
 
 
 @unchecked
@@ -640,14 +973,13 @@ def _packed_row(run: Sequence[AssistantChunkEvent]) -> bytes:
         data["args"] = [c.arguments_delta for c in chunks if isinstance(c, ToolCallDelta)]
     else:
         data["texts"] = [c.text for c in chunks if isinstance(c, TextDelta | ReasoningDelta)]
-    return _ENCODER.encode({"type": key[0], "seq0": first.seq, "time0": first.time,
-                            "data": data})
+    return _encode({"type": key[0], "seq0": first.seq, "time0": first.time, "data": data})
 
 
 def _encode_records(events: Iterable[Event], pack_chunks: bool) -> list[bytes]:
     out: list[bytes] = []
     if not pack_chunks:
-        out.extend(_ENCODER.encode(event) for event in events)
+        out.extend(_encode(event) for event in events)
         return out
     run: list[AssistantChunkEvent] = []
     run_key: tuple[Any, ...] | None = None
@@ -656,7 +988,7 @@ def _encode_records(events: Iterable[Event], pack_chunks: bool) -> list[bytes]:
         if len(run) >= 3:
             out.append(_packed_row(run))
         else:
-            out.extend(_ENCODER.encode(event) for event in run)
+            out.extend(_encode(event) for event in run)
         run.clear()
 
     for event in events:
@@ -671,7 +1003,7 @@ def _encode_records(events: Iterable[Event], pack_chunks: bool) -> list[bytes]:
             assert isinstance(event, AssistantChunkEvent)
             run.append(event)
         else:
-            out.append(_ENCODER.encode(event))
+            out.append(_encode(event))
     flush()
     return out
 
@@ -684,6 +1016,9 @@ def encode_log(events: Iterable[Event], *, pack_chunks: bool = False) -> bytes:
         pack_chunks: write runs of three or more text/reasoning/tool-call deltas as DSH's
             packed chunk rows (§5.4), as DSH's default JSONL store does.
 
+    A string holding a lone surrogate (half of a pair, as a stream may split one) is written
+    as its escape, ``\\ud800``, which DSH and this codec read back.
+
     >>> encode_log(decode_log(b'{"type":"session/end-seed","seq":0,"time":1,"data":{}}').unwrap())
     b'{"type":"session/end-seed","seq":0,"time":1,"data":{}}\\n'
     """
@@ -694,7 +1029,7 @@ def encode_log(events: Iterable[Event], *, pack_chunks: bool = False) -> bytes:
 def encode_header_line(header: SessionHeader) -> bytes:
     """The on-disk header line (no newline); ``delegationDepth`` is always written."""
     depth = header.delegation_depth
-    return _ENCODER.encode(_HeaderLine(
+    return _encode(_HeaderLine(
         version=header.version, id=header.id, created_at=header.created_at, cwd=header.cwd,
         parent_session=header.parent_session, seed_length=header.seed_length,
         origin=header.origin, delegation_depth=0 if isinstance(depth, UnsetType) else depth,
@@ -705,4 +1040,3 @@ def encode_session(header: SessionHeader, events: Iterable[Event], *,
                    pack_chunks: bool = False) -> bytes:
     """A DSH ``session.jsonl`` text: the header line, then the records."""
     return encode_header_line(header) + b"\n" + encode_log(events, pack_chunks=pack_chunks)
-

@@ -17,12 +17,13 @@ marked ``"ignorable": true``) are kept as :class:`OpaqueEvent` with their exact 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, cast
 
 import msgspec
 from msgspec import UNSET, Meta, Raw, UnsetType
 
 from ._checking import unchecked
+from ._json import MAX_SAFE_INTEGER, lossless_problem
 
 __all__ = [
     "MAX_SAFE_INTEGER",
@@ -129,8 +130,6 @@ __all__ = [
     "SessionHeader",
 ]
 
-#: JavaScript's Number.MAX_SAFE_INTEGER: DSH refuses integers it cannot hold exactly.
-MAX_SAFE_INTEGER = 2**53 - 1
 SESSION_FORMAT_VERSION = 0
 SUBAGENT_DESCRIPTOR_VERSION = 2
 
@@ -138,6 +137,9 @@ SafeInt = Annotated[int, Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
 NonNegInt = Annotated[int, Meta(ge=0, le=MAX_SAFE_INTEGER)]
 PositiveInt = Annotated[int, Meta(ge=1, le=MAX_SAFE_INTEGER)]
 NonEmptyStr = Annotated[str, Meta(min_length=1)]
+# A float field read from an integer literal beyond the safe range would not read back the
+# same in JavaScript either; real values (temperatures, delays) are far inside it.
+_SafeFloat = Annotated[float, Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
 
 
 class _Wire(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
@@ -207,6 +209,9 @@ _SOURCE_KEYS = {
     "sender_session_id": "senderSessionId", "replay_state": "replayState",
 }
 _RAW_ENCODER = msgspec.json.Encoder()
+_new = object.__new__
+
+SourceValue: TypeAlias = str | int | float | bool | Raw | None
 
 
 @unchecked
@@ -216,7 +221,8 @@ class MessageSource:
     ``kind`` is an open set and each kind carries keys of its own (``callId`` for tools,
     ``provider``/``model`` for models, ``plugin``/``form``/``sections`` for plugins,
     ``goalId``, ``rpcId``, … for others), so the object is kept whole, in its key order:
-    known keys are readable as attributes, every key round-trips. Immutable and hashable.
+    known keys are readable as attributes, every key round-trips, nested values are kept as
+    their exact JSON text. Immutable and hashable.
 
     >>> MessageSource(kind="tool", call_id="c1").call_id
     'c1'
@@ -224,57 +230,49 @@ class MessageSource:
     (('kind', 'model'), ('provider', 'p'), ('model', 'm'))
     """
 
-    __slots__ = ("_hash", "items")
-    items: tuple[tuple[str, str | int | float | bool | Raw | None], ...]
+    __slots__ = ("_wire",)
+    _wire: dict[str, SourceValue]
 
     def __init__(self, kind: str, **fields: str | Raw) -> None:
         # Checked by hand: the class opts out of beartype because decoding builds one per
         # message and reads its attributes in the trace's per-event loop.
         if not isinstance(kind, str) or not kind:
             raise ValueError("a message source needs a non-empty string kind")
+        wire: dict[str, SourceValue] = {"kind": kind}
         for name, value in fields.items():
             if not isinstance(value, str | Raw):
                 raise TypeError(f"message source field {name} must be a string or Raw")
-        items: list[tuple[str, str | int | float | bool | Raw | None]] = [("kind", kind)]
-        for name, value in fields.items():
             if name not in _SOURCE_KEYS:
                 raise TypeError(f"unknown message source field {name!r}")
-            items.append((_SOURCE_KEYS[name], value))
-        object.__setattr__(self, "items", tuple(items))
-        object.__setattr__(self, "_hash", None)
+            wire[_SOURCE_KEYS[name]] = value
+        object.__setattr__(self, "_wire", wire)
 
     @classmethod
     def from_wire(cls, obj: object) -> MessageSource:
         """From a decoded JSON object; nested values are kept as exact JSON text."""
         if not isinstance(obj, dict):
             raise TypeError("Expected `object`")
-        kind = obj.get("kind")
-        if not isinstance(kind, str) or not kind:
-            raise ValueError("a message source needs a non-empty string `kind`")
-        source = cls.__new__(cls)
-        object.__setattr__(source, "items", tuple(
-            (key, Raw(_RAW_ENCODER.encode(value)) if isinstance(value, dict | list) else value)
-            for key, value in obj.items()))
-        object.__setattr__(source, "_hash", None)
-        return source
+        return cast(MessageSource, dec_hook(cls, dict(obj)))
+
+    @property
+    def items(self) -> tuple[tuple[str, SourceValue], ...]:
+        """The wire keys and values, in order."""
+        return tuple(self._wire.items())
 
     def to_wire(self) -> dict[str, object]:
-        return dict(self.items)
+        return dict(self._wire)
 
-    def get(self, key: str) -> str | int | float | bool | Raw | None:
+    def get(self, key: str) -> SourceValue:
         """The value of a wire key (camelCase), or ``None``."""
-        for name, value in self.items:
-            if name == key:
-                return value
-        return None
+        return self._wire.get(key)
 
     def _str(self, key: str) -> str | None:
-        value = self.get(key)
+        value = self._wire.get(key)
         return value if isinstance(value, str) else None
 
     @property
     def kind(self) -> str:
-        return str(self.items[0][1]) if self.items[0][0] == "kind" else str(self.get("kind"))
+        return self._wire["kind"]  # type: ignore[return-value]  # checked on the way in
 
     @property
     def provider(self) -> str | None:
@@ -297,7 +295,7 @@ class MessageSource:
         return self._str("form")
 
     def _key(self) -> tuple[tuple[str, object], ...]:
-        return tuple((k, bytes(v) if isinstance(v, Raw) else v) for k, v in self.items)
+        return tuple((k, bytes(v) if isinstance(v, Raw) else v) for k, v in self._wire.items())
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MessageSource):
@@ -311,8 +309,25 @@ class MessageSource:
         raise AttributeError("MessageSource is immutable")
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={v!r}" for k, v in self.items)
+        shown = ", ".join(f"{k}={v!r}" for k, v in self._wire.items())
         return f"MessageSource({shown})"
+
+
+# The slot's own setter: how a decoded source is filled without a call to __init__.
+_set_wire = MessageSource.__dict__["_wire"].__set__
+
+
+@unchecked
+def _settle_values(wire: dict[str, Any]) -> None:
+    """Nested values become their exact JSON text; numbers must be lossless."""
+    for key, value in wire.items():
+        problem = lossless_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        if isinstance(value, dict | list):
+            wire[key] = Raw(_RAW_ENCODER.encode(value))
+        elif not isinstance(value, str | int | float | bool | Raw | None):
+            raise TypeError(f"message source key {key!r} holds a {type(value).__name__}")
 
 
 @unchecked
@@ -322,7 +337,20 @@ def dec_hook(kind: type, obj: object) -> object:
     Raising ``NotImplementedError`` for any other type is msgspec's hook protocol: msgspec then
     reports the value as unsupported, with its path."""
     if kind is MessageSource:
-        return MessageSource.from_wire(obj)
+        # A source is the decoded object itself, checked and made immutable: this runs once
+        # per message, so it is kept to a few operations.
+        if type(obj) is not dict:
+            raise TypeError("Expected `object`")
+        source_kind = obj.get("kind")
+        if type(source_kind) is not str or not source_kind:
+            raise ValueError("a message source needs a non-empty string `kind`")
+        for value in obj.values():
+            if type(value) is not str:
+                _settle_values(obj)
+                break
+        source = _new(MessageSource)
+        _set_wire(source, obj)
+        return source
     raise NotImplementedError(f"cannot decode {kind}")
 
 
@@ -373,7 +401,7 @@ class LlmFailure(_Wire, frozen=True, kw_only=True):
     message: str
     code: str
     status: SafeInt | UnsetType = UNSET
-    provider_retry_after_ms: float | UnsetType = UNSET
+    provider_retry_after_ms: _SafeFloat | UnsetType = UNSET
     request_id: str | UnsetType = UNSET
 
 
@@ -527,7 +555,7 @@ class LlmCallConfig(_Wire, frozen=True, kw_only=True):
     provider: NonEmptyStr
     model: NonEmptyStr
     reasoning_effort: NonEmptyStr | UnsetType = UNSET
-    temperature: float | UnsetType = UNSET
+    temperature: _SafeFloat | UnsetType = UNSET
     max_tokens: NonNegInt | UnsetType = UNSET
     stop: tuple[str, ...] | UnsetType = UNSET
 

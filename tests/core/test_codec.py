@@ -32,11 +32,13 @@ from turnfork.core import (
     ToolResultMessage,
     TurnStartData,
     TurnStartEvent,
+    UserMessageEvent,
     decode_log,
     decode_session,
     encode_log,
     encode_session,
 )
+from turnfork.core.codec import MAX_JSON_DEPTH
 from turnfork.core.strategies import session_logs
 
 TURN_START = b'{"type":"turn/start","seq":0,"time":5,"data":{"turn":1}}\n'
@@ -362,3 +364,190 @@ def test_decoding_arbitrary_records_never_raises(records: list[dict[str, Any]]) 
         assert isinstance(result, Success | Failure)
         if isinstance(result, Success):
             assert decode_log(encode_log(result.unwrap())) == result
+
+
+# --------------------------------------------------------------------------- JSON lines
+
+
+@pytest.mark.parametrize("separator", [b" ", b"", b"\t"])
+def test_two_records_on_one_line_are_refused(separator: bytes) -> None:
+    """One line holds one JSON value, as for DSH's JSON.parse per line."""
+    second = b'{"type":"turn/start","seq":1,"time":5,"data":{"turn":1}}'
+    error = _error(TURN_START + TURN_START.strip() + separator + second + b"\n")
+    assert error.line == 2
+
+
+def test_record_over_two_lines_is_refused() -> None:
+    """A record broken between two of its tokens is a cut-short line, not one record."""
+    error = _error(TURN_START + b'{"type":"turn/start","seq":1,"time":5,\n"data":{"turn":1}}\n')
+    assert error.line == 2
+
+
+# --------------------------------------------------------------------------- nesting
+
+
+def _nested(depth: int) -> bytes:
+    """An opaque record whose data nests arrays so that the record is ``depth`` deep."""
+    inner = depth - 1  # the record object itself is one level
+    return (b'{"type":"goal/change","seq":0,"time":1,"data":' + b"[" * inner + b"]" * inner
+            + b"}\n")
+
+
+def test_nesting_up_to_the_limit_is_read() -> None:
+    """A record exactly MAX_JSON_DEPTH deep decodes and re-encodes as it was."""
+    line = _nested(MAX_JSON_DEPTH)
+    assert encode_log(decode_log(line).unwrap()) == line
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 5_000, 200_000])
+def test_nesting_beyond_the_limit_is_refused_naming_seq_and_type(depth: int) -> None:
+    """Deeper than the limit is refused with one message, on every Python, seq and type named."""
+    error = _error(TURN_START.replace(b'"seq":0', b'"seq":7') + _nested(depth).replace(
+        b'"seq":0', b'"seq":8'))
+    assert (error.line, error.seq, error.event_type) == (2, 8, "goal/change")
+    assert error.problem == (f"JSON nested deeper than {MAX_JSON_DEPTH} levels (turnfork's "
+                             "limit, the same on every Python)")
+
+
+def test_nesting_inside_typed_records_and_raw_payloads_counts() -> None:
+    """Depth counts from the record: a deep tool/result meta is refused like opaque data."""
+    meta = b'{"a":' * MAX_JSON_DEPTH + b"0" + b"}" * MAX_JSON_DEPTH
+    line = (b'{"type":"tool/result","seq":0,"time":1,"data":{"turn":1,"step":1,"message":'
+            b'{"source":{"kind":"tool","callId":"c"},"content":[{"type":"tool-result",'
+            b'"toolCallId":"c","content":[],"isError":false}],"role":"user","id":"m"},"meta":'
+            + meta + b'},"sourceEventSeqs":[0],"surfaceOp":"append"}\n')
+    error = _error(line)
+    assert (error.seq, error.event_type) == (0, "tool/result")
+    assert "nested deeper" in error.problem
+
+
+def test_brackets_in_strings_and_wide_arrays_do_not_count_as_depth() -> None:
+    """Only nesting counts: brackets inside strings, many sibling arrays."""
+    line = (b'{"type":"goal/change","seq":0,"time":1,"data":{"s":"' + b"[{" * 3_000
+            + b'","wide":[' + b",".join([b"[[]]"] * 3_000) + b"]}}\n")
+    assert encode_log(decode_log(line).unwrap()) == line
+
+
+def test_nesting_is_checked_on_the_header_line() -> None:
+    """The header line is held to the same limit."""
+    deep = b'{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0,"x":'
+    error = _session_error(deep + b"[" * 1_000 + b"]" * 1_000 + b"}\n")
+    assert (error.line, error.problem) == (1, "header: JSON nested deeper than 512 levels "
+                                              "(turnfork's limit, the same on every Python)")
+
+
+# --------------------------------------------------------------------------- lossless header
+
+
+@pytest.mark.parametrize("value", [b"-0", b"-0.0", b"-0e2"])
+def test_negative_zero_in_the_header_is_refused(value: bytes) -> None:
+    """`"createdAt":-0` is refused on the header line as on any record (it read as 0)."""
+    header = b'{"type":"session","version":0,"id":"s","createdAt":%s,"delegationDepth":0}\n'
+    error = _session_error(header % value + TURN_START)
+    assert (error.line, error.problem) == (1, "header: -0 is not lossless JSON (DSH refuses "
+                                              "negative zero)")
+
+
+@pytest.mark.parametrize("value", [b"12345678901234567890", b"9007199254740992", b"1e300"])
+def test_float_fields_beyond_the_safe_range_are_refused(value: bytes) -> None:
+    """A float field holding an integer JavaScript cannot hold exactly is refused too."""
+    line = (b'{"type":"request/header","seq":0,"time":1,"data":{"header":{"config":'
+            b'{"provider":"p","model":"m","temperature":%s}},"reason":"initial"}}\n' % value)
+    error = _error(line)
+    assert (error.seq, error.event_type) == (0, "request/header")
+
+
+# --------------------------------------------------------------------------- lone surrogates
+
+
+def _chunk_line(text: bytes) -> bytes:
+    return (b'{"type":"assistant/chunk","seq":0,"time":1,"data":{"turn":1,"step":1,"chunk":'
+            b'{"type":"text-delta","index":0,"text":"' + text + b'"}}}\n')
+
+
+@pytest.mark.parametrize(("escaped", "read"), [
+    (b"\\ud83d", "\ud83d"), (b"a\\ude00b", "a\ude00b"), (b"\\udfff\\ud800", "\udfff\ud800"),
+    (b"\\\\ud800\\ud800", "\\ud800\ud800"),
+])
+def test_lone_surrogate_escapes_read_as_javascript_reads_them(escaped: bytes, read: str) -> None:
+    """JSON.parse accepts a lone-surrogate escape (a stream may split an emoji): so do we, and
+    the text is written back as the same escape."""
+    line = _chunk_line(escaped)
+    (event,) = decode_log(line).unwrap()
+    assert isinstance(event, AssistantChunkEvent) and isinstance(event.data.chunk, TextDelta)
+    assert event.data.chunk.text == read
+    assert encode_log((event,)) == line
+
+
+def test_surrogate_pair_escape_reads_as_one_character() -> None:
+    """A high and a low escape together are one character, as in UTF-16."""
+    (event,) = decode_log(_chunk_line(b"\\ud83d\\ude00")).unwrap()
+    assert isinstance(event, AssistantChunkEvent) and isinstance(event.data.chunk, TextDelta)
+    assert event.data.chunk.text == "\U0001f600"
+
+
+def test_lone_surrogates_in_every_kind_of_value_round_trip() -> None:
+    """Opaque data, message sources, ignorable unknown types and the header all keep them."""
+    data = (b'{"type":"session","version":0,"id":"s","createdAt":1,"cwd":"/w\\udc80",'
+            b'"delegationDepth":0}\n'
+            b'{"type":"goal/change","seq":0,"time":1,"data":{"k\\ud800":["\\udbff"]}}\n'
+            b'{"type":"acme/\\ud800","seq":1,"time":1,"data":{},"ignorable":true}\n'
+            b'{"type":"user/message","seq":2,"time":1,"data":{"content":[{"type":"text",'
+            b'"text":"hi"}],"source":{"kind":"user","note":"\\ud800","n":[1]},"role":"user",'
+            b'"id":"u"},"surfaceOp":"append"}\n')
+    header, events = decode_session(data).unwrap()
+    assert header.cwd == "/w\udc80"
+    assert isinstance(events[1], OpaqueEvent) and events[1].type == "acme/\ud800"
+    assert isinstance(events[2], UserMessageEvent)
+    assert events[2].data.source.get("note") == "\ud800"
+    assert encode_session(header, events) == data
+
+
+def test_a_lone_surrogate_from_a_provider_is_written_escaped() -> None:
+    """An event built with half of a surrogate pair encodes to valid UTF-8 JSON and reads back."""
+    event = AssistantChunkEvent(seq=0, time=1, data=AssistantChunkData(
+        turn=1, step=1, chunk=TextDelta(index=0, text="\ud83d")))
+    line = encode_log((event,))
+    assert line == _chunk_line(b"\\ud83d")
+    line.decode("utf-8")
+    assert decode_log(line).unwrap() == (event,)
+    assert decode_log(encode_log((event,), pack_chunks=True)).unwrap() == (event,)
+
+
+def test_lone_surrogate_beside_private_use_stand_ins_is_refused_clearly() -> None:
+    """The one text turnfork cannot read: a lone surrogate escape in a record that also holds
+    U+F0000 (the private-use characters that carry lone surrogates while reading)."""
+    error = _error(_chunk_line("\\ud800\U000f0000".encode()))
+    assert (error.seq, error.event_type) == (0, "assistant/chunk")
+    assert "lone surrogate" in error.problem and "U+F0000" in error.problem
+
+
+def test_an_error_quoting_a_lone_surrogate_prints_on_any_terminal() -> None:
+    """Messages show lone surrogates escaped, as they show line breaks."""
+    error = _error(b'{"type":"acme/\\ud800","seq":0,"time":1,"data":{}}\n')
+    assert error.event_type == "acme/\ud800"
+    assert "acme/\\ud800" in error.message
+    error.message.encode("utf-8")
+
+
+# --------------------------------------------------------------------------- message sources
+
+
+def test_message_source_keeps_nested_values_as_json_and_copies_its_input() -> None:
+    """from_wire keeps nested values as exact JSON text; mutating the input changes nothing."""
+    wire: dict[str, Any] = {"kind": "plugin", "sections": [{"name": "a"}], "n": 3}
+    source = MessageSource.from_wire(wire)
+    wire["kind"] = "changed"
+    assert source.kind == "plugin" and source.get("n") == 3
+    assert bytes(source.get("sections")) == b'[{"name":"a"}]'  # type: ignore[arg-type]
+    assert source == MessageSource.from_wire({"kind": "plugin", "sections": [{"name": "a"}],
+                                              "n": 3})
+
+
+def test_unsafe_integer_in_a_message_source_is_refused_at_its_path() -> None:
+    """Numbers inside a source are held to the lossless rule, named at the source's path."""
+    line = (b'{"type":"user/message","seq":0,"time":1,"data":{"content":[],"source":{"kind":'
+            b'"user","n":[9007199254740993]},"role":"user","id":"u"},"surfaceOp":"append"}\n')
+    error = _error(line)
+    assert (error.seq, error.event_type) == (0, "user/message")
+    assert "9007199254740993" in error.problem

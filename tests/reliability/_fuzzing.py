@@ -42,6 +42,7 @@ from turnfork.core import (
     encode_log,
     trace_log,
 )
+from turnfork.core.codec import MAX_JSON_DEPTH
 from turnfork.core.strategies import session_logs
 
 FUZZ_EXAMPLES_ENV = "TURNFORK_FUZZ_EXAMPLES"
@@ -225,6 +226,8 @@ class Corrupted:
     violation_at: int | None = None
     #: Decoding must succeed with exactly these events.
     events: tuple[Event, ...] | None = None
+    #: When decoding succeeds, the events must encode to a text that decodes to them again.
+    round_trips: bool = False
     #: 1-based lines the corruption touched, and the first record line before it (the CLI tells
     #: a DSH projected fixture by its first record, so a corruption there changes the reading).
     touched: frozenset[int] = frozenset()
@@ -527,12 +530,6 @@ def _replace_value(draw: DrawFn, text: Text, raw: bytes, corruption: str, *,
                  **expect)
 
 
-def _record_lines_refuse(text: Text, index: int, record: Any, path: JsonPath) -> bool:
-    """Records are lossless JSON: refused wherever the number stands (the header line is
-    checked field by field, so ``-0`` passes where it stands for a non-negative integer)."""
-    return not (text.session and index == 0)
-
-
 def _anywhere_refused(text: Text, index: int, record: Any, path: JsonPath) -> bool:
     return True
 
@@ -542,10 +539,9 @@ def _never(text: Text, index: int, record: Any, path: JsonPath) -> bool:
 
 
 def negative_zero(draw: DrawFn, text: Text) -> Corrupted:
-    """A value replaced by a negative zero (``-0``, ``-0.0``, ``-0e0``…)."""
+    """A value replaced by a negative zero (``-0``, ``-0.0``, ``-0e0``…), header included."""
     raw = draw(st.sampled_from(NEGATIVE_ZEROS))
-    return _replace_value(draw, text, raw, f"negative-zero {raw!r}",
-                          strict=_record_lines_refuse)
+    return _replace_value(draw, text, raw, f"negative-zero {raw!r}", strict=_anywhere_refused)
 
 
 def non_finite(draw: DrawFn, text: Text) -> Corrupted:
@@ -563,16 +559,76 @@ def huge_integer(draw: DrawFn, text: Text) -> Corrupted:
 
 
 def deep_nesting(draw: DrawFn, text: Text) -> Corrupted:
-    """A value replaced by thousands of nested arrays or objects (closed or not)."""
-    depth = draw(st.sampled_from([500, 1_000, 3_000, 20_000, 100_000]))
+    """A value replaced by hundreds to thousands of nested arrays or objects (closed or not).
+
+    Closed nesting is refused exactly when the record then nests deeper than
+    ``MAX_JSON_DEPTH`` (the value at ``path`` sits ``len(path)`` levels down), on every Python;
+    unclosed nesting is never JSON. A refusal names the seq and type when the record starts
+    as written (type, then seq)."""
+    depth = draw(st.sampled_from([500, 510, 511, 512, 1_000, 3_000, 20_000, 100_000]))
     shape = draw(st.sampled_from(["array", "object", "unclosed"]))
     raw = (b"[" * depth + b"]" * depth if shape == "array"
            else b'{"a":' * depth + b"0" + b"}" * depth if shape == "object"
            else b"[" * depth)
-    # Closed nesting is valid JSON that a reader may accept (inside an opaque payload) or
-    # refuse; unclosed nesting is never JSON. Neither can be peeked for its seq.
+
+    def too_deep(text: Text, index: int, record: Any, path: JsonPath) -> bool:
+        return shape == "unclosed" or len(path) + depth > MAX_JSON_DEPTH
+
     return _replace_value(draw, text, raw, f"deep-nesting {shape} {depth}", names=False,
-                          strict=_anywhere_refused if shape == "unclosed" else _never)
+                          strict=too_deep)
+
+
+LONE_SURROGATES = (b"\\ud800", b"\\udbff", b"\\udc00", b"\\udfff", b"\\ud83d", b"\\uDE00")
+
+
+def lone_surrogate(draw: DrawFn, text: Text) -> Corrupted:
+    """A lone-surrogate escape spliced into a string value, as ``JSON.parse`` reads and
+    ``JSON.stringify`` writes it (a stream that splits an emoji yields one): the line reads,
+    unless the string is one the format constrains (a tag, a literal), and writes back."""
+    index = draw(st.sampled_from(_non_blank(text)))
+    record = json.loads(text.lines[index])
+    strings = [(path, value) for path, value in _paths(record) if isinstance(value, str)]
+    path, value = draw(st.sampled_from(strings))
+    at = draw(st.integers(0, len(value)))
+    escape = draw(st.sampled_from(LONE_SURROGATES))
+    raw = (json.dumps(value[:at], ensure_ascii=False).encode()[:-1] + escape
+           + json.dumps(value[at:], ensure_ascii=False).encode()[1:])
+    lines = list(text.lines)
+    lines[index] = _render(record, path, raw)
+    return _case(text, text.with_lines(lines), f"lone-surrogate {escape!r} at {path!r}",
+                 {index + 1}, **_may_fail(index + 1), round_trips=True)
+
+
+# -- lines
+
+
+def records_joined(draw: DrawFn, text: Text) -> Corrupted:
+    """Two neighbouring lines joined by a space: one line, two JSON values (DSH's
+    ``JSON.parse`` of the line fails)."""
+    candidates = [i for i in _non_blank(text)[:-1] if text.lines[i + 1].strip()]
+    if not candidates:
+        return truncate_file(draw, text)
+    index = draw(st.sampled_from(candidates))
+    lines = list(text.lines)
+    lines[index:index + 2] = [lines[index] + draw(st.sampled_from([b" ", b"", b"\t"]))
+                              + lines[index + 1]]
+    return _case(text, text.with_lines(lines), "records-joined", {index + 1},
+                 **_fails(index + 1))
+
+
+def record_split(draw: DrawFn, text: Text) -> Corrupted:
+    """One record broken over two lines between two of its tokens (still JSON as a stream,
+    not as JSON lines): its first line is cut short."""
+    index = draw(st.sampled_from(_non_blank(text)))
+    line = text.lines[index]
+    boundaries = [at + 1 for at, byte in enumerate(line[:-1]) if byte in b",:[{"]
+    if not boundaries:
+        return truncate_file(draw, text)
+    at = draw(st.sampled_from(boundaries))
+    lines = list(text.lines)
+    lines[index:index + 1] = [line[:at], line[at:]]
+    return _case(text, text.with_lines(lines), "record-split", {index + 1},
+                 **_fails(index + 1))
 
 
 # -- seqs
@@ -730,14 +786,15 @@ Corruption = Callable[[DrawFn, Text], Corrupted]
 TRUNCATIONS: tuple[Corruption, ...] = (truncate_file, truncate_line)
 BYTES: tuple[Corruption, ...] = (invalid_utf8, byte_flip, garbage_line)
 VALUES: tuple[Corruption, ...] = (wrong_type, missing_key, extra_key, negative_zero, non_finite,
-                                  huge_integer, deep_nesting)
+                                  huge_integer, deep_nesting, lone_surrogate)
+LINES: tuple[Corruption, ...] = (records_joined, record_split)
 SEQS: tuple[Corruption, ...] = (duplicate_line, swap_lines, shift_seq)
 TYPES: tuple[Corruption, ...] = (unknown_type,)
 ROWS: tuple[Corruption, ...] = (broken_row,)
 HEADERS: tuple[Corruption, ...] = (header_version, header_not_first)
 WHITESPACE: tuple[Corruption, ...] = (whitespace,)
-EVERY: tuple[Corruption, ...] = (*TRUNCATIONS, *BYTES, *VALUES, *SEQS, *TYPES, *ROWS, *HEADERS,
-                                 *WHITESPACE)
+EVERY: tuple[Corruption, ...] = (*TRUNCATIONS, *BYTES, *VALUES, *LINES, *SEQS, *TYPES, *ROWS,
+                                 *HEADERS, *WHITESPACE)
 
 
 def _applicable(corruption: Corruption, text: Text) -> bool:
@@ -834,4 +891,7 @@ def check_expectations(case: Corrupted, outcome: Outcome) -> None:
     if case.events is not None:
         assert outcome.events == case.events, f"events differ — {where}"
         assert outcome.violation is None, f"{outcome.violation} — {where}"
+    if case.round_trips and outcome.events is not None:
+        again = decode_log(encode_log(outcome.events)).unwrap()
+        assert again == outcome.events, f"does not read back as written — {where}"
 

@@ -9,6 +9,7 @@ from _fuzzing import (
     BYTES,
     EVERY,
     HEADERS,
+    LINES,
     ROWS,
     SEQS,
     TRUNCATIONS,
@@ -39,16 +40,18 @@ def test_truncated_text_fails_at_the_cut_line_or_decodes_the_prefix(case: Corrup
 
 
 @fuzz_settings(300)
-@given(corrupted(BYTES))
+@given(corrupted(BYTES + LINES))
 def test_invalid_utf8_flipped_bytes_and_garbage_name_their_line(case: Corrupted) -> None:
-    """Invalid UTF-8, any flipped byte, a line of garbage: refused at that line or readable."""
+    """Invalid UTF-8, any flipped byte, a line of garbage, two records on one line, one record
+    over two lines: refused at that line or readable."""
     _check(case)
 
 
 @fuzz_settings(600)
 @given(corrupted(VALUES))
 def test_bad_values_are_refused_at_their_line(case: Corrupted) -> None:
-    """Wrong types, missing/extra keys, -0, NaN/Infinity, huge integers, deep nesting."""
+    """Wrong types, missing/extra keys, -0, NaN/Infinity, huge integers, deep nesting, lone
+    surrogates (readable, and written back as read)."""
     _check(case)
 
 
