@@ -1,0 +1,159 @@
+"""A pydantic-ai Agent forks a child mid-turn: seeded with our cut, the child's first request is
+balanced; the naive copy of the parent's history is not, and pydantic-ai can only send it by
+inventing a result for the parent's call, which is still running.
+
+The parent runs on pydantic-ai's FunctionModel; its `fork` tool runs inside the parent's turn,
+when the parent's last ModelResponse is the fork call itself. The child runs on pydantic-ai's
+real OpenAI models (Chat Completions and Responses) against a recording endpoint, so the test
+checks the very JSON pydantic-ai would send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from _capture import EXTRA, RecordingEndpoint
+
+pydantic_ai = pytest.importorskip("pydantic_ai", reason=EXTRA)
+
+from pydantic_ai import Agent, RunContext  # noqa: E402
+from pydantic_ai.exceptions import UserError  # noqa: E402
+from pydantic_ai.messages import (  # noqa: E402
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    repair_messages,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
+from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel  # noqa: E402
+from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
+
+from turnfork.core.formats import openai_chat, openai_responses  # noqa: E402
+
+FORMATS = {"chat": (OpenAIChatModel, openai_chat), "responses": (OpenAIResponsesModel,
+                                                                 openai_responses)}
+
+
+def _as_chat(message: ModelMessage) -> list[dict[str, Any]]:
+    """One ModelMessage as the Chat messages it maps to (text, calls, results)."""
+    if isinstance(message, ModelResponse):
+        calls = [{"id": p.tool_call_id, "type": "function",
+                  "function": {"name": p.tool_name, "arguments": p.args_as_json_str()}}
+                 for p in message.parts if isinstance(p, ToolCallPart)]
+        text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
+        return [{"role": "assistant", "content": text or None,
+                 **({"tool_calls": calls} if calls else {})}]
+    out: list[dict[str, Any]] = []
+    for part in message.parts:
+        if part.part_kind == "system-prompt":
+            out.append({"role": "system", "content": part.content})
+        elif part.part_kind == "user-prompt":
+            out.append({"role": "user", "content": part.content})
+        elif part.part_kind in ("tool-return", "retry-prompt"):
+            out.append({"role": "tool", "tool_call_id": part.tool_call_id,
+                        "content": str(part.content)})
+    return out
+
+
+def fork_seed(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
+    """The parent's ModelMessages through its last completed turn: our cut, taken on their Chat
+    projection and mapped back to whole ModelMessages."""
+    projected = [_as_chat(m) for m in messages]
+    cut = openai_chat.completed_turn_cut([item for items in projected for item in items])
+    length = 0
+    for count, items in enumerate(projected):
+        if length == cut:
+            return list(messages[:count])
+        length += len(items)
+    assert length == cut, "a completed turn ends at a ModelMessage boundary"
+    return list(messages)
+
+
+def _parent_model() -> FunctionModel:
+    """First run: a plain answer. Second run: the fork call, then a final answer."""
+    async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        requests = sum(isinstance(m, ModelRequest) for m in messages)
+        last = messages[-1]
+        if requests == 1:
+            return ModelResponse(parts=[TextPart("Noted: the colour is BLUE.")])
+        if any(p.part_kind == "tool-return" for p in last.parts):
+            return ModelResponse(parts=[TextPart("The fork says BLUE.")])
+        return ModelResponse(parts=[ToolCallPart("fork", {"prompt": "Which colour?"},
+                                                 tool_call_id="call_fork")])
+    return FunctionModel(respond)
+
+
+def _fork_inside_the_parents_turn(model_class: type[Any]) -> dict[str, Any]:
+    """Run the parent; its fork tool tries the naive copy and our cut, recording what happens."""
+    seen: dict[str, Any] = {}
+    parent = Agent(_parent_model())
+
+    @parent.tool
+    async def fork(ctx: RunContext[None], prompt: str) -> str:
+        """Hand the task to a fork child."""
+        naive = list(ctx.messages)
+        seen["naive"] = naive
+        repairing = RecordingEndpoint("BLUE")
+        child = Agent(model_class("gpt-4o", provider=OpenAIProvider(
+            openai_client=repairing.client)))
+        try:
+            await child.run(prompt, message_history=naive)
+        except UserError as refused:
+            seen["refused"] = str(refused)
+        await child.run(prompt, message_history=repair_messages(naive))
+        seen["repaired"] = repairing.first_history()
+        ours = RecordingEndpoint("BLUE")
+        child = Agent(model_class("gpt-4o", provider=OpenAIProvider(openai_client=ours.client)))
+        seen["seed"] = fork_seed(naive)
+        result = await child.run(prompt, message_history=seen["seed"])
+        seen["sent"] = ours.first_history()
+        return result.output
+
+    async def run() -> None:
+        first = await parent.run("Remember: the colour is BLUE.")
+        second = await parent.run("Ask a fork which colour it is.",
+                                  message_history=first.all_messages())
+        seen["answer"] = second.output
+
+    asyncio.run(run())
+    return seen
+
+
+@pytest.mark.parametrize("wire", sorted(FORMATS))
+def test_a_forked_pydantic_ai_child_sends_a_balanced_first_request(wire: str) -> None:
+    """Our cut: balanced, the parent's completed turn plus the prompt, nothing invented."""
+    model_class, fmt = FORMATS[wire]
+    seen = _fork_inside_the_parents_turn(model_class)
+    assert seen["answer"] == "The fork says BLUE."
+    assert isinstance(seen["naive"][-1], ModelResponse)  # the fork call, still unanswered
+    assert [type(m) for m in seen["seed"]] == [ModelRequest, ModelResponse]
+    history = fmt.check_balance(seen["sent"]).unwrap()
+    assert history.is_balanced
+    texts = [str(item.get("content")) for item in seen["sent"]]
+    assert texts[0] == "Remember: the colour is BLUE."
+    assert "Noted: the colour is BLUE." in texts[1] and texts[-1] == "Which colour?"
+    assert "call_fork" not in str(seen["sent"])
+
+
+@pytest.mark.parametrize("wire", sorted(FORMATS))
+def test_the_naive_copy_is_unbalanced_and_pydantic_ai_papers_over_it(wire: str) -> None:
+    """The naive copy fails our checker; pydantic-ai refuses it, or sends it with a made-up
+    result claiming the running fork call was interrupted."""
+    model_class, fmt = FORMATS[wire]
+    seen = _fork_inside_the_parents_turn(model_class)
+    assert "unprocessed tool calls" in seen["refused"]
+    repaired = seen["repaired"]
+    invented = [item for item in repaired if item.get("tool_call_id") == "call_fork"
+                or (item.get("type") == "function_call_output"
+                    and item.get("call_id") == "call_fork")]
+    assert len(invented) == 1
+    assert "interrupted" in str(invented[0].get("content", invented[0].get("output")))
+    naive_as_sent = [item for item in repaired if item is not invented[0]]
+    violation = fmt.check_balance(naive_as_sent).failure()
+    assert violation.rule == "unanswered-call"
+    assert "call_fork" in violation.problem or "call_fork" in str(naive_as_sent[violation.index])
