@@ -37,9 +37,9 @@ def _ascii_only(console: Console) -> bool:
     return not console.encoding.lower().startswith("utf")
 
 
-def _words(text: str, console: Console) -> str:
-    """``text`` made inert (line breaks kept: panels hold several lines), ASCII if need be."""
-    return visible(text, _ascii_only(console), lines=True)
+def _words(text: str, console: Console, *, lines: bool = False) -> str:
+    """``text`` made inert (line breaks kept with ``lines``: a panel's body), ASCII if need be."""
+    return visible(text, _ascii_only(console), lines=lines)
 
 
 def _loaded(events: tuple[Event, ...], header: SessionHeader, where: str) -> LoadedLog:
@@ -138,7 +138,7 @@ def _heading(console: Console, title: str) -> None:
 
 def _panel(console: Console, text: str, title: str) -> None:
     ascii_only = _ascii_only(console)
-    console.print(Panel(Text(_words(text, console)),
+    console.print(Panel(Text(_words(text, console, lines=True)),
                         title=Text(_words(title, console), style="bold"), title_align="left",
                         box=box.ASCII if ascii_only else box.ROUNDED, border_style="cyan"))
 

@@ -51,12 +51,15 @@ def read_input(path: str, *, stdin: BinaryIO | None = None,
         log: LoadedLog = result.unwrap()
         return log
     source = sys.stdin.buffer if stdin is None else stdin
-    with tempfile.TemporaryDirectory(prefix="turnfork-stdin-") as directory:
-        spool = os.path.join(directory, "stdin")
-        problem = _spool(source, spool, limit)
-        if problem is not None:
-            return LogReadError(file=STDIN_NAME, problem=problem)
-        read = read_input(spool)
+    try:
+        with tempfile.TemporaryDirectory(prefix="turnfork-stdin-") as directory:
+            spool = os.path.join(directory, "stdin")
+            problem = _spool(source, spool, limit)
+            if problem is not None:
+                return LogReadError(file=STDIN_NAME, problem=problem)
+            read = read_input(spool)
+    except OSError as exc:  # reading stdin, or keeping what it gave (a full disk)
+        return LogReadError(file=STDIN_NAME, problem=f"cannot read stdin: {exc.strerror or exc}")
     if isinstance(read, LogReadError):
         return msgspec.structs.replace(
             read, file=STDIN_NAME, problem=read.problem.replace(spool, STDIN_NAME))
@@ -64,7 +67,8 @@ def read_input(path: str, *, stdin: BinaryIO | None = None,
 
 
 def _spool(source: BinaryIO, spool: str, limit: int) -> str | None:
-    """Copy ``source`` into the file ``spool``; the problem in words, or ``None``."""
+    """Copy ``source`` into the file ``spool``; the problem in words, or ``None`` (raises
+    ``OSError`` when reading or writing fails)."""
     kind = _kind(source)
     if kind is not None:
         return kind

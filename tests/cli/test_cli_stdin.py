@@ -132,3 +132,20 @@ class _Endless(io.RawIOBase):
         view = memoryview(buffer)
         view[:] = b"\0" * len(view)
         return len(view)
+
+
+class _Failing(io.RawIOBase):
+    """A stdin whose read fails (EIO from a terminal that went away, say)."""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        raise OSError(5, "Input/output error")
+
+
+def test_a_failing_stdin_is_one_error() -> None:
+    """A read error on stdin is a LogReadError naming it, not a traceback."""
+    refused = read_input("-", stdin=_Failing())
+    assert isinstance(refused, LogReadError)
+    assert refused.message == "<stdin>: cannot read stdin: Input/output error"
