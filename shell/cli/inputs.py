@@ -1,9 +1,10 @@
 """The log a command reads: a path, or ``-`` for stdin; and telling whether a file *is* that input.
 
-Reading is :func:`shell.logfile.read_log`'s job (the one reader of DSH files, with its limits).
-For ``-`` the bytes on stdin (plain or zstd) are spooled, at most :data:`STDIN_LIMIT` of them,
-into a private temporary file that the same reader reads; messages name ``<stdin>``. A terminal
-or a device on stdin is refused at once rather than read.
+Reading is :func:`shell.logfile.read_log`'s job (the one reader of DSH files, with its limits:
+a device or a FIFO is refused, sizes, lines and events are capped). For ``-`` the bytes on
+stdin (plain or zstd) are spooled, at most :data:`STDIN_LIMIT` of them (the reader's own
+``max_bytes``), into a private temporary file that the same reader reads; messages name
+``<stdin>``. A terminal or a device on stdin is refused at once rather than read.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import BinaryIO
 import msgspec
 from returns.result import Failure
 
-from ..logfile import LoadedLog, LogReadError, read_log
+from ..logfile import DEFAULT_LIMITS, LoadedLog, LogReadError, read_log
 from .terminal import error
 
 __all__ = ["STDIN", "STDIN_NAME", "STDIN_LIMIT", "load", "read_input", "is_the_input"]
@@ -27,8 +28,8 @@ __all__ = ["STDIN", "STDIN_NAME", "STDIN_LIMIT", "load", "read_input", "is_the_i
 STDIN = "-"
 #: How messages and reports name stdin.
 STDIN_NAME = "<stdin>"
-#: The most bytes read from stdin (1 GiB); a bigger log can be read from its file.
-STDIN_LIMIT = 1 << 30
+#: The most bytes read from stdin: what the reader allows a file (1 GiB by default).
+STDIN_LIMIT = DEFAULT_LIMITS.max_bytes
 _CHUNK = 1 << 20
 
 
@@ -80,8 +81,8 @@ def _spool(source: BinaryIO, spool: str, limit: int) -> str | None:
                 return None
             written += len(chunk)
             if written > limit:
-                return (f"more than {_size(limit)} on stdin: refused (read a larger log from "
-                        "its file)")
+                return (f"stdin holds more than the read limit of {limit:,} bytes "
+                        "(ReadLimits.max_bytes)")
             out.write(chunk)
 
 
@@ -98,13 +99,6 @@ def _kind(source: BinaryIO) -> str | None:
         if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
             return "stdin is a device, not a log"
     return None
-
-
-def _size(limit: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if limit >= size and limit % size == 0:
-            return f"{limit // size} {unit}"
-    return f"{limit} bytes"
 
 
 def is_the_input(output: str, path: str, log: LoadedLog) -> bool:

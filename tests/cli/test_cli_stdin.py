@@ -15,7 +15,7 @@ from _cli_helpers import FORK_PARENT, OPEN_LOG, REPO, Run, session_zstd, turn_li
 from turnfork.core import decode_log
 from turnfork.shell.cli import main
 from turnfork.shell.cli.inputs import STDIN_LIMIT, STDIN_NAME, read_input
-from turnfork.shell.logfile import LogReadError
+from turnfork.shell.logfile import DEFAULT_LIMITS, LogReadError
 
 
 def _piped(data: bytes, *args: str) -> Run:
@@ -106,20 +106,20 @@ def test_stdin_is_read_up_to_its_limit() -> None:
     data = OPEN_LOG.read_bytes()
     refused = read_input("-", stdin=io.BytesIO(data), limit=len(data) - 1)
     assert isinstance(refused, LogReadError)
-    assert refused.message == (f"<stdin>: more than {len(data) - 1} bytes on stdin: refused "
-                               "(read a larger log from its file)")
+    assert refused.message == (f"<stdin>: stdin holds more than the read limit of "
+                               f"{len(data) - 1:,} bytes (ReadLimits.max_bytes)")
     read = read_input("-", stdin=io.BytesIO(data), limit=len(data))
     assert not isinstance(read, LogReadError)
     assert (read.path, read.file, len(read.events)) == (STDIN_NAME, STDIN_NAME, 239)
 
 
-@pytest.mark.parametrize(("limit", "unit"), [(1 << 10, "1 KiB"), (3 << 20, "3 MiB")])
-def test_an_endless_stream_stops_at_the_limit(limit: int, unit: str) -> None:
-    """A stream that never ends (a pipe from /dev/zero) is cut at the limit, named in KiB/MiB."""
+@pytest.mark.parametrize("limit", [1 << 10, 3 << 20])
+def test_an_endless_stream_stops_at_the_limit(limit: int) -> None:
+    """A stream that never ends (a pipe from /dev/zero) is cut at the limit, the reader's own."""
     refused = read_input("-", stdin=_Endless(), limit=limit)
     assert isinstance(refused, LogReadError)
-    assert f"more than {unit} on stdin" in refused.problem
-    assert STDIN_LIMIT == 1 << 30
+    assert f"more than the read limit of {limit:,} bytes" in refused.problem
+    assert STDIN_LIMIT == DEFAULT_LIMITS.max_bytes == 1 << 30
 
 
 class _Endless(io.RawIOBase):
