@@ -120,7 +120,8 @@ def _check(index: int, message: AnthropicMessage) -> FormatViolation | None:
         return FormatViolation(index=index, rule="shape",
                                problem=f"unexpected role {role!r}: messages alternate 'user' and "
                                        f"'assistant'{hint}")
-    for position, block in enumerate(message.blocks):
+    content = message.content
+    for position, block in enumerate(() if isinstance(content, str) else content):
         where = f"messages.{index}.content.{position}"
         kind = block.type
         if kind == "tool_use" or kind in SERVER_CALL_TYPES:
@@ -148,8 +149,11 @@ def _check(index: int, message: AnthropicMessage) -> FormatViolation | None:
     return None
 
 
+@unchecked
 class _Fold:
-    """The rules folded over the messages; one instance per pass, never escapes."""
+    """The rules folded over the messages; one instance per pass, never escapes.
+
+    Its per-message methods run behind the checked entry point, so they opt out of beartype."""
 
     __slots__ = ("calls", "calls_at", "cut", "in_step", "loop_open", "server_at", "server_open",
                  "step_calls", "thinking", "thinking_seen", "turn_start")
@@ -176,7 +180,8 @@ class _Fold:
         if self.turn_start is None:
             self.turn_start = index
         calls: dict[str, None] = {}
-        for block in message.blocks:
+        content = message.content
+        for block in () if isinstance(content, str) else content:
             kind = block.type
             if kind == "tool_use":
                 assert block.id is not None
@@ -214,7 +219,7 @@ class _Fold:
                             "corresponding result block in its assistant turn")
             if not self.step_calls:
                 self.cut = index
-        blocks = message.blocks
+        blocks = () if isinstance(message.content, str) else message.content
         results = [b.tool_use_id or "" for b in blocks if b.type == "tool_result"]
         calls = self.calls
         if not calls:

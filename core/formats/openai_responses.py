@@ -113,7 +113,7 @@ _INPUT, _OUTPUT_ITEM, _REASONING, _CLIENT_CALL, _CALL_OUTPUT = range(5)
 
 @unchecked
 def _class_of(item: ResponsesItem) -> int:
-    kind = item.kind
+    kind = item.type if item.type is not None else "message"
     if kind == "message":
         return _OUTPUT_ITEM if item.role == "assistant" else _INPUT
     if kind == "reasoning":
@@ -137,11 +137,11 @@ def _check(index: int, item: ResponsesItem) -> FormatViolation | None:
     if item.type is None and item.role is None:
         return FormatViolation(index=index, rule="shape",
                                problem=f"input[{index}] has neither a `type` nor a `role`")
-    if item.kind == "message" and item.role not in _INPUT_ROLES and item.role != "assistant":
+    kind = item.type if item.type is not None else "message"
+    if kind == "message" and item.role not in _INPUT_ROLES and item.role != "assistant":
         return FormatViolation(index=index, rule="shape",
                                problem=f"input[{index}].role {item.role!r} is not one of "
                                        "assistant, developer, system, user")
-    kind = item.kind
     if (kind in OUTPUT_OF_CALL or kind in _CALL_OF_OUTPUT) and not item.call_id:
         return FormatViolation(index=index, rule="shape",
                                problem=f"input[{index}].call_id: a `{kind}` item needs its "
@@ -189,7 +189,7 @@ def _fold(items: tuple[ResponsesItem, ...],
                     return cut, FormatViolation(
                         index=index, rule="duplicate-call",
                         problem=f"call_id {call_id} is used by a second call"), None
-                waiting[call_id] = (index, _output_type(item.kind))
+                waiting[call_id] = (index, _output_type(item.type or "message"))
                 step_calls = True
             continue
         if in_step:
@@ -202,13 +202,14 @@ def _fold(items: tuple[ResponsesItem, ...],
             call_id = item.call_id
             assert call_id is not None
             call = waiting.pop(call_id, None)
-            if call is not None and call[1] == item.kind:
+            kind = item.type or "message"
+            if call is not None and call[1] == kind:
                 answered.add(call_id)
                 continue
             if call is not None:
                 return cut, FormatViolation(
                     index=index, rule="orphan-result",
-                    problem=f"a `{item.kind}` answers call {call_id}, which is a "
+                    problem=f"a `{kind}` answers call {call_id}, which is a "
                             f"`{items[call[0]].kind}` (its output is a `{call[1]}`)"), None
             if call_id in answered:
                 return cut, FormatViolation(
