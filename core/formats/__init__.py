@@ -139,6 +139,10 @@ anthropic; name the format'
                        "`messages` or `input`")
     narrowed = fits
     for index, item in enumerate(items):
+        kind = _get(item, "type")
+        if isinstance(kind, str) and "/" in kind and _get(item, "seq") is not None:
+            return Failure(f"a DSH event log, not a wire history: item {index} is a "
+                           f"{kind!r} event")
         mine = _formats_of(item)
         if not narrowed & mine:
             return Failure(f"mixed formats: item {index} fits only "

@@ -49,3 +49,9 @@ def test_mixed_markers_are_refused_and_a_named_format_is_used() -> None:
     assert formats.decode_history({"input": PLAIN}, "anthropic").failure() == (
         "not a anthropic history")
     assert formats.detect_format("text").failure().startswith("not a history")
+
+
+def test_a_dsh_event_log_is_not_taken_for_a_responses_history() -> None:
+    """DSH events carry a `type` too; detection names them instead of guessing Responses."""
+    events = [{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}]
+    assert formats.detect_format(events).failure().startswith("a DSH event log")

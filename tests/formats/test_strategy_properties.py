@@ -62,8 +62,7 @@ def test_broken_histories_are_flagged_at_their_defect(fmt: str, data: st.DataObj
     violation = module.check_balance(sample.items).failure()
     assert (violation.index, violation.rule) == (sample.index, sample.rule), violation
     history = module.decode_history(sample.items)
-    assert history.completed_prefix_length <= max(sample.index, 0) or (
-        history.violation is None)
+    assert history.completed_prefix_length <= sample.index
     assert module.check_balance(module.completed_turn_prefix(history)).unwrap()
 
 
