@@ -25,6 +25,7 @@ from ._checking import unchecked
 __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_SAFE_INTEGER",
+    "brackets_close",
     "exceeds_depth",
     "has_negative_zero",
     "negative_zero_candidates",
@@ -67,6 +68,28 @@ def exceeds_depth(text: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
     brackets = _STRING.sub(b"", text).translate(_OPEN_CLOSE, _NOT_BRACKETS)
     steps = map(operator.sub, brackets, itertools.repeat(1))  # +1 opening, -1 closing
     return max(itertools.accumulate(steps), default=0) > limit
+
+
+_CLOSING = {ord("]"): ord("["), ord("}"): ord("{")}
+
+
+@unchecked
+def brackets_close(text: bytes) -> bool:
+    """Whether the brackets of ``text`` (outside strings) close in order and nothing but white
+    space follows the last one: a whole value, for text too deep to parse here.
+
+    >>> brackets_close(b'[{"a":"]"}]'), brackets_close(b'[{"a":1}'), brackets_close(b'[]]')
+    (True, False, False)
+    """
+    skeleton = _STRING.sub(b'""', text)
+    open_brackets: list[int] = []
+    for byte in skeleton.translate(None, _NOT_BRACKETS):
+        if byte in _CLOSING:
+            if not open_brackets or open_brackets.pop() != _CLOSING[byte]:
+                return False
+        else:
+            open_brackets.append(byte)
+    return not open_brackets and skeleton.rstrip()[-1:] in (b"]", b"}")
 
 
 # --------------------------------------------------------------------------- lossless numbers

@@ -43,6 +43,7 @@ from returns.result import Failure, Result, Success
 from ._checking import unchecked
 from ._json import (
     MAX_JSON_DEPTH,
+    brackets_close,
     exceeds_depth,
     has_negative_zero,
     json_string_literal,
@@ -90,6 +91,7 @@ __all__ = [
     "encode_header_line",
     "check_event",
     "check_header",
+    "is_json_line",
 ]
 
 
@@ -885,6 +887,31 @@ def decode_session(data: bytes, *, projected: bool = False,
         return Failure(header.failure())
     body = b"" if end == -1 else data[end + 1:]
     return _decode_body(body, projected, 2, end + 1).map(lambda events: (header.unwrap(), events))
+
+
+def is_json_line(line: bytes) -> bool:
+    """Whether ``line`` is one complete JSON value as DSH's ``JSON.parse`` reads it: lone
+    surrogate escapes, numbers out of range and nesting beyond :data:`MAX_JSON_DEPTH`
+    included. A line that is not may be a torn write; one that is, but does not decode, is a
+    bad record to name, never a torn write to drop.
+
+    >>> is_json_line(b'{"t":"\\\\ud800"}'), is_json_line(b'{"t":')
+    (True, False)
+    >>> is_json_line(b"[" * 5000 + b"]" * 5000), is_json_line(b"[" * 5000 + b"]" * 4999)
+    (True, False)
+    """
+    if exceeds_depth(line):
+        return brackets_close(line)
+    masked = mask_lone_surrogates(line)
+    if isinstance(masked, str):  # JSON.parse reads it; only this codec cannot
+        return True
+    try:
+        _ANY_DECODER.decode(line if masked is None else masked)
+    except msgspec.ValidationError:
+        return True  # a number out of range: JSON all the same
+    except _UNREADABLE:
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- checking

@@ -56,6 +56,7 @@ from ..core import (
     decode_log,
     decode_session,
 )
+from ..core.codec import is_json_line
 
 __all__ = [
     "LogFormat",
@@ -644,11 +645,9 @@ def _check_events(text: bytes, shown: str, reader: _Reader) -> LogReadError | No
 
 
 def _is_json(line: bytes) -> bool:
-    try:
-        msgspec.json.decode(line)
-    except _UNREADABLE:
-        return False
-    return True
+    # As DSH's JSON.parse reads it (lone-surrogate escapes, any depth): a complete line the
+    # codec then refuses is a bad record, never a torn write to drop.
+    return is_json_line(line)
 
 
 def _torn_line(text: bytes, first_line: int) -> tuple[int, int] | None:

@@ -33,12 +33,14 @@ from turnfork.core import (
     TurnStartData,
     TurnStartEvent,
     UserMessageEvent,
+    codec,
     decode_log,
     decode_session,
     encode_log,
     encode_session,
+    event_type,
 )
-from turnfork.core.codec import MAX_JSON_DEPTH
+from turnfork.core.codec import MAX_JSON_DEPTH, is_json_line
 from turnfork.core.strategies import session_logs
 
 TURN_START = b'{"type":"turn/start","seq":0,"time":5,"data":{"turn":1}}\n'
@@ -551,3 +553,34 @@ def test_unsafe_integer_in_a_message_source_is_refused_at_its_path() -> None:
     error = _error(line)
     assert (error.seq, error.event_type) == (0, "user/message")
     assert "9007199254740993" in error.problem
+
+
+def test_event_type_names_every_event_and_refuses_anything_else() -> None:
+    """The wire type of typed and opaque events; a non-event is a TypeError, not a lookup miss."""
+    assert event_type(TurnStartEvent(seq=0, time=0, data=TurnStartData(turn=1))) == "turn/start"
+    assert event_type(OpaqueEvent(type="goal/change", seq=0, time=0, data=msgspec.Raw(b"{}"))) == (
+        "goal/change")
+    with pytest.raises(TypeError, match="not an event: dict"):
+        event_type({"type": "turn/start"})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("line", "whole"), [
+    (TURN_START.strip(), True), (TURN_START[:30], False), (b'{"t":"\\ud800"}', True),
+    (b'{"n":1e999}', True), (b"[" * 3_000 + b"]" * 3_000, True),
+    (b"[" * 3_000 + b"]" * 2_999, False), (b'{"a":"]"' + b"[" * 600 + b"]" * 600 + b"}", True),
+    (b'{"a":1} {"b":2}', False), (b"\x00\x00", False),
+])
+def test_is_json_line_says_whether_json_parse_would_read_the_line(line: bytes,
+                                                                   whole: bool) -> None:
+    """A loader tells a torn write from a bad record by it: any depth, lone surrogates."""
+    assert is_json_line(line) is whole
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(session_logs(), st.booleans())
+def test_both_decoding_lanes_agree_on_generated_logs(log: tuple[Event, ...], pack: bool) -> None:
+    """The whole-text lane and the exact line-by-line lane read any valid log alike."""
+    data = encode_log(log, pack_chunks=pack)
+    fast = codec._decode_fast(data)
+    assert fast is not None and fast == log
+    assert codec._decode_lines(data.split(b"\n"), 1, False) == Success(log)

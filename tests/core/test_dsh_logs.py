@@ -17,6 +17,7 @@ from turnfork.core import (
     ToolCallEvent,
     TurnStartEvent,
     check_balance,
+    codec,
     completed_turn_prefix,
     decode_log,
     decode_session,
@@ -151,3 +152,22 @@ def test_generated_fork_child_seed_is_the_parents_prefix() -> None:
     open_turn = trace_log(parent).unwrap().open_turn
     first_own = next(e for e in child[232:] if isinstance(e, TurnStartEvent))
     assert first_own.data.turn == open_turn == 11
+
+
+def _lane_agreement(data: bytes) -> None:
+    fast = codec._decode_fast(data)
+    lines = data.split(b"\n")
+    assert fast is not None, "the common case must not need the line-by-line lane"
+    assert Success(fast) == codec._decode_lines(lines, 1, False)
+
+
+@pytest.mark.parametrize("path", PROJECTED + RAW_LOGS, ids=_short)
+def test_both_decoding_lanes_read_every_dsh_log_alike(path: Path) -> None:
+    """The whole-text lane and the line-by-line lane give the same events for every log we
+    hold, packed or not (the fast lane never decides alone)."""
+    if path in RAW_LOGS:
+        _lane_agreement(path.read_bytes())
+        return
+    _, events = _projected(path)
+    for pack in (False, True):
+        _lane_agreement(encode_log(events, pack_chunks=pack))
