@@ -56,18 +56,18 @@ NAIVE_PROVIDER = "naive-fork"
 
 def install_naive_fork(parent: ShellParent) -> None:
     """Register the naive-fork baseline provider on the parent's host (once)."""
-    from turnfork.shell import ForkProvider, ForkSeed
+    from turnfork.shell import ForkProvider
 
     class NaiveForkProvider(ForkProvider):
-        """A fork that copies the parent's completed prefix and re-validates the copy."""
+        """A fork that pays what a fork without views pays: it copies the parent's completed
+        prefix and re-validates the copy before the child is built."""
 
-        def capture_seed(self, parent: Any) -> ForkSeed | None:
+        async def start(self, runtime: Any, request: Any, *, parent: Any, signal: Any) -> Any:
             prefix, _ = parent.session.completed_prefix()
             copy = tuple(prefix)
-            if not copy:
-                return None
-            trace = core.trace_log(copy).unwrap()
-            return ForkSeed(events=copy, trace=trace)
+            if copy:
+                core.trace_log(copy).unwrap()
+            return await super().start(runtime, request, parent=parent, signal=signal)
 
     runtime = parent.host.subagents
     if runtime.get_provider(NAIVE_PROVIDER) is None:
@@ -137,7 +137,7 @@ class _Observed:
         from turnfork.shell import SubagentStart
 
         if isinstance(event, SubagentStart):
-            self.at[event.run_id] = time.perf_counter_ns()
+            self.at[event.id] = time.perf_counter_ns()
 
 
 def _fork_sample(parent: ShellParent, provider: str, observed: _Observed, *, full: bool,

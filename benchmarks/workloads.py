@@ -98,6 +98,7 @@ __all__ = [
     "PARENT_PROVIDER",
     "SHELL_EVENTS_PER_TURN",
     "ChildScript",
+    "SHELL_FIRST_TURN_EXTRA",
     "ParentLog",
     "ShellParent",
     "ShellSession",
@@ -332,16 +333,21 @@ def repeated_log(min_events: int, *, seed: int = 0) -> tuple[Event, ...]:
 
 #: Events of one completed turn written by the shell's agent loop: DSH's 23, plus the one
 #: ``tool-call-delta`` chunk the scripted model streams for the call's arguments (DSH's mock
-#: adapter streamed none). The first turn adds ``request/header`` (the shell writes no opaque
-#: ``request/context``): a K-turn prefix has ``24 K + 1`` events.
+#: adapter streamed none). The first turn adds ``request/header`` and ``request/context``; the
+#: host writes no ``session/title``, as DSH's K10 run had no title plugin: a K-turn prefix has
+#: ``24 K + 2`` events.
 SHELL_EVENTS_PER_TURN = EVENTS_PER_TURN + 1
+#: What the shell's first turn writes beyond the others (the header and the request context).
+SHELL_FIRST_TURN_EXTRA = 2
 #: Provider names of the parent's scripted model and of the children's model on every host.
 PARENT_PROVIDER = "parent"
 CHILD_PROVIDER = "child"
 #: A fork child's own events after its script ran: ``session/end-seed``, then one turn of the
-#: parent turn's shape (24 events) with ``subagent/descriptor`` before its first step and a
-#: ``request/header`` in its first step (the child's first model call). DSH's child: 27 too.
-CHILD_OWN_EVENTS = 27
+#: parent turn's shape (24 events) with ``subagent/descriptor`` before its first step, and in
+#: its first step the runtime-context snapshot after the task, ``request/header`` (the child's
+#: first model call) and ``request/context`` (its route is not its parent's). DSH's K10 child,
+#: on its parent's route, has 28.
+CHILD_OWN_EVENTS = 29
 _IN_FLIGHT_TEXT = "partial"
 _ECHO_PARAMETERS = {"type": "object", "properties": {"text": {"type": "string"}},
                     "required": ["text"]}
@@ -417,10 +423,12 @@ def install_child_model(host: Any, script: ChildScript, children: int, *,
 
 def _shell_host(clock_start: int) -> Any:
     """A host with a deterministic clock (1 ms per reading) and counting ids (reproducible
-    logs), the ``echo`` tool and a :class:`shell.ForkProvider` registered as ``fork``."""
+    logs), the ``echo`` tool and a :class:`shell.ForkProvider` registered as ``fork``; no
+    session titles, as in DSH's K10 composition."""
     from turnfork.shell import CountingIds, ForkProvider, Host, ManualClock, Tool
 
-    host = Host(clock=ManualClock(clock_start, step=1), ids=CountingIds("id-"))
+    host = Host(clock=ManualClock(clock_start, step=1), ids=CountingIds("id-"),
+                session_titles=False)
     host.tools.register(Tool("echo", "echo the given text", _ECHO_PARAMETERS, _echo,
                              concurrency_safe=True))
     host.subagents.register_provider(ForkProvider())
@@ -534,7 +542,7 @@ async def shell_parent(completed_turns: int, *, clock_start: int = EPOCH_MS,
         await session.turn()
     build_seconds = time.perf_counter() - started
     cut = len(agent.session)
-    assert cut == SHELL_EVENTS_PER_TURN * completed_turns + 1, cut
+    assert cut == SHELL_EVENTS_PER_TURN * completed_turns + SHELL_FIRST_TURN_EXTRA, cut
     # The turn in flight: a text block opened and one delta streamed, then the model hangs.
     model.add(dataclasses.replace(Reply.hang(_IN_FLIGHT_TEXT), chunk_size=16))
     agent.followup("in-flight parent turn")

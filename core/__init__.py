@@ -1,111 +1,112 @@
-"""turnfork's pure core: DSH session events, the JSONL codec, balance and the fork seed.
+"""turnfork's pure core: DSH session events, the JSONL codec, the turn grammar and machine,
+balance, the fork seed and the delegation rules.
 
 Vendorable: relative imports only; no I/O, no clock, no randomness, no asyncio, no global
-mutable state. Every function and method is type-checked at run time by beartype.
+mutable state. Every public function is type-checked at run time by beartype, from its first
+call (importing the core decorates nothing).
+
+The front door (``__all__``) is what a vendor needs. The rest lives in its module and is
+importable from there (and from this package): the event model is its own namespace,
+``turnfork.core.events``; the grammar tables ``.grammar``; the turn machine's inputs and
+commands ``.loop``; the delegation rules ``.depth``, ``.delegation``, ``.child_plan``,
+``.results``, ``.render``, ``.structured``; the hypothesis strategies ``.strategies`` (needs the
+``hypothesis`` extra; never imported here).
 """
 
-from beartype import BeartypeConf
-from beartype.claw import beartype_this_package
+from . import (
+    assembly,
+    child_plan,
+    closers,
+    codec,
+    context,
+    delegation,
+    depth,
+    events,
+    grammar,
+    history,
+    loop,
+    outcome,
+    render,
+    results,
+    schema_subset,
+    seed,
+    structured,
+    trace,
+)
+from ._checking import check_public
 
-beartype_this_package(conf=BeartypeConf(
-    warning_cls_on_decorator_exception=None,
-    # Checks calls, not annotated assignments: module-level `X: TypeAlias = ...` aliases are
-    # not values to check, and per-assignment checks would tax the per-event loops.
-    claw_is_pep526=False,
-))
+for _module in (assembly, child_plan, closers, codec, context, delegation, depth, events, grammar,
+                history, loop, outcome, render, results, schema_subset, seed, structured, trace):
+    check_public(_module)
+del _module
 
+# Every public name of the modules is reachable from the package (wrapped above, so checked);
+# the front door below is the short list.
+from .assembly import *  # noqa: E402, F403
 from .child_plan import *  # noqa: E402, F403
-from .child_plan import __all__ as _child_plan_all  # noqa: E402
-from .closers import (  # noqa: E402
-    ABORTED_BEFORE_DISPATCH_TEXT,
-    ABORTED_TEXT,
-    TOOL_NOT_STARTED_TEXT,
-    TOOL_OUTCOME_UNKNOWN_TEXT,
-    close_open_turn,
-    tool_result_event,
-)
-from .codec import (  # noqa: E402
-    DecodeError,
-    decode_header_line,
-    decode_log,
-    decode_session,
-    encode_event,
-    encode_header_line,
-    encode_log,
-    encode_session,
-)
+from .closers import *  # noqa: E402, F403
+from .codec import *  # noqa: E402, F403
+from .context import *  # noqa: E402, F403
 from .delegation import *  # noqa: E402, F403
-from .delegation import __all__ as _delegation_all  # noqa: E402
 from .depth import *  # noqa: E402, F403
-from .depth import __all__ as _depth_all  # noqa: E402
 from .events import *  # noqa: E402, F403
-from .events import __all__ as _events_all  # noqa: E402
-from .history import (  # noqa: E402
-    EMPTY_HISTORY,
-    HistorySnapshot,
-    Message,
-    history_snapshot,
-    model_history,
-)
+from .grammar import *  # noqa: E402, F403
+from .history import *  # noqa: E402, F403
+from .outcome import *  # noqa: E402, F403
 from .render import *  # noqa: E402, F403
-from .render import __all__ as _render_all  # noqa: E402
 from .results import *  # noqa: E402, F403
-from .results import __all__ as _results_all  # noqa: E402
 from .schema_subset import *  # noqa: E402, F403
-from .schema_subset import __all__ as _schema_subset_all  # noqa: E402
-from .seed import PrefixView, completed_turn_cut, completed_turn_prefix  # noqa: E402
+from .seed import *  # noqa: E402, F403
 from .structured import *  # noqa: E402, F403
-from .structured import __all__ as _structured_all  # noqa: E402
-from .trace import (  # noqa: E402
-    EMPTY_TRACE,
-    TOOL_NOT_STARTED,
-    PendingCall,
-    SurfaceNode,
-    Trace,
-    Violation,
-    advance,
-    check_balance,
-    trace_log,
-)
+from .trace import *  # noqa: E402, F403
 
 __all__ = [
-    *_events_all,
-    *_depth_all,
-    *_delegation_all,
-    *_child_plan_all,
-    *_results_all,
-    *_render_all,
-    *_structured_all,
-    *_schema_subset_all,
-    "ABORTED_BEFORE_DISPATCH_TEXT",
-    "ABORTED_TEXT",
-    "TOOL_NOT_STARTED_TEXT",
-    "TOOL_OUTCOME_UNKNOWN_TEXT",
-    "close_open_turn",
-    "tool_result_event",
+    # namespaces
+    "events",
+    "grammar",
+    "loop",
+    # reading and writing logs
     "DecodeError",
     "decode_log",
     "decode_session",
-    "decode_header_line",
-    "encode_event",
     "encode_log",
     "encode_session",
-    "encode_header_line",
-    "Message",
-    "model_history",
-    "HistorySnapshot",
-    "EMPTY_HISTORY",
-    "history_snapshot",
-    "PrefixView",
-    "completed_turn_cut",
-    "completed_turn_prefix",
-    "EMPTY_TRACE",
-    "TOOL_NOT_STARTED",
-    "PendingCall",
-    "SurfaceNode",
+    # balance
     "Trace",
     "Violation",
+    "EMPTY_TRACE",
     "advance",
-    "check_balance",
     "trace_log",
+    "check_balance",
+    # the fork seed
+    "PrefixView",
+    "completed_turn_prefix",
+    "completed_turn_cut",
+    # closing a turn
+    "close_open_turn",
+    # the model's view
+    "Message",
+    "model_history",
+    # the turn machine
+    "LoopState",
+    "initial_loop_state",
+    "feed",
+    # delegation
+    "StartRequest",
+    "AgentOptions",
+    "Capabilities",
+    "StartError",
+    "CheckedRequest",
+    "check_request",
+    "ParentView",
+    "ChildPlan",
+    "plan_child",
+    # results
+    "SubagentResult",
+    "read_result",
+    "final_assistant_output",
+    "ToolOutcome",
+    "render_tool_result",
 ]
+
+from .loop import LoopState, feed, initial_loop_state  # noqa: E402

@@ -1,13 +1,55 @@
-"""Run-time type checking policy for the core's hot loops.
+"""Run-time type checking of the core's public functions, paid for on first call, not at import.
 
-``beartype_this_package`` checks every call in the core. The per-event helpers of the decoder
-and the trace run tens of thousands of times per log, behind public entry points that are
-checked, so they opt out: ``unchecked`` is beartype's own no-op strategy, which the package
-hook honours. Static checking (mypy --strict) still covers them.
+Rules:
+
+* :func:`check_public` wraps every function a module lists in ``__all__`` so that its calls are
+  checked by beartype. The beartype wrapper is built on the function's first call: importing
+  the core decorates nothing, and a function never called costs nothing.
+* Only what a caller reaches through a module's or the package's names is checked; calls inside
+  the core bind the plain functions (statically checked by mypy --strict), so the per-event
+  loops of the decoder and the trace pay nothing.
+* The wrapper keeps the function's module, name, signature and docstring
+  (``functools.wraps``), so doctest and ``inspect`` still see the original.
 """
 
-from beartype import BeartypeConf, BeartypeStrategy, beartype
+from __future__ import annotations
 
-__all__ = ["unchecked"]
+import functools
+import types
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-unchecked = beartype(conf=BeartypeConf(strategy=BeartypeStrategy.O0))
+from beartype import BeartypeConf, beartype
+
+__all__ = ["check_public", "unchecked"]
+
+_CONF = BeartypeConf(warning_cls_on_decorator_exception=None)
+_T = TypeVar("_T")
+
+
+def unchecked(target: _T) -> _T:
+    """Mark a hot helper that is never type-checked at run time (it sits behind checked entry
+    points); it is returned as it is."""
+    return target
+
+
+def _lazily_checked(function: types.FunctionType) -> Callable[..., Any]:
+    decorate = beartype(conf=_CONF)
+    decorated: Callable[..., Any] | None = None
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        nonlocal decorated
+        if decorated is None:
+            decorated = decorate(function)
+        return decorated(*args, **kwargs)
+
+    return functools.update_wrapper(call, function)
+
+
+def check_public(module: types.ModuleType) -> None:
+    """Have every public function of ``module`` (its ``__all__``) type-checked when called."""
+    namespace = vars(module)
+    for name in namespace.get("__all__", ()):
+        value = namespace.get(name)
+        if isinstance(value, types.FunctionType) and value.__module__ == module.__name__:
+            namespace[name] = _lazily_checked(value)

@@ -2,14 +2,24 @@
 
 Rules of this module (wire-format §2.12, §2.13, §4, §6.6, §7.1, §7.6-7.9):
 
-* :func:`plan_child` checks a request in DSH's order (capabilities, the depth cap's shape, the
-  output schema, the depth, the tool filter) and refuses it before any child exists.
+* Two checks, each rule once. :func:`check_request` is what the subagent runtime checks for
+  *any* provider before calling it, in DSH's order: capabilities, the depth cap's shape, the
+  output schema; it resolves the one-shot descriptor (``{version: 2, mode, provider, label?}``).
+  :func:`plan_child` then checks what needs the parent — its depth against the cap, the tool
+  filter against the known tools — and decides the child, refusing before any child exists.
+  Given a plain :class:`StartRequest` it runs :func:`check_request` first (a vendor's one
+  call); given the runtime's :class:`CheckedRequest` it trusts it.
 * Fork seed: the parent's completed-turn prefix, as a view (never a copy); none when no turn has
   completed (the child then starts like a spawn). Spawn: no seed.
 * Child header: the parent's ``cwd`` and preset, ``parentSession``, ``origin: "subagent"``,
   ``delegationDepth``, and ``seedLength`` only when the seed is non-empty.
 * Child options: the parent's provider/model/max_tokens, each replaced by the request's when
-  given, and the child's depth.
+  given, and the child's depth. A missing model route is not refused here: the child's first
+  model call fails, as DSH's does.
+* Composition: the child's system prompt is the parent's deployment prompt, changed only by a
+  requested persona (it shadows ``deployment:persona``) and the structured-output instruction;
+  the delegation statement is a runtime-context contribution (:data:`DELEGATION_SECTION`), so a
+  fork child's request extends its parent's byte for byte.
 * Delegated policy, to append after the seed and its ``session/end-seed``, before the first
   turn: the parent's last ``sandbox/mode`` (if any) as ``source: "delegation"``, then
   ``approval/policy: never`` when approval is in use. Payloads only: the shell assigns seq and
@@ -55,6 +65,8 @@ from .structured import StructuredOutputContract, structured_output_contract, va
 from .trace import Trace
 
 __all__ = [
+    "CheckedRequest",
+    "check_request",
     "SUBAGENT_DELEGATION_CONTEXT",
     "DELEGATION_SECTION",
     "PERSONA_SECTION_NAME",
@@ -98,6 +110,57 @@ class ParentView(msgspec.Struct, frozen=True, kw_only=True):
     agent_preset: str | None = None
     #: The parent's trace over exactly ``events``, if kept: the fork cut is then O(1).
     trace: Trace | None = None
+    #: The parent's trace at its completed-turn cut, if kept: the child's seed trace.
+    completed: Trace | None = None
+
+
+class CheckedRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """A request the subagent runtime checked for its provider: what the provider is handed."""
+
+    request: StartRequest
+    provider_name: str
+    #: DSH's resolved one-shot descriptor, ``{version: 2, mode, provider, label?}``.
+    descriptor: SubagentDescriptorData
+    structured: StructuredOutputContract | None = None
+
+
+def check_request(provider_name: str, capabilities: Capabilities | None,
+                  request: StartRequest) -> Result[CheckedRequest, StartError]:
+    """The checks the runtime makes before any provider is called, in DSH's order.
+
+    Args:
+        provider_name: the provider's registry name (the descriptor's ``provider``).
+        capabilities: the provider's; ``None`` means every capability.
+        request: the delegation asked for.
+
+    Returns:
+        The checked request, or the first refusal: a missing capability
+        (``UNSUPPORTED_CAPABILITY``, it wins over a malformed value), a malformed depth cap, an
+        output schema outside the subset.
+
+    >>> check_request("fork", None, StartRequest(prompt=(), max_depth=-1)).failure().message
+    'subagent maxDepth must be a non-negative safe integer'
+    >>> check_request("fork", None, StartRequest(prompt=(), label="x")).unwrap().descriptor
+    SubagentDescriptorData(version=2, mode='one-shot', provider='fork', label='x', \
+agent_provider=UNSET, agent_model=UNSET, persona=UNSET, tool_filter=UNSET)
+    """
+    if capabilities is not None:
+        match check_capabilities(provider_name, capabilities, request):
+            case Failure(error):
+                return Failure(error)
+    match validate_max_depth(request.max_depth):
+        case Failure(depth_error):
+            return Failure(StartError.from_depth(depth_error))
+    structured: StructuredOutputContract | None = None
+    if request.output_schema is not None:
+        match validate_output_schema(request.output_schema):
+            case Failure(schema_error):
+                return Failure(schema_error)
+            case Success(compiled):
+                structured = structured_output_contract(compiled)
+    return Success(CheckedRequest(request=request, provider_name=provider_name,
+                                  descriptor=one_shot_descriptor(provider_name, request.label),
+                                  structured=structured))
 
 
 class ChildPlan(msgspec.Struct, frozen=True, kw_only=True):
@@ -107,14 +170,20 @@ class ChildPlan(msgspec.Struct, frozen=True, kw_only=True):
     header: SessionHeader
     #: Fork: the parent's completed-turn prefix (a view of its log); ``None``: no seed.
     seed: Sequence[Event] | None
+    #: The trace of ``seed`` (the parent's at the cut), when the parent kept one: the child's
+    #: session then starts without replaying its seed.
+    seed_trace: Trace | None
     options: RuntimeOptions
     #: Payloads to append, in order, after the seed's ``session/end-seed``.
     policy: tuple[DelegatedPolicy, ...]
-    #: The one-shot descriptor, appended inside the child's first turn before ``step/start``.
+    #: The one-shot descriptor, appended inside the child's first turn before ``step/start``
+    #: (the turn machine's preamble).
     descriptor: SubagentDescriptorData
     prompt: tuple[ContentBlock, ...]
-    #: Prompt contributions of the child's own scope, in composition order.
+    #: System-prompt sections of the child's own scope (persona, structured output).
     sections: tuple[PromptSection, ...]
+    #: Runtime-context contributions of the child's own scope (the delegation statement).
+    context: tuple[PromptSection, ...]
     persona: str | None
     tool_filter: ToolRestriction | None
     structured: StructuredOutputContract | None
@@ -196,69 +265,79 @@ def fork_seed(events: Sequence[Event], trace: Trace | None = None) -> Sequence[E
     return prefix if len(prefix) > 0 else None
 
 
-def plan_child(parent: ParentView, request: StartRequest, kind: Literal["fork", "spawn"], *,
-               provider_name: str, child_id: str, created_at: int,
-               capabilities: Capabilities | None = None,
+def plan_child(parent: ParentView, request: StartRequest | CheckedRequest,
+               kind: Literal["fork", "spawn"], *, provider_name: str, child_id: str,
+               created_at: int, capabilities: Capabilities | None = None,
                known_tools: Collection[str] | None = None) -> Result[ChildPlan, StartError]:
-    """Decide a child: check the request, then derive everything needed to create it.
+    """Decide a child: check what is left to check, then derive everything needed to create it.
 
     Args:
         parent: the delegating parent as it stands now.
-        request: the delegation asked for.
+        request: the delegation asked for, or the runtime's checked request (not re-checked).
         kind: ``"fork"`` seeds the child with the parent's completed turns, ``"spawn"`` not.
         provider_name: the provider's registry name (descriptor ``provider``).
         child_id: the child's session id (a fresh UUID, from the caller).
         created_at: the child's creation time, epoch milliseconds (from the caller).
-        capabilities: the provider's; ``None`` means it supports every capability.
+        capabilities: the provider's, for a plain request; ``None``: every capability.
         known_tools: global tool names a tool filter may name; ``None`` skips that check.
 
     Returns:
         The plan, or the first refusal (:class:`StartError`).
     """
-    if capabilities is not None:
-        match check_capabilities(provider_name, capabilities, request):
-            case Failure(error):
-                return Failure(error)
-    match validate_max_depth(request.max_depth):
-        case Failure(depth_error):
-            return Failure(StartError.from_depth(depth_error))
-    structured: StructuredOutputContract | None = None
-    if request.output_schema is not None:
-        match validate_output_schema(request.output_schema):
-            case Failure(schema_error):
-                return Failure(schema_error)
-            case Success(compiled):
-                structured = structured_output_contract(compiled)
+    checked: CheckedRequest
+    if isinstance(request, StartRequest):
+        match check_request(provider_name, capabilities, request):
+            case Failure(refused):
+                return Failure(refused)
+            case Success(checked):
+                pass
+    else:
+        checked = request
+    wanted = checked.request
     header_depth = parent.header.delegation_depth
     resolved = resolve_child_depth(None if isinstance(header_depth, UnsetType) else header_depth,
-                                   parent.options.subagent_depth, request.max_depth)
+                                   parent.options.subagent_depth, wanted.max_depth)
     match resolved:
         case Failure(depth_error):
             return Failure(StartError.from_depth(depth_error))
     depth = resolved.unwrap()
-    if request.tool_filter is not None:
-        match validate_tool_filter(request.tool_filter, known_tools):
+    if wanted.tool_filter is not None:
+        match validate_tool_filter(wanted.tool_filter, known_tools):
             case Failure(filter_error):
                 return Failure(filter_error)
-    seed = fork_seed(parent.events, parent.trace) if kind == "fork" else None
-    sections = [DELEGATION_SECTION]
-    if request.persona is not None:
+    seed, seed_trace = (_fork_cut(parent) if kind == "fork" else (None, None))
+    sections: list[PromptSection] = []
+    if wanted.persona is not None:
         sections.append(PromptSection(name=PERSONA_SECTION_NAME, order=PERSONA_SECTION_ORDER,
-                                      text=request.persona))
-    if structured is not None:
-        sections.append(structured.section)
+                                      text=wanted.persona))
+    if checked.structured is not None:
+        sections.append(checked.structured.section)
     return Success(ChildPlan(
         kind=kind,
         header=child_header(parent.header, child_id=child_id, created_at=created_at, depth=depth,
                             seed_length=0 if seed is None else len(seed),
                             agent_preset=parent.agent_preset),
         seed=seed,
-        options=resolve_child_options(parent.options, request.agent_options, depth),
+        seed_trace=seed_trace,
+        options=resolve_child_options(parent.options, wanted.agent_options, depth),
         policy=delegated_policy(parent.events, parent.approval_in_use, parent.trace),
-        descriptor=one_shot_descriptor(provider_name, request.label),
-        prompt=request.prompt,
+        descriptor=checked.descriptor,
+        prompt=wanted.prompt,
         sections=tuple(sections),
-        persona=request.persona,
-        tool_filter=request.tool_filter,
-        structured=structured,
+        context=(DELEGATION_SECTION,),
+        persona=wanted.persona,
+        tool_filter=wanted.tool_filter,
+        structured=checked.structured,
         depth=depth))
+
+
+def _fork_cut(parent: ParentView) -> tuple[Sequence[Event] | None, Trace | None]:
+    """The seed and its trace: from the parent's kept trace at the cut in O(1), else found."""
+    kept = parent.completed
+    if kept is not None and parent.trace is not None \
+            and kept.length == parent.trace.completed_prefix_length:
+        if kept.length == 0:
+            return None, None
+        events = parent.events
+        return (events if kept.length == len(events) else PrefixView(events, kept.length)), kept
+    return fork_seed(parent.events, parent.trace), None

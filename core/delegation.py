@@ -67,8 +67,10 @@ class RuntimeOptions(msgspec.Struct, frozen=True, kw_only=True):
     provider: str | None = None
     model: str | None = None
     max_tokens: int | None = None
-    #: Delegation depth stamped on a child (wire-format §7.6); absent on a top-level agent.
-    subagent_depth: int | None = None
+    #: Delegation depth stamped on a child (wire-format §7.6); absent on a top-level agent. A
+    #: JavaScript number on DSH's side, so a float is possible; only non-negative safe
+    #: integers are accepted where it is read.
+    subagent_depth: int | float | None = None
 
 
 class StartRequest(msgspec.Struct, frozen=True, kw_only=True):

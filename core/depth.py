@@ -14,6 +14,7 @@ Rules of this module:
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import msgspec
@@ -53,8 +54,12 @@ class DepthError(msgspec.Struct, frozen=True, kw_only=True):
 _BAD_SUBAGENT_DEPTH = "agent subagentDepth must be a non-negative safe integer"
 
 
-def _is_depth(value: int) -> bool:
-    # bool is an int subclass; DSH's check (Number.isSafeInteger) refuses true/false.
+def _is_depth(value: int | float) -> bool:
+    # DSH's Number.isSafeInteger, plus its refusal of -0: an integral number in the safe range
+    # (a float such as 2.0 counts, as every JS number is one); bool is not a number here.
+    if type(value) is float:
+        return (math.isfinite(value) and value.is_integer() and 0 <= value <= MAX_SAFE_INTEGER
+                and math.copysign(1.0, value) > 0)
     return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
 
 
@@ -72,7 +77,8 @@ def validate_max_depth(max_depth: int | None) -> Result[None, DepthError]:
                               message="subagent maxDepth must be a non-negative safe integer"))
 
 
-def parent_depth(header_depth: int | None, runtime_depth: int | None) -> Result[int, DepthError]:
+def parent_depth(header_depth: int | None,
+                 runtime_depth: int | float | None) -> Result[int, DepthError]:
     """The delegating agent's depth: the larger of its header's and its runtime option's.
 
     Args:
@@ -89,6 +95,8 @@ def parent_depth(header_depth: int | None, runtime_depth: int | None) -> Result[
     <Success: 2>
     >>> parent_depth(0, -1).failure().message
     'agent subagentDepth must be a non-negative safe integer'
+    >>> parent_depth(0, float("nan")).failure().message
+    'agent subagentDepth must be a non-negative safe integer'
     """
     if runtime_depth is not None and not _is_depth(runtime_depth):
         return Failure(DepthError(problem="invalid-subagent-depth", message=_BAD_SUBAGENT_DEPTH))
@@ -98,7 +106,7 @@ def parent_depth(header_depth: int | None, runtime_depth: int | None) -> Result[
         return Failure(DepthError(problem="invalid-header-depth",
                                   message="session delegationDepth must be a non-negative "
                                           "safe integer"))
-    return Success(max(header_depth or 0, runtime_depth or 0))
+    return Success(max(header_depth or 0, int(runtime_depth or 0)))
 
 
 def child_depth(parent_depth: int, max_depth: int | None) -> Result[int, DepthError]:
@@ -134,7 +142,7 @@ def child_depth(parent_depth: int, max_depth: int | None) -> Result[int, DepthEr
     return Success(depth)
 
 
-def resolve_child_depth(header_depth: int | None, runtime_depth: int | None,
+def resolve_child_depth(header_depth: int | None, runtime_depth: int | float | None,
                         max_depth: int | None) -> Result[int, DepthError]:
     """:func:`parent_depth` then :func:`child_depth`, in DSH's order of checks.
 

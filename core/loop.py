@@ -63,6 +63,8 @@ from .assembly import (
     interrupted_blocks,
 )
 from .closers import closing_events
+from .context import context_message, request_context_event, title_event
+from .delegation import PromptSection
 from .events import (
     AssistantChunkData,
     AssistantChunkEvent,
@@ -70,7 +72,6 @@ from .events import (
     AssistantMessageData,
     AssistantMessageEvent,
     CancelCause,
-    ContentBlock,
     EpochHeader,
     Event,
     FinishAborted,
@@ -88,11 +89,9 @@ from .events import (
     StreamChunk,
     SubagentDescriptorData,
     SubagentDescriptorEvent,
-    TextBlock,
     ToolCallBlock,
     ToolCallData,
     ToolCallEvent,
-    ToolErrorInfo,
     ToolResultBlock,
     ToolResultData,
     ToolResultEvent,
@@ -111,6 +110,7 @@ from .events import (
     UserMessageEvent,
 )
 from .grammar import Phase
+from .outcome import ToolOutcome
 from .trace import Trace, trace_log
 
 __all__ = [
@@ -148,22 +148,6 @@ __all__ = [
 # --------------------------------------------------------------------------- values
 
 
-class ToolOutcome(msgspec.Struct, frozen=True):
-    """What a tool call produced. ``conclude_turn`` ends the turn after this step's calls."""
-
-    content: str | tuple[ContentBlock, ...]
-    is_error: bool = False
-    error: ToolErrorInfo | None = None
-    conclude_turn: bool = False
-
-    @property
-    def blocks(self) -> tuple[ContentBlock, ...]:
-        """The result's content blocks (a text result is one text block)."""
-        if isinstance(self.content, str):
-            return (TextBlock(text=self.content),)
-        return self.content
-
-
 _UNFINISHED = LlmFailure(message="the model stream ended without a finish chunk", code="NETWORK")
 
 
@@ -196,6 +180,10 @@ class StepPrepared(_Value, frozen=True, kw_only=True):
     header: EpochHeader
     #: Names of the tools that may run at the same time as the step's other safe calls.
     parallel_tools: frozenset[str] = frozenset()
+    #: The runtime-context contributions in scope, in order (``kind="context"``).
+    context: tuple[PromptSection, ...] = ()
+    #: The id of the runtime-context snapshot, if the step writes one.
+    context_id: str = ""
 
 
 class StepBlocked(_Value, frozen=True, kw_only=True):
@@ -316,6 +304,8 @@ class LoopState(msgspec.Struct, frozen=True, kw_only=True):
     preamble: tuple[SubagentDescriptorData, ...] = ()
     #: Steps a turn may take; the step after them is refused (``blocked``).
     max_steps: int | None = None
+    #: Whether the log gets a fallback ``session/title`` (DSH's session-title plugin).
+    titles: bool = True
     #: Why the running task is being cancelled, and how much queued input the request drops.
     cancel: CancelCause | None = None
     drop_inbox: int = 0
@@ -335,7 +325,7 @@ class LoopProtocolError(ValueError):
 
 
 def initial_loop_state(*, preamble: tuple[SubagentDescriptorData, ...] = (),
-                       max_steps: int | None = None) -> LoopState:
+                       max_steps: int | None = None, titles: bool = True) -> LoopState:
     """The state of a new agent instance over any closed log.
 
     >>> initial_loop_state().awaiting
@@ -343,7 +333,7 @@ def initial_loop_state(*, preamble: tuple[SubagentDescriptorData, ...] = (),
     """
     if max_steps is not None and max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, not {max_steps}")
-    return LoopState(preamble=preamble, max_steps=max_steps)
+    return LoopState(preamble=preamble, max_steps=max_steps, titles=titles)
 
 
 # --------------------------------------------------------------------------- the fold
@@ -512,6 +502,18 @@ def _open_step(state: LoopState, trace: Trace, out: _Writer, given: StepPrepared
     for message in progress.claimed:
         out.add(UserMessageEvent(seq=out.seq, time=out.time, data=message,
                                  surface_op="append"))
+    snapshot = context_message(given.context, seen=trace.context_seen,
+                               retained=trace.context_text if trace.context_seq is not None
+                               else None, message_id=given.context_id)
+    if snapshot is not None:
+        out.add(UserMessageEvent(seq=out.seq, time=out.time, data=snapshot,
+                                 surface_op="append"))
+    if state.titles and not trace.titled and any(
+            message.source.kind == "user" for message in progress.claimed):
+        titled = trace_log(out.events, trace).unwrap().first_title
+        if titled is not None:
+            out.add(title_event(seq=out.seq, time=out.time, title=titled[1],
+                                message_seq=titled[0]))
     header = given.header
     logged = trace.request_header
     reason: Literal["initial", "resume", "change"] | None = None
@@ -522,6 +524,10 @@ def _open_step(state: LoopState, trace: Trace, out: _Writer, given: StepPrepared
     if reason is not None:
         out.add(RequestHeaderEvent(seq=out.seq, time=out.time,
                                    data=RequestHeaderData(header=header, reason=reason)))
+    route = (header.config.provider, header.config.model)
+    if trace.request_context != route:
+        out.add(request_context_event(seq=out.seq, time=out.time, provider=route[0],
+                                      model=route[1]))
     progress = msgspec.structs.replace(progress, claimed=(), stream=EMPTY_ASSEMBLY,
                                        parallel_tools=given.parallel_tools)
     state = _replace(state, awaiting="stream", header_logged=True, turn=progress)

@@ -23,7 +23,7 @@ from returns.result import Failure, Result, Success
 
 from .delegation import UNSUPPORTED_SCHEMA, PromptSection, StartError
 from .events import ToolErrorInfo, ToolSchema
-from .render import RenderedResult
+from .outcome import ToolOutcome
 from .schema_subset import SchemaNode, check_schema, compile_schema, value_violations
 
 __all__ = [
@@ -180,16 +180,16 @@ def already_recorded_message(tool_name: str) -> str:
             f"executed")
 
 
-def render_structured_recorded() -> RenderedResult:
+def render_structured_recorded() -> ToolOutcome:
     """The ``structured_output`` result of a valid call."""
-    return RenderedResult(text=STRUCTURED_OUTPUT_RECORDED, is_error=False)
+    return ToolOutcome(STRUCTURED_OUTPUT_RECORDED, conclude_turn=True)
 
 
-def render_already_recorded(tool_name: str) -> RenderedResult:
+def render_already_recorded(tool_name: str) -> ToolOutcome:
     """The result of a tool call denied because a value was already captured."""
-    return RenderedResult(text=f"Error: {already_recorded_message(tool_name)}", is_error=True)
+    return ToolOutcome(f"Error: {already_recorded_message(tool_name)}", is_error=True)
 
 
-def render_invalid_arguments(error: InvalidArguments) -> RenderedResult:
+def render_invalid_arguments(error: InvalidArguments) -> ToolOutcome:
     """The ``structured_output`` result of an invalid call (``INVALID_ARGS``)."""
-    return RenderedResult(text=f"Error: {error.message}", is_error=True, error=INVALID_ARGS_ERROR)
+    return ToolOutcome(f"Error: {error.message}", is_error=True, error=INVALID_ARGS_ERROR)

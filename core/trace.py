@@ -31,17 +31,20 @@ from msgspec import UnsetType
 from returns.result import Failure, Result, Success
 
 from ._checking import unchecked
+from .context import fallback_title, is_context_snapshot
 from .events import (
     AssistantChunkEvent,
     AssistantMessageEvent,
     EpochHeader,
     Event,
+    OpaqueEvent,
     RequestHeaderEvent,
     SandboxModeData,
     SandboxModeEvent,
     StepEndEvent,
     StepStartEvent,
     SurfaceReplace,
+    TextBlock,
     ToolCallBlock,
     ToolCallEvent,
     ToolErrorInfo,
@@ -129,6 +132,17 @@ class Trace(msgspec.Struct, frozen=True, kw_only=True):
     sandbox_mode: SandboxModeData | None = None
     #: The header of the log's last ``request/header`` (a loop compares its next request with it).
     request_header: EpochHeader | None = None
+    #: The route of the log's last ``request/context``: (provider, model).
+    request_context: tuple[str, str] | None = None
+    #: Whether the log ever held a runtime-context snapshot.
+    context_seen: bool = False
+    #: Seq and text of the snapshot the log retains (text ``None``: not one text block).
+    context_seq: int | None = None
+    context_text: str | None = None
+    #: Whether the log holds a ``session/title``.
+    titled: bool = False
+    #: The log's first human message with a title in it: (seq, fallback title).
+    first_title: tuple[int, str] | None = None
 
     def __repr__(self) -> str:
         return (f"Trace(length={self.length}, open_turn={self.open_turn}, "
@@ -159,6 +173,10 @@ class _Tracer:
     __slots__ = (
         "answered",
         "completed",
+        "context_seen",
+        "context_seq",
+        "context_text",
+        "first_title",
         "last_time",
         "length",
         "next_step",
@@ -167,9 +185,11 @@ class _Tracer:
         "open_turn",
         "open_turn_seq",
         "pending",
+        "request_context",
         "request_header",
         "sandbox_mode",
         "surface",
+        "titled",
     )
 
     def __init__(self, trace: Trace) -> None:
@@ -186,6 +206,12 @@ class _Tracer:
         self.surface = trace.surface
         self.sandbox_mode = trace.sandbox_mode
         self.request_header = trace.request_header
+        self.request_context = trace.request_context
+        self.context_seen = trace.context_seen
+        self.context_seq = trace.context_seq
+        self.context_text = trace.context_text
+        self.titled = trace.titled
+        self.first_title = trace.first_title
 
     def snapshot(self) -> Trace:
         return Trace(
@@ -194,7 +220,10 @@ class _Tracer:
             pending_calls=tuple(self.pending.values()), answered_calls=tuple(self.answered),
             completed_prefix_length=self.completed, open_turn_seq=self.open_turn_seq,
             last_time=self.last_time, surface=self.surface,
-            sandbox_mode=self.sandbox_mode, request_header=self.request_header)
+            sandbox_mode=self.sandbox_mode, request_header=self.request_header,
+            request_context=self.request_context, context_seen=self.context_seen,
+            context_seq=self.context_seq, context_text=self.context_text, titled=self.titled,
+            first_title=self.first_title)
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -261,12 +290,43 @@ class _Tracer:
         if isinstance(event, ToolResultEvent):
             return self._tool_result(event, seq)
         if isinstance(event, UserMessageEvent):
-            return self._surface(event, seq)
+            problem = self._surface(event, seq)
+            if problem is None:
+                self._user_message(event, seq)
+            return problem
         if isinstance(event, SandboxModeEvent):
             self.sandbox_mode = event.data
         elif isinstance(event, RequestHeaderEvent):
             self.request_header = event.data.header
+        elif isinstance(event, OpaqueEvent):
+            self._opaque(event)
         return None
+
+    def _user_message(self, event: UserMessageEvent, seq: int) -> None:
+        message = event.data
+        if is_context_snapshot(message.source):
+            blocks = message.content
+            self.context_seen = True
+            self.context_seq = seq
+            self.context_text = (blocks[0].text if len(blocks) == 1
+                                 and isinstance(blocks[0], TextBlock) else None)
+        elif message.source.kind == "user" and self.first_title is None:
+            title = fallback_title("\n".join(block.text for block in message.content
+                                             if isinstance(block, TextBlock)))
+            if title:
+                self.first_title = (seq, title)
+
+    def _opaque(self, event: OpaqueEvent) -> None:
+        if event.type == "session/title":
+            self.titled = True
+        elif event.type == "request/context":
+            try:
+                route = msgspec.json.decode(event.data)
+            except msgspec.DecodeError:
+                return
+            if isinstance(route, dict) and isinstance(route.get("provider"), str) \
+                    and isinstance(route.get("model"), str):
+                self.request_context = (route["provider"], route["model"])
 
     def _misplaced(self, event: Event, kind: str, seq: int) -> Violation:
         """The sentence for an event the grammar does not allow in the current phase."""
@@ -453,7 +513,11 @@ class _Tracer:
         if not isinstance(op, SurfaceReplace):
             self.surface = SurfaceNode(seq, event, self.surface)
             return None
-        return self._replace(event, op, cited_set, seq)
+        problem = self._replace(event, op, cited_set, seq)
+        if problem is None and self.context_seq is not None and self.context_seq in cited_set:
+            # The retained snapshot was shadowed: the next step writes one again.
+            self.context_seq = self.context_text = None
+        return problem
 
     def _replace(self, event: UserMessageEvent | AssistantMessageEvent | ToolResultEvent,
                  op: SurfaceReplace, cited: frozenset[int], seq: int) -> Violation | None:

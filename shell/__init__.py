@@ -1,195 +1,109 @@
 """turnfork's imperative shell: a thin asyncio runtime over the pure core.
 
-A :class:`Host` owns models, tools, sessions and agents; an :class:`Agent` runs turns over a
-:class:`Session` (append-only, always valid, forkable without copying); stores keep sessions in
-memory or in DSH's JSONL layout on disk; :class:`ScriptedModel` is the embedded default model.
-``OpenAIChatModel`` is imported on first use (it needs the optional ``openai`` package).
+A :class:`Host` owns models, tools, sessions and agents; an :class:`Agent` carries out the
+core's turn machine over a :class:`Session` (append-only, always valid, forkable without
+copying); stores keep sessions in memory or in DSH's JSONL layout on disk; the subagent runtime
+(``host.subagents``) starts fork and spawn children through one driver; :class:`ScriptedModel`
+is the embedded default model and :class:`OpenAIChatModel` talks to any OpenAI-compatible
+endpoint.
+
+The front door below is what a host needs; everything else lives in its module
+(``turnfork.shell.agent``, ``.session``, ``.store``, ``.jsonl_store``, ``.tools``,
+``.subagents``, ``.models``, ``.clock``, ``.abort``) and stays importable from this package
+too. Importing the package costs nothing: each name is loaded on first use.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from .abort import AbortController, AbortListener, AbortSignal
-from .agent import (
-    Agent,
-    AgentDisposedError,
-    AgentLoopError,
-    ApprovalPolicy,
-    ApprovalRefusedError,
-    Approver,
-    PreStepHook,
-    Prompt,
-)
-from .clock import Clock, CountingIds, IdFactory, ManualClock, system_clock, uuid_ids
-from .host import AgentExistsError, AgentRegistry, Host, ModelRegistry, UnknownProviderError
-from .jsonl_store import Compression, JsonlSessionStore
-from .models.base import Model, ModelRequest
-from .models.scripted import SCRIPT_EXHAUSTED, Reply, ScriptedModel, ScriptEntry, ToolCallSpec
-from .session import Draft, EventsView, Session, SessionSink, SessionViolationError, draft
-from .store import (
-    MemorySessionStore,
-    SessionExistsError,
-    SessionLoadError,
-    SessionNotFoundError,
-    SessionRepairWarning,
-    SessionStore,
-    decode_segment,
-    encode_segment,
-    project_dir_name,
-    project_key,
-)
-from .subagent_tool import DEFAULT_MAX_DEPTH, SubagentTool
-from .subagents import (
-    ABORTED,
-    ALL_CAPABILITIES,
-    NO_PROVIDER,
-    ForkProvider,
-    ForkSeed,
-    InProcessProvider,
-    Registration,
-    SpawnProvider,
-    StructuredCapture,
-    SubagentAbortedError,
-    SubagentEnd,
-    SubagentEvent,
-    SubagentListener,
-    SubagentProvider,
-    SubagentRun,
-    SubagentRuntime,
-    SubagentStart,
-    SubagentStartError,
-)
-from .tools import (
-    DEFAULT_SECTION_ORDER,
-    DELEGATION_ORDER,
-    DELEGATION_SECTION,
-    PERSONA_ORDER,
-    PERSONA_SECTION,
-    STRUCTURED_OUTPUT_ORDER,
-    STRUCTURED_OUTPUT_SECTION,
-    PromptSection,
-    PromptSections,
-    Tool,
-    ToolContext,
-    ToolError,
-    ToolGuard,
-    ToolHandler,
-    ToolOutcome,
-    ToolRefusal,
-    ToolRegistry,
-    ToolResult,
-    ToolScope,
-    compose_system_prompt,
-    restriction_problem,
-    schema_violations,
-)
+if TYPE_CHECKING:
+    from .abort import AbortController as AbortController
+    from .agent import Agent as Agent
+    from .agent import AgentDisposedError as AgentDisposedError
+    from .agent import AgentLoopError as AgentLoopError
+    from .clock import CountingIds as CountingIds
+    from .clock import ManualClock as ManualClock
+    from .host import Host as Host
+    from .jsonl_store import JsonlSessionStore as JsonlSessionStore
+    from .models.base import Model as Model
+    from .models.base import ModelRequest as ModelRequest
+    from .models.openai_chat import OpenAIChatModel as OpenAIChatModel
+    from .models.scripted import Reply as Reply
+    from .models.scripted import ScriptedModel as ScriptedModel
+    from .session import Session as Session
+    from .store import MemorySessionStore as MemorySessionStore
+    from .store import SessionExistsError as SessionExistsError
+    from .store import SessionLoadError as SessionLoadError
+    from .store import SessionStore as SessionStore
+    from .subagents import ForkProvider as ForkProvider
+    from .subagents import SpawnProvider as SpawnProvider
+    from .subagents import SubagentRun as SubagentRun
+    from .subagents import SubagentRuntime as SubagentRuntime
+    from .subagents import SubagentStartError as SubagentStartError
+    from .subagents import SubagentTool as SubagentTool
+    from .tools import Tool as Tool
+    from .tools import ToolContext as ToolContext
+    from .tools import ToolError as ToolError
+    from .tools import ToolOutcome as ToolOutcome
 
-__all__ = [
-    # host
-    "Host",
-    "ModelRegistry",
-    "AgentRegistry",
-    "UnknownProviderError",
-    "AgentExistsError",
-    # time and ids
-    "Clock",
-    "IdFactory",
-    "system_clock",
-    "uuid_ids",
-    "ManualClock",
-    "CountingIds",
-    # sessions and stores
-    "Session",
-    "EventsView",
-    "SessionSink",
-    "SessionViolationError",
-    "Draft",
-    "draft",
-    "SessionStore",
-    "MemorySessionStore",
-    "JsonlSessionStore",
-    "Compression",
-    "SessionNotFoundError",
-    "SessionExistsError",
-    "SessionLoadError",
-    "SessionRepairWarning",
-    "project_key",
-    "project_dir_name",
-    "encode_segment",
-    "decode_segment",
-    # agents
-    "Agent",
-    "AgentDisposedError",
-    "AgentLoopError",
-    "ApprovalRefusedError",
-    "ApprovalPolicy",
-    "Approver",
-    "PreStepHook",
-    "Prompt",
-    # models
-    "Model",
-    "ModelRequest",
-    "ScriptedModel",
-    "Reply",
-    "ScriptEntry",
-    "ToolCallSpec",
-    "SCRIPT_EXHAUSTED",
-    "OpenAIChatModel",
-    # tools and prompt sections
-    "Tool",
-    "ToolHandler",
-    "ToolGuard",
-    "ToolResult",
-    "ToolOutcome",
-    "ToolError",
-    "ToolContext",
-    "ToolRefusal",
-    "ToolRegistry",
-    "ToolScope",
-    "restriction_problem",
-    "schema_violations",
-    "PromptSection",
-    "PromptSections",
-    "compose_system_prompt",
-    "PERSONA_SECTION",
-    "PERSONA_ORDER",
-    "DELEGATION_SECTION",
-    "DELEGATION_ORDER",
-    "STRUCTURED_OUTPUT_SECTION",
-    "STRUCTURED_OUTPUT_ORDER",
-    "DEFAULT_SECTION_ORDER",
-    # subagents
-    "SubagentRuntime",
-    "SubagentProvider",
-    "Registration",
-    "ForkProvider",
-    "SpawnProvider",
-    "InProcessProvider",
-    "ForkSeed",
-    "ALL_CAPABILITIES",
-    "SubagentRun",
-    "SubagentStart",
-    "SubagentEnd",
-    "SubagentEvent",
-    "SubagentListener",
-    "StructuredCapture",
-    "SubagentStartError",
-    "SubagentAbortedError",
-    "NO_PROVIDER",
-    "ABORTED",
-    "SubagentTool",
-    "DEFAULT_MAX_DEPTH",
-    "AbortController",
-    "AbortSignal",
-    "AbortListener",
-]
+#: The front door: each name and the module it lives in.
+_FRONT_DOOR = {
+    "Host": ".host",
+    "Agent": ".agent",
+    "AgentLoopError": ".agent",
+    "AgentDisposedError": ".agent",
+    "Session": ".session",
+    "SessionStore": ".store",
+    "MemorySessionStore": ".store",
+    "JsonlSessionStore": ".jsonl_store",
+    "SessionLoadError": ".store",
+    "SessionExistsError": ".store",
+    "Model": ".models.base",
+    "ModelRequest": ".models.base",
+    "ScriptedModel": ".models.scripted",
+    "Reply": ".models.scripted",
+    "OpenAIChatModel": ".models.openai_chat",
+    "Tool": ".tools",
+    "ToolContext": ".tools",
+    "ToolOutcome": ".tools",
+    "ToolError": ".tools",
+    "SubagentRuntime": ".subagents",
+    "ForkProvider": ".subagents",
+    "SpawnProvider": ".subagents",
+    "SubagentRun": ".subagents",
+    "SubagentTool": ".subagents",
+    "SubagentStartError": ".subagents",
+    "AbortController": ".abort",
+    "ManualClock": ".clock",
+    "CountingIds": ".clock",
+}
+
+#: Modules whose public names are importable from the package as well (their home stays the
+#: module; they are not part of the front door).
+_MODULES = (".agent", ".abort", ".clock", ".host", ".registries", ".session", ".store",
+            ".jsonl_store", ".tools", ".subagents", ".models.base", ".models.scripted")
+
+__all__ = list(_FRONT_DOOR)
 
 
 def __getattr__(name: str) -> Any:
-    """Import ``OpenAIChatModel`` (and the optional ``openai`` SDK) only when asked for."""
-    if name == "OpenAIChatModel":
-        from .models.openai_chat import OpenAIChatModel  # noqa: PLC0415 - optional extra
+    """Load a name on first use (``OpenAIChatModel`` imports the optional ``openai`` SDK)."""
+    home = _FRONT_DOOR.get(name)
+    if home is not None:
+        value = getattr(importlib.import_module(home, __name__), name)
+    else:
+        for module_name in _MODULES:
+            module = importlib.import_module(module_name, __name__)
+            if name in getattr(module, "__all__", ()):
+                value = getattr(module, name)
+                break
+        else:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
-        return OpenAIChatModel
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_FRONT_DOOR})

@@ -80,6 +80,7 @@ from .tools import (
     ToolScope,
     compose_system_prompt,
     execute_call,
+    runtime_context,
 )
 
 __all__ = [
@@ -159,11 +160,12 @@ def failure_of(error: BaseException) -> LlmFailure:
 class Agent:
     """A model-driven agent over one session. Made by :meth:`turnfork.shell.Host.create_agent`."""
 
-    def __init__(self, services: AgentServices, session: Session, *, provider: str, model: str,
-                 max_tokens: int | None = None, subagent_depth: int | None = None,
+    def __init__(self, services: AgentServices, session: Session, *, provider: str | None,
+                 model: str | None, max_tokens: int | None = None,
+                 subagent_depth: int | float | None = None,
                  approval: bool = False, tools: ToolScope,
                  preamble: tuple[SubagentDescriptorData, ...] = (),
-                 max_steps: int | None = None) -> None:
+                 max_steps: int | None = None, titles: bool = True) -> None:
         self.host = services
         self.session = session
         self.provider = provider
@@ -180,7 +182,8 @@ class Agent:
         self.approver: Approver | None = None
         #: The last failure of the loop itself, if any (see :meth:`when_idle`).
         self.failure: BaseException | None = None
-        self._state: LoopState = initial_loop_state(preamble=preamble, max_steps=max_steps)
+        self._state: LoopState = initial_loop_state(preamble=preamble, max_steps=max_steps,
+                                                    titles=titles)
         self._task: asyncio.Task[None] | None = None
         self._disposed = False
         self._forgotten = False
@@ -385,6 +388,10 @@ class Agent:
                 verdict = await verdict
             if verdict is False:
                 return self._feed(StepBlocked())
+        if not self.provider or not self.model:
+            raise RuntimeError(
+                f'agent "{self.id}" has no provider/model: set AgentOptions.provider and '
+                "AgentOptions.model or supply both via the agent/request waterfall")
         config = (LlmCallConfig(provider=self.provider, model=self.model)
                   if self.max_tokens is None else
                   LlmCallConfig(provider=self.provider, model=self.model,
@@ -393,7 +400,10 @@ class Agent:
         header = EpochHeader(config=config, system=self.system_prompt() or UNSET,
                              tools=tuple(tool.schema for tool in tools) or UNSET)
         parallel = frozenset(tool.name for tool in tools if tool.concurrency_safe)
-        return self._feed(StepPrepared(header=header, parallel_tools=parallel))
+        return self._feed(StepPrepared(
+            header=header, parallel_tools=parallel,
+            context=runtime_context(self.host.prompt_sections, self.prompt_sections),
+            context_id=self.host.ids()))
 
     async def _call_model(self, command: CallModel) -> Command | None:
         header = command.header

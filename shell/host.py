@@ -10,94 +10,29 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..core import Event, SessionHeader, Trace
+from ..core import (
+    PERSONA_SECTION_NAME,
+    PERSONA_SECTION_ORDER,
+    Event,
+    SessionHeader,
+    SubagentDescriptorData,
+    Trace,
+)
 from .agent import Agent, Approver
 from .clock import Clock, IdFactory, system_clock, uuid_ids
 from .models.base import Model
+from .registries import AgentExistsError, AgentRegistry, ModelRegistry, UnknownProviderError
+from .session import Session
 from .store import MemorySessionStore, SessionStore
-from .tools import PERSONA_ORDER, PERSONA_SECTION, PromptSections, ToolRegistry, ToolScope
+from .subagents import SubagentRuntime
+from .tools import PromptSections, ToolRegistry, ToolScope
 
 __all__ = ["Host", "ModelRegistry", "AgentRegistry", "UnknownProviderError", "AgentExistsError"]
 
 _HEADER_META_KEYS = frozenset({"cwd", "parent_session", "seed_length", "origin",
                                "delegation_depth", "agent_preset"})
-
-if TYPE_CHECKING:
-    from .subagents import SubagentRuntime
-
-
-class UnknownProviderError(LookupError):
-    """No model is registered under that provider name."""
-
-    def __init__(self, provider: str) -> None:
-        super().__init__(f"no model registered for provider {provider!r}")
-        self.provider = provider
-
-
-class AgentExistsError(ValueError):
-    """An agent with that id is already live."""
-
-
-class ModelRegistry:
-    """Models by provider name; a model serves any model name of its provider."""
-
-    def __init__(self) -> None:
-        self._models: dict[str, Model] = {}
-
-    def register(self, provider: str, model: Model) -> None:
-        if not provider:
-            raise ValueError("a provider name must not be empty")
-        if provider in self._models:
-            raise ValueError(f"a model is already registered for provider {provider!r}")
-        self._models[provider] = model
-
-    def unregister(self, provider: str) -> None:
-        if self._models.pop(provider, None) is None:
-            raise UnknownProviderError(provider)
-
-    def get(self, provider: str) -> Model:
-        model = self._models.get(provider)
-        if model is None:
-            raise UnknownProviderError(provider)
-        return model
-
-    def list(self) -> tuple[str, ...]:
-        return tuple(self._models)
-
-    def __contains__(self, provider: object) -> bool:
-        return provider in self._models
-
-
-class AgentRegistry:
-    """The live agents, in creation order."""
-
-    def __init__(self) -> None:
-        self._agents: dict[str, Agent] = {}
-
-    def get(self, agent_id: str) -> Agent | None:
-        return self._agents.get(agent_id)
-
-    def list(self) -> tuple[Agent, ...]:
-        return tuple(self._agents.values())
-
-    def __contains__(self, agent_id: object) -> bool:
-        return agent_id in self._agents
-
-    def __len__(self) -> int:
-        return len(self._agents)
-
-    def add(self, agent: Agent) -> None:
-        """Make ``agent`` live (publication)."""
-        if agent.id in self._agents:
-            raise AgentExistsError(f"an agent with id {agent.id!r} is already live")
-        self._agents[agent.id] = agent
-
-    def remove(self, agent: Agent) -> None:
-        """Forget ``agent`` if it is the live one under its id."""
-        if self._agents.get(agent.id) is agent:
-            del self._agents[agent.id]
 
 
 class Host:
@@ -108,10 +43,14 @@ class Host:
         clock: epoch-ms clock for event times and ``createdAt`` (default: the system clock).
         ids: id factory for sessions and messages (default: random UUID v4).
         approver: host-wide approval callback for agents whose policy is ``ask``.
+        session_titles: whether agents write DSH's fallback ``session/title`` (DSH's
+            session-title plugin; off reproduces a composition without it, such as DSH's K10
+            benchmark run).
     """
 
     def __init__(self, *, store: SessionStore | None = None, clock: Clock | None = None,
-                 ids: IdFactory | None = None, approver: Approver | None = None) -> None:
+                 ids: IdFactory | None = None, approver: Approver | None = None,
+                 session_titles: bool = True) -> None:
         self.clock: Clock = clock or system_clock
         self.ids: IdFactory = ids or uuid_ids
         self.models = ModelRegistry()
@@ -120,19 +59,24 @@ class Host:
         self.agents = AgentRegistry()
         self.prompt_sections = PromptSections()
         self.approver = approver
+        self.session_titles = session_titles
         self._subagents: SubagentRuntime | None = None
 
     @property
     def subagents(self) -> SubagentRuntime:
         """The subagent runtime: providers, live runs, observers (created on first use)."""
         if self._subagents is None:
-            from .subagents import SubagentRuntime  # noqa: PLC0415 (it imports this module)
-
             SubagentRuntime(self)
         assert self._subagents is not None
         return self._subagents
 
-    def _attach_subagents(self, runtime: SubagentRuntime) -> None:
+    def attach_subagents(self, runtime: SubagentRuntime) -> None:
+        """Make ``runtime`` this host's :attr:`subagents` (what ``SubagentRuntime(host)``
+        does).
+
+        Raises:
+            ValueError: the host has a subagent runtime already.
+        """
         if self._subagents is not None:
             raise ValueError("this host already has a subagent runtime")
         self._subagents = runtime
@@ -198,14 +142,29 @@ class Host:
                 self.sessions.release(sid)
             raise ValueError(f"session {sid!r}: the seed must be balanced (no open turn, step "
                              "or tool call)")
-        agent = Agent(self, session, provider=provider, model=model, max_tokens=max_tokens,
-                      subagent_depth=subagent_depth, approval=approval,
-                      tools=tools_scope if tools_scope is not None else ToolScope(self.tools),
-                      max_steps=max_steps)
+        agent = self.build_agent(session, provider=provider, model=model,
+                                 max_tokens=max_tokens, subagent_depth=subagent_depth,
+                                 approval=approval, tools_scope=tools_scope, max_steps=max_steps)
         if system:
-            agent.prompt_sections.set(PERSONA_SECTION, system, order=PERSONA_ORDER)
+            agent.prompt_sections.set(PERSONA_SECTION_NAME, system, order=PERSONA_SECTION_ORDER)
         self.agents.add(agent)
         return agent
+
+    def build_agent(self, session: Session, *, provider: str | None, model: str | None,
+                    max_tokens: int | None = None, subagent_depth: int | float | None = None,
+                    approval: bool = False, tools_scope: ToolScope | None = None,
+                    preamble: tuple[SubagentDescriptorData, ...] = (),
+                    max_steps: int | None = None) -> Agent:
+        """An agent over ``session`` that is not live yet: publish it with
+        ``host.agents.add(agent)``, or delete its session (what an unpublished child is).
+
+        ``preamble``: payloads written at the first step boundary of its first turn (a
+        one-shot child's descriptor). The other arguments are :meth:`create_agent`'s.
+        """
+        return Agent(self, session, provider=provider, model=model, max_tokens=max_tokens,
+                     subagent_depth=subagent_depth, approval=approval,
+                     tools=tools_scope if tools_scope is not None else ToolScope(self.tools),
+                     preamble=preamble, max_steps=max_steps, titles=self.session_titles)
 
     def model(self, provider: str) -> Model:
         """The model registered for ``provider`` (raises :class:`UnknownProviderError`)."""

@@ -20,7 +20,7 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
 
 import msgspec
 from msgspec import UnsetType
@@ -31,6 +31,7 @@ from ..core import (
     CancelUser,
     ContentBlock,
     ImageBlock,
+    PromptSection,
     ReasoningBlock,
     TextBlock,
     ToolCallBlock,
@@ -43,10 +44,10 @@ from ..core.delegation import validate_tool_filter
 from ..core.loop import ToolOutcome
 
 if TYPE_CHECKING:
-    from .agent import Agent
     from .session import Session
 
 __all__ = [
+    "CallingAgent",
     "Tool",
     "ToolHandler",
     "ToolGuard",
@@ -62,26 +63,15 @@ __all__ = [
     "error_outcome",
     "restriction_problem",
     "schema_violations",
-    "PromptSection",
     "PromptSections",
     "compose_system_prompt",
-    "PERSONA_SECTION",
-    "PERSONA_ORDER",
-    "DELEGATION_SECTION",
-    "DELEGATION_ORDER",
-    "STRUCTURED_OUTPUT_SECTION",
-    "STRUCTURED_OUTPUT_ORDER",
+    "runtime_context",
     "DEFAULT_SECTION_ORDER",
 ]
 
 T = TypeVar("T")
 
-PERSONA_SECTION = "deployment:persona"
-PERSONA_ORDER = 0
-DELEGATION_SECTION = "subagent:delegation"
-DELEGATION_ORDER = 120
-STRUCTURED_OUTPUT_SECTION = "tool:structured_output"
-STRUCTURED_OUTPUT_ORDER = 190
+#: The order of a section set without one (DSH's tool-guidance band starts here).
 DEFAULT_SECTION_ORDER = 100
 
 _BLOCK_TYPES = (TextBlock, ReasoningBlock, ImageBlock, ToolCallBlock, ToolResultBlock)
@@ -182,11 +172,26 @@ class ToolRefusal:
     outcome: ToolOutcome
 
 
+class CallingAgent(Protocol):
+    """What a running tool may use of the agent that called it (an :class:`~.agent.Agent`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def session(self) -> Session: ...
+
+    @property
+    def cancel_cause(self) -> CancelCause | None: ...
+
+    async def request_approval(self, tool_name: str, detail: str) -> None: ...
+
+
 @dataclass(frozen=True)
 class ToolContext:
     """What a running tool knows: the calling agent (a delegating tool's parent) and its call."""
 
-    agent: Agent
+    agent: CallingAgent
     call_id: str
     tool_name: str
     turn: int
@@ -266,6 +271,12 @@ def _permits(restriction: ToolRestriction, name: str) -> bool:
     return isinstance(restriction.deny, UnsetType) or name not in restriction.deny
 
 
+def _code_units(tool: Tool) -> list[int]:
+    # JavaScript compares strings by UTF-16 code units, not code points.
+    encoded = tool.name.encode("utf-16-be", "surrogatepass")
+    return [int.from_bytes(encoded[i:i + 2], "big") for i in range(0, len(encoded), 2)]
+
+
 class ToolScope:
     """One agent's tools: a registry's (minus restrictions), plus tools of its own.
 
@@ -273,7 +284,8 @@ class ToolScope:
         registry: the global registry this scope sees (live: later registrations show).
         added: tools only this scope has; they shadow a global tool of the same name and are
             never restricted.
-        restriction: a first ``{allow?, deny?}`` on the registry's tools.
+        restriction: a first ``{allow?, deny?}`` on the registry's tools, already checked
+            (:func:`turnfork.core.validate_tool_filter`, as a child plan's is): taken as is.
     """
 
     def __init__(self, registry: ToolRegistry, added: Iterable[Tool] = (),
@@ -287,7 +299,7 @@ class ToolScope:
         for tool in added:
             self.add(tool)
         if restriction is not None:
-            self.restrict(restriction)
+            self._restrictions.append(restriction)
 
     def add(self, tool: Tool) -> None:
         if tool.name in self._added:
@@ -314,10 +326,11 @@ class ToolScope:
         return all(_permits(restriction, name) for restriction in self._restrictions)
 
     def tools(self) -> tuple[Tool, ...]:
-        """The tools the model is offered: permitted global ones, then this scope's own."""
+        """The tools the model is offered, permitted global ones and this scope's own, in
+        DSH's canonical order: by name, code unit by code unit."""
         shared = [tool for tool in self.registry.list()
                   if tool.name not in self._added and self.permits(tool.name)]
-        return (*shared, *self._added.values())
+        return tuple(sorted((*shared, *self._added.values()), key=_code_units))
 
     def schemas(self) -> tuple[ToolSchema, ...]:
         return tuple(tool.schema for tool in self.tools())
@@ -336,12 +349,11 @@ class ToolScope:
         if own is not None:
             return own
         shared = self.registry.get(name)
-        not_found = ToolErrorInfo(name="ToolNotFoundError", code="UNKNOWN_TOOL")
-        if shared is None:
-            return ToolRefusal(error_outcome(f'unknown tool "{name}"', not_found))
-        if not self.permits(name):
+        if shared is None or not self.permits(name):
+            # A restricted tool is hidden from lookup too: it is simply unknown (DSH).
             return ToolRefusal(error_outcome(
-                f'tool "{name}" is not available in this session', not_found))
+                f'unknown tool "{name}"',
+                ToolErrorInfo(name="ToolNotFoundError", code="UNKNOWN_TOOL")))
         return shared
 
 
@@ -424,22 +436,21 @@ def _json_type(value: object) -> str:
 # ---------------------------------------------------------------------------- prompt sections
 
 
-@dataclass(frozen=True, slots=True)
-class PromptSection:
-    name: str
-    text: str
-    order: int = DEFAULT_SECTION_ORDER
-
-
 class PromptSections:
-    """Named system-prompt sections with an order (lower first)."""
+    """Named prompt contributions with an order (lower first): system-prompt sections and
+    runtime-context contributions (:class:`turnfork.core.PromptSection` ``kind``)."""
 
     def __init__(self) -> None:
         self._sections: dict[str, PromptSection] = {}
 
-    def set(self, name: str, text: str, *, order: int = DEFAULT_SECTION_ORDER) -> None:
-        """Add or replace a section."""
-        self._sections[name] = PromptSection(name=name, text=text, order=order)
+    def set(self, name: str, text: str, *, order: float = DEFAULT_SECTION_ORDER,
+            kind: Literal["section", "context"] = "section") -> None:
+        """Add or replace a contribution."""
+        self._sections[name] = PromptSection(name=name, text=text, order=order, kind=kind)
+
+    def add(self, section: PromptSection) -> None:
+        """Add or replace ``section`` (by its name)."""
+        self._sections[section.name] = section
 
     def remove(self, name: str) -> None:
         self._sections.pop(name, None)
@@ -454,9 +465,24 @@ class PromptSections:
         return tuple(self._sections.values())
 
 
+def _ranked(layers: Sequence[PromptSections], kind: str) -> list[PromptSection]:
+    merged: dict[str, PromptSection] = {}
+    for layer in layers:
+        for section in layer.sections():
+            merged[section.name] = section
+    ranked = sorted(enumerate(merged.values()), key=lambda pair: (pair[1].order, pair[0]))
+    return [section for _, section in ranked if section.kind == kind and section.text]
+
+
+def runtime_context(*layers: PromptSections) -> tuple[PromptSection, ...]:
+    """The runtime-context contributions of ``layers`` (later ones override earlier ones by
+    name), sorted by order, empty texts dropped."""
+    return tuple(_ranked(layers, "context"))
+
+
 def compose_system_prompt(*layers: PromptSections) -> str:
-    """Later layers override earlier ones by name; sections sorted by order (ties keep their
-    first appearance), non-empty texts joined by blank lines.
+    """Later layers override earlier ones by name; system-prompt sections sorted by order (ties
+    keep their first appearance), non-empty texts joined by blank lines.
 
     >>> host, agent = PromptSections(), PromptSections()
     >>> host.set("deployment:persona", "You are a helper.", order=0)
@@ -465,9 +491,4 @@ def compose_system_prompt(*layers: PromptSections) -> str:
     >>> compose_system_prompt(host, agent)
     'You are a reviewer.\\n\\nBe brief.'
     """
-    merged: dict[str, PromptSection] = {}
-    for layer in layers:
-        for section in layer.sections():
-            merged[section.name] = section
-    ranked = sorted(enumerate(merged.values()), key=lambda pair: (pair[1].order, pair[0]))
-    return "\n\n".join(section.text for _, section in ranked if section.text)
+    return "\n\n".join(section.text for section in _ranked(layers, "section"))

@@ -66,9 +66,7 @@ from ..host import Host
 from ..jsonl_store import JsonlSessionStore
 from ..models.base import Model, ModelRequest
 from ..models.scripted import Reply, ScriptedModel, ScriptEntry
-from ..subagent_driver import ForkProvider
-from ..subagent_run import SubagentEnd, SubagentEvent, SubagentStart
-from ..subagent_tool import SubagentTool
+from ..subagents import ForkProvider, SubagentEnd, SubagentEvent, SubagentStart, SubagentTool
 from ..tools import DEFAULT_SECTION_ORDER, Tool, ToolContext, ToolError
 from .terminal import counted
 
@@ -490,6 +488,7 @@ def _record(start: _Start, end: SubagentEnd | None, *,
             store: JsonlSessionStore | None) -> ForkRecord:
     event = start.event
     child = event.run.local_agent
+    assert child is not None, "the demo's children run in process"
     events = tuple(child.session.events)
     seed_length = event.seed_length
     seed = events[:seed_length]
@@ -663,6 +662,7 @@ async def run_demo_async(*, model: Model | None = None, provider: str = "model",
     logs = {parent.id: parent_events}
     for start in starts:  # a nested child's parent is another child
         child = start.event.run.local_agent
+        assert child is not None, "the demo's children run in process"
         logs.setdefault(child.id, tuple(child.session.events))
     claimed: set[str] = set()
     forks = tuple(_record(start, ends.get(start.event.child_id), parent_logs=logs,

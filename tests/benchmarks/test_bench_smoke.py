@@ -170,7 +170,8 @@ def _shape(events: Any) -> list[tuple[str, str | None]]:
 
 
 def test_shell_built_parent_has_dsh_turn_shape_and_is_mid_turn() -> None:
-    """The shell-built K=10 parent is DSH's K10 log event for event, but for two known extras."""
+    """The shell-built K=10 parent is DSH's K10 log event for event, but for the one
+    tool-call-delta chunk per call that our scripted model streams."""
     async def build() -> tuple[int, list[tuple[str, str | None]]]:
         parent = await shell_parent(10)
         shape = _shape(parent.agent.session.events)
@@ -181,11 +182,10 @@ def test_shell_built_parent_has_dsh_turn_shape_and_is_mid_turn() -> None:
 
     cut, ours = asyncio.run(build())
     dsh = _shape(core.decode_log(K10_FIXTURE.read_bytes()).unwrap())
-    # Ours streams the call's arguments as one tool-call-delta; DSH writes request/context.
+    # Ours streams the call's arguments as one tool-call-delta (DSH's mock adapter streams none).
     assert ours.count(("assistant/chunk", "tool-call-delta")) == 10
-    assert [s for s in ours if s != ("assistant/chunk", "tool-call-delta")] == [
-        s for s in dsh if s != ("request/context", None)]
-    assert cut == 24 * 10 + 1
+    assert [s for s in ours if s != ("assistant/chunk", "tool-call-delta")] == dsh
+    assert cut == 24 * 10 + 2
 
 
 def test_fork_children_of_shell_parent_run_the_script_alike() -> None:
@@ -198,8 +198,8 @@ def test_fork_children_of_shell_parent_run_the_script_alike() -> None:
         finally:
             await parent.host.aclose()
 
-    assert asyncio.run(check()) == 24 * 3 + 1
-    assert CHILD_OWN_EVENTS == 27
+    assert asyncio.run(check()) == 24 * 3 + 2
+    assert CHILD_OWN_EVENTS == 29
 
 
 def test_traced_size_counts_only_new_objects_once() -> None:

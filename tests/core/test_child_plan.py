@@ -171,16 +171,17 @@ def test_descriptor_is_one_shot_and_label_optional() -> None:
 
 
 def test_sections_persona_and_structured_output() -> None:
-    """Ensures the delegation context comes first, then persona (order 0), then the
-    structured-output instruction (order 190)."""
+    """The delegation statement is a runtime-context contribution, not a prompt section; the
+    child's own sections are the persona (order 0) and the structured-output instruction (190)
+    (DSH child-agent.ts applyChildComposition)."""
     request = StartRequest(prompt=PROMPT, persona="You are terse.",
                            output_schema=Raw(b'{"type":"object"}'))
     plan = _plan(ParentView(header=PARENT), request).unwrap()
     assert [(s.name, s.order, s.kind) for s in plan.sections] == [
-        ("subagent:delegation", 120, "context"), ("deployment:persona", 0, "section"),
-        ("tool:structured_output", 190, "section")]
-    assert plan.sections[0] is DELEGATION_SECTION
-    assert plan.sections[1].text == "You are terse."
+        ("deployment:persona", 0, "section"), ("tool:structured_output", 190, "section")]
+    assert plan.context == (DELEGATION_SECTION,)
+    assert DELEGATION_SECTION.kind == "context"
+    assert plan.sections[0].text == "You are terse."
     assert plan.structured is not None
     assert plan.structured.tool.name == "structured_output"
     assert bytes(plan.structured.tool.parameters) == b'{"type":"object"}'

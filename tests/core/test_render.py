@@ -32,7 +32,7 @@ def test_success_is_the_concatenated_text_blocks_only() -> None:
                                     TextBlock(text="B")), stop_reason="completed")
     rendered = render_tool_result(result)
     assert (rendered.text, rendered.is_error, rendered.error) == ("AB", False, None)
-    assert rendered.content() == (TextBlock(text="AB"),)
+    assert rendered.blocks == (TextBlock(text="AB"),)
 
 
 def test_success_without_text_is_an_empty_result() -> None:
@@ -78,8 +78,8 @@ def test_infrastructure_failure() -> None:
 def test_result_and_dispose_failure_matches_the_fixture() -> None:
     """Ensures the double failure text equals the published-run-failure fixture's result."""
     _, events = load(SNAPSHOTS + "subagent-published-run-failure__session.jsonl")
-    rendered = render_result_and_dispose_failure("snapshot published run failed",
-                                                 "snapshot published handle disposal failed")
+    rendered = render_result_and_dispose_failure(
+        "Error: snapshot published run failed", "Error: snapshot published handle disposal failed")
     assert (rendered.text, rendered.is_error) == tool_result(events[16])
     assert rendered.error is None
 
@@ -94,28 +94,38 @@ def test_start_error_carries_error_info_when_named() -> None:
 
 
 def test_fork_and_spawn_wording() -> None:
-    """Ensures the fork wording says the child sees the completed turns, the spawn wording that
-    it does not see this conversation; both end with the foreground sentence."""
+    """The wording is DSH's, derived from ``inheritsParentContext`` (tool-subagent.spec.ts
+    "derives tool wording from the provider's inheritsParentContext"): fork inherits this
+    conversation's completed turns, spawn does not see it; the suffix says how it runs."""
     fork, spawn = subagent_tool_description(True), subagent_tool_description(False)
-    assert "end of the last finished turn" in fork
-    assert "does not see the turn in progress" in fork
-    assert "sees nothing of this one" in spawn
+    assert "inherits this conversation" in fork
+    assert "does not see the current in-flight turn" in fork
+    assert "does not see this conversation" in spawn
     for text in (fork, spawn):
-        assert text.endswith(" The call waits until the child is done and returns its answer.")
-    assert "already knows the finished turns" in subagent_prompt_description(True)
-    assert "include every fact it needs" in subagent_prompt_description(False)
+        assert text.endswith(" This call waits for the subagent and returns its result.")
+    assert "job_output" in subagent_tool_description(False, "one-shot")
+    continuable = subagent_tool_description(False, "continuable")
+    assert "send_message" in continuable and "runs in the background by default" in continuable
+    assert "job_output" not in continuable and "job_kill" not in continuable
+    assert "completed turns" in subagent_prompt_description(True)
+    assert "include everything it needs" in subagent_prompt_description(False)
 
 
 @pytest.mark.parametrize("inherits", [True, False])
 def test_tool_parameters_are_two_required_strings(inherits: bool) -> None:
-    """Ensures the parameters schema has `description` and `prompt`, both required strings."""
+    """The parameters schema has `description` and `prompt`, both required strings, and
+    `run_in_background` only when background runs are enabled."""
     schema = msgspec.json.decode(subagent_tool_parameters(inherits))
     assert schema["type"] == "object"
     assert schema["required"] == ["description", "prompt"]
     assert {name: spec["type"] for name, spec in schema["properties"].items()} == {
         "description": "string", "prompt": "string"}
     assert schema["properties"]["description"]["description"] == \
-        "A few words naming the task, shown wherever the run is listed."
+        "A short (3-5 word) description of the delegated task, for display."
     tool = subagent_tool_schema(inherits)
     assert tool.name == SUBAGENT_TOOL_NAME == "subagent"
     assert tool.description == subagent_tool_description(inherits)
+    background = msgspec.json.decode(subagent_tool_parameters(inherits, "continuable"))
+    assert background["properties"]["run_in_background"]["description"].startswith(
+        "Whether to run in the background and return a durable subagent id immediately.")
+    assert background["required"] == ["description", "prompt"]

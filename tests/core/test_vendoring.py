@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 import shutil
 import subprocess
 import sys
@@ -113,18 +115,44 @@ def test_imports_are_relative_and_pure(path: Path) -> None:
                 assert path.name == "strategies.py", f"{path.name}:{node.lineno}: hypothesis"
 
 
-def test_package_never_imports_strategies_and_turns_on_beartype() -> None:
-    """core/__init__.py calls beartype_this_package() first and does not import strategies."""
+def test_package_never_imports_strategies() -> None:
+    """core/__init__.py does not import the hypothesis strategies."""
     tree = _tree(CORE / "__init__.py")
     relative = [node for node in tree.body if isinstance(node, ast.ImportFrom) and node.level]
     assert relative
     assert all(node.module != "strategies" for node in relative)
     assert all(alias.name != "strategies" for node in relative for alias in node.names)
-    hook_lines = [node.lineno for node in tree.body if isinstance(node, ast.Expr)
-                  and isinstance(node.value, ast.Call)
-                  and getattr(node.value.func, "id", None) == "beartype_this_package"]
-    assert len(hook_lines) == 1
-    assert hook_lines[0] < min(node.lineno for node in relative)
+
+
+def test_every_public_function_is_type_checked_when_called() -> None:
+    """Every function a core module lists in __all__ is wrapped for beartype checking, the same
+    object from its module and from the package; a wrongly typed call is refused."""
+    modules = [importlib.import_module(f"turnfork.core.{path.stem}") for path in MODULES
+               if not path.stem.startswith("_") and path.stem != "strategies"]
+    checked = 0
+    for module in modules:
+        for name in module.__all__:
+            value = getattr(module, name)
+            if inspect.isfunction(value) and value.__module__ == module.__name__:
+                assert hasattr(value, "__wrapped__"), f"{module.__name__}.{name} is unchecked"
+                assert getattr(core, name, value) is value, name
+                checked += 1
+    assert checked >= 50
+    with pytest.raises(BeartypeCallHintViolation):
+        core.completed_turn_prefix(42)  # type: ignore[arg-type]
+    with pytest.raises(BeartypeCallHintViolation):
+        core.grammar.phase_after("idle", "turn/start")  # type: ignore[arg-type]
+
+
+def test_importing_the_core_decorates_nothing() -> None:
+    """Importing the core builds no beartype wrapper (checking is paid for at first call)."""
+    code = ("import turnfork.core as c, sys; "
+            "f = c.completed_turn_prefix; "
+            "cells = dict(zip(f.__code__.co_freevars, f.__closure__)); "
+            "sys.exit(0 if cells['decorated'].cell_contents is None else 1)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
 
 
 def _module_bindings(tree: ast.Module) -> list[tuple[str, ast.expr, int]]:

@@ -154,23 +154,20 @@ def test_a_child_can_run_only_the_tools_its_filter_permits(
         result = await run.result
         assert (result.stop_reason, text_of(result.output)) == ("completed", "child done")
         offered = [schema.name for schema in child_model.requests[0].tools]
-        assert offered == [name for name in GLOBAL_TOOLS if _permits(tool_filter, name)]
+        # DSH's canonical order: by name (system-prompt orderTools)
+        assert offered == sorted(name for name in GLOBAL_TOOLS if _permits(tool_filter, name))
         results = tool_results(run.own_events())
         assert len(results) == len(called)
         for i, (name, event) in enumerate(zip(called, results, strict=True)):
             if name in GLOBAL_TOOLS and _permits(tool_filter, name):
                 assert (result_text(event), _error_of(event)) == (f"{name}:#{i}", None)
-            elif name in GLOBAL_TOOLS:
-                assert result_text(event) == (
-                    f'Error: tool "{name}" is not available in this session')
-                assert _error_of(event) == NOT_FOUND
-            else:
+            else:  # a filtered tool is hidden from lookup too: simply unknown (DSH)
                 assert result_text(event) == f'Error: unknown tool "{name}"'
                 assert _error_of(event) == NOT_FOUND
         for name, tool in tools.items():
             permitted_calls = called.count(name) if _permits(tool_filter, name) else 0
             assert tool.calls == permitted_calls, name
-        assert [tool.name for tool in parent.tools.tools()] == [*GLOBAL_TOOLS, "private"]
+        assert [tool.name for tool in parent.tools.tools()] == sorted([*GLOBAL_TOOLS, "private"])
         assert parent.tools.restrictions == ()
         await run.dispose()
         await parent.dispose()
@@ -240,7 +237,7 @@ def test_the_parents_restriction_and_added_tools_are_not_inherited() -> None:
         await parent.when_idle()
         assert [tool.name for tool in parent_model.requests[0].tools] == ["echo", "private"]
         assert [result_text(e) for e in tool_results(parent.session.events)] == [
-            'Error: tool "shout" is not available in this session',
+            'Error: unknown tool "shout"',
             "Error: the parent's private tool ran"]
         assert shout.calls == 1
         await run.dispose()
@@ -565,15 +562,17 @@ def test_a_fork_child_never_receives_the_parents_inflight_turn(case: Inflight) -
         assert b"INFLIGHT" not in encode_log(child_events)
         inflight_messages = _messages(inflight)
         assert inflight_messages  # at least the in-flight user message
-        # what the child's model was sent: the completed history, then its own prompt
+        # what the child's model was sent: the completed history, then its own prompt and its
+        # runtime-context snapshot
         (sent,) = child_model.requests
         traced = trace_log(parent_events[:cut])
         assert isinstance(traced, Success)
         history = model_history(traced.unwrap())
-        assert len(sent.messages) == len(history) + 1
+        assert len(sent.messages) == len(history) + 2
         assert all(a is b for a, b in zip(sent.messages, history, strict=False))
-        assert isinstance(sent.messages[-1], UserMessage)
-        assert text_of(sent.messages[-1].content) == "child task"
+        assert isinstance(sent.messages[-2], UserMessage)
+        assert text_of(sent.messages[-2].content) == "child task"
+        assert sent.messages[-1].source.plugin == "@deepseek-ai/dsh-system-prompt"
         assert not {id(m) for m in sent.messages} & {id(m) for m in inflight_messages}
         assert not {m.id for m in sent.messages} & {m.id for m in inflight_messages}
         assert "INFLIGHT" not in repr(sent.messages)  # every field of every message

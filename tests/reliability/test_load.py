@@ -56,7 +56,7 @@ def _children() -> int:
 
 def _prompt(request_: ModelRequest) -> str:
     for message in reversed(request_.messages):
-        if isinstance(message, UserMessage):
+        if isinstance(message, UserMessage) and message.source.kind == "user":
             return text_of(message.content)
     raise AssertionError("the child's request has no user message")
 

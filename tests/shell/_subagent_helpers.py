@@ -77,9 +77,10 @@ def result_texts(events: Sequence[Event]) -> list[str]:
 
 
 def last_user_text(request: ModelRequest) -> str:
-    """The text of the last user message a model was sent."""
+    """The text of the last human message a model was sent (a child's runtime-context snapshot,
+    which follows its task, is not one)."""
     for message in reversed(request.messages):
-        if isinstance(message, UserMessage):
+        if isinstance(message, UserMessage) and message.source.kind == "user":
             return "".join(b.text for b in message.content if isinstance(b, TextBlock))
     raise AssertionError("no user message")
 

@@ -131,8 +131,9 @@ def test_cancel_before_anything_streamed_writes_no_message() -> None:
         await called.wait()
         agent.cancel()
         await agent.when_idle()
-        assert types(agent.session.events)[-4:] == ["user/message", "request/header",
-                                                    "step/end", "turn/end"]
+        assert types(agent.session.events)[-6:] == [
+            "user/message", "session/title", "request/header", "request/context", "step/end",
+            "turn/end"]
         assert_balanced(agent.session.events)
 
     run(main)

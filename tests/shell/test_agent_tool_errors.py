@@ -72,7 +72,7 @@ def test_restricted_tool_is_hidden_and_refused() -> None:
         Tool("secret", "", {"type": "object"}, secret),
         scope_restriction=ToolRestriction(deny=("secret",)))
     assert [t.name for t in model.requests[0].tools] == ["echo"]
-    assert _text(results[0]) == 'Error: tool "secret" is not available in this session'
+    assert _text(results[0]) == 'Error: unknown tool "secret"'
     assert results[0].data.error == ToolErrorInfo(name="ToolNotFoundError", code="UNKNOWN_TOOL")
     assert ran == []
 

@@ -117,8 +117,8 @@ def test_error_finish_ends_the_turn_with_the_failure() -> None:
         agent, _ = scripted(make_host(), [Reply.error("AUTH", "invalid api key")])
         agent.followup("go")
         await agent.when_idle()
-        assert types(agent.session.events)[-4:] == [
-            "request/header", "assistant/chunk", "step/end", "turn/end"]
+        assert types(agent.session.events)[-5:] == [
+            "request/header", "request/context", "assistant/chunk", "step/end", "turn/end"]
         (reason,) = _reasons(agent)
         assert isinstance(reason, TurnError)
         assert (reason.error.code, reason.error.message) == ("AUTH", "invalid api key")

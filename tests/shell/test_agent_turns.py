@@ -25,7 +25,7 @@ from turnfork.shell import Reply
 
 TURN_WITH_TOOL = [
     "agent/inbox/spliced", "turn/start", "agent/inbox/spliced", "step/start", "user/message",
-    "request/header",
+    "session/title", "request/header", "request/context",
     "assistant/chunk", "assistant/chunk", "assistant/chunk", "assistant/chunk",
     "assistant/message", "tool/call", "tool/result", "step/end", "step/start",
     "assistant/chunk", "assistant/chunk", "assistant/chunk", "assistant/chunk",
@@ -34,7 +34,8 @@ TURN_WITH_TOOL = [
 
 
 def test_multi_turn_tool_use_writes_dshs_order() -> None:
-    """Two turns with a tool call each: DSH's order, header only when first, results cited."""
+    """Two turns with a tool call each: DSH's order (the title, the header and the request
+    context only in the first), results cited."""
 
     async def main() -> None:
         host = make_host()
@@ -50,7 +51,8 @@ def test_multi_turn_tool_use_writes_dshs_order() -> None:
         first_turn = types(events)[:len(TURN_WITH_TOOL)]
         assert first_turn == TURN_WITH_TOOL
         second = types(events)[len(TURN_WITH_TOOL):]
-        assert second == [t for t in TURN_WITH_TOOL if t != "request/header"]
+        assert second == [t for t in TURN_WITH_TOOL
+                          if t not in ("session/title", "request/header", "request/context")]
         assert [e.data.turn for e in of_type(events, TurnEndEvent)] == [1, 2]
         assert all(e.data.reason == TurnCompleted() for e in of_type(events, TurnEndEvent))
         for result in of_type(events, ToolResultEvent):

@@ -242,15 +242,38 @@ def test_siblings_are_independent() -> None:
 
 
 class _FlakySink:
-    """A sink that refuses its first ``failures`` writes (a disk that recovers)."""
+    """A sink that takes ``after`` writes, then refuses ``failures`` (a disk that recovers)."""
 
-    def __init__(self, failures: int) -> None:
+    def __init__(self, failures: int, after: int = 0) -> None:
         self.failures = failures
+        self.after = after
 
     def write(self, header: SessionHeader, events: Sequence[Event]) -> None:
+        if self.after:
+            self.after -= 1
+            return
         if self.failures:
             self.failures -= 1
             raise OSError("disk full")
+
+
+def test_a_prompt_that_cannot_be_delivered_fails_the_result() -> None:
+    """A published child whose prompt delivery fails: the run is returned, its result rejects
+    with that error, the end event says ``error`` and dispose still cleans up (DSH
+    subagent-in-process-driver.spec.ts "keeps published run and handle disposal failures on
+    separate channels")."""
+
+    async def main() -> None:
+        host, parent, _, recorder = subagent_host([Reply.text("ok")])
+        spawned = await host.subagents.start("spawn", request("x"), parent=parent)
+        spawned.local_agent.session._sink = _FlakySink(1)
+        with pytest.raises(OSError, match="disk full"):
+            await spawned.result
+        end = recorder.events[-1]
+        assert isinstance(end, SubagentEnd) and end.stop_reason == "error"
+        assert isinstance(end.failure, OSError) and end.last_assistant_message is None
+        await spawned.dispose()
+        _nothing_left(host, parent)
 
 
 def test_a_failing_loop_fails_the_result() -> None:
@@ -259,7 +282,7 @@ def test_a_failing_loop_fails_the_result() -> None:
     async def main() -> None:
         host, parent, _, recorder = subagent_host([Reply.text("ok")])
         spawned = await host.subagents.start("spawn", request("x"), parent=parent)
-        spawned.local_agent.session._sink = _FlakySink(2)
+        spawned.local_agent.session._sink = _FlakySink(2, after=1)
         with pytest.raises(AgentLoopError, match="disk full"):
             await spawned.result
         end = recorder.events[-1]

@@ -21,8 +21,12 @@ def _call(prompt: str = "p") -> Reply:
 
 
 def test_persona_and_tool_filter_apply_to_the_child_only() -> None:
-    """The child's system prompt has the persona and the delegation section; a denied tool is
-    absent from its request and refused if called; the parent keeps both."""
+    """The child's persona shadows the deployment persona in its system prompt; the delegation
+    statement reaches it as its runtime-context snapshot, not in the system prompt; a denied
+    tool is absent from its request and unknown if called; the parent keeps both (DSH
+    subagent-spawn-in-process.spec.ts "a per-child persona shadows the deployment persona in the
+    child request only", "toolFilter hides denied tools from the child prompt AND refuses their
+    execution")."""
 
     async def main() -> None:
         host, parent, model, recorder = subagent_host([
@@ -34,13 +38,16 @@ def test_persona_and_tool_filter_apply_to_the_child_only() -> None:
         parent.followup("go")
         await parent.when_idle()
         parent_request, child_request = model.requests[0], model.requests[1]
-        assert child_request.system == ("You are a careful reviewer.\n\n"
-                                        + SUBAGENT_DELEGATION_CONTEXT)
+        assert child_request.system == "You are a careful reviewer."
+        snapshot = child_request.messages[-1]
+        assert snapshot.source.plugin == "@deepseek-ai/dsh-system-prompt"
+        assert snapshot.content[0].text.endswith(SUBAGENT_DELEGATION_CONTEXT)
         assert [tool.name for tool in child_request.tools] == ["subagent"]
         assert result_texts(recorder.child().session.events) == [
-            'Error: tool "echo" is not available in this session']
+            'Error: unknown tool "echo"']
         assert parent_request.system == "You are the lead."
         assert [tool.name for tool in parent_request.tools] == ["echo", "subagent"]
+        assert SUBAGENT_DELEGATION_CONTEXT not in repr(parent_request.messages)
         assert result_texts(parent.session.events) == ["child done"]
         await parent.dispose()
         assert_all_balanced(parent, recorder.child())

@@ -13,7 +13,8 @@ from turnfork.core import (
     TurnEndEvent,
     TurnStartEvent,
 )
-from turnfork.shell import Agent, ForkProvider, Reply, SubagentRun
+from turnfork.shell import Agent, ForkProvider, Reply, SpawnProvider, SubagentRun
+from turnfork.shell.subagents import ContinuableRequest
 
 
 async def _complete_turns(parent: Agent, count: int) -> None:
@@ -130,7 +131,7 @@ def test_fork_child_without_its_own_message_returns_empty_output() -> None:
 
 def test_spawn_never_gets_a_seed() -> None:
     """Spawn after completed turns: no seed, no end-seed, turn 1, reason initial; the child's
-    model sees only its prompt."""
+    model sees only its prompt and its runtime-context snapshot."""
 
     async def main() -> None:
         host, parent, model, recorder = subagent_host([Reply.text("one"), Reply.text("fresh")])
@@ -141,7 +142,7 @@ def test_spawn_never_gets_a_seed() -> None:
         assert spawned.seed_length == 0 and child.session.header.seed_length is UNSET
         assert "session/end-seed" not in types(child.session.events)
         assert _own_first_turn(spawned) == 1 and _own_header_reasons(spawned) == ["initial"]
-        assert len(model.requests[-1].messages) == 1
+        assert [m.source.kind for m in model.requests[-1].messages] == ["user", "plugin"]
         await spawned.dispose()
         await finish(parent, recorder)
 
@@ -150,18 +151,24 @@ def test_spawn_never_gets_a_seed() -> None:
 
 def test_prepare_continuable_captures_the_seed_once() -> None:
     """No seed before a completed turn; afterwards a turn/end-terminated prefix with seq ==
-    index that later parent turns do not change."""
+    index that later parent turns do not change; spawn contributes nothing (DSH
+    subagent-fork-in-process.spec.ts "contributes the completed-turn prefix as a continuable
+    child's seed", subagent-spawn-in-process.spec.ts "continuable creation is a provider
+    capability")."""
 
     async def main() -> None:
         host, parent, _, recorder = subagent_host([Reply.text("one"), Reply.text("two")])
-        fork = host.subagents.get_provider("fork")
-        assert isinstance(fork, ForkProvider)
-        assert fork.prepare_continuable(request("x"), parent) is None
+        fork, spawn = host.subagents.get_provider("fork"), host.subagents.get_provider("spawn")
+        assert isinstance(fork, ForkProvider) and isinstance(spawn, SpawnProvider)
+        asked = ContinuableRequest(session_id="child", parent=parent)
+        assert fork.prepare_continuable(asked).events is None
         await _complete_turns(parent, 1)
-        seed = fork.prepare_continuable(request("x"), parent)
-        assert seed is not None and len(seed) == len(parent.session.events)
+        assert spawn.prepare_continuable(asked).events is None
+        seed = fork.prepare_continuable(asked)
+        assert seed.events is not None and len(seed) == len(parent.session.events)
         assert isinstance(seed.events[-1], TurnEndEvent)
         assert [event.seq for event in seed.events] == list(range(len(seed)))
+        assert seed.trace is not None
         assert seed.trace.length == len(seed) and seed.trace.is_closed
         captured = list(seed.events)
         await _complete_turns(parent, 1)

@@ -56,13 +56,14 @@ def test_subagent_start_fires_only_after_the_seeded_child_is_published() -> None
         assert seen == [(True, ["session/end-seed", "approval/policy"], False)]
         start = recorder.events[0]
         assert isinstance(start, SubagentStart)
-        assert (start.run_id, start.child_id, start.parent_id, start.provider, start.label) == (
-            forked.id, forked.id, parent.id, "fork", "Do it")
+        assert (start.child_id, start.parent_id, start.provider, start.label, start.local) == (
+            forked.id, parent.id, "fork", "Do it", True)
+        assert start.run_id != forked.id  # a fresh id per run (DSH lifecycle runId)
         assert start.seed_length == forked.seed_length > 0
         await forked.result
         end = recorder.events[1]
         assert isinstance(end, SubagentEnd)
-        assert (end.run_id, end.stop_reason, end.failure) == (forked.id, "completed", None)
+        assert (end.run_id, end.stop_reason, end.failure) == (start.run_id, "completed", None)
         assert end.last_assistant_message == (TextBlock(text="child"),)
         await forked.dispose()
         await finish(parent, recorder)
@@ -71,8 +72,9 @@ def test_subagent_start_fires_only_after_the_seeded_child_is_published() -> None
 
 
 def test_child_log_order_and_descriptor_placement() -> None:
-    """Spawn child: policy at seq 0, prompt splice, turn/start, claim, descriptor, step/start;
-    the prompt is delivered verbatim as its user message."""
+    """Spawn child: policy at seq 0, prompt splice, turn/start, claim, descriptor, step/start,
+    the prompt verbatim as its user message, its runtime-context snapshot, its title, the
+    header and the request context (DSH's subagent-spawn-in-process session.1.jsonl order)."""
 
     async def main() -> None:
         host, parent, _, _ = subagent_host([Reply.text("ok")], approval=True)
@@ -80,14 +82,16 @@ def test_child_log_order_and_descriptor_placement() -> None:
                                              parent=parent)
         await spawned.result
         events = list(spawned.local_agent.session.events)
-        assert types(events)[:7] == ["approval/policy", "agent/inbox/spliced", "turn/start",
-                                     "agent/inbox/spliced", "subagent/descriptor",
-                                     "step/start", "user/message"]
+        assert types(events)[:11] == ["approval/policy", "agent/inbox/spliced", "turn/start",
+                                      "agent/inbox/spliced", "subagent/descriptor",
+                                      "step/start", "user/message", "user/message",
+                                      "session/title", "request/header", "request/context"]
         (descriptor,) = of_type(events, SubagentDescriptorEvent)
         assert descriptor.data == SubagentDescriptorData(version=2, mode="one-shot",
                                                          provider="spawn", label="L")
-        (message,) = of_type(events, UserMessageEvent)
+        message, snapshot = of_type(events, UserMessageEvent)
         assert message.data.content == (TextBlock(text="exact  prompt\n"),)
+        assert snapshot.data.source.plugin == "@deepseek-ai/dsh-system-prompt"
         assert of_type(events, InboxSplicedEvent)[0].data.inserted == (message.data,)
         header = spawned.local_agent.session.header
         assert (header.parent_session, header.origin, header.delegation_depth) == (

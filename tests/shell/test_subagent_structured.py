@@ -35,6 +35,13 @@ def _nothing_registered(host: Host, *agents: Agent) -> None:
         assert "tool:structured_output" not in agent.prompt_sections
 
 
+def _still_registered(child: Agent) -> None:
+    """Settled but not disposed: the capture still rides the child (DSH structured.spec.ts
+    "registrations ride the child fiber: disposing the run removes them")."""
+    assert "structured_output" in [tool.name for tool in child.tools.tools()]
+    assert "tool:structured_output" in child.prompt_sections
+
+
 def test_structured_output_is_captured_through_a_seeded_child() -> None:
     """A fork child calls structured_output: the value is captured exactly, the result text is
     DSH's, the turn completes, and only the child ever saw the tool and its section."""
@@ -66,8 +73,9 @@ def test_structured_output_is_captured_through_a_seeded_child() -> None:
         parent_request = model.requests[0]
         assert parent_request.tools == () and STRUCTURED_OUTPUT_INSTRUCTION not in (
             parent_request.system or "")
-        _nothing_registered(host, parent, forked.local_agent)
+        _still_registered(forked.local_agent)
         await forked.dispose()
+        _nothing_registered(host, parent, forked.local_agent)
         await parent.dispose()
         assert_all_balanced(parent, forked.local_agent)
 
@@ -104,8 +112,9 @@ def test_invalid_arguments_then_capture_then_every_later_call_is_denied() -> Non
         assert bytes(result.structured) == b'{"answer":"yes"}'
         assert result.stop_reason == "completed"
         assert turn_ends(own) == [TurnCompleted()]
-        _nothing_registered(host, parent, spawned.local_agent)
+        _still_registered(spawned.local_agent)
         await spawned.dispose()
+        _nothing_registered(host, parent, spawned.local_agent)
         assert_all_balanced(spawned.local_agent)
 
     run(main)
@@ -121,8 +130,9 @@ def test_a_clean_turn_without_a_capture_reports_error() -> None:
         result = await spawned.result
         assert turn_ends(spawned.own_events()) == [TurnCompleted()]
         assert result.stop_reason == "error" and result.structured is UNSET
-        _nothing_registered(host, parent, spawned.local_agent)
+        _still_registered(spawned.local_agent)
         await spawned.dispose()
+        _nothing_registered(host, parent, spawned.local_agent)
         await finish(parent, recorder)
 
     run(main)

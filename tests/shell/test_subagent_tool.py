@@ -22,6 +22,7 @@ from turnfork.core import (
     ToolResultEvent,
     TurnAborted,
     TurnCompleted,
+    TurnError,
     subagent_tool_schema,
 )
 from turnfork.shell import (
@@ -66,15 +67,17 @@ def test_end_to_end_fork_mid_turn() -> None:
         assert child.session.header.seed_length == seed_length
         assert all(child_events[i] is parent_events[i] for i in range(seed_length))
         own = types(child_events[seed_length:])
-        assert own[:8] == ["session/end-seed", "approval/policy", "agent/inbox/spliced",
+        # DSH's K10 child: the task, then the runtime-context snapshot; no title and no request
+        # context of its own (its seed has the parent's).
+        assert own[:9] == ["session/end-seed", "approval/policy", "agent/inbox/spliced",
                            "turn/start", "agent/inbox/spliced", "subagent/descriptor",
-                           "step/start", "user/message"]
+                           "step/start", "user/message", "user/message"]
         assert own[-3:] == ["assistant/message", "step/end", "turn/end"]
-        assert set(own[8:-3]) == {"request/header", "assistant/chunk"}
+        assert set(own[9:-3]) == {"request/header", "assistant/chunk"}
         assert turn_ends(child_events[seed_length:]) == [TurnCompleted()]
         assert child.id not in host.agents and host.subagents.runs() == ()
-        # the child model saw the parent's completed turn and then its own prompt
-        assert len(model.requests[2].messages) == 3
+        # the child model saw the parent's completed turn, its own prompt and the snapshot
+        assert len(model.requests[2].messages) == 4
         await parent.dispose()
         assert_all_balanced(parent, child)
 
@@ -207,8 +210,11 @@ def test_child_failure_is_rendered_with_partial_output() -> None:
     run(main)
 
 
-def test_infrastructure_failure_is_rendered_as_its_message() -> None:
-    """A child model route that does not exist fails the start: Error: <message>."""
+def test_a_child_route_without_a_model_fails_the_childs_turn() -> None:
+    """A child model route no model serves is not refused up front: the child is created, its
+    turn ends ``error`` naming the route, and the parent reads ``subagent run failed`` (DSH
+    subagent-in-process-driver.spec.ts "stamps only the resolved depth when neither parent nor
+    request declares a model route": the turn fails in the request, not the start)."""
 
     async def main() -> None:
         host, parent, _, recorder = subagent_host([_call("d", "p"), Reply.text("ok")])
@@ -216,9 +222,12 @@ def test_infrastructure_failure_is_rendered_as_its_message() -> None:
                      agent_options=AgentOptions(provider="missing")).install(host)
         parent.followup("go")
         await parent.when_idle()
-        assert result_texts(parent.session.events) == [
-            "Error: no model registered for provider 'missing'"]
-        assert host.agents.list() == (parent,) and host.sessions.list() == (parent.id,)
+        assert result_texts(parent.session.events) == ["Error: subagent run failed"]
+        child = recorder.child()
+        (reason,) = turn_ends(child.session.events)
+        assert isinstance(reason, TurnError)
+        assert reason.error.message == "no model registered for provider 'missing'"
+        assert host.agents.list() == (parent,)
         await finish(parent, recorder)
 
     run(main)

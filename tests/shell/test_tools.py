@@ -51,11 +51,12 @@ def test_schema_is_the_tools_json_schema() -> None:
 
 
 def test_scope_adds_tools_of_its_own() -> None:
-    """Added tools follow the registry's and shadow a global tool of the same name."""
+    """Added tools shadow a global tool of the same name; all are listed in DSH's canonical
+    order, by name (system-prompt orderTools)."""
     registry = _registry("a", "b")
     own_b = _tool("b")
     scope = ToolScope(registry, added=[_tool("structured_output"), own_b])
-    assert [t.name for t in scope.tools()] == ["a", "structured_output", "b"]
+    assert [t.name for t in scope.tools()] == ["a", "b", "structured_output"]
     assert scope.resolve("b") is own_b
     assert _registry("a").names() == ("a",)  # the global registry is untouched
     assert "structured_output" not in registry
@@ -71,7 +72,7 @@ def test_restrictions_intersect_and_never_widen() -> None:
     assert [t.name for t in scope.tools()] == ["read"]  # shell stays hidden
     refusal = scope.resolve("shell")
     assert isinstance(refusal, ToolRefusal)
-    assert refusal.outcome.content == 'Error: tool "shell" is not available in this session'
+    assert refusal.outcome.content == 'Error: unknown tool "shell"'
     registry.register(_tool("later"))
     assert [t.name for t in scope.tools()] == ["read"]  # allow-lists hide new tools too
 

@@ -1,0 +1,158 @@
+"""What a step tells the model besides the conversation: the runtime-context snapshot, the
+session title and the request context (DSH's agent loop, system-prompt and session-title
+plugins; wire-format §3.3).
+
+Rules of this module:
+
+* Runtime context: the ``kind="context"`` contributions in scope (for a child: the delegation
+  statement; for a deployment with those services: the file policy and the approval policy),
+  sorted by order, become one ``user/message`` from the ``@deepseek-ai/dsh-system-prompt``
+  plugin: ``Current runtime context. This snapshot supersedes earlier runtime-context
+  snapshots.`` and each text, joined by blank lines, with ``form: "snapshot"`` and the
+  ``sections`` it was made from. It is written at a step boundary, after the step's claimed
+  input, only when its text differs from the snapshot the log retains; when every contribution
+  is gone after one was written, the cleared text is written once. Earlier snapshots stay on
+  the surface; a surface replacement citing the retained one makes it no longer retained (the
+  trace keeps that state: :attr:`.trace.Trace.context_seen`, ``context_text``).
+* Session title: the fallback title of the log's first human message (source ``user``, with
+  text left after cleaning), written once per log, after the step's user messages; a
+  ``session/title`` already in the log (a fork child's seed) means none. Cleaning removes
+  escape sequences, control and directional characters, collapses whitespace; the fallback keeps
+  the first 5 words, at most 40 UTF-8 bytes.
+* Request context: ``{provider, model}`` after the request header whenever it differs from the
+  log's last ``request/context``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import msgspec
+
+from .delegation import PromptSection
+from .events import MessageSource, OpaqueEvent, TextBlock, UserMessage
+
+__all__ = [
+    "RUNTIME_CONTEXT_PLUGIN",
+    "SNAPSHOT_HEADER",
+    "CLEARED_CONTEXT_TEXT",
+    "is_context_snapshot",
+    "snapshot_text",
+    "context_message",
+    "clean_title_text",
+    "fallback_title",
+    "title_event",
+    "request_context_event",
+]
+
+#: The plugin that owns runtime-context snapshots.
+RUNTIME_CONTEXT_PLUGIN = "@deepseek-ai/dsh-system-prompt"
+SNAPSHOT_HEADER = ("Current runtime context. This snapshot supersedes earlier runtime-context "
+                   "snapshots.")
+CLEARED_CONTEXT_TEXT = ("Current runtime context: none. Earlier runtime-context snapshots no "
+                        "longer apply.")
+#: DSH's fallback title limits (its base bundle's configuration).
+TITLE_MAX_WORDS = 5
+TITLE_MAX_BYTES = 40
+
+_ENCODE = msgspec.json.Encoder()
+
+
+def is_context_snapshot(source: MessageSource) -> bool:
+    """Whether a message comes from the runtime-context plugin."""
+    return source.kind == "plugin" and source.plugin == RUNTIME_CONTEXT_PLUGIN
+
+
+def snapshot_text(sections: Sequence[PromptSection]) -> str:
+    """The snapshot's text for these contributions (in order, non-empty), or the cleared
+    text when there are none.
+
+    >>> snapshot_text([])
+    'Current runtime context: none. Earlier runtime-context snapshots no longer apply.'
+    """
+    texts = [section.text for section in sections if section.text]
+    if not texts:
+        return CLEARED_CONTEXT_TEXT
+    return "\n\n".join((SNAPSHOT_HEADER, *texts))
+
+
+def context_message(sections: Sequence[PromptSection], *, seen: bool, retained: str | None,
+                    message_id: str) -> UserMessage | None:
+    """The snapshot a step appends, or ``None`` when the log's retained one still holds.
+
+    Args:
+        sections: the contributions in scope now, in order.
+        seen: whether the log ever held a snapshot (the cleared text is written only then).
+        retained: the text of the snapshot the log retains (``None``: none retained).
+        message_id: the new message's id.
+    """
+    kept = [section for section in sections if section.text]
+    if not kept and not seen:
+        return None
+    text = snapshot_text(kept)
+    if text == retained:
+        return None
+    if kept:
+        source = MessageSource.from_wire({
+            "kind": "plugin", "plugin": RUNTIME_CONTEXT_PLUGIN, "form": "snapshot",
+            "sections": [{"name": section.name, "text": section.text} for section in kept]})
+    else:
+        source = MessageSource(kind="plugin", plugin=RUNTIME_CONTEXT_PLUGIN)
+    return UserMessage(content=(TextBlock(text=text),), source=source, id=message_id)
+
+
+_OSC = re.compile("(?:\x1b\\]|\x9d)(?:(?!\x07|\x1b\\\\)[\\s\\S])*(?:\x07|\x1b\\\\|$)")
+_CSI = re.compile("(?:\x1b\\[|\x9b)[0-?]*[ -/]*[@-~]")
+_ESC = re.compile("\x1b[@-_]")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_DIRECTIONAL = re.compile("[\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]")
+_SPACE = re.compile(r"\s+")
+
+
+def clean_title_text(text: str) -> str:
+    """One trimmed, whitespace-normalised line with escape sequences and control,
+    directional and invisible characters removed (DSH's title cleaning).
+
+    >>> clean_title_text("  Fix\\x1b[31m the\\n\\tbug\\u202e ")
+    'Fix the bug'
+    """
+    for pattern in (_OSC, _CSI, _ESC, _CONTROL, _DIRECTIONAL):
+        text = pattern.sub("", text)
+    return _SPACE.sub(" ", text).strip()
+
+
+def _truncated(text: str, max_bytes: int) -> str:
+    if len(text.encode("utf-8", "surrogatepass")) <= max_bytes:
+        return text
+    used, kept = 0, []
+    for character in text:
+        size = len(character.encode("utf-8", "surrogatepass"))
+        if used + size > max_bytes:
+            break
+        kept.append(character)
+        used += size
+    return "".join(kept)
+
+
+def fallback_title(text: str) -> str:
+    """The first words of a human message as a session title (possibly empty).
+
+    >>> fallback_title("Perform one side-effecting remote mutation and report back")
+    'Perform one side-effecting remote mutati'
+    """
+    words = [word for word in clean_title_text(text).split(" ") if word][:TITLE_MAX_WORDS]
+    return _truncated(" ".join(words), TITLE_MAX_BYTES).rstrip()
+
+
+def title_event(*, seq: int, time: int, title: str, message_seq: int) -> OpaqueEvent:
+    """A fallback ``session/title`` event for the message at ``message_seq``."""
+    data = {"title": title, "messageSeqs": [message_seq], "source": {"kind": "fallback"}}
+    return OpaqueEvent(type="session/title", seq=seq, time=time,
+                       data=msgspec.Raw(_ENCODE.encode(data)))
+
+
+def request_context_event(*, seq: int, time: int, provider: str, model: str) -> OpaqueEvent:
+    """A ``request/context`` event for a model call's route."""
+    return OpaqueEvent(type="request/context", seq=seq, time=time,
+                       data=msgspec.Raw(_ENCODE.encode({"provider": provider, "model": model})))

@@ -1,0 +1,88 @@
+"""The host's registries of models and live agents.
+
+Rules: a model serves every model name of its provider and is registered once per provider
+name; an agent is live from its publication until it is disposed and quiet, one per id.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .models.base import Model
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+__all__ = ["ModelRegistry", "AgentRegistry", "UnknownProviderError", "AgentExistsError"]
+
+
+class UnknownProviderError(LookupError):
+    """No model is registered under that provider name."""
+
+    def __init__(self, provider: str) -> None:
+        super().__init__(f"no model registered for provider {provider!r}")
+        self.provider = provider
+
+
+class AgentExistsError(ValueError):
+    """An agent with that id is already live."""
+
+
+class ModelRegistry:
+    """Models by provider name; a model serves any model name of its provider."""
+
+    def __init__(self) -> None:
+        self._models: dict[str, Model] = {}
+
+    def register(self, provider: str, model: Model) -> None:
+        if not provider:
+            raise ValueError("a provider name must not be empty")
+        if provider in self._models:
+            raise ValueError(f"a model is already registered for provider {provider!r}")
+        self._models[provider] = model
+
+    def unregister(self, provider: str) -> None:
+        if self._models.pop(provider, None) is None:
+            raise UnknownProviderError(provider)
+
+    def get(self, provider: str) -> Model:
+        model = self._models.get(provider)
+        if model is None:
+            raise UnknownProviderError(provider)
+        return model
+
+    def list(self) -> tuple[str, ...]:
+        return tuple(self._models)
+
+    def __contains__(self, provider: object) -> bool:
+        return provider in self._models
+
+
+class AgentRegistry:
+    """The live agents, in creation order."""
+
+    def __init__(self) -> None:
+        self._agents: dict[str, Agent] = {}
+
+    def get(self, agent_id: str) -> Agent | None:
+        return self._agents.get(agent_id)
+
+    def list(self) -> tuple[Agent, ...]:
+        return tuple(self._agents.values())
+
+    def __contains__(self, agent_id: object) -> bool:
+        return agent_id in self._agents
+
+    def __len__(self) -> int:
+        return len(self._agents)
+
+    def add(self, agent: Agent) -> None:
+        """Make ``agent`` live (its publication)."""
+        if agent.id in self._agents:
+            raise AgentExistsError(f"an agent with id {agent.id!r} is already live")
+        self._agents[agent.id] = agent
+
+    def remove(self, agent: Agent) -> None:
+        """Forget ``agent`` if it is the live one under its id."""
+        if self._agents.get(agent.id) is agent:
+            del self._agents[agent.id]

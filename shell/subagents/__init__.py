@@ -1,0 +1,71 @@
+"""Subagents: the runtime registry, the in-process fork and spawn providers with their shared
+driver, the runs they return, and the parent's ``subagent`` tool.
+
+* :mod:`.registry`: ``SubagentRuntime`` (``host.subagents``), errors, lifecycle events.
+* :mod:`.providers`: ``ForkProvider``, ``SpawnProvider`` and the driver that carries out the
+  core's child plan.
+* :mod:`.run`: ``SubagentRun`` and the structured-output capture.
+* :mod:`.tool`: ``SubagentTool``.
+"""
+
+from .providers import (
+    ALL_CAPABILITIES,
+    ContinuableRequest,
+    ContinuableSeed,
+    ForkProvider,
+    InProcessProvider,
+    SpawnProvider,
+    drive_child,
+)
+from .registry import (
+    ABORTED,
+    DUPLICATE_PROVIDER,
+    NO_PROVIDER,
+    Registration,
+    SubagentAbortedError,
+    SubagentEnd,
+    SubagentError,
+    SubagentEvent,
+    SubagentHost,
+    SubagentListener,
+    SubagentProvider,
+    SubagentRunHandle,
+    SubagentRuntime,
+    SubagentStart,
+    SubagentStartError,
+    raise_on_failure,
+)
+from .run import StructuredCapture, SubagentRun
+from .tool import BACKGROUND_DISABLED, DEFAULT_MAX_DEPTH, NO_CALLING_AGENT, SubagentTool
+
+__all__ = [
+    "ABORTED",
+    "ALL_CAPABILITIES",
+    "BACKGROUND_DISABLED",
+    "DEFAULT_MAX_DEPTH",
+    "DUPLICATE_PROVIDER",
+    "NO_CALLING_AGENT",
+    "NO_PROVIDER",
+    "ContinuableRequest",
+    "ContinuableSeed",
+    "ForkProvider",
+    "InProcessProvider",
+    "Registration",
+    "SpawnProvider",
+    "StructuredCapture",
+    "SubagentAbortedError",
+    "SubagentEnd",
+    "SubagentError",
+    "SubagentEvent",
+    "SubagentHost",
+    "SubagentListener",
+    "SubagentProvider",
+    "SubagentRun",
+    "SubagentRunHandle",
+    "SubagentRuntime",
+    "SubagentStart",
+    "SubagentStartError",
+    "SubagentTool",
+    "drive_child",
+    "raise_on_failure",
+]

@@ -1,0 +1,240 @@
+"""The fork and spawn providers and the one run driver they share (wire-format §2.10-2.13,
+§6.6, §7.1, §7.9; DSH's subagent-{fork,spawn}-in-process and subagent-in-process-driver).
+
+Rules:
+
+* Fork and spawn differ only in their kind: a fork child is seeded with the parent's
+  completed-turn prefix (a view, with the parent's trace at the cut: nothing is copied or
+  replayed), a spawn child with nothing; before the parent's first completed turn a fork child
+  is exactly a spawn child.
+* The driver carries out the core's plan and decides nothing itself. Everything read of the
+  parent is read synchronously, before any await: an abort already signalled refuses the
+  start, then :func:`turnfork.core.plan_child` checks the parent's depth and the tool filter and
+  decides the child.
+* The child is built unpublished: its session (header, seed, ``session/end-seed``), the
+  delegated policy events, the parent's system-prompt sections (the deployment persona; the
+  parent's runtime context is not inherited) overlaid by its own sections and runtime context,
+  its tool restriction
+  and structured-output tool in a fresh scope over the host's global tools (the parent's scope
+  and its restrictions are never inherited); approval is pinned to ``never``. The setup window
+  ends with one checkpoint: an abort, a cancellation or the parent's disposal seen there deletes
+  the child's session (and anything persisted) and leaves nothing anywhere. Then the child is
+  published and its run returned; the run delivers the prompt.
+* The one-shot ``subagent/descriptor`` is the child's turn-machine preamble: written inside its
+  first turn, after the claim, before its first ``step/start``.
+* ``prepare_continuable`` (both providers): what a continuable child starts from: the seed
+  for a fork, nothing for a spawn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ...core import (
+    ApprovalPolicyData,
+    Capabilities,
+    CheckedRequest,
+    Event,
+    ParentView,
+    RuntimeOptions,
+    SandboxModeData,
+    SandboxModeEvent,
+    StartError,
+    Trace,
+    plan_child,
+)
+from ..abort import AbortSignal
+from ..agent import Agent
+from ..store import SessionNotFoundError
+from ..tools import ToolScope
+from .registry import (
+    SubagentAbortedError,
+    SubagentHost,
+    SubagentRuntime,
+    SubagentStartError,
+    raise_on_failure,
+)
+from .run import StructuredCapture, SubagentRun
+
+__all__ = [
+    "ALL_CAPABILITIES",
+    "ContinuableRequest",
+    "ContinuableSeed",
+    "InProcessProvider",
+    "ForkProvider",
+    "SpawnProvider",
+    "drive_child",
+]
+
+#: What both in-process providers support.
+ALL_CAPABILITIES = Capabilities(output_schema=True, depth_limit=True, tool_filter=True,
+                                persona=True)
+
+#: ``StartError.code`` of a start whose parent was disposed during the child's setup.
+OWNER_DISPOSED = "OWNER_DISPOSED"
+
+
+@dataclass(frozen=True, slots=True)
+class ContinuableRequest:
+    """What a provider is asked for a continuable child (DSH ``prepareContinuable``'s
+    ``{sessionId, parent, signal}``)."""
+
+    session_id: str
+    parent: Agent
+    signal: AbortSignal | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ContinuableSeed:
+    """What a continuable child starts from (DSH ``prepareContinuable``'s ``{seed?}``): for a
+    fork the parent's completed-turn prefix (a view, fixed for good: logs are append-only) with
+    the parent's trace at the cut; for a spawn nothing."""
+
+    events: Sequence[Event] | None = None
+    trace: Trace | None = None
+
+    def __len__(self) -> int:
+        return 0 if self.events is None else len(self.events)
+
+
+class InProcessProvider:
+    """A provider that runs its children as agents of the same host through the shared driver.
+
+    Subclasses differ only in :attr:`kind`.
+    """
+
+    kind: Literal["fork", "spawn"] = "spawn"
+
+    def __init__(self, provider_name: str) -> None:
+        if not provider_name:
+            raise ValueError("a subagent provider name must not be empty")
+        self.provider_name = provider_name
+        self.capabilities = ALL_CAPABILITIES
+
+    @property
+    def inherits_parent_context(self) -> bool:
+        """Whether children see the parent's completed turns (a fork) or not (a spawn)."""
+        return self.kind == "fork"
+
+    async def start(self, runtime: SubagentRuntime, request: CheckedRequest, *, parent: Agent,
+                    signal: AbortSignal | None) -> SubagentRun:
+        return await drive_child(runtime.host, self, request, parent, signal)
+
+    def prepare_continuable(self, request: ContinuableRequest) -> ContinuableSeed:
+        """What a continuable child of ``request.parent`` would start from, captured now: a
+        fork's completed-turn prefix (none before the parent's first completed turn), a spawn's
+        nothing. No capability is checked: offering this is the capability."""
+        if self.kind == "spawn":
+            return ContinuableSeed()
+        prefix, trace = request.parent.session.completed_prefix()
+        return ContinuableSeed(events=prefix, trace=trace) if len(prefix) else ContinuableSeed()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(provider_name={self.provider_name!r})"
+
+
+class ForkProvider(InProcessProvider):
+    """Children start from the parent's completed turns (``inherits_parent_context``)."""
+
+    kind: Literal["fork", "spawn"] = "fork"
+
+    def __init__(self, provider_name: str = "fork") -> None:
+        super().__init__(provider_name)
+
+
+class SpawnProvider(InProcessProvider):
+    """Children start empty: they see only their prompt."""
+
+    def __init__(self, provider_name: str = "spawn") -> None:
+        super().__init__(provider_name)
+
+
+# ---------------------------------------------------------------------------- the driver
+
+
+def _parent_view(parent: Agent) -> ParentView:
+    session = parent.session
+    _, at_cut = session.completed_prefix()
+    return ParentView(
+        header=session.header,
+        options=RuntimeOptions(provider=parent.provider, model=parent.model,
+                               max_tokens=parent.max_tokens,
+                               subagent_depth=parent.subagent_depth),
+        events=session.events, trace=session.trace, completed=at_cut,
+        approval_in_use=parent.approval_composed)
+
+
+def _discard(host: SubagentHost, child_id: str) -> None:
+    """Undo an unpublished child: its live session and anything persisted of it."""
+    with contextlib.suppress(SessionNotFoundError):
+        host.sessions.delete(child_id)
+
+
+async def drive_child(host: SubagentHost, provider: InProcessProvider, request: CheckedRequest,
+                      parent: Agent, signal: AbortSignal | None) -> SubagentRun:
+    """The driver both in-process providers share: plan, build unpublished, checkpoint,
+    publish, run (see the module rules).
+
+    Raises:
+        SubagentStartError: the core's plan refused, or the parent was disposed during setup;
+            :class:`SubagentAbortedError` when the signal aborted before publication (then
+            nothing is left, as after a cancellation).
+    """
+    if signal is not None and signal.aborted:
+        raise SubagentAbortedError()
+    planned = plan_child(_parent_view(parent), request, provider.kind,
+                         provider_name=provider.provider_name, child_id=host.ids(),
+                         created_at=host.clock(), known_tools=host.tools.names())
+    raise_on_failure(planned)
+    plan = planned.unwrap()
+    session = host.sessions.create(plan.header, seed=plan.seed, seed_trace=plan.seed_trace,
+                                   clock=host.clock)
+    try:
+        if plan.seed_trace is not None and plan.seed_trace is parent.session.completed_prefix()[1]:
+            # Siblings seeded at the same cut share the parent's history there, computed once.
+            session.adopt_history(parent.session.completed_prefix_history)
+        options = plan.options
+        agent = host.build_agent(
+            session, provider=options.provider, model=options.model,
+            max_tokens=options.max_tokens, subagent_depth=plan.depth,
+            approval=parent.approval_composed,
+            tools_scope=ToolScope(host.tools, restriction=plan.tool_filter),
+            preamble=(plan.descriptor,))
+        for policy in plan.policy:
+            if isinstance(policy, SandboxModeData):
+                session.append(SandboxModeEvent, policy)
+            elif isinstance(policy, ApprovalPolicyData):
+                agent.set_approval_policy(policy.policy, source="delegation")
+        # Pinned whether or not an approval service is composed: a child never asks.
+        agent.approval_policy = "never"
+        # The child composes from the parent's deployment sections (its persona among them),
+        # then its own: a requested persona shadows the deployment's. The parent's runtime
+        # context is not inherited: the child's is its own.
+        for section in (*parent.prompt_sections.sections(), *plan.sections, *plan.context):
+            if section.kind == "section" or section in plan.context:
+                agent.prompt_sections.add(section)
+        capture = None
+        if plan.structured is not None:
+            capture = StructuredCapture(plan.structured)
+            capture.install(agent)
+        # The end of the unpublished setup window: an abort, a cancellation or the parent's
+        # disposal that arrived while the child was being built is honoured here, unseen.
+        await asyncio.sleep(0)
+        if signal is not None and signal.aborted:
+            raise SubagentAbortedError()
+        if parent.disposed:
+            raise SubagentStartError(StartError(
+                code=OWNER_DISPOSED,
+                message=f'agent "{session.id}" setup aborted: owner disposed during setup'))
+    except BaseException:
+        _discard(host, session.id)
+        raise
+    host.agents.add(agent)
+    return SubagentRun(provider=provider.provider_name, label=request.request.label,
+                       parent=parent, agent=agent,
+                       seed_length=0 if plan.seed is None else len(plan.seed),
+                       prompt=plan.prompt, capture=capture, signal=signal)

@@ -1,0 +1,412 @@
+"""The subagent runtime (``host.subagents``): providers by name, the live runs, their observers.
+
+Rules (DSH ``SubagentRuntime``, packages/subagent/subagent/src/index.ts, lifecycle.ts):
+
+* :meth:`SubagentRuntime.start` refuses before any provider is called: an unknown provider
+  (``NO_PROVIDER``), a parent that is disposed, then the core's request checks
+  (:func:`turnfork.core.check_request`: capabilities, the depth cap's shape, the output schema).
+  The provider gets the checked request (with its resolved descriptor) and carries it out;
+  nothing is checked twice.
+* Every provider's runs get the lifecycle: :class:`SubagentStart` once ``provider.start`` has
+  returned the published run, :class:`SubagentEnd` when its result settles (a rejected result
+  ends ``error``). Each run gets a fresh ``run_id``. A provider whose start fails emits nothing.
+* Observers are contained: one that raises is reported to the event loop and the others still
+  run. A provider watcher that raises while a provider is being registered rolls that
+  registration back and the error propagates; unregistering never raises a watcher's error.
+* Unregistering a provider stops new starts only: runs already returned are never revoked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, TypeAlias
+
+from returns.result import Failure
+
+from ...core import (
+    Capabilities,
+    CheckedRequest,
+    ContentBlock,
+    StartError,
+    StartRequest,
+    SubagentDescriptorData,
+    SubagentResult,
+    check_request,
+)
+from ..abort import AbortSignal
+from ..agent import Agent
+from ..clock import Clock, IdFactory
+
+if TYPE_CHECKING:
+    from ..registries import AgentRegistry, ModelRegistry
+    from ..session import Session
+    from ..store import SessionStore
+    from ..tools import ToolRegistry, ToolScope
+
+__all__ = [
+    "NO_PROVIDER",
+    "ABORTED",
+    "DUPLICATE_PROVIDER",
+    "SubagentError",
+    "SubagentStartError",
+    "SubagentAbortedError",
+    "raise_on_failure",
+    "SubagentHost",
+    "SubagentProvider",
+    "SubagentRunHandle",
+    "Registration",
+    "SubagentStart",
+    "SubagentEnd",
+    "SubagentEvent",
+    "SubagentListener",
+    "SubagentRuntime",
+]
+
+#: ``StartError.code`` of a start naming no registered provider (DSH ``SubagentError``).
+NO_PROVIDER = "NO_PROVIDER"
+#: ``StartError.code`` of a start aborted before its child was published.
+ABORTED = "ABORTED"
+#: ``StartError.code`` of a second provider under a registered name (DSH ``SubagentError``).
+DUPLICATE_PROVIDER = "DUPLICATE_PROVIDER"
+#: ``StartError.code`` of a start whose parent is (being) disposed.
+INACTIVE_PARENT = "INACTIVE_PARENT"
+
+
+class SubagentError(ValueError):
+    """A refusal of the subagent runtime; ``error`` holds its code, DSH name and text."""
+
+    def __init__(self, error: StartError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+    @property
+    def code(self) -> str:
+        return self.error.code
+
+
+class SubagentStartError(SubagentError):
+    """A start refused or abandoned before any child was published; ``error`` says why."""
+
+    @classmethod
+    def no_provider(cls, name: str) -> SubagentStartError:
+        """No provider is registered under ``name`` (DSH's ``SubagentError`` text)."""
+        return cls(StartError(code=NO_PROVIDER, name="SubagentError",
+                              message=f'no subagent provider registered for "{name}"'))
+
+
+class SubagentAbortedError(SubagentStartError):
+    """The start was aborted before its child was published: nothing was left behind. A plain
+    error in DSH (no ``error`` key in the parent's tool result)."""
+
+    def __init__(self) -> None:
+        super().__init__(StartError(
+            code=ABORTED, message="subagent request was aborted before child publication"))
+
+
+def raise_on_failure(result: object) -> None:
+    """Raise :class:`SubagentStartError` for a core refusal (a ``Failure``); else nothing."""
+    match result:
+        case Failure(error) if isinstance(error, StartError):
+            raise SubagentStartError(error)
+
+
+class SubagentHost(Protocol):
+    """What the subagent runtime needs of its host (a :class:`~turnfork.shell.Host` is one)."""
+
+    clock: Clock
+    ids: IdFactory
+    models: ModelRegistry
+    tools: ToolRegistry
+    sessions: SessionStore
+    agents: AgentRegistry
+
+    @property
+    def subagents(self) -> SubagentRuntime:
+        """The host's subagent runtime."""
+        ...
+
+    def attach_subagents(self, runtime: SubagentRuntime) -> None:
+        """Make ``runtime`` the host's ``subagents`` (raises ``ValueError`` if it has one)."""
+        ...
+
+    def build_agent(self, session: Session, *, provider: str | None, model: str | None,
+                    max_tokens: int | None = None, subagent_depth: int | float | None = None,
+                    approval: bool = False, tools_scope: ToolScope | None = None,
+                    preamble: tuple[SubagentDescriptorData, ...] = ()) -> Agent:
+        """An agent over ``session`` that is not live yet (publish: ``agents.add``)."""
+        ...
+
+
+class SubagentRunHandle(Protocol):
+    """What the runtime reads of any provider's run."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def result(self) -> asyncio.Future[SubagentResult]: ...
+
+    @property
+    def disposed(self) -> bool: ...
+
+    @property
+    def local_agent(self) -> Agent | None: ...
+
+    @property
+    def parent(self) -> Agent: ...
+
+    @property
+    def label(self) -> str | None: ...
+
+    @property
+    def seed_length(self) -> int: ...
+
+    async def dispose(self) -> None: ...
+
+
+class SubagentProvider(Protocol):
+    """A way to run a child: registered by name, handed checked requests by the runtime."""
+
+    @property
+    def provider_name(self) -> str: ...
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    @property
+    def inherits_parent_context(self) -> bool: ...
+
+    async def start(self, runtime: SubagentRuntime, request: CheckedRequest, *, parent: Agent,
+                    signal: AbortSignal | None) -> SubagentRunHandle:
+        """Create, publish and start a child (the runtime already checked the request)."""
+        ...
+
+
+# ---------------------------------------------------------------------------- observers
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentStart:
+    """A run's child was published (DSH ``subagent/start``: runId, provider, id, local)."""
+
+    run: SubagentRunHandle
+    #: A fresh id per run (never the child's id).
+    run_id: str
+    provider: str
+    #: The run's id: the child's session id for a local run.
+    id: str
+    #: Whether the run has a local child agent.
+    local: bool
+    parent_id: str
+    label: str | None
+    seed_length: int
+
+    @property
+    def child_id(self) -> str:
+        return self.id
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentEnd:
+    """A run settled (DSH ``subagent/end``). ``failure`` is the rejected result's error (then
+    ``stop_reason`` is ``error`` and there is no last message)."""
+
+    run: SubagentRunHandle
+    run_id: str
+    provider: str
+    id: str
+    local: bool
+    parent_id: str
+    stop_reason: str
+    #: The run's output when it has one (DSH's ``lastAssistantMessage``).
+    last_assistant_message: tuple[ContentBlock, ...] | None
+    failure: BaseException | None = None
+
+    @property
+    def child_id(self) -> str:
+        return self.id
+
+
+SubagentEvent: TypeAlias = SubagentStart | SubagentEnd
+SubagentListener: TypeAlias = Callable[[SubagentEvent], None]
+
+
+def _report(message: str, error: BaseException) -> None:
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # no loop: nothing to report to, and the caller must not see it
+        return
+    loop.call_exception_handler({"message": message, "exception": error})
+
+
+class Registration:
+    """A provider's place in a runtime; :meth:`unregister` stops new starts (idempotent)."""
+
+    __slots__ = ("_runtime", "provider")
+
+    def __init__(self, runtime: SubagentRuntime, provider: SubagentProvider) -> None:
+        self._runtime = runtime
+        self.provider = provider
+
+    @property
+    def active(self) -> bool:
+        return self._runtime.get_provider(self.provider.provider_name) is self.provider
+
+    def unregister(self) -> None:
+        """Remove the provider if it is still the one registered under its name. Runs already
+        started are not touched."""
+        if self.active:
+            self._runtime.unregister_provider(self.provider.provider_name)
+
+
+class SubagentRuntime:
+    """``host.subagents``: providers by name, the live runs, and their observers.
+
+    ``host.subagents`` makes one on first use; making one explicitly attaches it to ``host``
+    and fails (``ValueError``) if the host has one already.
+    """
+
+    def __init__(self, host: SubagentHost) -> None:
+        host.attach_subagents(self)
+        self.host = host
+        self._providers: dict[str, SubagentProvider] = {}
+        self._listeners: list[SubagentListener] = []
+        self._provider_watchers: list[Callable[[], None]] = []
+        self._runs: dict[str, SubagentRunHandle] = {}
+
+    @classmethod
+    def of(cls, host: SubagentHost) -> SubagentRuntime:
+        """The runtime attached to ``host``, attaching a new one if there is none."""
+        return host.subagents
+
+    # ------------------------------------------------------------------ providers
+
+    def register_provider(self, provider: SubagentProvider) -> Registration:
+        """Register ``provider`` under its name, all or nothing.
+
+        Raises:
+            SubagentError: ``DUPLICATE_PROVIDER``, a provider with that name is registered.
+            Exception: a provider watcher's error; the registration was rolled back.
+        """
+        name = provider.provider_name
+        if name in self._providers:
+            raise SubagentError(StartError(
+                code=DUPLICATE_PROVIDER, name="SubagentError",
+                message=f'a subagent provider named "{name}" is already registered'))
+        self._providers[name] = provider
+        try:
+            for watcher in list(self._provider_watchers):
+                watcher()
+        except BaseException:
+            del self._providers[name]
+            self._providers_changed()
+            raise
+        return Registration(self, provider)
+
+    def unregister_provider(self, name: str) -> None:
+        """Stop new starts with that provider; runs already returned are unaffected.
+
+        Raises:
+            KeyError: no provider has that name.
+        """
+        if self._providers.pop(name, None) is None:
+            raise KeyError(f'no subagent provider named "{name}"')
+        self._providers_changed()
+
+    def get_provider(self, name: str) -> SubagentProvider | None:
+        return self._providers.get(name)
+
+    def list(self) -> tuple[SubagentProvider, ...]:
+        """The registered providers, in registration order."""
+        return tuple(self._providers.values())
+
+    def watch_providers(self, watcher: Callable[[], None]) -> Callable[[], None]:
+        """Call ``watcher()`` after every registration change; returns the unsubscriber."""
+        self._provider_watchers.append(watcher)
+        return lambda: self._provider_watchers.remove(watcher) \
+            if watcher in self._provider_watchers else None
+
+    def _providers_changed(self) -> None:
+        for watcher in list(self._provider_watchers):
+            try:
+                watcher()
+            except Exception as error:
+                _report("a subagent provider watcher failed", error)
+
+    # ------------------------------------------------------------------ observers
+
+    def subscribe(self, listener: SubagentListener) -> Callable[[], None]:
+        """Receive :class:`SubagentStart` and :class:`SubagentEnd`; returns the unsubscriber."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) \
+            if listener in self._listeners else None
+
+    def _emit(self, event: SubagentEvent) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception as error:  # an observer never breaks a run
+                _report("a subagent listener failed", error)
+
+    # ------------------------------------------------------------------ runs
+
+    async def start(self, name: str, request: StartRequest, *, parent: Agent,
+                    signal: AbortSignal | None = None) -> SubagentRunHandle:
+        """Start a child of ``parent`` with the provider registered as ``name``.
+
+        Returns once the child is published and :class:`SubagentStart` emitted.
+
+        Raises:
+            SubagentStartError: ``NO_PROVIDER``, a disposed parent, a refused request, or the
+                provider's refusal; :class:`SubagentAbortedError` when ``signal`` aborted before
+                publication. Cancelling the awaiting task before publication leaves nothing.
+        """
+        provider = self._providers.get(name)
+        if provider is None:
+            raise SubagentStartError.no_provider(name)
+        if parent.disposed:
+            raise SubagentStartError(StartError(
+                code=INACTIVE_PARENT,
+                message=f'cannot create effect on inactive context: agent "{parent.id}" is '
+                        "disposed"))
+        checked = check_request(provider.provider_name, provider.capabilities, request)
+        raise_on_failure(checked)
+        run = await provider.start(self, checked.unwrap(), parent=parent, signal=signal)
+        self._observe(provider.provider_name, run, parent)
+        return run
+
+    def _observe(self, provider: str, run: SubagentRunHandle, parent: Agent) -> None:
+        run_id = self.host.ids()
+        local = run.local_agent is not None
+        self._runs[run_id] = run
+
+        def settled(result: asyncio.Future[SubagentResult]) -> None:
+            failure = None if result.cancelled() else result.exception()
+            outcome = None if failure is not None or result.cancelled() else result.result()
+            self._emit(SubagentEnd(
+                run=run, run_id=run_id, provider=provider, id=run.id, local=local,
+                parent_id=parent.id,
+                stop_reason="error" if outcome is None else outcome.stop_reason,
+                last_assistant_message=(outcome.output or None) if outcome else None,
+                failure=failure))
+
+        run.result.add_done_callback(settled)
+        self._emit(SubagentStart(run=run, run_id=run_id, provider=provider, id=run.id,
+                                 local=local, parent_id=parent.id, label=run.label,
+                                 seed_length=run.seed_length))
+
+    def runs(self) -> tuple[SubagentRunHandle, ...]:
+        """Runs started and not yet disposed, in start order."""
+        for run_id in [key for key, run in self._runs.items() if run.disposed]:
+            del self._runs[run_id]
+        return tuple(self._runs.values())
+
+    async def aclose(self) -> None:
+        """Dispose every live run (concurrently)."""
+        await asyncio.gather(*(run.dispose() for run in self.runs()))
+
+    def __repr__(self) -> str:
+        return f"SubagentRuntime(providers={list(self._providers)!r})"
+

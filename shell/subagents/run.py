@@ -1,0 +1,182 @@
+"""A published in-process subagent run, and the structured-output capture a child may carry.
+
+Rules (DSH's in-process driver, packages/subagent/subagent-in-process-driver/src):
+
+* A :class:`SubagentRun` owns one published child agent. Its result task delivers the prompt
+  and reads the result once the child is idle, with :func:`turnfork.core.read_result`, from
+  the child's own events only (past its seed). Child failures become stop reasons; a failure
+  of the loop itself, or of delivering the prompt, rejects the result.
+* Aborting a run (its start signal) before it settles cancels the child's turn with cause
+  ``parent``; :meth:`SubagentRun.dispose` cancels with ``disposed``; either way a stop reason
+  other than ``completed`` becomes ``aborted``. A completed turn stays completed.
+* The result and the disposal fail on separate channels: ``result`` rejects only with the
+  run's error, :meth:`SubagentRun.dispose` raises only its own.
+* Awaiting ``run.result`` never cancels the run, even when the awaiting task is cancelled.
+* A child asked for structured output has the ``structured_output`` tool, a guard and the
+  prompt section in its own scope until the run is disposed; after the first valid call every
+  later call is denied.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+from msgspec import Raw
+from returns.result import Failure, Success
+
+from ...core import (
+    CancelParent,
+    ContentBlock,
+    Event,
+    StructuredOutputContract,
+    SubagentResult,
+    ToolOutcome,
+    already_recorded_message,
+    read_result,
+    render_invalid_arguments,
+    render_structured_recorded,
+    validate_structured_arguments,
+)
+from ..abort import AbortSignal
+from ..agent import Agent
+from ..tools import CallingAgent, Tool, ToolContext
+
+__all__ = ["StructuredCapture", "SubagentRun"]
+
+
+class StructuredCapture:
+    """A child's ``structured_output`` runtime: its tool, its guard, and what it captured."""
+
+    def __init__(self, contract: StructuredOutputContract) -> None:
+        self.contract = contract
+        self.value: Raw | None = None
+        self._installed_on: CallingAgent | None = None
+        parameters = msgspec.json.decode(contract.tool.parameters)
+        # The core validates the raw arguments; the generic argument check is bypassed.
+        self.tool = Tool(contract.tool.name, contract.tool.description, parameters,
+                         self._call, validate=lambda args: ())
+
+    async def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        match validate_structured_arguments(self.contract.compiled, ctx.arguments):
+            case Failure(invalid):
+                return render_invalid_arguments(invalid)
+            case Success(value):
+                self.value = value
+        return render_structured_recorded()
+
+    def guard(self, ctx: ToolContext) -> str | None:
+        """After the capture, every call (of any tool) is denied."""
+        return None if self.value is None else already_recorded_message(ctx.tool_name)
+
+    def install(self, agent: Agent) -> None:
+        """Add the tool and the guard to the child's own scope (its section is in the plan)."""
+        agent.tools.add(self.tool)
+        agent.tools.guards.append(self.guard)
+        self._installed_on = agent
+
+    def uninstall(self, agent: Agent) -> None:
+        """Remove the tool, the guard and the section again (when the run is disposed)."""
+        if self._installed_on is agent:
+            self._installed_on = None
+            agent.tools.guards.remove(self.guard)
+            agent.tools.remove(self.tool.name)
+            agent.prompt_sections.remove(self.contract.section.name)
+
+
+class SubagentRun:
+    """One published in-process child run, made by an in-process provider.
+
+    ``id`` is the child's session id; ``local_agent`` the child agent; ``result`` an awaitable
+    :class:`turnfork.core.SubagentResult`. Always :meth:`dispose` a run.
+    """
+
+    def __init__(self, *, provider: str, label: str | None, parent: Agent, agent: Agent,
+                 seed_length: int, prompt: tuple[ContentBlock, ...],
+                 capture: StructuredCapture | None, signal: AbortSignal | None) -> None:
+        self.provider = provider
+        self.label = label
+        self.parent = parent
+        self.local_agent: Agent = agent
+        self.seed_length = seed_length
+        self._capture = capture
+        self._signal = signal
+        self._cancelled = False
+        self._disposing = False
+        self._disposed = False
+        if signal is not None:
+            signal.add_listener(self.abort)
+        self._task: asyncio.Task[SubagentResult] = asyncio.get_running_loop().create_task(
+            self._settle(prompt), name=f"subagent:{agent.id}")
+
+    @property
+    def id(self) -> str:
+        return self.local_agent.id
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the run was aborted or disposed before it settled."""
+        return self._cancelled
+
+    @property
+    def done(self) -> bool:
+        """Whether the result is settled."""
+        return self._task.done()
+
+    @property
+    def disposed(self) -> bool:
+        """Whether :meth:`dispose` was called."""
+        return self._disposing
+
+    @property
+    def result(self) -> asyncio.Future[SubagentResult]:
+        """The run's result; awaiting it never cancels the run, even if the awaiter is."""
+        return asyncio.shield(self._task)
+
+    def own_events(self) -> Sequence[Event]:
+        """The child's events past its seed (what the result is read from)."""
+        return self.local_agent.session.events[self.seed_length:]
+
+    def abort(self, reason: object = None) -> None:
+        """Cancel the child's running turn with cause ``parent`` (the parent's signal)."""
+        if self.done:
+            return
+        self._cancelled = True
+        self.local_agent.cancel(CancelParent())
+
+    async def dispose(self) -> None:
+        """Cancel what remains (cause ``disposed``), wait for the result and the child's
+        quiescence, and remove the child from the host's live agents. Idempotent; safe to call
+        concurrently; never raises the result's failure."""
+        if not self._disposing:
+            self._disposing = True
+            if not self.done:
+                self._cancelled = True
+            self._detach()
+        await self.local_agent.dispose()
+        await asyncio.wait([self._task])
+        if not self._task.cancelled():
+            self._task.exception()  # the failure stays readable through ``result``
+        if self._capture is not None:
+            self._capture.uninstall(self.local_agent)
+        self._disposed = True
+
+    def _detach(self) -> None:
+        if self._signal is not None:
+            self._signal.remove_listener(self.abort)
+
+    async def _settle(self, prompt: tuple[ContentBlock, ...]) -> SubagentResult:
+        try:
+            if not self._cancelled:  # an observer or the signal may have aborted it already
+                self.local_agent.followup(prompt)
+            await self.local_agent.when_idle()
+        finally:
+            self._detach()
+        return read_result(self.own_events(), self._cancelled,
+                           None if self._capture is None else self._capture.value,
+                           structured_requested=self._capture is not None)
+
+    def __repr__(self) -> str:
+        return f"SubagentRun(id={self.id!r}, provider={self.provider!r})"
