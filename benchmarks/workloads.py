@@ -461,7 +461,7 @@ class ShellSession:
         await self.agent.when_idle()
         self.completed_turns += 1
         written = len(self.agent.session) - before
-        assert written == SHELL_EVENTS_PER_TURN + (index == 0), written
+        assert written == SHELL_EVENTS_PER_TURN + SHELL_FIRST_TURN_EXTRA * (index == 0), written
 
     def use_child_model(self, children: int, *, record_requests: bool = True) -> Any:
         """:func:`install_child_model` on this session's host."""

@@ -14,6 +14,7 @@ commands ``.loop``; the delegation rules ``.depth``, ``.delegation``, ``.child_p
 """
 
 from . import (
+    arguments,
     assembly,
     child_plan,
     closers,
@@ -35,13 +36,15 @@ from . import (
 )
 from ._checking import check_public
 
-for _module in (assembly, child_plan, closers, codec, context, delegation, depth, events, grammar,
-                history, loop, outcome, render, results, schema_subset, seed, structured, trace):
-    check_public(_module)
+for _module in (arguments, assembly, child_plan, closers, codec, context, delegation, depth, events,
+                grammar, history, loop, outcome, render, results, schema_subset, seed, structured,
+                trace):
+    check_public(vars(_module))
 del _module
 
 # Every public name of the modules is reachable from the package (wrapped above, so checked);
 # the front door below is the short list.
+from .arguments import *  # noqa: E402, F403
 from .assembly import *  # noqa: E402, F403
 from .child_plan import *  # noqa: E402, F403
 from .closers import *  # noqa: E402, F403

@@ -46,10 +46,13 @@ def _lazily_checked(function: types.FunctionType) -> Callable[..., Any]:
     return functools.update_wrapper(call, function)
 
 
-def check_public(module: types.ModuleType) -> None:
-    """Have every public function of ``module`` (its ``__all__``) type-checked when called."""
-    namespace = vars(module)
+def check_public(namespace: dict[str, Any]) -> None:
+    """Have every public function of a module (its ``__all__``) type-checked when called.
+
+    ``namespace`` is the module's ``vars()`` (or, from the module itself, its ``globals()``).
+    Functions it only re-exports are left to their own module.
+    """
     for name in namespace.get("__all__", ()):
         value = namespace.get(name)
-        if isinstance(value, types.FunctionType) and value.__module__ == module.__name__:
+        if isinstance(value, types.FunctionType) and value.__module__ == namespace["__name__"]:
             namespace[name] = _lazily_checked(value)

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from hypothesis.strategies import DrawFn, SearchStrategy
 from msgspec import UNSET, Raw, UnsetType
 
-from ._checking import unchecked
+from ._checking import check_public, unchecked
 from .events import (
     AdapterDefaults,
     ApprovalPolicyData,
@@ -1204,3 +1204,6 @@ def broken_logs(*, max_turns: int = 3) -> SearchStrategy[tuple[Log, int, str]]:
     that changes more than content; a malformed assistant or tool-result message.
     """
     return _broken(max_turns)
+
+
+check_public(globals())

@@ -25,8 +25,14 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
-from . import anthropic, openai_chat, openai_responses
-from .common import (
+from .._checking import check_public
+from . import anthropic, common, openai_chat, openai_responses
+
+for _module in (anthropic, common, openai_chat, openai_responses):
+    check_public(vars(_module))
+del _module
+
+from .common import (  # noqa: E402
     FORMAT_NAMES,
     IMAGE_PLACEHOLDER,
     FormatName,
@@ -176,3 +182,6 @@ def decode_history(data: Any, format_name: FormatName | None = None,
     if format_name == "openai-responses":
         return Success(openai_responses.decode_history(items))
     return Success(anthropic.decode_history(items))
+
+
+check_public(globals())

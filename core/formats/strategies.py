@@ -36,7 +36,7 @@ from typing import Any, TypeAlias
 
 import msgspec
 
-from .._checking import unchecked
+from .._checking import check_public, unchecked
 from .common import FormatName, Rule
 
 try:
@@ -819,3 +819,6 @@ def broken_histories(fmt: FormatName, *, max_turns: int = 3) -> SearchStrategy[B
     item before ``index`` is untouched.
     """
     return _broken(_name(fmt), max_turns)
+
+
+check_public(globals())

@@ -95,7 +95,6 @@ def test_provider_cache_hits_reach_the_logged_usage(wire: ForkWire) -> None:
     assert wire.parent_after_usage.cache_read_tokens == len(prompt_bytes(wire.parent.body)) // 4
 
 
-@pytest.mark.xfail(strict=True, reason="request composition per issue 13.1 not yet landed")
 def test_fork_child_first_request_is_a_prefix_cache_hit(wire: ForkWire) -> None:
     """Ensures that ≥ 99% of the child's system + tools + seed bytes are a prefix of the
     parent's request (same system, same tools in order, seed messages identical), and the
