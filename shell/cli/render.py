@@ -239,7 +239,8 @@ def _left_out(turns: list[TurnNode]) -> Item:
     how = ", ".join(f"{number} {reason}" for reason, number in reasons.most_common(3))
     if len(reasons) > 3:
         how += ", …"
-    span = f"{turns[0].turn}..{turns[-1].turn}"
+    numbers = [turn.turn for turn in turns]
+    span = f"{min(numbers)}..{max(numbers)}"
     return Item(seq=turns[0].start_seq, kind="elided",
                 text=f"… turns {span} not listed: {counted(len(turns), 'turn')} ({how}); "
                      f"--turns {span} draws them")

@@ -63,3 +63,14 @@ def test_console_script_is_installed() -> None:
                               timeout=60, check=False)
         assert done.returncode == 0, done.stderr
         assert done.stdout == f"turnfork {turnfork.__version__}\n"
+
+
+def test_help_documents_open_and_invalid_apart(capsys: pytest.CaptureFixture[str]) -> None:
+    """The epilogs give open and invalid their own statuses: check 1 open, 3 invalid."""
+    assert main(["--help"]) == 0
+    top = " ".join(capsys.readouterr().out.split())
+    assert "1 the log is open (check)" in top and "3 the log is invalid" in top
+    assert main(["check", "--help"]) == 0
+    check = " ".join(capsys.readouterr().out.split())
+    assert "0 valid and closed; 1 valid but open" in check
+    assert "2 unreadable input; 3 invalid" in check
