@@ -27,9 +27,14 @@ _CONF = BeartypeConf(warning_cls_on_decorator_exception=None)
 _T = TypeVar("_T")
 
 
+_UNCHECKED = "__turnfork_unchecked__"
+
+
 def unchecked(target: _T) -> _T:
-    """Mark a hot helper that is never type-checked at run time (it sits behind checked entry
-    points); it is returned as it is."""
+    """Mark a hot helper that is never type-checked at run time: it sits behind checked entry
+    points, or checks its argument by hand. :func:`check_public` leaves it as it is."""
+    if isinstance(target, types.FunctionType):
+        setattr(target, _UNCHECKED, True)
     return target
 
 
@@ -54,5 +59,6 @@ def check_public(namespace: dict[str, Any]) -> None:
     """
     for name in namespace.get("__all__", ()):
         value = namespace.get(name)
-        if isinstance(value, types.FunctionType) and value.__module__ == namespace["__name__"]:
+        if isinstance(value, types.FunctionType) and value.__module__ == namespace["__name__"] \
+                and not getattr(value, _UNCHECKED, False):
             namespace[name] = _lazily_checked(value)
