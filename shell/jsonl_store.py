@@ -2,67 +2,121 @@
 
 Layout: ``<root>/<project>/<encodeSegment(id)>/session.jsonl`` (compression ``none``) or
 ``session.jsonl.zstd`` (``zstd``: independent zstd frames, the header line alone in the first,
-then one frame per batch). A root holds one encoding.
+then one frame per batch, split after each ``turn/end``). A root holds one encoding.
 
-Writing: nothing exists until a session's first append; then the header line and every event not
-yet durable (a fork child's seed included) are written, and every later batch is appended and
-fsynced. A failed write is cut back off the file, so a batch is on disk whole or not at all.
+One writer per session. A session's writer holds an exclusive ``flock`` on its session
+*directory* from ``create``/``load`` until ``release``/``delete``; the lock dies with its
+process, so a crash never leaves a session locked. A second writer — another process, or
+another store object in this one — is refused (:class:`~shell.store.SessionLockedError`, or
+:class:`~shell.store.SessionExistsError` at ``create``). ``flock`` is advisory: DSH and other
+tools do not take it, and on network file systems it may not be honoured.
 
-Loading (mutating, like DSH's ``load``):
+Writing: ``create`` reserves the directory (``mkdir``, which also decides a create race), so
+no events are persisted before the first append; then the file appears whole (written under a
+temporary name, linked into place) and every later batch is appended with one ``write`` as the
+append runs. Before anything is written, the batch is encoded and read back through the typed
+decoder: an event the loader would refuse is refused here
+(:class:`~shell.store.SessionEventError`). A write that fails is cut back off the file (the
+writer knows the file's length; it never cuts what it did not write), so a batch is on disk
+whole or not at all, and the session stays as it was. *Group commit:* written batches are
+made durable by a committer thread that fsyncs each dirty file once per ``commit_window``
+(default 5 ms) and at once when a session asks (``Session.flush``/``wait_durable``); the
+first commit of a file also fsyncs its directory entries (and a fork child's seed file).
+``Session.durable_length`` says which events are durable.
 
-* a torn tail — a final line without ``\\n``, or unparsable lines with no later ``turn/end`` (for
-  zstd: what a structurally incomplete last frame held) — is dropped with a
+Fork children whose seed is their parent's completed prefix — the parent live in this store,
+its file written through the cut — do not copy the seed: the child's directory gets a hard
+link ``seed-N.jsonl[.zstd]`` to the parent's file (and to the parent's own seed files), and
+the child's file says, in a ``turnfork/seed`` record after its header, how many bytes of that
+file hold how many seed events (:class:`~shell.logfile.SeedRecord`). Starting such a child
+costs the same whatever the parent's size, on disk too; deleting the parent keeps the
+child's seed (the link keeps its data). DSH does not read the seed record:
+:meth:`JsonlSessionStore.export` writes a self-contained file for it, and
+``fork_seeds="inline"`` writes every seed in full instead (DSH's own layout, O(seed)).
+
+Paths: everything is opened through directory descriptors with ``O_NOFOLLOW``, so no symbolic
+link inside the root is followed (load, write, delete); a link met there is an error naming it.
+
+Loading (for writing; the lock is taken first, then the crash is repaired there):
+
+* the file is read through the shared reader (:func:`~shell.logfile.read_session_file`): a torn
+  tail — the final line when it has no newline or is not JSON at all; for zstd an incomplete
+  final frame, whose whole lines are written again — is dropped with a
   :class:`~shell.store.SessionRepairWarning` and cut off the file;
-* an unparsable line followed by a ``turn/end``, a record that parses but breaks the format (an
-  unknown type without ``"ignorable": true``, a bad field, a bad checksum) or a log that breaks
-  the balance rules is refused with :class:`~shell.store.SessionLoadError` naming file, line, seq;
+* any complete line that does not decode, a record that breaks the format or a log that breaks
+  the balance rules is refused with :class:`~shell.store.SessionLoadError` naming file, line and
+  seq, and the file is left as it was;
 * an open final turn is closed with the core's crash-repair closers (``interrupted``), written
-  at once; then the live session appends ``session/end-seed`` (written with its next batch).
+  and committed at once; then the live session appends ``session/end-seed`` (written with its
+  next batch).
+
+``inspect`` reads a session without the lock and never writes: a torn tail is left out (and
+described), an open turn stays open.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
+import secrets
+import stat
+import threading
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+import msgspec
 from returns.result import Failure
 
 from ..core import (
     Event,
     SessionHeader,
     Trace,
+    TurnEndEvent,
     TurnInterrupted,
     advance,
     close_open_turn,
+    decode_log,
+    encode_event,
     encode_header_line,
     encode_log,
+    encode_session,
     trace_log,
 )
 from .clock import Clock
-from .logfile import read_session_file
+from .logfile import LoadedLog, SeedRecord, read_session_file, seed_file_name
 from .session import Session
 from .store import (
+    InvalidSessionIdError,
+    SessionEventError,
     SessionExistsError,
     SessionLoadError,
+    SessionLockedError,
     SessionNotFoundError,
     SessionRepairWarning,
+    SessionWriteError,
     _LiveSessions,
     decode_segment,
     encode_segment,
     project_dir_name,
 )
 
-if TYPE_CHECKING:
-    import zstandard
-
-__all__ = ["JsonlSessionStore", "Compression"]
+__all__ = ["JsonlSessionStore", "Compression", "ForkSeeds", "SessionPathError",
+           "check_session_id"]
 
 Compression = Literal["none", "zstd"]
+#: How a fork child's file holds its seed: a reference to its parent's file, or a full copy.
+ForkSeeds = Literal["reference", "inline"]
 _FILE_NAMES: dict[str, str] = {"none": "session.jsonl", "zstd": "session.jsonl.zstd"}
+#: The longest file name the store writes (POSIX NAME_MAX on every common file system).
+_NAME_MAX = 255
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_TEMPORARY_PREFIX = ".session."
 
 
 def _zstd() -> Any:
@@ -74,201 +128,919 @@ def _zstd() -> Any:
     return zstandard
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+def check_session_id(session_id: str) -> None:
+    """Refuse an id the disk store cannot persist.
+
+    Raises:
+        InvalidSessionIdError: empty, holding a lone surrogate (a header line cannot hold
+            it), or too long for a file name once encoded.
+    """
+    if not session_id:
+        raise InvalidSessionIdError("a session id must not be empty")
     try:
-        os.fsync(fd)
-    finally:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidSessionIdError(
+            f"session id {session_id!r} holds a lone surrogate (U+{ord(session_id[exc.start]):04X}"
+            f" at index {exc.start}): it cannot be written to a session file") from None
+    length = len(encode_segment(session_id).encode())
+    if length > _NAME_MAX:
+        raise InvalidSessionIdError(
+            f"session id of {len(session_id)} characters is too long for a file name once "
+            f"encoded ({length} bytes > {_NAME_MAX})")
+
+
+def _is_link_error(exc: OSError) -> bool:
+    return exc.errno in (errno.ELOOP, errno.ENOTDIR)
+
+
+class SessionPathError(OSError):
+    """A path inside the store's root is a symbolic link (or not a directory): the store
+    never follows links out of its root."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(errno.ELOOP, f"{path} is a symbolic link or not a directory (the "
+                                      "session store never follows links out of its root)")
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def _close_quietly(fd: int) -> None:
+    with contextlib.suppress(OSError):
         os.close(fd)
 
 
-class _JsonlSink:
-    """Appends batches to one session file, creating it (header first) on the first batch."""
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
-    def __init__(self, path: Path, compression: Compression, pack_chunks: bool,
-                 exists: bool) -> None:
-        self.path = path
-        self.compression = compression
-        self.pack_chunks = pack_chunks
-        self.exists = exists
-        self._compressor: zstandard.ZstdCompressor | None = None
+
+# ---------------------------------------------------------------------------- group commit
+
+
+class _Committer:
+    """One thread that makes written files durable: each dirty file once per window, or at
+    once when asked. It exits when idle and starts again on the next request."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._due: dict[_SessionFile, float] = {}
+        self._thread: threading.Thread | None = None
+
+    def schedule(self, writer: _SessionFile, window: float) -> None:
+        deadline = time.monotonic() + window
+        with self._condition:
+            known = self._due.get(writer)
+            if known is not None and known <= deadline:
+                return
+            self._due[writer] = deadline
+            self._condition.notify()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="turnfork-committer",
+                                                daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self._condition:
+                while True:
+                    if not self._due:
+                        self._condition.wait(1.0)
+                        if not self._due:
+                            self._thread = None
+                            return
+                        continue
+                    delay = min(self._due.values()) - time.monotonic()
+                    if delay <= 0:
+                        break
+                    self._condition.wait(delay)
+                now = time.monotonic()
+                ready = [writer for writer, due in self._due.items() if due <= now]
+                for writer in ready:
+                    del self._due[writer]
+            for writer in ready:
+                writer.commit(quiet=True)
+
+
+_COMMITTER = _Committer()
+
+
+# ---------------------------------------------------------------------------- one directory
+
+
+@dataclass
+class _Directory:
+    """A session directory, open and locked by this process (the writer's lock)."""
+
+    fd: int
+    path: Path
+    #: Directories whose entries this writer created, to fsync at the first commit.
+    parents: list[int] = field(default_factory=list)
+
+    def names(self) -> list[str]:
+        with os.scandir(self.fd) as entries:
+            return [entry.name for entry in entries]
+
+    def has_file(self, name: str) -> bool:
+        """Whether the directory holds an entry of that name (whatever it is: reading it
+        names what is wrong with it)."""
+        try:
+            os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def remove_files(self) -> None:
+        """Remove what the store keeps in the directory (session file, seed links, temporary
+        files); anything else stays, and so does the directory then."""
+        for name in self.names():
+            if (name in _FILE_NAMES.values() or name.startswith(("seed-", _TEMPORARY_PREFIX))):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=self.fd)
+
+    def close(self, *, remove_from: int | None = None) -> None:
+        """Unlock; with ``remove_from`` (the parent directory), remove the directory first
+        when it is empty."""
+        if remove_from is not None:
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.basename(self.path), dir_fd=remove_from)
+        for parent in self.parents:
+            _close_quietly(parent)
+        self.parents.clear()
+        _close_quietly(self.fd)
+
+
+def _lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------------------- the writer
+
+
+@dataclass(frozen=True)
+class _SeedPlan:
+    """A fork child's seed as a reference to its parent's file (see the module rules)."""
+
+    record: SeedRecord
+    #: The seed files linked into the child's directory, to fsync at its first commit.
+    links: tuple[str, ...]
+
+
+class _SessionFile:
+    """One session's file: written at once, committed in groups (a :class:`SessionSink`)."""
+
+    def __init__(self, store: JsonlSessionStore, directory: _Directory, session_id: str, *,
+                 seed: _SeedPlan | None = None) -> None:
+        self.store = store
+        self.directory = directory
+        self.session_id = session_id
+        self.name = store.file_name
+        self.seed = seed
+        #: How many seed files this directory holds (``seed-0`` … ``seed-{chain-1}``).
+        self.chain = 0 if seed is None else len(seed.links)
+        self.fd: int | None = None
+        self.size = 0  # bytes of the file, all written by this writer or loaded
+        self.written = 0  # events in the file
+        self.durable = 0
+        #: (events, bytes) just after the last ``turn/end`` in the file: a child's seed cut.
+        self.cut: tuple[int, int] | None = None
+        self.failure: OSError | None = None
+        self.closed = False
+        self._first_commit = True
+        self._lock = threading.Lock()
+        self._commit_lock = threading.Lock()
+        self._waiters: list[tuple[int, Any, Any]] = []
+        self._compressor: Any = None
+
+    # -- the sink protocol
+
+    @property
+    def durable_length(self) -> int:
+        return self.durable
+
+    def write(self, header: SessionHeader, events: Sequence[Event]) -> None:
+        if self.closed:
+            raise SessionWriteError(self.session_id, "the session was released; nothing was "
+                                                     "written")
+        if self.failure is not None:
+            raise SessionWriteError(self.session_id, "an earlier write or commit (fsync) "
+                                    "failed, so what is on disk is not known; release and "
+                                    "load the session again", self.failure)
+        if events[0].seq != self.written and self.fd is not None:
+            raise SessionWriteError(self.session_id, f"batch starts at seq {events[0].seq}, "
+                                    f"the file holds {self.written} events")
+        if self.fd is None:
+            self._create(header, events)
+        else:
+            self._append(events)
+        _COMMITTER.schedule(self, self.store.commit_window)
+
+    def commit(self, *, quiet: bool = False) -> None:
+        """fsync what is written (and, the first time, the directory entries)."""
+        with self._commit_lock:
+            with self._lock:
+                if self.fd is None or self.closed or self.durable >= self.written:
+                    if self.failure is not None and not quiet:
+                        raise self._failed("an earlier write or commit (fsync) failed")
+                    return
+                target, first = self.written, self._first_commit
+                fd = os.dup(self.fd)
+            try:
+                if first:
+                    for link in () if self.seed is None else self.seed.links:
+                        self._fsync_named(link)
+                    os.fsync(fd)
+                    for directory in (self.directory.fd, *self.directory.parents):
+                        os.fsync(directory)
+                else:
+                    os.fdatasync(fd)
+            except OSError as exc:
+                with self._lock:
+                    self.failure = exc
+                    waiters, self._waiters = self._waiters, []
+                error = self._failed("a commit (fsync) failed; events from seq "
+                                     f"{self.durable} may not be durable", exc)
+                for _, loop, future in waiters:
+                    _settle(loop, future, error)
+                if not quiet:
+                    raise error from exc
+                return
+            finally:
+                os.close(fd)
+            with self._lock:
+                self.durable = max(self.durable, target)
+                self._first_commit = False
+                ready = [w for w in self._waiters if w[0] <= self.durable]
+                self._waiters = [w for w in self._waiters if w[0] > self.durable]
+            if first:
+                for parent in self.directory.parents:
+                    _close_quietly(parent)
+                self.directory.parents.clear()
+            for _, loop, future in ready:
+                _settle(loop, future, None)
+
+    async def wait_durable(self, length: int) -> None:
+        import asyncio  # noqa: PLC0415 - only the async path needs it
+
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        with self._lock:
+            if self.failure is not None:
+                raise self._failed("an earlier write or commit (fsync) failed", self.failure)
+            if self.durable >= length:
+                return
+            if self.closed:
+                raise SessionWriteError(self.session_id, "the session was released")
+            self._waiters.append((length, loop, future))
+        _COMMITTER.schedule(self, 0.0)
+        await future
+
+    # -- writing
+
+    def _failed(self, what: str, cause: OSError | None = None) -> SessionWriteError:
+        return SessionWriteError(self.session_id, what, cause)
+
+    def _encode(self, events: Sequence[Event]) -> tuple[bytes, tuple[int, int] | None]:
+        """The bytes of ``events`` (a frame per part for zstd, parts split after each
+        ``turn/end``) and the (events, bytes) offset after the last ``turn/end`` in them."""
+        payload: list[bytes] = []
+        cut: tuple[int, int] | None = None
+        size, start = 0, 0
+        for index, event in enumerate(events):
+            if isinstance(event, TurnEndEvent) or index == len(events) - 1:
+                data = self._frame(self._checked(events[start:index + 1]))
+                payload.append(data)
+                size += len(data)
+                start = index + 1
+                if isinstance(event, TurnEndEvent):
+                    cut = (event.seq + 1, size)
+        return b"".join(payload), cut
+
+    def _checked(self, events: Sequence[Event]) -> bytes:
+        """The JSONL of ``events``, read back through the typed decoder first: what the
+        loader would refuse is refused here (issue 14.2)."""
+        try:
+            text = encode_log(events, pack_chunks=self.store.pack_chunks)
+        except (UnicodeEncodeError, msgspec.EncodeError, TypeError, OverflowError) as exc:
+            raise self._refused(events, f"cannot be encoded: {exc}") from None
+        decoded = decode_log(text)
+        if isinstance(decoded, Failure):
+            error = decoded.failure()
+            raise SessionEventError(self.session_id, error.seq, error.event_type,
+                                    error.problem)
+        read_back = decoded.unwrap()
+        if len(read_back) != len(events) or any(
+                a != b for a, b in zip(read_back, events, strict=True)):
+            raise self._refused(events, "does not read back as it was written")
+        return text
+
+    def _refused(self, events: Sequence[Event], problem: str) -> SessionEventError:
+        """The error for the first of ``events`` that cannot be encoded or read back."""
+        for event in events:
+            try:
+                line = encode_event(event)
+            except (UnicodeEncodeError, msgspec.EncodeError, TypeError, OverflowError):
+                break
+            decoded = decode_log(line)
+            if isinstance(decoded, Failure) or decoded.unwrap() != (event,):
+                break
+        kind = event.__struct_config__.tag
+        return SessionEventError(self.session_id, event.seq,
+                                 kind if isinstance(kind, str) else None, problem)
 
     def _frame(self, text: bytes) -> bytes:
-        if self.compression == "none":
+        if self.store.compression == "none":
             return text
         if self._compressor is None:
             self._compressor = _zstd().ZstdCompressor(write_checksum=True)
         return bytes(self._compressor.compress(text))
 
-    def write(self, header: SessionHeader, events: Sequence[Event]) -> None:
-        payload = self._frame(encode_log(events, pack_chunks=self.pack_chunks))
-        if not self.exists:
-            self._create(self._frame(encode_header_line(header) + b"\n") + payload)
-            return
-        with open(self.path, "ab") as handle:
-            size = os.fstat(handle.fileno()).st_size
+    def _append(self, events: Sequence[Event]) -> None:
+        payload, cut = self._encode(events)
+        fd = self.fd
+        assert fd is not None
+        with self._lock:
+            found = os.fstat(fd).st_size
+            if found != self.size:
+                self.failure = OSError(errno.EIO, "the file changed under its writer")
+                raise self._failed(
+                    f"the file is {found} bytes, but this writer wrote {self.size}: another "
+                    "process wrote to it; nothing was written")
             try:
-                handle.write(payload)
-                handle.flush()
-                os.fsync(handle.fileno())
-            except BaseException:
-                handle.truncate(size)  # a batch is on disk whole or not at all
-                raise
+                _write_all(fd, payload)
+            except OSError as exc:
+                try:
+                    os.ftruncate(fd, self.size)  # only bytes this writer just wrote
+                except OSError as cut_failed:
+                    self.failure = cut_failed
+                raise self._failed("the batch was not written (the file is as it was)",
+                                   exc) from exc
+            if cut is not None:
+                self.cut = (cut[0], self.size + cut[1])
+            self.size += len(payload)
+            self.written = events[-1].seq + 1
 
-    def _create(self, payload: bytes) -> None:
-        # The file appears whole or not at all: written and fsynced under a temporary name,
-        # then linked into place (which fails if the name is taken). A crash leaves at most
-        # a stray temporary file, never a session file without its header.
-        directory = self.path.parent
-        directory.mkdir(parents=True, exist_ok=True)
-        temporary = directory / f".{self.path.name}.{os.getpid()}.{id(self):x}.tmp"
+    def _create(self, header: SessionHeader, events: Sequence[Event]) -> None:
+        """The file appears whole: written under a temporary name, then linked into place.
+        A fork child's file holds its seed record (a frame of its own) instead of the seed."""
+        head = self._frame(encode_header_line(header) + b"\n")
+        own: Sequence[Event] = events
+        cut: tuple[int, int] | None = None
+        if self.seed is not None:
+            record = self.seed.record
+            head += self._frame(msgspec.json.encode(record) + b"\n")
+            own = events[record.events:]
+            cut = (record.events, len(head))  # a seed ends with its turn/end
+        body, body_cut = self._encode(own) if own else (b"", None)
+        if body_cut is not None:
+            cut = (body_cut[0], len(head) + body_cut[1])
+        payload = head + body
+        directory = self.directory
+        temporary = f"{_TEMPORARY_PREFIX}{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW
+                 | os.O_CLOEXEC)
         try:
-            with open(temporary, "wb") as handle:
-                handle.write(payload)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.link(temporary, self.path)
+            fd = os.open(temporary, flags, 0o600, dir_fd=directory.fd)
+        except OSError as exc:
+            raise self._failed("cannot create the session file", exc) from exc
+        try:
+            try:
+                _write_all(fd, payload)
+                os.link(temporary, self.name, src_dir_fd=directory.fd,
+                        dst_dir_fd=directory.fd, follow_symlinks=False)
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary, dir_fd=directory.fd)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno == errno.EEXIST:
+                raise self._failed(f"{self.name} appeared in {directory.path} meanwhile (a "
+                                   "writer that does not take the lock?); nothing was "
+                                   "written", exc) from exc
+            raise self._failed("the session file was not created", exc) from exc
+        with self._lock:
+            self.fd, self.size, self.written, self.cut = fd, len(payload), len(events), cut
+
+    # -- opening an existing file (load)
+
+    def adopt(self, log: LoadedLog, size: int, written: int) -> None:
+        """Take over the loaded file: append to it from ``size`` bytes, ``written`` events."""
+        try:
+            fd = os.open(self.name, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         dir_fd=self.directory.fd)
+        except OSError as exc:
+            raise SessionLoadError(self.directory.path / self.name,
+                                   f"cannot open for writing: {exc.strerror}") from exc
+        try:
+            if os.fstat(fd).st_size != size:
+                os.ftruncate(fd, size)
+            os.fsync(fd)  # what a crashed writer left may have been written, not committed
+        except OSError as exc:
+            os.close(fd)
+            raise SessionLoadError(self.directory.path / self.name,
+                                   f"cannot repair: {exc.strerror}") from exc
+        self.fd, self.size, self.written, self.durable = fd, size, written, written
+        self._first_commit = False
+        if log.seed is not None:
+            number = log.seed.file.removeprefix("seed-").split(".", 1)[0]
+            self.chain = int(number) + 1
+        events = log.events
+        if events and isinstance(events[-1], TurnEndEvent) and written == len(events):
+            self.cut = (len(events), size)
+
+    # -- the end
+
+    def close(self) -> None:
+        """Commit what is written, close the file; the directory lock stays with the store."""
+        if self.closed:
+            return
+        with contextlib.suppress(OSError):
+            self.commit()
+        with self._lock:
+            self.closed = True
+            fd, self.fd = self.fd, None
+            waiters, self._waiters = self._waiters, []
+        if fd is not None:
+            _close_quietly(fd)
+        error = self._failed("the session was released before its events were durable",
+                             self.failure)
+        for _, loop, future in waiters:
+            _settle(loop, future, error)
+
+    def _fsync_named(self, name: str) -> None:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     dir_fd=self.directory.fd)
+        try:
+            os.fsync(fd)
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temporary)
-        _fsync_dir(directory)
-        self.exists = True
+            os.close(fd)
+
+
+def _settle(loop: Any, future: Any, error: BaseException | None) -> None:
+    """Resolve an awaiting future from any thread (a no-op when it is gone)."""
+
+    def settle() -> None:
+        if not future.done():
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)
+
+    with contextlib.suppress(RuntimeError):  # the loop is closed
+        loop.call_soon_threadsafe(settle)
+
+
+# ---------------------------------------------------------------------------- the store
 
 
 class JsonlSessionStore(_LiveSessions):
-    """Sessions persisted as DSH JSONL files under ``root``.
+    """Sessions persisted as DSH JSONL files under ``root`` (see the module rules).
 
     Args:
         root: the sessions directory (DSH: ``$DSH_HOME/sessions``).
         compression: ``"none"`` (default) or ``"zstd"`` (needs ``zstandard``).
         pack_chunks: write runs of three or more deltas of one batch as DSH packed rows.
         clock: default clock for the sessions it creates and loads.
+        commit_window: the longest a written batch waits for its commit (seconds).
+        fork_seeds: ``"reference"`` (default): a fork child's seed stays in its parent's file
+            (O(1) per fork; :meth:`export` for DSH); ``"inline"``: written in full.
     """
 
     def __init__(self, root: str | os.PathLike[str], *, compression: Compression = "none",
-                 pack_chunks: bool = False, clock: Clock | None = None) -> None:
+                 pack_chunks: bool = False, clock: Clock | None = None,
+                 commit_window: float = 0.005, fork_seeds: ForkSeeds = "reference") -> None:
         super().__init__(clock)
         if compression not in _FILE_NAMES:
             raise ValueError(f"compression must be 'none' or 'zstd', not {compression!r}")
+        if fork_seeds not in ("reference", "inline"):
+            raise ValueError(f"fork_seeds must be 'reference' or 'inline', not {fork_seeds!r}")
+        if commit_window < 0:
+            raise ValueError("commit_window must not be negative")
         if compression == "zstd":
             _zstd()
         self.root = Path(root)
         self.compression: Compression = compression
         self.pack_chunks = pack_chunks
         self.file_name = _FILE_NAMES[compression]
+        self.commit_window = commit_window
+        self.fork_seeds: ForkSeeds = fork_seeds
+        self._writers: dict[str, _SessionFile] = {}
 
     def path_for(self, header: SessionHeader) -> Path:
         """Where the session with this header lives."""
         cwd = header.cwd if isinstance(header.cwd, str) else None
         return (self.root / project_dir_name(cwd) / encode_segment(header.id) / self.file_name)
 
-    def _sink(self, path: Path, exists: bool) -> _JsonlSink:
-        return _JsonlSink(path, self.compression, self.pack_chunks, exists)
+    # -- directories
+
+    @contextlib.contextmanager
+    def _root(self, *, create: bool) -> Iterator[int | None]:
+        """The root, open (``None`` when it does not exist and ``create`` is false)."""
+        if create:
+            self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            if create:
+                raise
+            yield None
+            return
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+    def _open_dir(self, parent: int, name: str, shown: Path) -> int:
+        """A directory of the layout, open; never through a symbolic link.
+
+        Raises:
+            SessionPathError: it is a symbolic link, or not a directory.
+        """
+        try:
+            return os.open(name, _DIRECTORY, dir_fd=parent)
+        except OSError as exc:
+            if _is_link_error(exc):
+                raise SessionPathError(shown) from exc
+            raise
+
+    def _locate(self, session_id: str) -> list[str]:
+        """Project directories holding a directory for this session (no link followed)."""
+        segment = encode_segment(session_id)
+        found: list[str] = []
+        with self._root(create=False) as root:
+            if root is None:
+                return found
+            with os.scandir(root) as entries:
+                projects = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+            for project in projects:
+                try:
+                    info = os.stat(f"{project}/{segment}", dir_fd=root,
+                                   follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISDIR(info.st_mode):
+                    found.append(project)
+        return found
+
+    def _session_dir(self, root: int, project: str, session_id: str) -> _Directory:
+        shown = self.root / project
+        project_fd = self._open_dir(root, project, shown)
+        try:
+            segment = encode_segment(session_id)
+            fd = self._open_dir(project_fd, segment, shown / segment)
+        finally:
+            os.close(project_fd)
+        return _Directory(fd, shown / segment)
+
+    def _find(self, session_id: str) -> str | None:
+        """The project directory of the persisted session; ``None`` when no session file of
+        this id exists."""
+        for project in self._locate(session_id):
+            with self._root(create=False) as root:
+                assert root is not None
+                try:
+                    directory = self._session_dir(root, project, session_id)
+                except OSError:
+                    continue
+                try:
+                    if directory.has_file(self.file_name):
+                        return project
+                    other = [name for name in _FILE_NAMES.values()
+                             if name != self.file_name and directory.has_file(name)]
+                    if other:
+                        raise SessionLoadError(
+                            directory.path / other[0],
+                            f"this store's root holds {self.compression!r} sessions "
+                            f"({self.file_name}); a root holds one encoding only")
+                finally:
+                    directory.close()
+        return None
+
+    def _reserve(self, header: SessionHeader) -> _Directory:
+        """Create and lock the session's directory; the loser of a race gets
+        :class:`SessionExistsError`."""
+        cwd = header.cwd if isinstance(header.cwd, str) else None
+        project, segment = project_dir_name(cwd), encode_segment(header.id)
+        created: list[int] = []
+        with self._root(create=True) as root:
+            assert root is not None
+            try:
+                os.mkdir(project, 0o700, dir_fd=root)
+                created.append(os.dup(root))
+            except FileExistsError:
+                pass
+            project_fd = self._open_dir(root, project, self.root / project)
+        try:
+            try:
+                os.mkdir(segment, 0o700, dir_fd=project_fd)
+                created.append(os.dup(project_fd))
+            except FileExistsError:
+                pass
+            fd = self._open_dir(project_fd, segment, self.root / project / segment)
+        except BaseException:
+            for parent in created:
+                _close_quietly(parent)
+            raise
+        finally:
+            os.close(project_fd)
+        directory = _Directory(fd, self.root / project / segment, created)
+        if not _lock(fd):
+            directory.close()
+            raise SessionExistsError(header.id)
+        if directory.has_file(self.file_name):  # persisted: created before, or just now
+            directory.close()
+            raise SessionExistsError(header.id)
+        return directory
+
+    # -- the protocol
 
     def create(self, header: SessionHeader, *, seed: Sequence[Event] | None = None,
                seed_trace: Trace | None = None, clock: Clock | None = None) -> Session:
-        path = self.path_for(header)
+        """Create and register a live session, reserving its directory (locked).
+
+        Raises:
+            SessionExistsError: live here or in another process, or persisted.
+            InvalidSessionIdError: an id the store cannot persist.
+        """
+        check_session_id(header.id)
         if header.id in self._live or self._find(header.id) is not None:
             raise SessionExistsError(header.id)
-        return self._register(header, seed, seed_trace, clock, self._sink(path, False))
+        directory = self._reserve(header)
+        writer = _SessionFile(self, directory, header.id)
+        try:
+            writer.seed = self._seed_plan(header, seed, seed_trace, directory)
+            writer.chain = 0 if writer.seed is None else len(writer.seed.links)
+            session = self._register(header, seed, seed_trace, clock, writer)
+        except BaseException:
+            self._close(writer, remove=True)
+            raise
+        self._writers[header.id] = writer
+        return session
+
+    def _seed_plan(self, header: SessionHeader, seed: Sequence[Event] | None,
+                   seed_trace: Trace | None, directory: _Directory) -> _SeedPlan | None:
+        """A reference to the parent's file for a seed that is its completed prefix."""
+        if self.fork_seeds != "reference" or not seed or seed_trace is None:
+            return None
+        parent_id = header.parent_session
+        parent = self._live.get(parent_id) if isinstance(parent_id, str) else None
+        writer = self._writers.get(parent_id) if isinstance(parent_id, str) else None
+        if parent is None or writer is None or writer.fd is None or writer.failure:
+            return None
+        if writer.cut is None or writer.cut[0] != len(seed):
+            return None
+        if parent.completed_prefix()[1] is not seed_trace:
+            return None  # the same length, but not provably the parent's own prefix
+        links: list[str] = []
+        try:
+            for index in range(writer.chain):
+                name = seed_file_name(index, compressed=self.compression == "zstd")
+                os.link(name, name, src_dir_fd=writer.directory.fd, dst_dir_fd=directory.fd,
+                        follow_symlinks=False)
+                links.append(name)
+            name = seed_file_name(writer.chain, compressed=self.compression == "zstd")
+            os.link(writer.name, name, src_dir_fd=writer.directory.fd,
+                    dst_dir_fd=directory.fd, follow_symlinks=False)
+            links.append(name)
+        except OSError:  # no hard links here (or too many): write the seed in full
+            for made in links:
+                with contextlib.suppress(OSError):
+                    os.unlink(made, dir_fd=directory.fd)
+            return None
+        record = SeedRecord(file=links[-1], size=writer.cut[1], events=len(seed),
+                            last_time=seed[-1].time)
+        return _SeedPlan(record=record, links=tuple(links))
 
     def exists(self, session_id: str) -> bool:
-        return session_id in self._live or self._find(session_id) is not None
+        if session_id in self._live:
+            return True
+        try:
+            if self._find(session_id) is not None:
+                return True
+        except SessionLoadError:
+            return True
+        return any(not self._free(project, session_id)
+                   for project in self._locate(session_id))
 
-    def _find(self, session_id: str) -> Path | None:
-        """The file of a persisted session, searching every project directory."""
-        if not self.root.is_dir():
-            return None
-        segment = encode_segment(session_id)
-        found = [project / segment for project in sorted(self.root.iterdir())
-                 if (project / segment).is_dir()]
-        for directory in found:
-            if (directory / self.file_name).is_file():
-                return directory / self.file_name
-        for directory in found:
-            other = [name for name in _FILE_NAMES.values()
-                     if name != self.file_name and (directory / name).is_file()]
-            if other:
-                raise SessionLoadError(
-                    directory / other[0],
-                    f"this store's root holds {self.compression!r} sessions "
-                    f"({self.file_name}); a root holds one encoding only")
-        return None
+    def _free(self, project: str, session_id: str) -> bool:
+        """Whether the session directory's lock is free (a reservation with no writer)."""
+        with self._root(create=False) as root:
+            if root is None:
+                return True
+            try:
+                directory = self._session_dir(root, project, session_id)
+            except OSError:
+                return True
+            try:
+                return _lock(directory.fd)
+            finally:
+                directory.close()
 
     def load(self, session_id: str, *, clock: Clock | None = None) -> Session:
+        """The live session, or the persisted one, locked for writing and repaired.
+
+        Raises:
+            SessionNotFoundError, SessionLoadError, SessionLockedError.
+        """
         live = self._live.get(session_id)
         if live is not None:
             return live
-        path = self._find(session_id)
-        if path is None:
+        project = self._find(session_id)
+        if project is None:
             raise SessionNotFoundError(session_id)
-        session = _load(path, session_id, clock or self.clock, self._sink(path, True))
+        with self._root(create=False) as root:
+            assert root is not None
+            directory = self._session_dir(root, project, session_id)
+        if not _lock(directory.fd):
+            directory.close()
+            raise SessionLockedError(session_id, directory.path)
+        try:
+            writer = _SessionFile(self, directory, session_id)
+            session = self._repair(writer, session_id, clock or self.clock)
+        except BaseException:
+            directory.close()
+            raise
         self._live[session_id] = session
+        self._writers[session_id] = writer
         return session
+
+    def _read(self, directory: _Directory, session_id: str) -> LoadedLog:
+        shown = directory.path / self.file_name
+        read = read_session_file(self.file_name, dir_fd=directory.fd, shown=str(shown))
+        if isinstance(read, Failure):
+            raise SessionLoadError.from_read_error(read.failure())
+        log = read.unwrap()
+        assert log.header is not None
+        if log.header.id != session_id:
+            raise SessionLoadError(shown, f"line 1: header id {log.header.id!r} is not "
+                                          f"{session_id!r}")
+        return log
+
+    def _repair(self, writer: _SessionFile, session_id: str, clock: Clock) -> Session:
+        log = self._read(writer.directory, session_id)
+        assert log.header is not None
+        shown = writer.directory.path / self.file_name
+        events, torn = log.events, log.torn
+        traced = trace_log(events)
+        if isinstance(traced, Failure):
+            raise SessionLoadError(shown, traced.failure())
+        trace = traced.unwrap()
+        closers = close_open_turn(trace, events, TurnInterrupted())
+        for closer in closers:
+            trace = advance(trace, closer).unwrap()
+        written, size = len(events), log.file_bytes
+        if torn is not None:
+            warnings.warn(f"{shown}: dropped {torn.description}", SessionRepairWarning,
+                          stacklevel=4)
+            size = torn.keep_bytes
+            if torn.rewrite_from is not None:
+                written = torn.rewrite_from
+        writer.adopt(log, size, written)
+        seed = events + closers
+        session = Session(log.header, seed=seed, seed_trace=trace, clock=clock, sink=writer,
+                          written=written)
+        session.flush(upto=len(seed))  # recovered events and closers are made durable now
+        return session
+
+    def inspect(self, session_id: str) -> LoadedLog:
+        """Read a persisted session as its file holds it, without the writer lock and without
+        writing anything: a torn tail is left out (and described in ``torn``), an open turn
+        stays open. A live session of this store is read from its file too.
+
+        Raises:
+            SessionNotFoundError, SessionLoadError.
+        """
+        for project in self._locate(session_id):
+            with self._root(create=False) as root:
+                assert root is not None
+                directory = self._session_dir(root, project, session_id)
+            try:
+                if directory.has_file(self.file_name):
+                    return self._read(directory, session_id)
+            finally:
+                _close_quietly(directory.fd)
+        raise SessionNotFoundError(session_id)
+
+    def export(self, session_id: str, destination: str | os.PathLike[str], *,
+               compression: Compression | None = None) -> Path:
+        """Write the session as one self-contained DSH session file (its seed included,
+        whatever file it lives in), atomically; returns the path written. The file is what
+        :meth:`inspect` reads, so exporting never touches the session.
+
+        Args:
+            destination: a file, or a directory to hold ``session.jsonl[.zstd]``.
+            compression: of the file written (default: the store's).
+        """
+        log = self.inspect(session_id)
+        assert log.header is not None
+        encoding = self.compression if compression is None else compression
+        target = Path(destination)
+        if target.is_dir():
+            target = target / _FILE_NAMES[encoding]
+        text = encode_session(log.header, log.events, pack_chunks=self.pack_chunks)
+        if encoding == "zstd":
+            compressor = _zstd().ZstdCompressor(write_checksum=True)
+            header_end = text.index(b"\n") + 1
+            data = compressor.compress(text[:header_end]) + compressor.compress(
+                text[header_end:])
+        else:
+            data = text
+        temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            with open(temporary, "xb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, target)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+        return target
 
     def list(self) -> tuple[str, ...]:
         ids = dict.fromkeys(self._live)
-        if self.root.is_dir():
-            for project in sorted(self.root.iterdir()):
-                if not project.is_dir():
+        with self._root(create=False) as root:
+            if root is None:
+                return tuple(ids)
+            with os.scandir(root) as entries:
+                projects = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+            for project in projects:
+                try:
+                    project_fd = os.open(project, _DIRECTORY, dir_fd=root)
+                except OSError:
                     continue
-                for directory in sorted(project.iterdir()):
-                    if (directory / self.file_name).is_file():
+                try:
+                    with os.scandir(project_fd) as entries:
+                        names = sorted(e.name for e in entries
+                                       if e.is_dir(follow_symlinks=False))
+                    for name in names:
                         try:
-                            ids.setdefault(decode_segment(directory.name))
-                        except ValueError:
-                            continue  # not a directory this layout makes
+                            info = os.stat(f"{name}/{self.file_name}", dir_fd=project_fd,
+                                           follow_symlinks=False)
+                            session_id = decode_segment(name)
+                        except (OSError, ValueError):
+                            continue  # nothing persisted, or not a directory this layout makes
+                        if stat.S_ISREG(info.st_mode):
+                            ids.setdefault(session_id)
+                finally:
+                    os.close(project_fd)
         return tuple(ids)
 
+    def release(self, session_id: str) -> None:
+        """Forget a live session: commit and close its file, drop its writer lock (a
+        directory it never wrote to is removed)."""
+        self._live.pop(session_id, None)
+        writer = self._writers.pop(session_id, None)
+        if writer is not None:
+            self._close(writer, remove=False)
+
+    def _close(self, writer: _SessionFile, *, remove: bool) -> None:
+        writer.close()
+        directory = writer.directory
+        unwritten = not directory.has_file(self.file_name)
+        if remove or unwritten:
+            directory.remove_files()
+        with self._root(create=False) as root:
+            project_fd = None
+            if root is not None and (remove or unwritten):
+                with contextlib.suppress(OSError):
+                    project_fd = os.open(directory.path.parent.name, _DIRECTORY, dir_fd=root)
+            directory.close(remove_from=project_fd)
+            if project_fd is not None:
+                if remove:
+                    with contextlib.suppress(OSError):
+                        os.rmdir(directory.path.parent.name, dir_fd=root)
+                os.close(project_fd)
+
     def delete(self, session_id: str) -> None:
+        """Release a session and remove its files (never another process's live session).
+
+        Raises:
+            SessionNotFoundError: neither live nor persisted.
+            SessionLockedError: another process is the session's writer.
+        """
         live = self._live.pop(session_id, None)
-        path = self._find(session_id)
-        if path is None:
+        writer = self._writers.pop(session_id, None)
+        if writer is not None:
+            self._close(writer, remove=True)
+            return
+        project = self._find(session_id)
+        if project is None:
             if live is None:
                 raise SessionNotFoundError(session_id)
             return
-        path.unlink()
-        for directory in (path.parent, path.parent.parent):
-            try:
-                directory.rmdir()
-            except OSError:
-                break  # not empty: something else lives there
+        with self._root(create=False) as root:
+            assert root is not None
+            directory = self._session_dir(root, project, session_id)
+        if not _lock(directory.fd):
+            directory.close()
+            raise SessionLockedError(session_id, directory.path)
+        self._close(_SessionFile(self, directory, session_id), remove=True)
 
-
-# ---------------------------------------------------------------------------- loading
-
-
-def _load(path: Path, session_id: str, clock: Clock, sink: _JsonlSink) -> Session:
-    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        read = read_session_file(path.name, dir_fd=directory, shown=str(path))
-    finally:
-        os.close(directory)
-    if isinstance(read, Failure):
-        raise SessionLoadError.from_read_error(read.failure())
-    log = read.unwrap()
-    header, events, torn = log.header, log.events, log.torn
-    assert header is not None
-    if header.id != session_id:
-        raise SessionLoadError(path, f"line 1: header id {header.id!r} is not {session_id!r}")
-    traced = trace_log(events)
-    if isinstance(traced, Failure):
-        raise SessionLoadError(path, traced.failure())
-    trace = traced.unwrap()
-    closers = close_open_turn(trace, events, TurnInterrupted())
-    for closer in closers:
-        trace = advance(trace, closer).unwrap()
-    durable = len(events)
-    if torn is not None:
-        warnings.warn(f"{path}: dropped {torn.description}", SessionRepairWarning,
-                      stacklevel=3)
-        if torn.rewrite_from is not None:
-            durable = torn.rewrite_from
-        with open(path, "r+b") as handle:
-            handle.truncate(torn.keep_bytes)
-            os.fsync(handle.fileno())
-    seed = events + closers
-    session = Session(header, seed=seed, seed_trace=trace, clock=clock, sink=sink,
-                      durable=durable)
-    session.flush(upto=len(seed))  # recovered events and closers are made durable now
-    return session

@@ -9,9 +9,15 @@ Rules:
   (typically the parent's :meth:`Session.completed_prefix`), so creating a child copies nothing
   and, given the parent's trace at the cut, replays nothing: O(1) whatever the parent's size.
 * ``session.events`` is an immutable, fixed-length view: later appends never show through it.
-* Persistence is a :class:`SessionSink` that receives each batch of events not yet durable
-  (the seed and ``session/end-seed`` of a new session are written with its first append, so a
-  session that never appended has no file, as in DSH).
+* Persistence is a :class:`SessionSink`. Each batch is handed to it before the batch joins the
+  log, and an append returns once its batch is *written* (with the disk store: in the file,
+  which a crash of the process no longer loses); a sink that refuses the batch (a full disk, an
+  event the store cannot persist) leaves the session exactly as it was. A batch is *durable*
+  (it survives a crash of the machine) once :attr:`Session.durable_length` covers it: the disk
+  store commits (fsyncs) written batches in groups, within a short window, and at once for
+  :meth:`Session.flush` and :meth:`Session.wait_durable`. A new session's seed and
+  ``session/end-seed`` are written with its first append, so a session that never appended
+  has no file, as in DSH.
 """
 
 from __future__ import annotations
@@ -104,11 +110,24 @@ EventsView = PrefixView
 
 
 class SessionSink(Protocol):
-    """Where a session's durable batches go (a store's file writer)."""
+    """Where a session's batches go (a store's file writer)."""
 
     def write(self, header: SessionHeader, events: Sequence[Event]) -> None:
-        """Make ``events`` (the next ones after everything written so far) durable, or raise
-        leaving nothing half-written."""
+        """Write ``events`` (the next ones after everything written so far) at once, or raise
+        leaving nothing of them written."""
+        ...
+
+    @property
+    def durable_length(self) -> int:
+        """How many leading events of the log are durable (committed)."""
+        ...
+
+    def commit(self) -> None:
+        """Make every written event durable now (blocking), or raise."""
+        ...
+
+    async def wait_durable(self, length: int) -> None:
+        """Return once the first ``length`` events are durable (committing now), or raise."""
         ...
 
 
@@ -133,7 +152,7 @@ class Session:
             the seed is not replayed. ``None`` traces the seed once (validating it).
         clock: epoch-millisecond clock for appended events.
         sink: persistence for append batches; ``None`` keeps the session in memory.
-        durable: how many leading seed events the sink already holds (a loaded log).
+        written: how many leading seed events the sink already holds (a loaded log).
 
     Raises:
         SessionViolationError: the seed breaks a rule.
@@ -142,11 +161,11 @@ class Session:
 
     def __init__(self, header: SessionHeader, *, seed: Sequence[Event] | None = None,
                  seed_trace: Trace | None = None, clock: Clock = system_clock,
-                 sink: SessionSink | None = None, durable: int = 0) -> None:
+                 sink: SessionSink | None = None, written: int = 0) -> None:
         self.header = header
         self._clock = clock
         self._sink = sink
-        self._durable = durable
+        self._written = written
         #: Callbacks run after every committed batch, with the new events.
         self.listeners: list[Callable[[Sequence[Event]], None]] = []
         base = () if seed is None else seed
@@ -252,17 +271,20 @@ class Session:
     # ------------------------------------------------------------------ appending
 
     def append(self, kind: type[E], data: Any, **envelope: Any) -> E:
-        """Stamp (seq, time), validate and append one event; returns it.
+        """Stamp (seq, time), validate and append one event; returns it once it is written.
 
         Raises:
             SessionViolationError: the event breaks a rule; nothing was appended.
+            OSError: the store could not write it (e.g. the disk is full); nothing was
+                appended, and a later append may succeed.
+            ValueError: the store cannot persist the event (a value its reader would refuse).
         """
         event: E = kind(seq=len(self._log), time=self._clock(), data=data, **envelope)
         self._commit([event], flush=True)
         return event
 
     def append_many(self, drafts: Iterable[Draft]) -> tuple[Event, ...]:
-        """Stamp and append several events as one batch (one durable write), all or none."""
+        """Stamp and append several events as one batch (one write), all or none."""
         seq, now = len(self._log), self._clock()
         events = [kind(seq=seq + i, time=now, data=data, **envelope)
                   for i, (kind, data, envelope) in enumerate(drafts)]
@@ -273,11 +295,41 @@ class Session:
         """Append already-stamped events (e.g. the core's turn closers) as one batch."""
         self._commit(list(events), flush=True)
 
+    @property
+    def durable_length(self) -> int:
+        """How many leading events are durable: they survive a crash of the machine (every
+        event of a session without a sink counts as durable, there being nothing to wait for).
+        Appends return once written; this is what has been committed since."""
+        if self._sink is None:
+            return len(self._log)
+        return min(self._sink.durable_length, len(self._log))
+
     def flush(self, upto: int | None = None) -> None:
-        """Write the events not yet durable, through position ``upto`` (default: all); a
-        no-op without a sink."""
+        """Write the events not yet written through position ``upto`` (default: all) and make
+        everything written durable before returning (blocking: one fsync); a no-op without a
+        sink.
+
+        Raises:
+            OSError: the write or the commit failed (nothing more is durable than before).
+        """
         stop = len(self._log) if upto is None else upto
-        self._write(list(EventsView(self._log, stop)[self._durable:]))
+        self._write(list(EventsView(self._log, stop)[self._written:]))
+        if self._sink is not None:
+            self._sink.commit()
+
+    async def wait_durable(self, length: int | None = None) -> None:
+        """Return once the first ``length`` events (default: all now) are durable, asking the
+        store to commit at once; the event loop runs on meanwhile (the fsync happens in the
+        store's committer thread). Immediate without a sink or when already durable.
+
+        Raises:
+            OSError: the write or the commit failed.
+        """
+        stop = len(self._log) if length is None else min(length, len(self._log))
+        if self._sink is None or self.durable_length >= stop:
+            return
+        self._write(list(EventsView(self._log, stop)[self._written:]))
+        await self._sink.wait_durable(stop)
 
     def _commit(self, events: list[Event], *, flush: bool) -> None:
         trace = self._trace
@@ -290,7 +342,7 @@ class Session:
             if isinstance(event, TurnEndEvent):
                 completed = (trace.length, trace)
         if flush and self._sink is not None:
-            pending = EventsView(self._log, len(self._log))[self._durable:]
+            pending = EventsView(self._log, len(self._log))[self._written:]
             self._write([*pending, *events])
         self._log._extend(events)
         self._trace = trace
@@ -303,7 +355,7 @@ class Session:
         if self._sink is None or not events:
             return
         self._sink.write(self.header, events)
-        self._durable += len(events)
+        self._written += len(events)
 
     def __repr__(self) -> str:
         return f"Session(id={self.header.id!r}, events={len(self._log)})"

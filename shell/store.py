@@ -8,6 +8,13 @@
 Both share the live-session registry below. ``release(id)`` forgets a live session (its files
 stay); ``delete(id)`` also removes what was persisted. The layout helpers
 :func:`project_key`, :func:`encode_segment` and :func:`decode_segment` are pure.
+
+Errors a store raises, each naming the session and the real cause: :class:`SessionNotFoundError`,
+:class:`SessionExistsError` (also the loser of a create race), :class:`SessionLockedError`
+(another process is the session's writer), :class:`SessionLoadError` (the file and the line),
+:class:`SessionEventError` (an event the store will not write, because its own reader would
+refuse it), :class:`SessionWriteError` (the disk refused a write or a commit), and
+:class:`InvalidSessionIdError` (an id the store cannot persist).
 """
 
 from __future__ import annotations
@@ -26,6 +33,10 @@ __all__ = [
     "SessionNotFoundError",
     "SessionExistsError",
     "SessionLoadError",
+    "SessionLockedError",
+    "SessionEventError",
+    "SessionWriteError",
+    "InvalidSessionIdError",
     "SessionRepairWarning",
     "project_key",
     "project_dir_name",
@@ -72,6 +83,52 @@ class SessionLoadError(Exception):
                                            seq=error.seq, event_type=error.event_type))
 
 
+class SessionLockedError(RuntimeError):
+    """Another process holds the session's writer lock: it is live there."""
+
+    def __init__(self, session_id: str, where: object) -> None:
+        super().__init__(f"session {session_id!r} is open for writing in another process "
+                         f"(its writer lock is held on {where}); a session has one writer")
+        self.session_id = session_id
+        self.where = where
+
+
+class SessionEventError(ValueError):
+    """An event the store will not write: its own reader would refuse it. Nothing of the
+    batch was written or appended."""
+
+    def __init__(self, session_id: str, seq: int | None, event_type: str | None,
+                 problem: str) -> None:
+        where = "" if seq is None else f"seq {seq}" + ("" if event_type is None
+                                                       else f" ({event_type})") + ": "
+        super().__init__(f"session {session_id}: {where}{problem}; nothing was written")
+        self.session_id = session_id
+        self.seq = seq
+        self.event_type = event_type
+        self.problem = problem
+
+
+class SessionWriteError(OSError):
+    """The disk refused a write or a commit (full, gone, read-only, …).
+
+    ``errno`` is the cause's; the message says what happened to the batch (a refused append
+    leaves the file and the session as they were, and a later append may succeed)."""
+
+    def __init__(self, session_id: str, what: str, cause: OSError | None = None) -> None:
+        reason = "" if cause is None else f": {cause.strerror or cause}"
+        super().__init__(None if cause is None else cause.errno,
+                         f"session {session_id}: {what}{reason}")
+        self.session_id = session_id
+        self.cause = cause
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+class InvalidSessionIdError(ValueError):
+    """A session id the disk store cannot persist (refused at create)."""
+
+
 class SessionRepairWarning(UserWarning):
     """A load dropped a torn tail (the file was truncated to its last whole record)."""
 
@@ -81,7 +138,13 @@ class SessionStore(Protocol):
 
     def create(self, header: SessionHeader, *, seed: Sequence[Event] | None = None,
                seed_trace: Trace | None = None, clock: Clock | None = None) -> Session:
-        """Create and register a live session (nothing is persisted before its first append)."""
+        """Create and register a live session; no events are persisted before its first
+        append (the disk store reserves the id at once, holding its writer lock).
+
+        Raises:
+            SessionExistsError: the id is live (here or, for the disk store, elsewhere) or
+                persisted.
+        """
         ...
 
     def get(self, session_id: str) -> Session | None:
@@ -93,7 +156,12 @@ class SessionStore(Protocol):
         ...
 
     def load(self, session_id: str, *, clock: Clock | None = None) -> Session:
-        """The live session, or the persisted one restored (and registered live)."""
+        """The live session, or the persisted one restored (and registered live) to be
+        written: the disk store takes its writer lock and repairs a crash there.
+
+        Raises:
+            SessionNotFoundError, SessionLoadError, SessionLockedError.
+        """
         ...
 
     def list(self) -> tuple[str, ...]:

@@ -4,20 +4,25 @@ Usage: ``python _writer.py ROOT COMPRESSION MODE TEMPLATE PACK SEED``
 
 * ``COMPRESSION``: ``none`` or ``zstd``; ``PACK``: ``1`` to write packed chunk rows.
 * ``MODE`` ``agent``: the agent loop (scripted model, tools) runs against a
-  :class:`~shell.JsonlSessionStore`, so every event is one durable append, as in production.
+  :class:`~shell.JsonlSessionStore`, so every event is one append, as in production.
 * ``MODE`` ``batches``: the same turns, built in memory first, appended in batches of 1 to 12
-  events (sizes drawn from ``SEED``) with ``Session.extend``: one durable write per batch.
+  events (sizes drawn from ``SEED``) with ``Session.extend``: one write per batch.
+* ``MODE`` ``forks``: as ``batches``, and after every batch that completes a turn a fork
+  child ``child-K`` is started from the parent's completed prefix (its seed a reference to
+  the parent's file) and writes one turn of its own (:func:`child_events`) in one batch.
 * ``TEMPLATE`` ``normal`` (many turns with chunks, parallel and serial tool calls, results up
   to 64 KiB, max-tokens and error endings) or ``huge`` (a few turns, one 8 MiB tool result,
   so that a kill can land inside one long ``write``).
 
 Stdout protocol (line by line, flushed at once): first ``template DIGEST`` (see
-:func:`digest`: the test checks that it expects the same events); in ``batches`` mode
-``> N`` before a batch that will bring the log to N events; after every append that returned
-(written and fsynced) the number of events now durable; ``done`` when the template is written,
-after which it waits to be killed. The turns are deterministic (manual clock, counting ids,
-fixed script), so the test rebuilds them with :func:`build_template` to know what every
-acknowledged event must be.
+:func:`digest`: the test checks that it expects the same events); in ``batches`` and ``forks``
+mode ``> N`` before a batch that will bring the log to N events; after every append that
+returned (its batch *written*: in the file, which a crash of the process no longer loses) the
+number of events now written; ``d N`` whenever the session's ``durable_length`` (what its
+commits have made durable) has grown to N; ``c K N`` when child ``child-K`` has written N
+events; ``done`` when the template is written (and flushed), after which it waits to be
+killed. The turns are deterministic (manual clock, counting ids, fixed script), so the test
+rebuilds them with :func:`build_template` to know what every acknowledged event must be.
 """
 
 from __future__ import annotations
@@ -32,7 +37,16 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from turnfork.core import Event, SessionHeader, encode_session
+from turnfork.core import (
+    Event,
+    SessionHeader,
+    TurnCompleted,
+    TurnEndData,
+    TurnEndEvent,
+    TurnStartData,
+    TurnStartEvent,
+    encode_session,
+)
 from turnfork.shell import (
     CountingIds,
     Host,
@@ -41,6 +55,7 @@ from turnfork.shell import (
     MemorySessionStore,
     Reply,
     ScriptedModel,
+    Session,
     SessionStore,
     Tool,
     ToolContext,
@@ -96,6 +111,7 @@ def _turns(template: str) -> int:
 
 def run_agent(store: SessionStore, template: str,
               on_append: Callable[[int], None] | None = None,
+              holder: list[Session] | None = None,
               ) -> tuple[SessionHeader, tuple[Event, ...]]:
     """Drive the scripted agent through the template's turns; its header and events."""
 
@@ -110,12 +126,15 @@ def run_agent(store: SessionStore, template: str,
         agent = host.create_agent(SESSION_ID, provider="scripted", model="m",
                                   system="You are a careful coding agent.")
         session = agent.session
+        if holder is not None:
+            holder.append(session)
         if on_append is not None:
             session.listeners.append(lambda batch: on_append(len(session)))
         for turn in range(_turns(template)):
             model.add(*_script(template, turn))
             agent.followup(f"task {turn}: look at the files and report")
             await agent.when_idle()
+        await session.wait_durable()
         return session.header, tuple(session.events)
 
     return asyncio.run(main())
@@ -155,27 +174,71 @@ def _batch_bounds(count: int, seed: int) -> list[tuple[int, int]]:
     return bounds
 
 
+def child_events(seed_length: int, turn: int, time: int) -> list[Event]:
+    """The turn a fork child seeded with ``seed_length`` events writes after its
+    ``session/end-seed``: deterministic, so the test knows it."""
+    seq = seed_length + 1
+    return [TurnStartEvent(seq=seq, time=time, data=TurnStartData(turn=turn)),
+            TurnEndEvent(seq=seq + 1, time=time,
+                         data=TurnEndData(turn=turn, reason=TurnCompleted()))]
+
+
+def _child_events(session: Session) -> list[Event]:
+    seed = session.events[:len(session) - 1]
+    return child_events(len(seed), session.trace.next_turn, seed[-1].time)
+
+
+def _report_durable(session: Session, known: list[int]) -> None:
+    if session.durable_length > known[0]:
+        known[0] = session.durable_length
+        _say(f"d {known[0]}")
+
+
 def _replay(store: JsonlSessionStore, header: SessionHeader, events: Sequence[Event],
-            seed: int) -> None:
+            seed: int, *, forks: bool) -> None:
     session = store.create(header)
+    durable = [0]
+    children = 0
     for start, end in _batch_bounds(len(events), seed):
         _say(f"> {end}")
         session.extend(events[start:end])
         _say(end)
+        _report_durable(session, durable)
+        if forks and any(isinstance(event, TurnEndEvent) for event in events[start:end]):
+            prefix, trace = session.completed_prefix()
+            child = store.create(SessionHeader(
+                id=f"child-{children}", created_at=header.created_at,
+                parent_session=header.id, seed_length=len(prefix), origin="subagent",
+                delegation_depth=1), seed=prefix, seed_trace=trace)
+            child.extend(_child_events(child))
+            _say(f"c {children} {len(child)}")
+            store.release(child.id)
+            children += 1
+    session.flush()
+    _report_durable(session, durable)
 
 
 def main(argv: Sequence[str]) -> None:
     root, compression, mode, template, pack, seed = argv
-    if compression not in ("none", "zstd") or mode not in ("agent", "batches"):
+    if compression not in ("none", "zstd") or mode not in ("agent", "batches", "forks"):
         raise SystemExit(f"usage: {__doc__}")
     store = JsonlSessionStore(root, compression="zstd" if compression == "zstd" else "none",
                               pack_chunks=pack == "1")
     header, events = build_template(template)
     _say(f"template {digest(header, events)}")
     if mode == "agent":
-        run_agent(store, template, on_append=_say)
+        holder: list[Session] = []
+        durable = [0]
+
+        def on_append(written: int) -> None:
+            _say(written)
+            if holder:
+                _report_durable(holder[0], durable)
+
+        run_agent(store, template, on_append=on_append, holder=holder)
+        _report_durable(holder[0], durable)
     else:
-        _replay(store, header, events, int(seed))
+        _replay(store, header, events, int(seed), forks=mode == "forks")
     _say("done")
     while True:  # wait to be killed, as a live process would
         time.sleep(60)
