@@ -82,12 +82,12 @@ from ..core import (
     advance,
     close_open_turn,
     decode_log,
-    encode_event,
     encode_header_line,
     encode_log,
     encode_session,
     trace_log,
 )
+from ..core.codec import check_event, check_header
 from .clock import Clock
 from .logfile import LoadedLog, SeedRecord, read_session_file, seed_file_name
 from .session import Session
@@ -428,8 +428,8 @@ class _SessionFile:
         loader would refuse is refused here (issue 14.2)."""
         try:
             text = encode_log(events, pack_chunks=self.store.pack_chunks)
-        except (UnicodeEncodeError, msgspec.EncodeError, TypeError, OverflowError) as exc:
-            raise self._refused(events, f"cannot be encoded: {exc}") from None
+        except (TypeError, ValueError, OverflowError, NotImplementedError) as exc:
+            raise self._refused(events, f"cannot be written: {exc}") from None
         decoded = decode_log(text)
         if isinstance(decoded, Failure):
             error = decoded.failure()
@@ -438,22 +438,24 @@ class _SessionFile:
         read_back = decoded.unwrap()
         if len(read_back) != len(events) or any(
                 a != b for a, b in zip(read_back, events, strict=True)):
-            raise self._refused(events, "does not read back as it was written")
+            raise self._refused(events, "the batch does not read back as it was written")
         return text
 
     def _refused(self, events: Sequence[Event], problem: str) -> SessionEventError:
-        """The error for the first of ``events`` that cannot be encoded or read back."""
+        """The error for the first of ``events`` the codec will not write (``problem`` when
+        each one alone would do, but the batch does not read back)."""
         for event in events:
-            try:
-                line = encode_event(event)
-            except (UnicodeEncodeError, msgspec.EncodeError, TypeError, OverflowError):
-                break
-            decoded = decode_log(line)
-            if isinstance(decoded, Failure) or decoded.unwrap() != (event,):
-                break
-        kind = event.__struct_config__.tag
-        return SessionEventError(self.session_id, event.seq,
-                                 kind if isinstance(kind, str) else None, problem)
+            checked = check_event(event)
+            if isinstance(checked, Failure):
+                error = checked.failure()
+                return SessionEventError(self.session_id, error.seq, error.event_type,
+                                         error.problem)
+            if checked.unwrap() != event:
+                kind = event.__struct_config__.tag
+                return SessionEventError(self.session_id, event.seq,
+                                         kind if isinstance(kind, str) else None,
+                                         "does not read back as it was written")
+        return SessionEventError(self.session_id, None, None, problem)
 
     def _frame(self, text: bytes) -> bytes:
         if self.store.compression == "none":
@@ -770,6 +772,10 @@ class JsonlSessionStore(_LiveSessions):
             InvalidSessionIdError: an id the store cannot persist.
         """
         check_session_id(header.id)
+        checked = check_header(header)
+        if isinstance(checked, Failure):
+            raise SessionEventError(header.id, None, None,
+                                    f"the session header: {checked.failure().problem}")
         if header.id in self._live or self._find(header.id) is not None:
             raise SessionExistsError(header.id)
         directory = self._reserve(header)

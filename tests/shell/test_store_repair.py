@@ -65,6 +65,18 @@ def test_a_final_line_that_is_not_json_is_a_torn_tail(tmp_path: Path) -> None:
     assert path.read_bytes() == encode_header_line(HEADER) + b"\n" + b"\n".join(good) + b"\n"
 
 
+def test_a_final_line_with_a_lone_surrogate_escape_is_a_record_not_a_tail(
+        tmp_path: Path) -> None:
+    """JSON that strict parsers refuse (a lone-surrogate escape, as DSH writes it) is still
+    JSON: the final line is kept, never dropped as torn."""
+    line = b'{"type":"made/up","seq":2,"time":0,"data":{"x":"\\ud800"},"ignorable":true}'
+    path = _write(tmp_path, *_complete_turns(1), line)
+    before = path.read_bytes()
+    session = JsonlSessionStore(tmp_path).load("s")
+    assert len(session.events) == 4
+    assert path.read_bytes() == before
+
+
 def test_a_complete_unreadable_line_before_the_last_is_refused_and_kept(
         tmp_path: Path) -> None:
     """Only the final line can be torn: an unreadable line before it is refused, the file
