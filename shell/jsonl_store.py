@@ -273,12 +273,24 @@ class _Directory:
         _close_quietly(self.fd)
 
 
+#: How long a busy writer lock is retried before it counts as another writer's: a child
+#: process being spawned holds every descriptor of its parent until it execs, the lock of a
+#: session just released included.
+_LOCK_PATIENCE = 0.25
+
+
 def _lock(fd: int) -> bool:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
+    """Take the writer lock on an open session directory, or say it is held."""
+    deadline = time.monotonic() + _LOCK_PATIENCE
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+            continue
+        return True
 
 
 # ---------------------------------------------------------------------------- the writer
