@@ -618,6 +618,7 @@ def _escaped_hook(obj: object) -> object:
 _ESCAPING_ENCODER = msgspec.json.Encoder(enc_hook=_escaped_hook)
 
 
+@unchecked
 def _encode(value: Any) -> bytes:
     """JSON of ``value``; lone surrogates are written as escapes."""
     try:
@@ -750,6 +751,7 @@ def _decode_fast(data: bytes) -> tuple[Event, ...] | None:
     return None if events is None else tuple(events)
 
 
+@unchecked
 def _line_around(data: bytes, at: int) -> bytes:
     """The line of ``data`` that holds offset ``at``."""
     end = data.find(b"\n", at)
@@ -985,6 +987,7 @@ def _pack_key(event: Event) -> tuple[Any, ...] | None:
     return None
 
 
+@unchecked
 def _packed_row(run: Sequence[AssistantChunkEvent]) -> bytes:
     first = run[0]
     key = _pack_key(first)
@@ -1006,8 +1009,11 @@ def _packed_row(run: Sequence[AssistantChunkEvent]) -> bytes:
 def _encode_records(events: Iterable[Event], pack_chunks: bool) -> list[bytes]:
     out: list[bytes] = []
     if not pack_chunks:
-        out.extend(_encode(event) for event in events)
-        return out
+        events = events if isinstance(events, Sequence) else list(events)
+        try:
+            return list(map(_ENCODER.encode, events))  # the common case, in one C loop
+        except UnicodeEncodeError:
+            return [_encode(event) for event in events]
     run: list[AssistantChunkEvent] = []
     run_key: tuple[Any, ...] | None = None
 
@@ -1050,7 +1056,7 @@ def encode_log(events: Iterable[Event], *, pack_chunks: bool = False) -> bytes:
     b'{"type":"session/end-seed","seq":0,"time":1,"data":{}}\\n'
     """
     records = _encode_records(events, pack_chunks)
-    return b"".join(record + b"\n" for record in records)
+    return b"\n".join(records) + b"\n" if records else b""
 
 
 def encode_header_line(header: SessionHeader) -> bytes:
