@@ -44,7 +44,8 @@ Rules of this module:
   but ``Followup``/``Steer`` with ``Stop``, until ``Cancelled``: then the delivered part of an
   interrupted stream (``interrupted: true``), the closers, and the input queued at the request
   dropped with a ``canceled`` splice. Input queued after the request survives and wakes the
-  machine again.
+  machine again. An interrupt (``keep_queued``) drops nothing: the queued input stays parked
+  until the next input wakes the machine.
 """
 
 from __future__ import annotations
@@ -216,6 +217,9 @@ class Failed(_Value, frozen=True, kw_only=True):
 
 class CancelRequested(_Value, frozen=True, kw_only=True):
     cause: CancelCause
+    #: Keep the queued input parked (DSH's interrupt): nothing is dropped, and it waits for
+    #: the next input to wake the machine. Otherwise the input queued now is dropped.
+    keep_queued: bool = False
 
 
 class Cancelled(_Value, frozen=True, kw_only=True):
@@ -310,6 +314,8 @@ class LoopState(msgspec.Struct, frozen=True, kw_only=True):
     cancel: CancelCause | None = None
     drop_inbox: int = 0
     drop_steering: int = 0
+    #: Whether the cancelled task's queued input stays parked until the next input.
+    park: bool = False
     #: How the machine last closed a turn, if the log may still show it open (a failed write).
     closing: TurnEndReason | None = None
 
@@ -399,9 +405,11 @@ def feed(state: LoopState, trace: Trace, given: LoopInput, *, time: int) -> Loop
     if isinstance(given, CancelRequested):
         if state.awaiting in ("idle", "cancel"):
             return _step_of(state, out, None)
+        keep = given.keep_queued
         return _step_of(_replace(state, awaiting="cancel", cancel=given.cause,
-                                 drop_inbox=len(state.inbox),
-                                 drop_steering=len(state.steering)), out, None)
+                                 drop_inbox=0 if keep else len(state.inbox),
+                                 drop_steering=0 if keep else len(state.steering),
+                                 park=keep), out, None)
     if state.awaiting == "cancel":
         if isinstance(given, Cancelled):
             return _cancelled(state, trace, out, given.message_id)
@@ -707,10 +715,11 @@ def _cancelled(state: LoopState, trace: Trace, out: _Writer, new_id: str) -> Loo
     if state.drop_inbox:
         out.splice(InboxSplicedData(target="next-turn", start=0, removed_count=state.drop_inbox,
                                     inserted=(), outcome="canceled"))
+    parked = state.park
     state = _replace(state, turn=None, cancel=None, closing=reason if closing else None,
                      inbox=state.inbox[state.drop_inbox:],
                      steering=state.steering[state.drop_steering:], drop_inbox=0,
-                     drop_steering=0)
-    if state.inbox or state.steering:
+                     drop_steering=0, park=False)
+    if (state.inbox or state.steering) and not parked:
         return _step_of(_replace(state, awaiting="wake"), out, Wake())
     return _step_of(_replace(state, awaiting="idle"), out, Stop())

@@ -243,14 +243,19 @@ class Agent:
             self._start()
         return message
 
-    def cancel(self, cause: CancelCause | None = None) -> None:
-        """Cancel the running turn (and drop queued input); a no-op when idle."""
+    def cancel(self, cause: CancelCause | None = None, *, keep_queued: bool = False) -> None:
+        """Cancel the running turn; a no-op when idle.
+
+        Queued input is dropped (a ``canceled`` splice), unless ``keep_queued``: then it stays
+        parked until the next follow-up or steer wakes the agent (DSH's interrupt).
+        """
         self._poll()
         task = self._task
         if task is None:
             return
         if self._state.cancel is None:
-            self._feed(CancelRequested(cause=CancelUser() if cause is None else cause))
+            self._feed(CancelRequested(cause=CancelUser() if cause is None else cause,
+                                       keep_queued=keep_queued))
         task.cancel()
 
     async def when_idle(self) -> None:

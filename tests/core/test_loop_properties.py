@@ -174,7 +174,8 @@ def drive(data: st.DataObject) -> Run:
         given: LoopInput
         if disruption == 0 and activity != "idle":
             state, _ = _apply(run, state, CancelRequested(
-                cause=draw(st.sampled_from([CancelUser(), CancelParent()]))))
+                cause=draw(st.sampled_from([CancelUser(), CancelParent()])),
+                keep_queued=draw(st.booleans())))
             if draw(st.booleans()):
                 state, _ = _apply(run, state, Followup(message=_message("late", run.feeds)))
             given = Cancelled(message_id=run.fresh())

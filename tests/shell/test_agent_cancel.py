@@ -30,6 +30,7 @@ from turnfork.core import (
     TurnAborted,
     TurnCompleted,
     TurnEndEvent,
+    UserMessageEvent,
 )
 from turnfork.shell import Agent, ModelRequest, Reply, Tool, ToolContext
 
@@ -312,6 +313,41 @@ def test_tool_context_run_reports_the_cause_to_on_cancel() -> None:
         agent.cancel(CancelHook(reason="parent went away"))
         await agent.when_idle()
         assert causes == [CancelHook(reason="parent went away")]
+        assert_balanced(agent.session.events)
+
+    run(main)
+
+
+def test_an_interrupt_keeps_queued_input_parked_until_the_next_input() -> None:
+    """cancel(keep_queued=True) ends the running turn aborted and drops nothing: the queued
+    follow-up waits, and the next follow-up wakes a turn that claims it first (DSH's
+    interrupt_agent: queued follow-ups stay parked until the next send)."""
+
+    async def main() -> None:
+        started = asyncio.Event()
+
+        async def wait_forever(request: object) -> Reply:
+            started.set()
+            await asyncio.get_running_loop().create_future()
+            raise AssertionError("unreachable")
+
+        agent, _ = scripted(make_host(), [wait_forever, Reply.text("parked"),
+                                              Reply.text("fresh")])
+        agent.followup("first")
+        await started.wait()
+        agent.followup("queued")
+        agent.cancel(keep_queued=True)
+        await agent.when_idle()
+        assert [m.content for m in agent.pending] == [(TextBlock(text="queued"),)]
+        events = list(agent.session.events)
+        assert not any(isinstance(e, InboxSplicedEvent) and e.data.outcome == "canceled"
+                       for e in events)
+        assert isinstance(of_type(events, TurnEndEvent)[-1].data.reason, TurnAborted)
+        agent.followup("fresh")
+        await agent.when_idle()
+        users = [e.data.content[0].text for e in of_type(agent.session.events, UserMessageEvent)
+                 if e.data.source.kind == "user"]
+        assert users == ["first", "queued", "fresh"]
         assert_balanced(agent.session.events)
 
     run(main)
