@@ -1,5 +1,6 @@
-"""A loopback-free OpenAI endpoint: an httpx mock transport that records each request body and
-answers with a fixed text, so a peer's real OpenAI model classes can run with no network."""
+"""A provider endpoint inside the process: an httpx mock transport that records each request
+body and answers with a fixed text (OpenAI Chat Completions and Responses, Anthropic Messages
+streamed as server-sent events), so a peer's real model classes run with no network."""
 
 from __future__ import annotations
 
@@ -16,19 +17,48 @@ except ImportError:
     httpx = pytest.importorskip("httpx", reason=EXTRA)
 
 
+def _events(text: str, model: str) -> bytes:
+    """An Anthropic Messages stream that answers `text`."""
+    events = [
+        ("message_start", {"type": "message_start", "message": {
+            "id": "msg_child", "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 0}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": text}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "usage": {"output_tokens": 1},
+                           "delta": {"stop_reason": "end_turn", "stop_sequence": None}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n"
+                   for name, data in events).encode()
+
+
 class RecordingEndpoint:
-    """Records the JSON body of every request; answers chat and responses calls with `text`."""
+    """Records the JSON body of every request; answers every call with `text`."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.requests: list[tuple[str, dict[str, Any]]] = []
-        transport = httpx.MockTransport(self._handle)
+        self.transport = httpx.MockTransport(self._handle)
         self.client = openai.AsyncOpenAI(api_key="sk-test", base_url="http://endpoint.invalid/v1",
-                                         http_client=httpx.AsyncClient(transport=transport))
+                                         http_client=httpx.AsyncClient(transport=self.transport))
+
+    def anthropic_client(self) -> Any:
+        """An Anthropic SDK client on this endpoint."""
+        anthropic = pytest.importorskip("anthropic", reason=EXTRA)
+        return anthropic.AsyncAnthropic(api_key="sk-test", base_url="http://endpoint.invalid",
+                                        http_client=httpx.AsyncClient(transport=self.transport))
 
     def _handle(self, request: Any) -> Any:
         body = json.loads(request.content)
         self.requests.append((request.url.path, body))
+        if request.url.path.endswith("/messages"):
+            return httpx.Response(200, content=_events(self.text, body["model"]),
+                                  headers={"content-type": "text/event-stream"})
         if request.url.path.endswith("/responses"):
             return httpx.Response(200, json={
                 "id": "resp_1", "object": "response", "created_at": 0, "model": body["model"],

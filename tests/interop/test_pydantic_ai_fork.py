@@ -4,8 +4,8 @@ inventing a result for the parent's call, which is still running.
 
 The parent runs on pydantic-ai's FunctionModel; its `fork` tool runs inside the parent's turn,
 when the parent's last ModelResponse is the fork call itself. The child runs on pydantic-ai's
-real OpenAI models (Chat Completions and Responses) against a recording endpoint, so the test
-checks the very JSON pydantic-ai would send.
+real provider models (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages) against a
+recording endpoint, so the test checks the very JSON pydantic-ai would send.
 """
 
 from __future__ import annotations
@@ -33,10 +33,25 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
 
-from turnfork.core.formats import openai_chat, openai_responses  # noqa: E402
+from turnfork.core.formats import anthropic, openai_chat, openai_responses  # noqa: E402
 
-FORMATS = {"chat": (OpenAIChatModel, openai_chat), "responses": (OpenAIResponsesModel,
-                                                                 openai_responses)}
+
+def _anthropic_model(endpoint: RecordingEndpoint) -> Any:
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    return AnthropicModel("claude-sonnet-4-5", provider=AnthropicProvider(
+        anthropic_client=endpoint.anthropic_client()))
+
+
+#: The child's model, by the wire format it speaks, and that format's module.
+FORMATS = {
+    "chat": (lambda e: OpenAIChatModel("gpt-4o", provider=OpenAIProvider(
+        openai_client=e.client)), openai_chat),
+    "responses": (lambda e: OpenAIResponsesModel("gpt-4o", provider=OpenAIProvider(
+        openai_client=e.client)), openai_responses),
+    "anthropic": (_anthropic_model, anthropic),
+}
 
 
 def _as_chat(message: ModelMessage) -> list[dict[str, Any]]:
@@ -74,6 +89,33 @@ def fork_seed(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
     return list(messages)
 
 
+def _is_invented(item: dict[str, Any]) -> bool:
+    """The result pydantic-ai made up for the parent's fork call (a message, item or block)."""
+    return item.get("tool_call_id") == "call_fork" or (
+        item.get("call_id") == "call_fork" and item.get("type") == "function_call_output") or (
+        item.get("type") == "tool_result" and item.get("tool_use_id") == "call_fork")
+
+
+def _without_invented_result(sent: list[dict[str, Any]],
+                             ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the one invented result, the request without it): what a naive copy sends."""
+    invented: list[dict[str, Any]] = []
+    kept: list[dict[str, Any]] = []
+    for item in sent:
+        if _is_invented(item):
+            invented.append(item)
+            continue
+        blocks = item.get("content")
+        if isinstance(blocks, list) and any(isinstance(b, dict) and _is_invented(b)
+                                            for b in blocks):
+            invented.extend(b for b in blocks if _is_invented(b))
+            kept.append({**item, "content": [b for b in blocks if not _is_invented(b)]})
+        else:
+            kept.append(item)
+    assert len(invented) == 1
+    return invented, kept
+
+
 def _parent_model() -> FunctionModel:
     """First run: a plain answer. Second run: the fork call, then a final answer."""
     async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -88,7 +130,7 @@ def _parent_model() -> FunctionModel:
     return FunctionModel(respond)
 
 
-def _fork_inside_the_parents_turn(model_class: type[Any]) -> dict[str, Any]:
+def _fork_inside_the_parents_turn(child_model: Any) -> dict[str, Any]:
     """Run the parent; its fork tool tries the naive copy and our cut, recording what happens."""
     seen: dict[str, Any] = {}
     parent = Agent(_parent_model())
@@ -99,8 +141,7 @@ def _fork_inside_the_parents_turn(model_class: type[Any]) -> dict[str, Any]:
         naive = list(ctx.messages)
         seen["naive"] = naive
         repairing = RecordingEndpoint("BLUE")
-        child = Agent(model_class("gpt-4o", provider=OpenAIProvider(
-            openai_client=repairing.client)))
+        child = Agent(child_model(repairing))
         try:
             await child.run(prompt, message_history=naive)
         except UserError as refused:
@@ -108,7 +149,7 @@ def _fork_inside_the_parents_turn(model_class: type[Any]) -> dict[str, Any]:
         await child.run(prompt, message_history=repair_messages(naive))
         seen["repaired"] = repairing.first_history()
         ours = RecordingEndpoint("BLUE")
-        child = Agent(model_class("gpt-4o", provider=OpenAIProvider(openai_client=ours.client)))
+        child = Agent(child_model(ours))
         seen["seed"] = fork_seed(naive)
         result = await child.run(prompt, message_history=seen["seed"])
         seen["sent"] = ours.first_history()
@@ -127,16 +168,16 @@ def _fork_inside_the_parents_turn(model_class: type[Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("wire", sorted(FORMATS))
 def test_a_forked_pydantic_ai_child_sends_a_balanced_first_request(wire: str) -> None:
     """Our cut: balanced, the parent's completed turn plus the prompt, nothing invented."""
-    model_class, fmt = FORMATS[wire]
-    seen = _fork_inside_the_parents_turn(model_class)
+    child_model, fmt = FORMATS[wire]
+    seen = _fork_inside_the_parents_turn(child_model)
     assert seen["answer"] == "The fork says BLUE."
     assert isinstance(seen["naive"][-1], ModelResponse)  # the fork call, still unanswered
     assert [type(m) for m in seen["seed"]] == [ModelRequest, ModelResponse]
     history = fmt.check_balance(seen["sent"]).unwrap()
     assert history.is_balanced
     texts = [str(item.get("content")) for item in seen["sent"]]
-    assert texts[0] == "Remember: the colour is BLUE."
-    assert "Noted: the colour is BLUE." in texts[1] and texts[-1] == "Which colour?"
+    assert len(texts) == 3 and "Remember: the colour is BLUE." in texts[0]
+    assert "Noted: the colour is BLUE." in texts[1] and "Which colour?" in texts[2]
     assert "call_fork" not in str(seen["sent"])
 
 
@@ -144,16 +185,11 @@ def test_a_forked_pydantic_ai_child_sends_a_balanced_first_request(wire: str) ->
 def test_the_naive_copy_is_unbalanced_and_pydantic_ai_papers_over_it(wire: str) -> None:
     """The naive copy fails our checker; pydantic-ai refuses it, or sends it with a made-up
     result claiming the running fork call was interrupted."""
-    model_class, fmt = FORMATS[wire]
-    seen = _fork_inside_the_parents_turn(model_class)
+    child_model, fmt = FORMATS[wire]
+    seen = _fork_inside_the_parents_turn(child_model)
     assert "unprocessed tool calls" in seen["refused"]
-    repaired = seen["repaired"]
-    invented = [item for item in repaired if item.get("tool_call_id") == "call_fork"
-                or (item.get("type") == "function_call_output"
-                    and item.get("call_id") == "call_fork")]
-    assert len(invented) == 1
-    assert "interrupted" in str(invented[0].get("content", invented[0].get("output")))
-    naive_as_sent = [item for item in repaired if item is not invented[0]]
+    invented, naive_as_sent = _without_invented_result(seen["repaired"])
+    assert "interrupted" in str(invented)
     violation = fmt.check_balance(naive_as_sent).failure()
     assert violation.rule == "unanswered-call"
     assert "call_fork" in violation.problem or "call_fork" in str(naive_as_sent[violation.index])
