@@ -11,8 +11,9 @@ call). Measured, interleaved round by round as everywhere in the suite:
   before every sample ([collected]) and without ([warm]: each sample after an untimed turn);
 * **a fork child's run**: ``start`` → ``run.result`` of a fork of each (idle) agent, the child
   running the fork benchmarks' script (one tool call, one text reply);
-* **building**: the large agent's turns timed in blocks of ``large / 10`` while it is built:
-  building is linear in N when the last block costs what the first did;
+* **building**: the large agent (10,000 turns) is built side by side with one of a tenth of
+  its turns, in ten interleaved steps: building is linear in N when a turn costs the same in
+  both builds;
 * **memory per turn**: tracemalloc over ``memory_turns`` (500) more turns of each agent, what
   stays allocated per turn after ``gc.collect()`` (the turn's events, the history's and the
   model's records of them, the amortized growth of the lists holding them).
@@ -38,17 +39,30 @@ NAME = "turns"
 TITLE = "one agent turn at turn 10,000 vs turn 100, building a session, a fork child's run"
 
 
-async def _build(turns: int, blocks: int) -> tuple[ShellSession, list[tuple[float, float]]]:
-    """An agent with ``turns`` completed turns, and the (wall, CPU) ns of each block."""
+async def _build(turns: int) -> ShellSession:
     session = await shell_session()
-    per_block = max(1, turns // blocks)
-    timed: list[tuple[float, float]] = []
-    while session.completed_turns < turns:
-        cpu_start, start = time.process_time_ns(), time.perf_counter_ns()
-        for _ in range(min(per_block, turns - session.completed_turns)):
-            await session.turn()
-        timed.append((time.perf_counter_ns() - start, time.process_time_ns() - cpu_start))
-    return session, timed
+    for _ in range(turns):
+        await session.turn()
+    return session
+
+
+async def _build_side_by_side(short: int, long: int, steps: int,
+                              ) -> tuple[ShellSession, ShellSession, list[tuple[float, ...]]]:
+    """Build a ``short``-turn and a ``long``-turn agent in ``steps`` interleaved steps (each
+    step runs 1/steps of each build, the order alternating), so that drift of the machine hits
+    both alike. Returns both and, per step, (short wall, short CPU, long wall, long CPU) ns."""
+    sessions = (await shell_session(), await shell_session())
+    per_step = (short // steps, long // steps)
+    timed: list[tuple[float, ...]] = []
+    for step in range(steps):
+        figures: dict[int, tuple[int, int]] = {}
+        for which in ((0, 1) if step % 2 == 0 else (1, 0)):
+            cpu_start, start = time.process_time_ns(), time.perf_counter_ns()
+            for _ in range(per_step[which]):
+                await sessions[which].turn()
+            figures[which] = (time.perf_counter_ns() - start, time.process_time_ns() - cpu_start)
+        timed.append((*figures[0], *figures[1]))
+    return sessions[0], sessions[1], timed
 
 
 def _turn_sample(session: ShellSession,
@@ -115,7 +129,6 @@ def _block_timing(name: str, blocks: list[tuple[float, float]]) -> Timing:
 
 def run(settings: Settings) -> Section:
     small, large = (10, 1000) if settings.quick else (100, 10_000)
-    blocks = 10
     rounds = settings.rounds(full=41, quick=3)
     fork_rounds = settings.rounds(full=21, quick=3)
     # Enough turns that the amortized growth of the session's lists (a resize adds ~1/8 of a
@@ -123,8 +136,10 @@ def run(settings: Settings) -> Section:
     memory_turns = 50 if settings.quick else 500
     bench = shell_workbench()
     rss_start = rss()
-    short, _ = bench.run(_build(small, 1))
-    long, built = bench.run(_build(large, blocks))
+    short = bench.run(_build(small))
+    built_short, long, built = bench.run(_build_side_by_side(large // 10, large, 10))
+    bench.run(built_short.host.aclose())
+    del built_short
     gc.collect()
     rss_built = rss()
     labels = (f"K={small}", f"K={large}")
@@ -150,18 +165,25 @@ def run(settings: Settings) -> Section:
                       fork[f"fork child run {last}"]),
              Row.ratio(f"fork child run: K={large} / K={small}", fork[f"fork child run {last}"],
                        fork[f"fork child run {first}"])]
-    block = large // blocks
-    block_timings = [_block_timing(f"block {i + 1}", [b]) for i, b in enumerate(built)]
-    whole = _block_timing("blocks", built)
+    shorter = large // 10
+    # Per turn: a step of the long build runs 10 times as many turns as one of the short.
+    short_steps = _block_timing(f"building {shorter:,} turns: per turn",
+                                [(w / (shorter / 10), c / (shorter / 10))
+                                 for w, c, _, _ in built])
+    long_steps = _block_timing(f"building {large:,} turns: per turn",
+                               [(w / (large / 10), c / (large / 10)) for _, _, w, c in built])
     rows += [
-        Row(f"building K={large}: all {large:,} turns", sum(w for w, _ in built), "ns",
-            cpu_value=sum(c for _, c in built)),
-        Row.time(f"building: turns 1-{block:,} (first block)", block_timings[0]),
-        Row.time(f"building: turns {large - block + 1:,}-{large:,} (last block)",
-                 block_timings[-1]),
-        Row.ratio("building: last block / first block (linear: ~1)", block_timings[-1],
-                  block_timings[0], None if settings.quick else Target("<=", 1.3)),
-        size_row(f"RSS growth: building K={small} and K={large} (process RSS)",
+        Row(f"building K={shorter:,}: all turns", sum(b[0] for b in built), "ns",
+            cpu_value=sum(b[1] for b in built)),
+        Row(f"building K={large:,}: all turns", sum(b[2] for b in built), "ns",
+            cpu_value=sum(b[3] for b in built)),
+        Row.time(f"building K={shorter:,}: per turn (median of the 10 steps)", short_steps),
+        Row.time(f"building K={large:,}: per turn (median of the 10 steps)", long_steps),
+        Row(f"building: per turn, K={large:,} / K={shorter:,} (linear: ~1)",
+            (sum(b[2] for b in built) / large) / (sum(b[0] for b in built) / shorter), "x",
+            None if settings.quick else Target("<=", 1.3),
+            (sum(b[3] for b in built) / large) / (sum(b[1] for b in built) / shorter)),
+        size_row(f"RSS growth: building K={small}, K={shorter:,} (disposed) and K={large:,}",
                  rss_built - rss_start),
     ]
     retained = measured["retained"]
@@ -178,14 +200,14 @@ def run(settings: Settings) -> Section:
         "here); [warm]: each sample right after an untimed turn of the same agent",
         "memory store; each agent's model a ScriptedModel recording every request (the "
         "default); the fork children's a ScriptedModel(record_requests=False)",
-        f"building K={large}: {blocks} blocks of {block:,} turns, wall ms: "
-        + ", ".join(f"{w / 1e6:.0f}" for w, _ in built)
-        + f" (median {whole.median_ns / 1e6:.0f}, min {min(whole.samples_ns) / 1e6:.0f}, "
-        f"max {max(whole.samples_ns) / 1e6:.0f})",
+        f"building K={large // 10:,} and K={large:,} side by side in 10 interleaved steps "
+        f"(each step: {large // 100:,} turns of the one, {large // 10:,} of the other); per-step "
+        "ratio of the per-turn cost, long / short: "
+        + ", ".join(f"{(b[2] / 10) / b[0]:.2f}" for b in built),
     )
     return Section(name=NAME, title=TITLE, notes=notes, rows=tuple(rows),
                    timings={"collected": measured["collected"], "warm": measured["warm"],
-                            "fork": fork, "building": {"blocks": whole}},
+                            "fork": fork, "building": {"short": short_steps, "long": long_steps}},
                    params={"small": small, "large": large, "rounds": rounds,
                            "fork_rounds": fork_rounds, "memory_turns": memory_turns,
                            "retained_bytes_per_turn": retained,
