@@ -5,7 +5,8 @@ plugins; wire-format §3.3).
 Rules of this module:
 
 * Runtime context: the ``kind="context"`` contributions in scope (for a child: the delegation
-  statement; for a deployment with those services: the file policy and the approval policy),
+  statement; for a deployment with those services: the file policy of the session's effective
+  sandbox mode and the approval policy, in DSH's sentences),
   sorted by order, become one ``user/message`` from the ``@deepseek-ai/dsh-system-prompt``
   plugin: ``Current runtime context. This snapshot supersedes earlier runtime-context
   snapshots.`` and each text, joined by blank lines, with ``form: "snapshot"`` and the
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Literal
 
 import msgspec
 
@@ -34,6 +36,10 @@ from .delegation import PromptSection
 from .events import MessageSource, OpaqueEvent, TextBlock, UserMessage
 
 __all__ = [
+    "SANDBOX_POLICY_ORDER",
+    "APPROVAL_POLICY_ORDER",
+    "sandbox_policy_section",
+    "approval_policy_section",
     "RUNTIME_CONTEXT_PLUGIN",
     "SNAPSHOT_HEADER",
     "CLEARED_CONTEXT_TEXT",
@@ -57,6 +63,55 @@ TITLE_MAX_WORDS = 5
 TITLE_MAX_BYTES = 40
 
 _ENCODE = msgspec.json.Encoder()
+
+#: Where the deployment's policy contributions sit in a snapshot (the delegation statement is
+#: at 120).
+SANDBOX_POLICY_ORDER = 110
+APPROVAL_POLICY_ORDER = 115
+
+
+def sandbox_policy_section(mode: Literal["read-only", "workspace-write", "danger-full-access"],
+                           workspace: str) -> PromptSection:
+    """DSH's file-policy sentence for the session's effective sandbox mode.
+
+    ``workspace``: the session's absolute working directory (quoted as JSON in the text).
+
+    >>> sandbox_policy_section("danger-full-access", "/w").text
+    'Current DSH file policy: danger-full-access. The DSH file sandbox does not restrict file \
+modifications by available operations.'
+    """
+    if mode == "read-only":
+        text = ("Current DSH file policy: read-only. Any available operation enforced by the DSH "
+                "file sandbox cannot modify files in the standing mode. Do not refuse a required "
+                "modification from this policy alone: try an available tool normally and follow "
+                "any denial and escalation guidance it returns.")
+    elif mode == "workspace-write":
+        text = ("Current DSH file policy: workspace-write. Any available operation enforced by "
+                "the DSH file sandbox may modify files under the session workspace: "
+                f"{_ENCODE.encode(workspace).decode()}. Some platform temporary areas may also "
+                "be writable.")
+    else:
+        text = ("Current DSH file policy: danger-full-access. The DSH file sandbox does not "
+                "restrict file modifications by available operations.")
+    return PromptSection(name="sandbox:policy", order=SANDBOX_POLICY_ORDER, text=text,
+                         kind="context")
+
+
+def approval_policy_section(policy: Literal["ask", "never"]) -> PromptSection:
+    """DSH's approval sentence for the session's effective approval policy.
+
+    >>> approval_policy_section("never").text.startswith("Approval prompts are disabled")
+    True
+    """
+    if policy == "never":
+        text = ("Approval prompts are disabled in this session: actions that require approval "
+                "are rejected automatically — do not request sandbox escalation (do not set "
+                "`sandbox_permissions`).")
+    else:
+        text = ("Approval policy: ask. Operations that require approval may ask through the "
+                "configured answerers; without an available answerer, the request fails closed.")
+    return PromptSection(name="approval:policy", order=APPROVAL_POLICY_ORDER, text=text,
+                         kind="context")
 
 
 def is_context_snapshot(source: MessageSource) -> bool:

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, Protocol, TypeAlias
 
+import msgspec
 from msgspec import UNSET
 
 from ..core import (
@@ -39,10 +41,14 @@ from ..core import (
     LlmCallConfig,
     LlmFailure,
     MessageSource,
+    OpaqueEvent,
+    PromptSection,
     SubagentDescriptorData,
     TextBlock,
     ToolCallBlock,
     UserMessage,
+    approval_policy_section,
+    sandbox_policy_section,
 )
 from ..core.loop import (
     Begin,
@@ -92,12 +98,14 @@ __all__ = [
     "Approver",
     "PreStepHook",
     "ApprovalPolicy",
+    "SandboxMode",
     "Prompt",
     "user_message",
     "failure_of",
 ]
 
 ApprovalPolicy: TypeAlias = Literal["ask", "never"]
+SandboxMode: TypeAlias = Literal["read-only", "workspace-write", "danger-full-access"]
 #: Called before every ``step/start`` with (agent, turn, step); returning ``False`` blocks the
 #: step (the turn ends ``blocked``). May be sync or async.
 PreStepHook: TypeAlias = Callable[["Agent", int, int], "Awaitable[bool | None] | bool | None"]
@@ -105,6 +113,9 @@ PreStepHook: TypeAlias = Callable[["Agent", int, int], "Awaitable[bool | None] |
 Approver: TypeAlias = Callable[["Agent", str, str], Awaitable[bool]]
 #: A follow-up: text, content blocks or a whole user message.
 Prompt: TypeAlias = str | Sequence[ContentBlock] | UserMessage
+
+
+_JSON = msgspec.json.Encoder()
 
 
 class AgentServices(Protocol):
@@ -116,6 +127,10 @@ class AgentServices(Protocol):
     prompt_sections: PromptSections
     #: The owner-wide approver, for agents whose policy is ``ask`` and that have none.
     approver: Approver | None
+    #: The deployment's sandbox mode (its file-policy contribution); ``None``: no sandbox.
+    sandbox_mode: SandboxMode | None
+    #: The approval policy of an agent with an approval service, until its log sets another.
+    approval_default: ApprovalPolicy
 
     def model(self, provider: str) -> Model:
         """The model serving ``provider`` (raises ``UnknownProviderError``)."""
@@ -178,7 +193,7 @@ class Agent:
         self.pre_step_hooks: list[PreStepHook] = []
         #: Whether an approval service is composed (DSH pins a child's policy to never then).
         self.approval_composed = approval
-        self.approval_policy: ApprovalPolicy = "ask" if approval else "never"
+        self.approval_policy: ApprovalPolicy = services.approval_default if approval else "never"
         self.approver: Approver | None = None
         #: The last failure of the loop itself, if any (see :meth:`when_idle`).
         self.failure: BaseException | None = None
@@ -216,6 +231,22 @@ class Agent:
 
     def system_prompt(self) -> str:
         return compose_system_prompt(self.host.prompt_sections, self.prompt_sections)
+
+    def runtime_context(self) -> tuple[PromptSection, ...]:
+        """What the next step's runtime-context snapshot holds: the deployment's file policy
+        (by the session's effective sandbox mode) and approval policy (with an approval
+        service), then the host's and the agent's own contributions, in order."""
+        own: list[PromptSection] = []
+        if self.host.sandbox_mode is not None:
+            override = self.session.trace.sandbox_mode
+            mode = self.host.sandbox_mode if override is None else override.mode
+            own.append(sandbox_policy_section(mode, self.session.header.cwd
+                                              if isinstance(self.session.header.cwd, str)
+                                              else os.getcwd()))
+        if self.approval_composed:
+            own.append(approval_policy_section(self.approval_policy))
+        layered = runtime_context(self.host.prompt_sections, self.prompt_sections)
+        return tuple(sorted((*own, *layered), key=lambda section: section.order))
 
     # ------------------------------------------------------------------ control
 
@@ -291,22 +322,46 @@ class Agent:
         self.session.append(ApprovalPolicyEvent, data)
         self.approval_policy = policy
 
-    async def request_approval(self, tool_name: str, detail: str) -> None:
-        """Ask to run an action that needs approval.
+    async def request_approval(self, tool_name: str, detail: str, *,
+                               call_id: str | None = None) -> None:
+        """Ask to run an action that needs approval; the ask and its decision are logged
+        (``approval/asked``, ``approval/decided``), whatever the outcome (DSH's user-approval).
 
         Raises:
             ApprovalRefusedError: policy ``never``, no approver, or the approver said no.
         """
-        if self.approval_policy == "never":
-            raise ApprovalRefusedError(
-                f"{tool_name} needs approval ({detail}), but approval prompts are disabled in "
-                "this session: the action was rejected")
-        approver = self.approver or self.host.approver
-        if approver is None:
-            raise ApprovalRefusedError(
-                f"{tool_name} needs approval ({detail}), but no approver is available")
-        if not await approver(self, tool_name, detail):
-            raise ApprovalRefusedError(f"{tool_name} was not approved ({detail})")
+        ask_id = self.host.ids()
+        asked: dict[str, object] = {"id": ask_id, "toolName": tool_name}
+        if call_id is not None:
+            asked["callId"] = call_id
+        if detail:
+            asked["reason"] = detail
+        self._log_opaque("approval/asked", asked)
+        outcome, refusal = "rejected", ""
+        try:
+            if self.approval_policy == "never":
+                refusal = (f"{tool_name} needs approval ({detail}), but approval prompts are "
+                           "disabled in this session: the action was rejected")
+            else:
+                approver = self.approver or self.host.approver
+                if approver is None:
+                    outcome = "unavailable"
+                    refusal = (f"{tool_name} needs approval ({detail}), but no approver is "
+                               "available")
+                elif await approver(self, tool_name, detail):
+                    outcome = "allowed-once"
+                else:
+                    refusal = f"{tool_name} was not approved ({detail})"
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+            raise
+        finally:
+            self._log_opaque("approval/decided", {"id": ask_id, "outcome": outcome})
+        if refusal:
+            raise ApprovalRefusedError(refusal)
+
+    def _log_opaque(self, event_type: str, data: dict[str, object]) -> None:
+        self.session.append(OpaqueEvent, msgspec.Raw(_JSON.encode(data)), type=event_type)
 
     # ------------------------------------------------------------------ the machine
 
@@ -407,7 +462,7 @@ class Agent:
         parallel = frozenset(tool.name for tool in tools if tool.concurrency_safe)
         return self._feed(StepPrepared(
             header=header, parallel_tools=parallel,
-            context=runtime_context(self.host.prompt_sections, self.prompt_sections),
+            context=self.runtime_context(),
             context_id=self.host.ids()))
 
     async def _call_model(self, command: CallModel) -> Command | None:

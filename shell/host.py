@@ -20,7 +20,7 @@ from ..core import (
     SubagentDescriptorData,
     Trace,
 )
-from .agent import Agent, Approver
+from .agent import Agent, ApprovalPolicy, Approver, SandboxMode
 from .clock import Clock, IdFactory, system_clock, uuid_ids
 from .models.base import Model
 from .registries import AgentExistsError, AgentRegistry, ModelRegistry, UnknownProviderError
@@ -46,11 +46,17 @@ class Host:
         session_titles: whether agents write DSH's fallback ``session/title`` (DSH's
             session-title plugin; off reproduces a composition without it, such as DSH's K10
             benchmark run).
+        sandbox_mode: the deployment's sandbox mode; its file-policy sentence joins every
+            step's runtime-context snapshot, by the session's effective mode (its last
+            ``sandbox/mode``, else this). ``None``: no sandbox policy (no sentence).
+        approval_default: the approval policy of an agent created with an approval service
+            (``approval=True``) until its log sets another; its sentence joins the snapshot.
     """
 
     def __init__(self, *, store: SessionStore | None = None, clock: Clock | None = None,
                  ids: IdFactory | None = None, approver: Approver | None = None,
-                 session_titles: bool = True) -> None:
+                 session_titles: bool = True, sandbox_mode: SandboxMode | None = None,
+                 approval_default: ApprovalPolicy = "ask") -> None:
         self.clock: Clock = clock or system_clock
         self.ids: IdFactory = ids or uuid_ids
         self.models = ModelRegistry()
@@ -60,6 +66,8 @@ class Host:
         self.prompt_sections = PromptSections()
         self.approver = approver
         self.session_titles = session_titles
+        self.sandbox_mode = sandbox_mode
+        self.approval_default: ApprovalPolicy = approval_default
         self._subagents: SubagentRuntime | None = None
 
     @property
@@ -104,7 +112,8 @@ class Host:
                 ``seed_length``, ``origin``, ``delegation_depth``, ``agent_preset``, ``cwd``.
             cwd: the session's working directory (absolute).
             subagent_depth: the agent's runtime delegation depth.
-            approval: whether an approval service is composed (policy ``ask``; else ``never``).
+            approval: whether an approval service is composed (its policy starts at the host's
+                ``approval_default``; without one it is ``never``).
             tools_scope: the agent's tools; default a fresh scope over :attr:`tools`.
             max_steps: steps a turn may take; the next one is refused (the turn ends
                 ``blocked``). ``None``: no limit.

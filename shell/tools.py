@@ -184,7 +184,8 @@ class CallingAgent(Protocol):
     @property
     def cancel_cause(self) -> CancelCause | None: ...
 
-    async def request_approval(self, tool_name: str, detail: str) -> None: ...
+    async def request_approval(self, tool_name: str, detail: str, *,
+                               call_id: str | None = None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -212,7 +213,7 @@ class ToolContext:
 
     async def request_approval(self, detail: str) -> None:
         """Ask for approval; raises ``ApprovalRefusedError`` unless granted."""
-        await self.agent.request_approval(self.tool_name, detail)
+        await self.agent.request_approval(self.tool_name, detail, call_id=self.call_id)
 
     async def run(self, awaitable: Awaitable[T], *,
                   on_cancel: Callable[[CancelCause], object] | None = None) -> T:

@@ -76,8 +76,19 @@ def test_end_to_end_fork_mid_turn() -> None:
         assert set(own[9:-3]) == {"request/header", "assistant/chunk"}
         assert turn_ends(child_events[seed_length:]) == [TurnCompleted()]
         assert child.id not in host.agents and host.subagents.runs() == ()
-        # the child model saw the parent's completed turn, its own prompt and the snapshot
-        assert len(model.requests[2].messages) == 4
+        # the child model saw the parent's completed turn (with the parent's own snapshot: the
+        # parent composes an approval service), its own prompt and its own snapshot
+        kinds = [(m.role, m.source.kind) for m in model.requests[2].messages]
+        assert kinds == [("user", "user"), ("user", "plugin"), ("assistant", "model"),
+                         ("user", "user"), ("user", "plugin")]
+        parent_snapshot, child_snapshot = (m.content[0].text  # type: ignore[union-attr]
+                                           for m in model.requests[2].messages
+                                           if m.source.kind == "plugin")
+        assert parent_snapshot.endswith("Approval policy: ask. Operations that require approval "
+                                        "may ask through the configured answerers; without an "
+                                        "available answerer, the request fails closed.")
+        assert "Approval prompts are disabled" in child_snapshot
+        assert child_snapshot.endswith("so the delegating agent can handle it.")
         await parent.dispose()
         assert_all_balanced(parent, child)
 
