@@ -680,7 +680,8 @@ def _restore_envelope(line: bytes, count: int) -> bytes | str:
         return "number is out of the double range (not finite)"
     if not isinstance(obj, dict):
         return "record is not a JSON object"
-    keys = ("seq0", "time0") if obj.get("type") in _ROW_TAGS else ("seq", "time")
+    kind = obj.get("type")
+    keys = ("seq0", "time0") if isinstance(kind, str) and kind in _ROW_TAGS else ("seq", "time")
     restored: dict[str, Any] = {"type": obj.pop("type", None), keys[0]: count, keys[1]: 0}
     restored.update(obj)
     return unmask_json(_ENCODER.encode(restored))

@@ -246,6 +246,13 @@ def test_short_runs_stay_unpacked() -> None:
     assert b"text-chunks" in encode_log((*events, third), pack_chunks=True)
 
 
+@pytest.mark.parametrize("kind", [b"[]", b"{}", b"[\"text-chunks\"]"])
+def test_projected_record_of_a_type_that_is_not_a_string_is_refused(kind: bytes) -> None:
+    """A projected record whose type is an array or object is a DecodeError, not a crash."""
+    error = _error(b'{"type":%s,"data":{"turn":1}}\n' % kind, projected=True)
+    assert error.line == 1
+
+
 def test_projected_records_get_seq_and_time_by_counting() -> None:
     """Projected fixtures: plain lines and packed rows are numbered by counting, time 0."""
     data = (b'{"type":"turn/start","data":{"turn":1}}\n'
