@@ -421,14 +421,15 @@ def install_child_model(host: Any, script: ChildScript, children: int, *,
     return model
 
 
-def _shell_host(clock_start: int) -> Any:
+def _shell_host(clock_start: int, store: Any = None) -> Any:
     """A host with a deterministic clock (1 ms per reading) and counting ids (reproducible
     logs), the ``echo`` tool and a :class:`shell.ForkProvider` registered as ``fork``; no
-    session titles, as in DSH's K10 composition."""
+    session titles, as in DSH's K10 composition. ``store``: its session store (default: the
+    memory store)."""
     from turnfork.shell import CountingIds, ForkProvider, Host, ManualClock, Tool
 
     host = Host(clock=ManualClock(clock_start, step=1), ids=CountingIds("id-"),
-                session_titles=False)
+                session_titles=False, store=store)
     host.tools.register(Tool("echo", "echo the given text", _ECHO_PARAMETERS, _echo,
                              concurrency_safe=True))
     host.subagents.register_provider(ForkProvider())
@@ -469,12 +470,12 @@ class ShellSession:
                                    record_requests=record_requests)
 
 
-async def shell_session(*, clock_start: int = EPOCH_MS) -> ShellSession:
+async def shell_session(*, clock_start: int = EPOCH_MS, store: Any = None) -> ShellSession:
     """A fresh idle agent on a fresh host (see :func:`_shell_host`); its model is registered
     as ``parent``. Must run on the event loop the agent will live on."""
     from turnfork.shell import ScriptedModel
 
-    host = _shell_host(clock_start)
+    host = _shell_host(clock_start, store)
     model = ScriptedModel()
     host.models.register(PARENT_PROVIDER, model)
     agent = host.create_agent(provider=PARENT_PROVIDER, model="mock", system=_SYSTEM)
@@ -516,7 +517,7 @@ class ShellParent:
 
 
 async def shell_parent(completed_turns: int, *, clock_start: int = EPOCH_MS,
-                       child_runs: int = 100) -> ShellParent:
+                       child_runs: int = 100, store: Any = None) -> ShellParent:
     """Build a parent with the shell: ``completed_turns`` turns of DSH's shape, one in flight.
 
     Each turn: the user message ``user turn i``, the model calls ``echo`` (id ``call-i``,
@@ -525,8 +526,8 @@ async def shell_parent(completed_turns: int, *, clock_start: int = EPOCH_MS,
     hangs after streaming part of a text block, so the parent is really mid-turn. The host is
     :func:`_shell_host`'s, with the parent's :class:`shell.ScriptedModel` as ``parent`` and a
     :class:`shell.ScriptedModel` playing :class:`ChildScript` for ``child_runs`` children as
-    ``child`` (:meth:`ShellParent.use_child_model` renews it). Must run on the event loop the
-    parent will live on.
+    ``child`` (:meth:`ShellParent.use_child_model` renews it); ``store``: the host's session
+    store (default: the memory store). Must run on the event loop the parent will live on.
 
     Raises:
         AssertionError: the parent is not what it claims (shape, or not mid-turn).
@@ -535,7 +536,7 @@ async def shell_parent(completed_turns: int, *, clock_start: int = EPOCH_MS,
 
     if completed_turns < 1:
         raise ValueError("completed_turns must be >= 1")
-    session = await shell_session(clock_start=clock_start)
+    session = await shell_session(clock_start=clock_start, store=store)
     agent, model = session.agent, session.model
     started = time.perf_counter()
     for _ in range(completed_turns):

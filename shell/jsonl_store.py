@@ -5,20 +5,23 @@ Layout: ``<root>/<project>/<encodeSegment(id)>/session.jsonl`` (compression ``no
 then one frame per batch, split after each ``turn/end``). A root holds one encoding.
 
 One writer per session. A session's writer holds an exclusive ``flock`` on its session
-*directory* from ``create``/``load`` until ``release``/``delete``; the lock dies with its
-process, so a crash never leaves a session locked. A second writer — another process, or
-another store object in this one — is refused (:class:`~shell.store.SessionLockedError`, or
-:class:`~shell.store.SessionExistsError` at ``create``). ``flock`` is advisory: DSH and other
-tools do not take it, and on network file systems it may not be honoured.
+*directory* from its first append (or ``load``) until ``release``/``delete``; the lock dies
+with its process, so a crash never leaves a session locked. A second writer — another
+process, or another store object in this one — is refused
+(:class:`~shell.store.SessionLockedError` from ``load`` and ``delete``,
+:class:`~shell.store.SessionExistsError` from ``create`` or, when two creators race, from the
+first append of the later one). ``flock`` is advisory: DSH and other tools do not take it,
+and on network file systems it may not be honoured.
 
-Writing: ``create`` reserves the directory (``mkdir``, which also decides a create race), so
-no events are persisted before the first append; then the file appears whole (written under a
-temporary name, linked into place) and every later batch is appended with one ``write`` as the
-append runs. Before anything is written, the batch is encoded and read back through the typed
-decoder: an event the loader would refuse is refused here
-(:class:`~shell.store.SessionEventError`). A write that fails is cut back off the file (the
-writer knows the file's length; it never cuts what it did not write), so a batch is on disk
-whole or not at all, and the session stays as it was. *Group commit:* written batches are
+Writing: nothing is on disk before a session's first append (as in DSH), so ``create`` costs
+no file-system work but a look for the id; the first append reserves the directory
+(``mkdir``, then the lock), and the file appears whole (written under a temporary name,
+linked into place); every later batch is appended with one ``write`` as the append runs.
+Before anything is written, the batch is encoded and read back through the typed decoder: an
+event the loader would refuse is refused here (:class:`~shell.store.SessionEventError`). A
+write that fails is cut back off the file (the writer knows the file's length; it never cuts
+what it did not write), so a batch is on disk whole or not at all, and the session stays as
+it was. *Group commit:* written batches are
 made durable by a committer thread that fsyncs each dirty file once per ``commit_window``
 (default 5 ms) and at once when a session asks (``Session.flush``/``wait_durable``); the
 first commit of a file also fsyncs its directory entries (and a fork child's seed file).
@@ -296,27 +299,62 @@ def _lock(fd: int) -> bool:
 # ---------------------------------------------------------------------------- the writer
 
 
-@dataclass(frozen=True)
+@dataclass
 class _SeedPlan:
     """A fork child's seed as a reference to its parent's file (see the module rules)."""
 
     record: SeedRecord
+    #: The parent's session directory (a descriptor of the child's own, so that the parent
+    #: may be released meanwhile), until the child's first write links its files.
+    source: int
+    #: How many seed files the parent's directory holds (linked into the child's too).
+    parent_chain: int
     #: The seed files linked into the child's directory, to fsync at its first commit.
-    links: tuple[str, ...]
+    links: tuple[str, ...] = ()
+
+    def link(self, directory: _Directory, parent_name: str, compressed: bool) -> bool:
+        """Link the parent's file and its seed files into ``directory``; False (nothing left
+        behind) when the file system will not (no hard links, too many, the parent's file
+        deleted meanwhile)."""
+        made: list[str] = []
+        try:
+            for index in range(self.parent_chain):
+                name = seed_file_name(index, compressed=compressed)
+                os.link(name, name, src_dir_fd=self.source, dst_dir_fd=directory.fd,
+                        follow_symlinks=False)
+                made.append(name)
+            os.link(parent_name, self.record.file, src_dir_fd=self.source,
+                    dst_dir_fd=directory.fd, follow_symlinks=False)
+            made.append(self.record.file)
+        except OSError:
+            for name in made:
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=directory.fd)
+            return False
+        finally:
+            self.close()
+        self.links = tuple(made)
+        return True
+
+    def close(self) -> None:
+        if self.source >= 0:
+            _close_quietly(self.source)
+            self.source = -1
 
 
 class _SessionFile:
     """One session's file: written at once, committed in groups (a :class:`SessionSink`)."""
 
-    def __init__(self, store: JsonlSessionStore, directory: _Directory, session_id: str, *,
-                 seed: _SeedPlan | None = None) -> None:
+    def __init__(self, store: JsonlSessionStore, directory: _Directory | None,
+                 session_id: str, *, seed: _SeedPlan | None = None) -> None:
         self.store = store
+        #: The session directory, locked; ``None`` until the first write reserves it.
         self.directory = directory
         self.session_id = session_id
         self.name = store.file_name
         self.seed = seed
         #: How many seed files this directory holds (``seed-0`` … ``seed-{chain-1}``).
-        self.chain = 0 if seed is None else len(seed.links)
+        self.chain = 0
         self.fd: int | None = None
         self.size = 0  # bytes of the file, all written by this writer or loaded
         self.written = 0  # events in the file
@@ -364,13 +402,15 @@ class _SessionFile:
                     return
                 target, first = self.written, self._first_commit
                 fd = os.dup(self.fd)
+                directory = self.directory
+                assert directory is not None
             try:
                 if first:
                     for link in () if self.seed is None else self.seed.links:
                         self._fsync_named(link)
                     os.fsync(fd)
-                    for directory in (self.directory.fd, *self.directory.parents):
-                        os.fsync(directory)
+                    for entries in (directory.fd, *directory.parents):
+                        os.fsync(entries)
                 else:
                     os.fdatasync(fd)
             except OSError as exc:
@@ -392,9 +432,9 @@ class _SessionFile:
                 ready = [w for w in self._waiters if w[0] <= self.durable]
                 self._waiters = [w for w in self._waiters if w[0] > self.durable]
             if first:
-                for parent in self.directory.parents:
+                for parent in directory.parents:
                     _close_quietly(parent)
-                self.directory.parents.clear()
+                directory.parents.clear()
             for _, loop, future in ready:
                 _settle(loop, future, None)
 
@@ -447,9 +487,7 @@ class _SessionFile:
             error = decoded.failure()
             raise SessionEventError(self.session_id, error.seq, error.event_type,
                                     error.problem)
-        read_back = decoded.unwrap()
-        if len(read_back) != len(events) or any(
-                a != b for a, b in zip(read_back, events, strict=True)):
+        if len(decoded.unwrap()) != len(events):
             raise self._refused(events, "the batch does not read back as it was written")
         return text
 
@@ -481,29 +519,52 @@ class _SessionFile:
         fd = self.fd
         assert fd is not None
         with self._lock:
-            found = os.fstat(fd).st_size
-            if found != self.size:
-                self.failure = OSError(errno.EIO, "the file changed under its writer")
-                raise self._failed(
-                    f"the file is {found} bytes, but this writer wrote {self.size}: another "
-                    "process wrote to it; nothing was written")
             try:
                 _write_all(fd, payload)
             except OSError as exc:
-                try:
-                    os.ftruncate(fd, self.size)  # only bytes this writer just wrote
-                except OSError as cut_failed:
-                    self.failure = cut_failed
-                raise self._failed("the batch was not written (the file is as it was)",
-                                   exc) from exc
+                raise self._rolled_back(fd, exc, len(payload)) from exc
             if cut is not None:
                 self.cut = (cut[0], self.size + cut[1])
             self.size += len(payload)
             self.written = events[-1].seq + 1
 
+    def _rolled_back(self, fd: int, exc: OSError, attempted: int) -> SessionWriteError:
+        """Cut a failed write back off the file — only when the file holds nothing but what
+        this writer wrote and at most the ``attempted`` bytes of this batch (a writer that
+        ignores the lock may have appended meanwhile: then nothing is cut, and the session
+        refuses further writes)."""
+        try:
+            found = os.fstat(fd).st_size
+            if not self.size <= found <= self.size + attempted:
+                self.failure = OSError(errno.EIO, "the file changed under its writer")
+                return self._failed(
+                    f"the batch was not written, and the file is {found} bytes where this "
+                    f"writer wrote {self.size}: another process writes to it", exc)
+            os.ftruncate(fd, self.size)  # only the bytes of this batch
+        except OSError as cut_failed:
+            self.failure = cut_failed
+            return self._failed("the batch was not written, and its partial write could not "
+                                "be cut off", cut_failed)
+        return self._failed("the batch was not written (the file is as it was)", exc)
+
     def _create(self, header: SessionHeader, events: Sequence[Event]) -> None:
-        """The file appears whole: written under a temporary name, then linked into place.
-        A fork child's file holds its seed record (a frame of its own) instead of the seed."""
+        """Reserve the directory (the lock; the loser of a create race gets
+        :class:`SessionExistsError`), then make the file appear whole: written under a
+        temporary name, linked into place. A fork child's file holds its seed record (a frame
+        of its own) instead of the seed."""
+        directory = self.store._reserve(header)
+        try:
+            self._create_in(directory, header, events)
+        except BaseException:
+            self.store._abandon(directory)
+            raise
+        self.directory = directory
+
+    def _create_in(self, directory: _Directory, header: SessionHeader,
+                   events: Sequence[Event]) -> None:
+        if self.seed is not None and not self.seed.link(
+                directory, self.name, self.store.compression == "zstd"):
+            self.seed = None  # the file system will not link: the seed is written in full
         head = self._frame(encode_header_line(header) + b"\n")
         own: Sequence[Event] = events
         cut: tuple[int, int] | None = None
@@ -516,7 +577,6 @@ class _SessionFile:
         if body_cut is not None:
             cut = (body_cut[0], len(head) + body_cut[1])
         payload = head + body
-        directory = self.directory
         temporary = f"{_TEMPORARY_PREFIX}{os.getpid()}.{secrets.token_hex(4)}.tmp"
         flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW
                  | os.O_CLOEXEC)
@@ -541,11 +601,13 @@ class _SessionFile:
             raise self._failed("the session file was not created", exc) from exc
         with self._lock:
             self.fd, self.size, self.written, self.cut = fd, len(payload), len(events), cut
+            self.chain = 0 if self.seed is None else len(self.seed.links)
 
     # -- opening an existing file (load)
 
     def adopt(self, log: LoadedLog, size: int, written: int) -> None:
         """Take over the loaded file: append to it from ``size`` bytes, ``written`` events."""
+        assert self.directory is not None
         try:
             fd = os.open(self.name, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
                          dir_fd=self.directory.fd)
@@ -583,12 +645,15 @@ class _SessionFile:
             waiters, self._waiters = self._waiters, []
         if fd is not None:
             _close_quietly(fd)
+        if self.seed is not None:
+            self.seed.close()
         error = self._failed("the session was released before its events were durable",
                              self.failure)
         for _, loop, future in waiters:
             _settle(loop, future, error)
 
     def _fsync_named(self, name: str) -> None:
+        assert self.directory is not None
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC,
                      dir_fd=self.directory.fd)
         try:
@@ -773,15 +838,30 @@ class JsonlSessionStore(_LiveSessions):
             raise SessionExistsError(header.id)
         return directory
 
+    def _abandon(self, directory: _Directory) -> None:
+        """Undo a reservation whose first write failed: its files, its directory, its lock."""
+        directory.remove_files()
+        with self._root(create=False) as root:
+            project_fd = None
+            if root is not None:
+                with contextlib.suppress(OSError):
+                    project_fd = os.open(directory.path.parent.name, _DIRECTORY, dir_fd=root)
+            directory.close(remove_from=project_fd)
+            if project_fd is not None:
+                os.close(project_fd)
+
     # -- the protocol
 
     def create(self, header: SessionHeader, *, seed: Sequence[Event] | None = None,
                seed_trace: Trace | None = None, clock: Clock | None = None) -> Session:
-        """Create and register a live session, reserving its directory (locked).
+        """Create and register a live session. Nothing is on disk before its first append,
+        which reserves the session's directory and takes its writer lock (a session another
+        process reaches first makes that append fail with :class:`SessionExistsError`).
 
         Raises:
-            SessionExistsError: live here or in another process, or persisted.
+            SessionExistsError: live here, or persisted.
             InvalidSessionIdError: an id the store cannot persist.
+            SessionEventError: a header the store cannot write.
         """
         check_session_id(header.id)
         checked = check_header(header)
@@ -790,51 +870,36 @@ class JsonlSessionStore(_LiveSessions):
                                     f"the session header: {checked.failure().problem}")
         if header.id in self._live or self._find(header.id) is not None:
             raise SessionExistsError(header.id)
-        directory = self._reserve(header)
-        writer = _SessionFile(self, directory, header.id)
+        writer = _SessionFile(self, None, header.id,
+                              seed=self._seed_plan(header, seed, seed_trace))
         try:
-            writer.seed = self._seed_plan(header, seed, seed_trace, directory)
-            writer.chain = 0 if writer.seed is None else len(writer.seed.links)
             session = self._register(header, seed, seed_trace, clock, writer)
         except BaseException:
-            self._close(writer, remove=True)
+            writer.close()
             raise
         self._writers[header.id] = writer
         return session
 
     def _seed_plan(self, header: SessionHeader, seed: Sequence[Event] | None,
-                   seed_trace: Trace | None, directory: _Directory) -> _SeedPlan | None:
+                   seed_trace: Trace | None) -> _SeedPlan | None:
         """A reference to the parent's file for a seed that is its completed prefix."""
         if self.fork_seeds != "reference" or not seed or seed_trace is None:
             return None
         parent_id = header.parent_session
         parent = self._live.get(parent_id) if isinstance(parent_id, str) else None
         writer = self._writers.get(parent_id) if isinstance(parent_id, str) else None
-        if parent is None or writer is None or writer.fd is None or writer.failure:
+        if (parent is None or writer is None or writer.fd is None or writer.failure
+                or writer.directory is None):
             return None
         if writer.cut is None or writer.cut[0] != len(seed):
             return None
         if parent.completed_prefix()[1] is not seed_trace:
             return None  # the same length, but not provably the parent's own prefix
-        links: list[str] = []
-        try:
-            for index in range(writer.chain):
-                name = seed_file_name(index, compressed=self.compression == "zstd")
-                os.link(name, name, src_dir_fd=writer.directory.fd, dst_dir_fd=directory.fd,
-                        follow_symlinks=False)
-                links.append(name)
-            name = seed_file_name(writer.chain, compressed=self.compression == "zstd")
-            os.link(writer.name, name, src_dir_fd=writer.directory.fd,
-                    dst_dir_fd=directory.fd, follow_symlinks=False)
-            links.append(name)
-        except OSError:  # no hard links here (or too many): write the seed in full
-            for made in links:
-                with contextlib.suppress(OSError):
-                    os.unlink(made, dir_fd=directory.fd)
-            return None
-        record = SeedRecord(file=links[-1], size=writer.cut[1], events=len(seed),
+        name = seed_file_name(writer.chain, compressed=self.compression == "zstd")
+        record = SeedRecord(file=name, size=writer.cut[1], events=len(seed),
                             last_time=seed[-1].time)
-        return _SeedPlan(record=record, links=tuple(links))
+        return _SeedPlan(record=record, source=os.dup(writer.directory.fd),
+                         parent_chain=writer.chain)
 
     def exists(self, session_id: str) -> bool:
         if session_id in self._live:
@@ -902,9 +967,11 @@ class JsonlSessionStore(_LiveSessions):
         return log
 
     def _repair(self, writer: _SessionFile, session_id: str, clock: Clock) -> Session:
-        log = self._read(writer.directory, session_id)
+        directory = writer.directory
+        assert directory is not None
+        log = self._read(directory, session_id)
         assert log.header is not None
-        shown = writer.directory.path / self.file_name
+        shown = directory.path / self.file_name
         events, torn = log.events, log.torn
         traced = trace_log(events)
         if isinstance(traced, Failure):
@@ -1022,20 +1089,15 @@ class JsonlSessionStore(_LiveSessions):
     def _close(self, writer: _SessionFile, *, remove: bool) -> None:
         writer.close()
         directory = writer.directory
-        unwritten = not directory.has_file(self.file_name)
-        if remove or unwritten:
-            directory.remove_files()
-        with self._root(create=False) as root:
-            project_fd = None
-            if root is not None and (remove or unwritten):
-                with contextlib.suppress(OSError):
-                    project_fd = os.open(directory.path.parent.name, _DIRECTORY, dir_fd=root)
-            directory.close(remove_from=project_fd)
-            if project_fd is not None:
-                if remove:
-                    with contextlib.suppress(OSError):
-                        os.rmdir(directory.path.parent.name, dir_fd=root)
-                os.close(project_fd)
+        if directory is None:  # never written: nothing on disk
+            return
+        if remove:
+            self._abandon(directory)
+            with self._root(create=False) as root, contextlib.suppress(OSError):
+                if root is not None:
+                    os.rmdir(directory.path.parent.name, dir_fd=root)
+            return
+        directory.close()
 
     def delete(self, session_id: str) -> None:
         """Release a session and remove its files (never another process's live session).

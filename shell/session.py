@@ -104,6 +104,41 @@ class _EventLog(Sequence[Event]):
         self._own.extend(events)
 
 
+class _Joined(Sequence[Event]):
+    """Two sequences read as one, copying neither (a new session's unwritten seed and its
+    first batch, handed to the sink together)."""
+
+    __slots__ = ("_first", "_second")
+
+    def __init__(self, first: Sequence[Event], second: Sequence[Event]) -> None:
+        self._first = first
+        self._second = second
+
+    def __len__(self) -> int:
+        return len(self._first) + len(self._second)
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Event]: ...
+
+    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            return tuple(self[i] for i in range(start, stop, step))
+        if index < 0:
+            index += len(self)
+        split = len(self._first)
+        if index < split:
+            return self._first[index]
+        return self._second[index - split]
+
+    def __iter__(self) -> Iterator[Event]:
+        yield from self._first
+        yield from self._second
+
+
 #: A session's events as an immutable snapshot: the first ``length`` events of its append-only
 #: log, fixed when taken, O(1) to make (core's prefix view serves as is).
 EventsView = PrefixView
@@ -313,7 +348,7 @@ class Session:
             OSError: the write or the commit failed (nothing more is durable than before).
         """
         stop = len(self._log) if upto is None else upto
-        self._write(list(EventsView(self._log, stop)[self._written:]))
+        self._write(self._unwritten(stop))
         if self._sink is not None:
             self._sink.commit()
 
@@ -328,7 +363,7 @@ class Session:
         stop = len(self._log) if length is None else min(length, len(self._log))
         if self._sink is None or self.durable_length >= stop:
             return
-        self._write(list(EventsView(self._log, stop)[self._written:]))
+        self._write(self._unwritten(stop))
         await self._sink.wait_durable(stop)
 
     def _commit(self, events: list[Event], *, flush: bool) -> None:
@@ -342,8 +377,8 @@ class Session:
             if isinstance(event, TurnEndEvent):
                 completed = (trace.length, trace)
         if flush and self._sink is not None:
-            pending = EventsView(self._log, len(self._log))[self._written:]
-            self._write([*pending, *events])
+            pending = self._unwritten(len(self._log))
+            self._write(_Joined(pending, events) if pending else events)
         self._log._extend(events)
         self._trace = trace
         if completed is not None:
@@ -351,7 +386,14 @@ class Session:
         for listener in self.listeners:
             listener(events)
 
-    def _write(self, events: list[Event]) -> None:
+    def _unwritten(self, stop: int) -> Sequence[Event]:
+        """The events before ``stop`` not handed to the sink yet, as a view: a new session's
+        seed (perhaps a parent's whole prefix) is never copied to be written."""
+        if self._written >= stop:
+            return ()
+        return EventsView(self._log, stop)[self._written:]
+
+    def _write(self, events: Sequence[Event]) -> None:
         if self._sink is None or not events:
             return
         self._sink.write(self.header, events)

@@ -138,12 +138,11 @@ class SessionStore(Protocol):
 
     def create(self, header: SessionHeader, *, seed: Sequence[Event] | None = None,
                seed_trace: Trace | None = None, clock: Clock | None = None) -> Session:
-        """Create and register a live session; no events are persisted before its first
-        append (the disk store reserves the id at once, holding its writer lock).
+        """Create and register a live session; nothing is persisted before its first
+        append (which, in the disk store, takes the session's writer lock).
 
         Raises:
-            SessionExistsError: the id is live (here or, for the disk store, elsewhere) or
-                persisted.
+            SessionExistsError: the id is live here, or persisted.
         """
         ...
 

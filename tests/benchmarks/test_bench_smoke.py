@@ -81,7 +81,8 @@ def test_quick_run_prints_a_table_and_writes_well_formed_json(tmp_path: Path) ->
     assert meta["versions"]["python"] and meta["versions"]["msgspec"]
     assert meta["core_beartype"] == "on"
     assert set(results["benchmarks"]) == {"codec", "prefix", "fork-core", "fork-shell",
-                                          "fork-memory", "fork-load", "formats", "turns"}
+                                          "fork-memory", "fork-load", "store", "formats",
+                                          "turns"}
     for name, section in results["benchmarks"].items():
         assert f"== {name}:" in done.stdout
         assert section["unavailable"] is None

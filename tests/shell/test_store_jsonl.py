@@ -68,7 +68,7 @@ def test_file_appears_on_first_append_with_the_header_first(tmp_path: Path,
     session = store.create(header)
     path = store.path_for(header)
     assert path == tmp_path / "--home-u-proj--" / "s-1" / path.name
-    assert not path.exists() and path.parent.is_dir()  # reserved (locked), no file yet
+    assert not path.exists() and not (tmp_path / "--home-u-proj--").exists()
     _turn(session, 1)
     text = _plain_text(path)
     assert text.split(b"\n")[0] == encode_header_line(header)

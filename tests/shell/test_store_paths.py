@@ -1,6 +1,6 @@
 """Ids and paths: ids the store cannot persist are refused at create; no symbolic link inside
-the root is ever followed, to read, write or delete (issue 14.11); the real cause is named
-(issue 14.13)."""
+the root is ever followed, to read, write (the first append makes the directories) or delete
+(issue 14.11); the real cause is named (issue 14.13)."""
 
 from __future__ import annotations
 
@@ -63,8 +63,11 @@ def test_a_project_directory_that_is_a_symlink_is_not_followed(tmp_path: Path) -
     root.mkdir()
     (root / "_no-cwd").symlink_to(outside, target_is_directory=True)
     store = JsonlSessionStore(root)
+    session = store.create(SessionHeader(id="s", created_at=0))
     with pytest.raises(SessionPathError, match="is a symbolic link or not a directory"):
-        store.create(SessionHeader(id="s", created_at=0))
+        _turn(session)  # the first append makes the directory: refused, nothing written
+    assert len(session) == 0
+    store.release("s")
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
     # A session planted behind the link is neither listed nor loaded.
     planted = outside / "s"
@@ -111,8 +114,9 @@ def test_a_session_directory_that_is_a_symlink_is_not_entered(tmp_path: Path) ->
         encode_header_line(SessionHeader(id="t", created_at=0)) + b"\n")
     assert store.list() == ("s",)
     assert not store.exists("t")
+    session = store.create(SessionHeader(id="t", created_at=0))
     with pytest.raises(SessionPathError):
-        store.create(SessionHeader(id="t", created_at=0))
+        _turn(session)
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt", "session.jsonl"]
 
 

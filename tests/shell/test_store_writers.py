@@ -179,16 +179,22 @@ def test_a_second_store_in_the_same_process_is_refused_too(tmp_path: Path) -> No
     assert len(JsonlSessionStore(tmp_path).load(SESSION).events) == 3
 
 
-def test_an_unwritten_session_is_reserved_against_another_process(tmp_path: Path) -> None:
-    """A created session that has not appended yet still has its one writer."""
-    store = JsonlSessionStore(tmp_path)
-    store.create(SessionHeader(id=SESSION, created_at=0))
-    assert JsonlSessionStore(tmp_path).exists(SESSION)
+def test_a_session_is_reserved_by_its_first_append(tmp_path: Path) -> None:
+    """Nothing is on disk before the first append (as in DSH); two creators of one id both
+    get a session, and the one whose first append comes second is told the id exists, with
+    nothing of its batch written."""
+    first, second = JsonlSessionStore(tmp_path), JsonlSessionStore(tmp_path)
+    mine = first.create(SessionHeader(id=SESSION, created_at=0))
+    theirs = second.create(SessionHeader(id=SESSION, created_at=1))
+    assert not any(tmp_path.glob("*/*")) and not first.exists("other")
+    _turn(mine)
+    before = _file(tmp_path).read_bytes()
     with pytest.raises(SessionExistsError):
-        JsonlSessionStore(tmp_path).create(SessionHeader(id=SESSION, created_at=0))
-    store.release(SESSION)  # never written: the reservation goes with it
-    assert not any(tmp_path.glob("*/*"))
-    _turn(JsonlSessionStore(tmp_path).create(SessionHeader(id=SESSION, created_at=0)))
+        _turn(theirs)
+    assert len(theirs) == 0 and _file(tmp_path).read_bytes() == before
+    first.release(SESSION)
+    second.release(SESSION)
+    assert len(JsonlSessionStore(tmp_path).load(SESSION).events) == 3
 
 
 def test_the_loser_of_a_create_race_gets_session_exists(tmp_path: Path) -> None:
