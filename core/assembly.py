@@ -9,8 +9,9 @@ Rules of this module:
 * The finish reason is the ``finish`` chunk's (``None`` until one arrives; the loop treats a
   stream that ends without one as cut, where DSH's assembler assumes ``stop``).
 * On a ``max-tokens`` finish every tool call is dropped, complete or not: none can run safely.
-  The replay envelope's ``blocks`` are pruned in step with the kept blocks; an envelope whose
-  ``blocks`` do not align with the blocks seen is dropped.
+  The replay envelope's ``blocks`` are pruned in step with the kept blocks (the envelope is then
+  its ``response`` and the kept entries only); an envelope whose ``blocks`` do not align with
+  the blocks seen is dropped; one without ``blocks`` passes through.
 * An interrupted stream keeps only its text and reasoning blocks with non-whitespace text.
 * Immutable and persistent: :func:`assemble_chunk` is O(1) in the chunks seen before, so a
   state can be kept per chunk without copying the stream.
@@ -199,8 +200,12 @@ def _pruned_replay(replay: Raw | UnsetType, kept: list[bool]) -> Raw | UnsetType
         return UNSET  # entries that do not align with the blocks cannot be trusted
     if all(kept):
         return replay
-    envelope["blocks"] = [entry for entry, keep in zip(entries, kept, strict=True) if keep]
-    return Raw(msgspec.json.encode(envelope))
+    # DSH rebuilds the envelope from its response and the kept entries only.
+    pruned: dict[str, object] = {}
+    if "response" in envelope:
+        pruned["response"] = envelope["response"]
+    pruned["blocks"] = [entry for entry, keep in zip(entries, kept, strict=True) if keep]
+    return Raw(msgspec.json.encode(pruned))
 
 
 def interrupted_blocks(assembly: StreamAssembly) -> tuple[ContentBlock, ...]:

@@ -2,12 +2,19 @@
 
 Two situations need them, and the pending calls are answered differently in each:
 
-* **Crash repair** (reason ``interrupted``): a persisted log ends inside a turn. A call that has a
-  ``tool/call`` gets ``TOOL_OUTCOME_UNKNOWN`` (it may have run); a call only announced by the
-  assistant message gets ``TOOL_NOT_STARTED`` (no ``tool/call`` is invented for it).
-* **Cancellation** (reason ``aborted``, or any other live ending): a started call gets
-  ``ABORTED``; an announced call that was never dispatched gets its ``tool/call`` and an
-  ``ABORTED_BEFORE_DISPATCH`` result, appended together, as DSH's scheduler does.
+* **Crash repair** is DSH's ``repair.ts``, :func:`repair_closers`: one lenient forward scan of a
+  persisted log, whatever its turn numbers, answering the open step's calls that no result
+  answered yet, then ``step/end`` if a step is open and ``turn/end`` ``interrupted``. One
+  deliberate difference: a ``tool/call`` no assistant message announced gets an outcome too
+  (DSH leaves it unanswered; our balance rule answers every started call).
+* **Closing a live turn** (:func:`close_open_turn`, read off the trace):
+
+  with reason ``interrupted`` it answers as repair does — a call that has a ``tool/call`` gets
+  ``TOOL_OUTCOME_UNKNOWN`` (it may have run), a call only announced by the assistant message
+  gets ``TOOL_NOT_STARTED`` (no ``tool/call`` is invented for it); on cancellation (reason
+  ``aborted``, or any other live ending) a started call gets ``ABORTED``, and an announced call
+  that was never dispatched gets its ``tool/call`` and an ``ABORTED_BEFORE_DISPATCH`` result,
+  appended together, as DSH's scheduler does.
 
 Then the grammar's walk back to idle (:func:`.grammar.closing_walk`): ``step/end`` if a step is
 open, then ``turn/end`` with the given reason. The result always passes ``check_balance`` when
@@ -18,14 +25,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import msgspec
 from msgspec import UNSET
 
 from .events import (
+    AssistantMessageEvent,
     Event,
     MessageSource,
     StepData,
     StepEndEvent,
+    StepStartEvent,
     TextBlock,
+    ToolCallBlock,
     ToolCallData,
     ToolCallEvent,
     ToolErrorInfo,
@@ -37,6 +48,7 @@ from .events import (
     TurnEndEvent,
     TurnEndReason,
     TurnInterrupted,
+    TurnStartEvent,
 )
 from .grammar import STEP_END, TURN_END, closing_walk
 from .trace import PendingCall, Trace
@@ -48,6 +60,7 @@ __all__ = [
     "ABORTED_BEFORE_DISPATCH_TEXT",
     "close_open_turn",
     "closing_events",
+    "repair_closers",
     "tool_result_event",
 ]
 
@@ -160,4 +173,66 @@ def closing_events(trace: Trace, reason: TurnEndReason, time: int | None = None,
             closing.append(TurnEndEvent(seq=seq, time=stamp,
                                         data=TurnEndData(turn=turn, reason=reason)))
         seq += 1
+    return tuple(closing)
+
+
+def repair_closers(events: Sequence[Event]) -> tuple[Event, ...]:
+    """The events DSH's crash repair appends to a persisted log whose last turn is open.
+
+    A lenient scan (DSH ``interruptedTurnClosers``): a ``turn/start`` opens its turn, whatever
+    its number; ``step/end`` and ``turn/end`` clear the pending calls; an assistant message's
+    tool calls become pending, a ``tool/call`` marks one started (or, unannounced, makes it
+    pending and started: see the module rules), a ``tool/result`` answers one. Then, numbered
+    after the last event and stamped with its time: a result per pending call in log order (``TOOL_OUTCOME_UNKNOWN`` citing its ``tool/call`` if it started,
+    else ``TOOL_NOT_STARTED``), ``step/end`` if a step is open, ``turn/end`` ``interrupted``.
+
+    >>> from turnfork.core.events import TurnStartData
+    >>> [type(e).__name__ for e in repair_closers(
+    ...     (TurnStartEvent(seq=0, time=5, data=TurnStartData(turn=2)),))]
+    ['TurnEndEvent']
+    """
+    turn: int | None = None
+    step: int | None = None
+    pending: dict[str, PendingCall] = {}
+    for event in events:
+        if isinstance(event, TurnStartEvent):
+            turn, step, pending = event.data.turn, None, {}
+        elif isinstance(event, TurnEndEvent):
+            turn, step, pending = None, None, {}
+        elif isinstance(event, StepStartEvent):
+            step = event.data.step
+        elif isinstance(event, StepEndEvent):
+            step, pending = None, {}
+        elif isinstance(event, AssistantMessageEvent):
+            for block in event.data.message.content:
+                if isinstance(block, ToolCallBlock):
+                    pending[block.id] = PendingCall(call_id=block.id, name=block.name,
+                                                    arguments=block.arguments,
+                                                    step=event.data.step)
+        elif isinstance(event, ToolCallEvent):
+            data = event.data
+            known = pending.get(data.call_id)
+            # A call no message announced still started: unlike DSH's repair, it gets an
+            # outcome too (the balance rule answers every started call).
+            pending[data.call_id] = (
+                PendingCall(call_id=data.call_id, name=data.name, arguments=data.arguments,
+                            step=data.step, call_seq=event.seq)
+                if known is None else msgspec.structs.replace(known, call_seq=event.seq))
+        elif isinstance(event, ToolResultEvent):
+            call_id = event.data.message.source.call_id
+            if call_id is not None:
+                pending.pop(call_id, None)
+    if turn is None or not events:
+        return ()
+    last = events[-1]
+    seq, stamp = last.seq + 1, last.time
+    closing: list[Event] = []
+    for call in pending.values():
+        closing.extend(_answer(call, turn, seq, stamp, repair=True))
+        seq += 1
+    if step is not None:
+        closing.append(StepEndEvent(seq=seq, time=stamp, data=StepData(turn=turn, step=step)))
+        seq += 1
+    closing.append(TurnEndEvent(seq=seq, time=stamp,
+                                data=TurnEndData(turn=turn, reason=TurnInterrupted())))
     return tuple(closing)

@@ -81,13 +81,12 @@ from ..core import (
     SessionHeader,
     Trace,
     TurnEndEvent,
-    TurnInterrupted,
     advance,
-    close_open_turn,
     decode_log,
     encode_header_line,
     encode_log,
     encode_session,
+    repair_closers,
     trace_log,
 )
 from ..core.codec import check_event, check_header
@@ -977,7 +976,7 @@ class JsonlSessionStore(_LiveSessions):
         if isinstance(traced, Failure):
             raise SessionLoadError(shown, traced.failure())
         trace = traced.unwrap()
-        closers = close_open_turn(trace, events, TurnInterrupted())
+        closers = repair_closers(events)
         for closer in closers:
             trace = advance(trace, closer).unwrap()
         written, size = len(events), log.file_bytes
