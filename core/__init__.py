@@ -20,11 +20,14 @@ from . import (
     closers,
     codec,
     context,
+    continuation,
+    control,
     delegation,
     depth,
     events,
     grammar,
     history,
+    jobs,
     loop,
     outcome,
     render,
@@ -38,7 +41,7 @@ from ._checking import check_public
 
 for _module in (arguments, assembly, child_plan, closers, codec, context, delegation, depth, events,
                 grammar, history, loop, outcome, render, results, schema_subset, seed, structured,
-                trace):
+                trace, continuation, control, jobs):
     check_public(vars(_module))
 del _module
 

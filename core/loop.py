@@ -45,7 +45,8 @@ Rules of this module:
   interrupted stream (``interrupted: true``), the closers, and the input queued at the request
   dropped with a ``canceled`` splice. Input queued after the request survives and wakes the
   machine again. An interrupt (``keep_queued``) drops nothing: the queued input stays parked
-  until the next input wakes the machine.
+  until the next input wakes the machine; a cancellation of the idle machine drops what is
+  parked. A ``Steer`` with ``wake=False`` (an injection) never wakes an idle machine.
 """
 
 from __future__ import annotations
@@ -169,6 +170,9 @@ class Steer(_Value, frozen=True, kw_only=True):
     """Input for the next step boundary of the running turn, or a new turn (``next-step``)."""
 
     message: UserMessage
+    #: Whether an idle machine wakes for it; ``False`` is DSH's ``inject``: the input waits
+    #: for whatever wakes the machine next.
+    wake: bool = True
 
 
 class Begin(_Value, frozen=True, kw_only=True):
@@ -403,6 +407,8 @@ def feed(state: LoopState, trace: Trace, given: LoopInput, *, time: int) -> Loop
     if isinstance(given, Followup | Steer):
         return _queue(state, given, out)
     if isinstance(given, CancelRequested):
+        if state.awaiting == "idle" and not given.keep_queued:
+            return _drop_parked(state, out)
         if state.awaiting in ("idle", "cancel"):
             return _step_of(state, out, None)
         keep = given.keep_queued
@@ -453,9 +459,22 @@ def _queue(state: LoopState, given: Followup | Steer, out: _Writer) -> LoopStep:
         out.splice(InboxSplicedData(target="next-step", start=len(state.steering),
                                     inserted=(given.message,)))
         state = _replace(state, steering=(*state.steering, given.message))
-    if state.awaiting == "idle":
+    if state.awaiting == "idle" and (isinstance(given, Followup) or given.wake):
         return _step_of(_replace(state, awaiting="wake"), out, Wake())
     return _step_of(state, out, None)
+
+
+def _drop_parked(state: LoopState, out: _Writer) -> LoopStep:
+    """A cancellation of an idle machine drops the input parked in it (an interrupt's, or an
+    injection nothing woke for), as the cancellation of a running one would."""
+    if state.steering:
+        out.splice(InboxSplicedData(target="next-step", start=0,
+                                    removed_count=len(state.steering), inserted=(),
+                                    outcome="canceled"))
+    if state.inbox:
+        out.splice(InboxSplicedData(target="next-turn", start=0, removed_count=len(state.inbox),
+                                    inserted=(), outcome="canceled"))
+    return _step_of(_replace(state, inbox=(), steering=()), out, None)
 
 
 def _begin(state: LoopState, trace: Trace, out: _Writer) -> LoopStep:

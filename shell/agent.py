@@ -261,12 +261,19 @@ class Agent:
         """Queue input for the running turn's next step boundary (or a new turn when idle)."""
         return self._queue(Steer, prompt)
 
-    def _queue(self, kind: type[Followup] | type[Steer], prompt: Prompt) -> UserMessage:
+    def inject(self, prompt: Prompt) -> UserMessage:
+        """Queue input for the next step boundary without waking an idle agent (DSH's
+        ``inject``): it waits for whatever wakes the agent next."""
+        return self._queue(Steer, prompt, wake=False)
+
+    def _queue(self, kind: type[Followup] | type[Steer], prompt: Prompt, *,
+               wake: bool = True) -> UserMessage:
         if self._disposed:
             raise AgentDisposedError(f"agent {self.id} was disposed")
         message = user_message(prompt, self.host.ids())
-        step = feed(self._state, self.session.trace, kind(message=message),
-                    time=self.host.clock())
+        given = Followup(message=message) if kind is Followup else Steer(message=message,
+                                                                          wake=wake)
+        step = feed(self._state, self.session.trace, given, time=self.host.clock())
         self.session.extend(step.events)  # a refused write queues nothing
         self._state = step.state
         self._poll()
@@ -278,11 +285,14 @@ class Agent:
         """Cancel the running turn; a no-op when idle.
 
         Queued input is dropped (a ``canceled`` splice), unless ``keep_queued``: then it stays
-        parked until the next follow-up or steer wakes the agent (DSH's interrupt).
+        parked until the next follow-up or steer wakes the agent (DSH's interrupt). Cancelling
+        an idle agent drops the input parked in it.
         """
         self._poll()
         task = self._task
         if task is None:
+            if not keep_queued and self.pending:
+                self._feed(CancelRequested(cause=CancelUser() if cause is None else cause))
             return
         if self._state.cancel is None:
             self._feed(CancelRequested(cause=CancelUser() if cause is None else cause,

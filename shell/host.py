@@ -27,6 +27,7 @@ from .registries import AgentExistsError, AgentRegistry, ModelRegistry, UnknownP
 from .session import Session
 from .store import MemorySessionStore, SessionStore
 from .subagents import SubagentRuntime
+from .subagents.continuation import apply_resume_terms, delegated_resume_terms, resumed_scope
 from .tools import PromptSections, ToolRegistry, ToolScope
 
 __all__ = ["Host", "ModelRegistry", "AgentRegistry", "UnknownProviderError", "AgentExistsError"]
@@ -137,11 +138,22 @@ class Host:
         if "cwd" in meta and not os.path.isabs(meta["cwd"]):
             raise ValueError(f"a session cwd must be an absolute path, not {meta['cwd']!r}")
         resume = seed is None and session_id is not None and self.sessions.exists(sid)
+        delegated = None
         if resume:
             if meta or seed_trace is not None:
                 raise ValueError(f"session {sid!r} exists: header meta and seed_trace apply "
                                  "only to a new session")
+            was_live = self.sessions.get(sid) is not None
             session = self.sessions.get(sid) or self.sessions.load(sid, clock=self.clock)
+            try:
+                # A delegated child keeps the authority its delegation took away (issue 14.8).
+                delegated = delegated_resume_terms(session)
+                if delegated is not None:
+                    tools_scope = resumed_scope(self, delegated, tools_scope)
+            except BaseException:
+                if not was_live:
+                    self.sessions.release(sid)
+                raise
         else:
             header = SessionHeader(id=sid, created_at=self.clock(), **meta)
             session = self.sessions.create(header, seed=seed, seed_trace=seed_trace,
@@ -156,6 +168,8 @@ class Host:
                                  approval=approval, tools_scope=tools_scope, max_steps=max_steps)
         if system:
             agent.prompt_sections.set(PERSONA_SECTION_NAME, system, order=PERSONA_SECTION_ORDER)
+        if delegated is not None:
+            apply_resume_terms(agent, delegated)
         self.agents.add(agent)
         return agent
 

@@ -6,8 +6,23 @@ driver, the runs they return, and the parent's ``subagent`` tool.
   core's child plan.
 * :mod:`.run`: ``SubagentRun`` and the structured-output capture.
 * :mod:`.tool`: ``SubagentTool``.
+* :mod:`.continuation`: ``ContinuationManager`` (``host.subagents.continuation``): continuable
+  children a parent can talk to again, resumed from their logs.
 """
 
+from .continuation import (
+    Activation,
+    AncestorAuthority,
+    ContinuableSetup,
+    ContinuableStarted,
+    ContinuationManager,
+    InterruptAuthority,
+    ListedChild,
+    ListedDiagnostic,
+    PersistentStore,
+    ReportDelivery,
+    UserAuthority,
+)
 from .providers import (
     ALL_CAPABILITIES,
     ContinuableRequest,
@@ -40,6 +55,17 @@ from .tool import BACKGROUND_DISABLED, DEFAULT_MAX_DEPTH, NO_CALLING_AGENT, Suba
 
 __all__ = [
     "ABORTED",
+    "Activation",
+    "AncestorAuthority",
+    "ContinuableSetup",
+    "ContinuableStarted",
+    "ContinuationManager",
+    "InterruptAuthority",
+    "ListedChild",
+    "ListedDiagnostic",
+    "PersistentStore",
+    "ReportDelivery",
+    "UserAuthority",
     "ALL_CAPABILITIES",
     "BACKGROUND_DISABLED",
     "DEFAULT_MAX_DEPTH",

@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from ..registries import AgentRegistry, ModelRegistry
     from ..session import Session
     from ..store import SessionStore
-    from ..tools import ToolRegistry, ToolScope
+    from ..tools import PromptSections, ToolRegistry, ToolScope
+    from .continuation import ContinuationManager
 
 __all__ = [
     "NO_PROVIDER",
@@ -121,6 +122,7 @@ class SubagentHost(Protocol):
     tools: ToolRegistry
     sessions: SessionStore
     agents: AgentRegistry
+    prompt_sections: PromptSections
 
     @property
     def subagents(self) -> SubagentRuntime:
@@ -275,6 +277,7 @@ class SubagentRuntime:
         self._listeners: list[SubagentListener] = []
         self._provider_watchers: list[Callable[[], None]] = []
         self._runs: dict[str, SubagentRunHandle] = {}
+        self._continuation: ContinuationManager | None = None
 
     @classmethod
     def of(cls, host: SubagentHost) -> SubagentRuntime:
@@ -377,6 +380,21 @@ class SubagentRuntime:
         self._observe(provider.provider_name, run, parent)
         return run
 
+    def publish(self, provider: str, run: SubagentRunHandle, parent: Agent) -> None:
+        """Observe a run published outside :meth:`start` (a continuable child's residency
+        epoch): :class:`SubagentStart` now, :class:`SubagentEnd` when its result settles."""
+        self._observe(provider, run, parent)
+
+    @property
+    def continuation(self) -> ContinuationManager:
+        """The continuation manager of this runtime's continuable children (made on first
+        use; see :mod:`.continuation`)."""
+        if self._continuation is None:
+            from .continuation import ContinuationManager  # noqa: PLC0415 - it imports this
+
+            self._continuation = ContinuationManager(self)
+        return self._continuation
+
     def _observe(self, provider: str, run: SubagentRunHandle, parent: Agent) -> None:
         run_id = self.host.ids()
         local = run.local_agent is not None
@@ -404,7 +422,9 @@ class SubagentRuntime:
         return tuple(self._runs.values())
 
     async def aclose(self) -> None:
-        """Dispose every live run (concurrently)."""
+        """Drain the continuable children, then dispose every live run (concurrently)."""
+        if self._continuation is not None:
+            await self._continuation.drain()
         await asyncio.gather(*(run.dispose() for run in self.runs()))
 
     def __repr__(self) -> str:

@@ -1,0 +1,950 @@
+"""The continuation manager: continuable children a parent can talk to again (DSH's
+``SubagentContinuationManager``, packages/subagent/subagent/src/continuation.ts).
+
+Rules:
+
+* A continuable child is a durable session (its id is the child's id) plus, while it is
+  resident, an :class:`Activation`: its live agent and what the manager tracks of it. There is
+  no run to await: the child's own agent inbox is the only queue, the parent is *told* when an
+  epoch settles (a ``subagent-settled`` notice in its inbox) and the child may push content up
+  with :meth:`ContinuationManager.report_from`. Providers take part with one call,
+  ``prepare_continuable`` (the seed); everything else — identity, descriptor, composition,
+  agent creation, prompt delivery, cold resume, ownership, disposal — is the manager's, and
+  every rule is the core's (:mod:`turnfork.core.continuation`).
+* Residency is derived, never stored: *running* (the agent runs, or input accepted for it is
+  still queued — including follow-ups an interrupt parked), *waiting* (idle, but continuable
+  children it started are still resident), *settled* (neither). A settled Activation is
+  disposed; the next :meth:`~ContinuationManager.followup` cold-resumes the child from its log.
+  There is no busy, finished or disposed refusal (DSH has none): a running child queues, a
+  settled one resumes.
+* Authority: follow-ups travel only along the durable direct-parent edge, from the exact live
+  parent agent; an interrupt may come from any exact live ancestor on the child's lineage, or
+  from a human addressing the child's durable parent; a report goes from the exact resident
+  child to its live parent.
+* Everything up to a message's acceptance is synchronous except one checkpoint in a child's
+  unpublished creation window: an abort, a cancellation, the parent's disposal or a drain that
+  arrived meanwhile rolls the child back (its session deleted, nothing published). After
+  acceptance the caller's signal no longer matters.
+* Disposal, in DSH's order: the admission cutoff, the child's turn cancelled and its queue
+  dropped (cause ``parent``), its own resident children disposed, its log made durable
+  (best-effort), the epoch's stop reason and closing message captured, the agent disposed, the
+  parent notified (before the ownership is released), the ownership released, ``SubagentEnd``.
+  A failure is logged at natural settlement and raised by drains; it never stops teardown.
+* Each residency epoch is observable as one ``SubagentStart``/``SubagentEnd`` pair on
+  ``host.subagents`` (the Activation is the event's run).
+* Continuable children need persistence: a store that can ``inspect`` a session (the JSONL
+  store).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+
+from returns.result import Failure
+
+from ...core import (
+    CancelParent,
+    CancelUser,
+    ContentBlock,
+    MessageSource,
+    ParentView,
+    PromptSection,
+    RuntimeOptions,
+    SessionHeader,
+    StartError,
+    SubagentResult,
+    TextBlock,
+    UserMessage,
+    final_assistant_output,
+)
+from ...core.continuation import (
+    ACTIVATION_TEARDOWN_FAILED,
+    ChildIdentity,
+    ContinuableStart,
+    ResumeTerms,
+    check_continuable,
+    child_identity,
+    epoch_stop_reason,
+    plan_continuable,
+    refusal,
+    report_message,
+    resume_terms,
+    settlement_notice,
+)
+from ...core.events import ApprovalPolicyData, SandboxModeData, SandboxModeEvent
+from ..abort import AbortSignal
+from ..agent import Agent, failure_of
+from ..store import SessionNotFoundError
+from ..tools import ToolScope
+from .providers import ContinuableRequest, ContinuableSeed
+from .registry import INACTIVE_PARENT, SubagentAbortedError, SubagentError, SubagentHost
+
+if TYPE_CHECKING:
+    from ..logfile import LoadedLog
+    from ..session import Session
+    from .registry import SubagentRuntime
+
+__all__ = [
+    "Activation",
+    "AncestorAuthority",
+    "ContinuableSetup",
+    "ContinuableStarted",
+    "ContinuationManager",
+    "InterruptAuthority",
+    "ListedChild",
+    "ListedDiagnostic",
+    "PersistentStore",
+    "ReportDelivery",
+    "UserAuthority",
+    "apply_resume_terms",
+    "delegated_resume_terms",
+    "resumed_scope",
+]
+
+_log = logging.getLogger(__name__)
+
+ReportDelivery: TypeAlias = Literal["next-step", "quiet"]
+#: A contribution installed in every new Activation's unpublished creation window (fresh or
+#: resumed): ``(child agent) -> undo``. The report tool is one.
+ContinuableSetup: TypeAlias = Callable[[Agent], Callable[[], None]]
+
+
+class PersistentStore(Protocol):
+    """What continuable children need of a session store beyond ``SessionStore``: reading a
+    persisted session without taking it (the JSONL store has it)."""
+
+    def inspect(self, session_id: str) -> LoadedLog: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ContinuableStarted:
+    """A continuable start, accepted: the child's durable id and its first message's id."""
+
+    child_id: str
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class UserAuthority:
+    """A human addressing a child through its durable parent's session id."""
+
+    parent_session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class AncestorAuthority:
+    """An agent interrupting a descendant: it must be an exact live ancestor on its lineage."""
+
+    agent: Agent
+
+
+InterruptAuthority: TypeAlias = UserAuthority | AncestorAuthority
+
+
+@dataclass(frozen=True, slots=True)
+class ListedChild:
+    """A child of a listing: its durable id, mode and label, where it sits, whether it is live."""
+
+    id: str
+    mode: Literal["one-shot", "continuable"]
+    label: str | None
+    live: bool
+    parent: str
+    depth: int
+    created_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListedDiagnostic:
+    """A child whose log could not be read or has no valid identity."""
+
+    id: str
+    reason: Literal["corrupt", "unsupported", "unavailable"]
+    parent: str
+    depth: int
+    created_at: int
+
+
+@dataclass(eq=False)
+class Activation:
+    """One resident continuable child: its live agent and what the manager tracks of it.
+
+    It is the run of its epoch's :class:`~.registry.SubagentStart`/``SubagentEnd`` (``result``
+    settles with the epoch's stop reason and closing message once it is disposed).
+    """
+
+    manager: ContinuationManager
+    child_id: str
+    parent_session: str
+    provider: str
+    agent: Agent
+    #: The exact live agents on the child's lineage at materialization, the child included
+    #: (interrupt authority).
+    ancestry: tuple[Agent, ...]
+    parent_agent: Agent
+    label: str | None
+    seed_length: int
+    #: Log length when the epoch began: the epoch's own events come after it.
+    boundary: int = 0
+    #: Continuable children this one started that are still resident (block settlement).
+    owned: set[str] = field(default_factory=set)
+    #: The memoized teardown; its presence is the admission cutoff.
+    disposal: asyncio.Task[BaseException | None] | None = None
+    #: Whether any delivery was accepted (a notice is owed then).
+    announced: bool = False
+    poke: asyncio.Event = field(default_factory=asyncio.Event)
+    undo: list[Callable[[], None]] = field(default_factory=list)
+    watcher: asyncio.Task[None] | None = None
+    _result: asyncio.Future[SubagentResult] | None = None
+
+    # -- the run handle the lifecycle observers see
+
+    @property
+    def id(self) -> str:
+        return self.child_id
+
+    @property
+    def result(self) -> asyncio.Future[SubagentResult]:
+        if self._result is None:
+            self._result = asyncio.get_running_loop().create_future()
+        return self._result
+
+    @property
+    def disposed(self) -> bool:
+        return self.disposal is not None and self.disposal.done()
+
+    @property
+    def local_agent(self) -> Agent:
+        return self.agent
+
+    @property
+    def parent(self) -> Agent:
+        return self.parent_agent
+
+    async def dispose(self) -> None:
+        """Tear the Activation down (what a drain does) and wait for it.
+
+        Raises:
+            SubagentError: ``ACTIVATION_TEARDOWN_FAILED`` (the child is released all the same).
+        """
+        failure = await self.manager._dispose(self)
+        if failure is not None:
+            raise failure
+
+    def __repr__(self) -> str:
+        return f"Activation(child_id={self.child_id!r}, provider={self.provider!r})"
+
+
+def _error(error: StartError) -> SubagentError:
+    return SubagentError(error)
+
+
+def _chain(error: BaseException) -> str:
+    return failure_of(error).message
+
+
+def _parent_view(parent: Agent) -> ParentView:
+    session = parent.session
+    _, at_cut = session.completed_prefix()
+    return ParentView(
+        header=session.header,
+        options=RuntimeOptions(provider=parent.provider, model=parent.model,
+                               max_tokens=parent.max_tokens,
+                               subagent_depth=parent.subagent_depth),
+        events=session.events, trace=session.trace, completed=at_cut,
+        approval_in_use=parent.approval_composed)
+
+
+def _is_delegated(header: SessionHeader) -> bool:
+    return header.origin == "subagent"
+
+
+def delegated_resume_terms(session: Session) -> ResumeTerms | None:
+    """What resuming ``session`` as an agent must restore, when it is a delegated child
+    (issue 14.8): ``None`` for a session delegation did not create.
+
+    Raises:
+        ValueError: a delegated child whose log does not record its delegation's terms (a
+            one-shot child: its tool restriction is not in its log), so resuming it would
+            drop the authority its delegation took away.
+    """
+    header = session.header
+    if not _is_delegated(header):
+        return None
+    terms = resume_terms(header, session.events)
+    if isinstance(terms, Failure):
+        parent = header.parent_session
+        raise ValueError(
+            f"session {header.id!r} is a one-shot subagent of {parent!r}: its log does not "
+            "record the tool restriction its delegation imposed, so it cannot be resumed as an "
+            "agent (only a continuable child can be resumed)")
+    return terms.unwrap()
+
+
+def apply_resume_terms(agent: Agent, terms: ResumeTerms) -> None:
+    """Restore on a resumed child's agent what its delegation decided: the approval policy the
+    log's last ``approval/policy`` governs, its own sections (a persona) and the delegation
+    statement. Its tool restriction is its scope's (see :func:`resumed_scope`)."""
+    agent.approval_policy = terms.approval_policy
+    for section in (*terms.sections, *terms.context):
+        agent.prompt_sections.add(section)
+
+
+def resumed_scope(host: SubagentHost, terms: ResumeTerms, scope: ToolScope | None = None,
+                  ) -> ToolScope:
+    """The tool scope of a resumed child: ``scope`` (or a fresh one over the host's tools)
+    narrowed by the tool filter its descriptor records."""
+    if scope is None:
+        return ToolScope(host.tools, restriction=terms.tool_filter)
+    if terms.tool_filter is not None:
+        scope.restrict(terms.tool_filter)
+    return scope
+
+
+def _hide_unseen_tool_sections(host: SubagentHost, agent: Agent) -> None:
+    # A host section ``tool:<name>`` guides the use of a global tool; a child whose scope
+    # hides that tool gets it empty (DSH renders such a section empty for that scope).
+    for section in host.prompt_sections.sections():
+        name = section.name.removeprefix("tool:")
+        if name != section.name and name in host.tools and not agent.tools.permits(name):
+            agent.prompt_sections.add(PromptSection(name=section.name, order=section.order,
+                                                    text="", kind=section.kind))
+
+
+class ContinuationManager:
+    """Continuable children of the agents of one host (``host.subagents.continuation``)."""
+
+    def __init__(self, runtime: SubagentRuntime) -> None:
+        self.runtime = runtime
+        self.host: SubagentHost = runtime.host
+        self._activations: dict[str, Activation] = {}
+        self._setups: list[ContinuableSetup] = []
+        self._draining = False
+        #: Exact live roots whose descendants are being drained (admission closed below them).
+        self._draining_roots: list[Agent] = []
+        #: Unpublished creation windows in flight (a drain waits for them).
+        self._materializing: set[asyncio.Future[None]] = set()
+        self._identities: dict[str, tuple[SessionHeader, ChildIdentity | None]] = {}
+
+    # ------------------------------------------------------------------ composition
+
+    def register_setup(self, setup: ContinuableSetup) -> Callable[[], None]:
+        """Install ``setup`` into every later Activation's creation window (fresh or resumed);
+        returns the remover (Activations already resident keep what they got until they
+        settle)."""
+        self._setups.append(setup)
+
+        def remove() -> None:
+            if setup in self._setups:
+                self._setups.remove(setup)
+
+        return remove
+
+    def _persistence(self) -> PersistentStore:
+        store = self.host.sessions
+        if not callable(getattr(store, "inspect", None)):
+            raise _error(refusal("no-persistence"))
+        return store  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ admission
+
+    def _lineage(self, agent: Agent) -> list[Agent]:
+        """``agent`` and its live ancestors, by the durable parent edge (cycle-safe)."""
+        chain: list[Agent] = []
+        current: Agent | None = agent
+        while current is not None and all(current is not seen for seen in chain):
+            chain.append(current)
+            parent_id = current.session.header.parent_session
+            current = self.host.agents.get(parent_id) if isinstance(parent_id, str) else None
+        return chain
+
+    def _admit(self, agent: Agent) -> None:
+        if self._draining:
+            raise _error(refusal("draining"))
+        self._draining_roots = [root for root in self._draining_roots
+                                if self.host.agents.get(root.id) is root]
+        for member in self._lineage(agent):
+            for root in self._draining_roots:
+                if member is root:
+                    raise _error(refusal("draining-below", root.id))
+
+    def _closing(self, agent: Agent) -> bool:
+        """Whether ``agent``'s own teardown (or its lineage's) already began."""
+        if self._draining or agent.disposed:
+            return True
+        for member in self._lineage(agent):
+            activation = self._activations.get(member.id)
+            if activation is not None and activation.agent is member \
+                    and activation.disposal is not None:
+                return True
+            if any(member is root for root in self._draining_roots):
+                return True
+        return False
+
+    def _owner_of(self, parent: Agent) -> Activation | None:
+        activation = self._activations.get(parent.id)
+        return activation if activation is not None and activation.agent is parent else None
+
+    # ------------------------------------------------------------------ start
+
+    async def start_continuable(self, provider: str, request: ContinuableStart, *,
+                                parent: Agent, signal: AbortSignal | None = None,
+                                child_id: str | None = None) -> ContinuableStarted:
+        """Start a continuable child of ``parent`` with the provider registered as
+        ``provider``; returns once its first prompt is accepted into its inbox.
+
+        Raises:
+            SubagentError: DSH's refusals (``DRAINING``, ``PERSISTENCE_UNAVAILABLE``,
+                ``NO_PROVIDER``, ``UNSUPPORTED_CAPABILITY``, ``DUPLICATE_CHILD``,
+                ``ACTIVATION_CLOSING``), the depth and tool-filter refusals (plain);
+                :class:`SubagentAbortedError` when ``signal`` aborted before acceptance.
+                Nothing is left behind by a refusal, an abort or a cancellation.
+        """
+        self._admit(parent)
+        self._persistence()
+        if parent.disposed:
+            raise SubagentError(StartError(
+                code=INACTIVE_PARENT,
+                message=f'cannot create effect on inactive context: agent "{parent.id}" is '
+                        "disposed"))
+        found = self.runtime.get_provider(provider)
+        if found is None:
+            raise _error(StartError(code="NO_PROVIDER", name="SubagentError",
+                                    message=f'no subagent provider registered for "{provider}"'))
+        prepare = getattr(found, "prepare_continuable", None)
+        if not callable(prepare):
+            raise _error(refusal("no-capability", provider))
+        checked = check_continuable(_parent_view(parent), request, provider_name=provider,
+                                    known_tools=self.host.tools.names())
+        if isinstance(checked, Failure):
+            raise SubagentError(checked.failure())
+        terms = checked.unwrap()
+        sid = child_id or self.host.ids()
+        if sid in self.host.agents or self.host.sessions.exists(sid):
+            raise _error(refusal("duplicate", sid))
+        if signal is not None and signal.aborted:
+            raise SubagentAbortedError()
+        seed: ContinuableSeed = prepare(ContinuableRequest(session_id=sid, parent=parent,
+                                                           signal=signal))
+        plan = plan_continuable(terms, seed=seed.events, seed_trace=seed.trace, child_id=sid,
+                                created_at=self.host.clock())
+        session = self.host.sessions.create(plan.header, seed=plan.seed,
+                                            seed_trace=plan.seed_trace, clock=self.host.clock)
+        window: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._materializing.add(window)
+        undo: list[Callable[[], None]] = []
+        try:
+            if seed.trace is not None and seed.trace is parent.session.completed_prefix()[1]:
+                # The descriptor is model-hidden: the child's history at its seed is the
+                # parent's at the cut, computed once for every child seeded there.
+                session.adopt_history(parent.session.completed_prefix_history)
+            options = terms.options
+            agent = self.host.build_agent(
+                session, provider=options.provider, model=options.model,
+                max_tokens=options.max_tokens, subagent_depth=terms.depth,
+                approval=parent.approval_composed,
+                tools_scope=ToolScope(self.host.tools, restriction=request.tool_filter))
+            for policy in terms.policy:
+                if isinstance(policy, SandboxModeData):
+                    session.append(SandboxModeEvent, policy)
+                elif isinstance(policy, ApprovalPolicyData):
+                    agent.set_approval_policy(policy.policy, source="delegation")
+            agent.approval_policy = "never"  # a child never asks, approval composed or not
+            self._compose(agent, parent, (*terms.sections, *terms.context), undo)
+            await self._checkpoint(parent, signal)
+        except BaseException:
+            self._settle_window(window)
+            _undo(undo)
+            with contextlib.suppress(SessionNotFoundError):
+                self.host.sessions.delete(sid)
+            raise
+        self._settle_window(window)
+        activation = self._publish(agent, parent, provider, label=request.label,
+                                   seed_length=plan.seed_length, undo=undo)
+        message = UserMessage(content=request.prompt, source=MessageSource(kind="user"),
+                              id=self.host.ids())
+        try:
+            self._accept(activation, message)
+        except BaseException:
+            await self._dispose(activation)
+            raise
+        return ContinuableStarted(child_id=sid, message_id=message.id)
+
+    def _compose(self, agent: Agent, parent: Agent, own: Iterable[PromptSection],
+                 undo: list[Callable[[], None]]) -> None:
+        # The parent's deployment sections (its persona among them), then the child's own; the
+        # parent's runtime context is not inherited. Then every registered setup.
+        for section in parent.prompt_sections.sections():
+            if section.kind == "section":
+                agent.prompt_sections.add(section)
+        for section in own:
+            agent.prompt_sections.add(section)
+        _hide_unseen_tool_sections(self.host, agent)
+        for setup in list(self._setups):
+            undo.append(setup(agent))
+
+    async def _checkpoint(self, parent: Agent, signal: AbortSignal | None) -> None:
+        # The end of the unpublished creation window: whatever arrived meanwhile is honoured.
+        await asyncio.sleep(0)
+        if signal is not None and signal.aborted:
+            raise SubagentAbortedError()
+        if parent.disposed:
+            raise SubagentError(StartError(
+                code="OWNER_DISPOSED",
+                message=f'agent "{parent.id}" setup aborted: owner disposed during setup'))
+        self._admit(parent)
+        owner = self._owner_of(parent)
+        if owner is not None and owner.disposal is not None:
+            raise _error(refusal("closing-parent", parent.id))
+
+    def _settle_window(self, window: asyncio.Future[None]) -> None:
+        self._materializing.discard(window)
+        if not window.done():
+            window.set_result(None)
+
+    def _publish(self, agent: Agent, parent: Agent, provider: str, *, label: str | None,
+                 seed_length: int, undo: list[Callable[[], None]]) -> Activation:
+        owner = self._owner_of(parent)
+        ancestry = (agent, *(owner.ancestry if owner is not None else self._lineage(parent)))
+        self.host.agents.add(agent)
+        activation = Activation(
+            manager=self, child_id=agent.id, parent_session=parent.id, provider=provider,
+            agent=agent, ancestry=ancestry, parent_agent=parent, label=label,
+            seed_length=seed_length, boundary=len(agent.session.events), undo=undo)
+        self._activations[agent.id] = activation
+        if owner is not None:
+            owner.owned.add(agent.id)
+
+        def poke(events: object) -> None:
+            activation.poke.set()
+
+        agent.session.listeners.append(poke)
+        activation.undo.append(lambda: agent.session.listeners.remove(poke)
+                               if poke in agent.session.listeners else None)
+        self.runtime.publish(provider, activation, parent)
+        activation.watcher = asyncio.get_running_loop().create_task(
+            self._watch(activation), name=f"continuable:{agent.id}")
+        return activation
+
+    # ------------------------------------------------------------------ delivery
+
+    def _accept(self, activation: Activation, message: UserMessage) -> str:
+        """Queue ``message`` as the child's next turn (the final, await-free admission)."""
+        owner = self._owner_of(activation.parent_agent)
+        if owner is not None:
+            owner.owned.add(activation.child_id)
+        activation.agent.followup(message)
+        activation.announced = True
+        activation.poke.set()
+        return message.id
+
+    async def followup(self, parent: Agent, child_id: str,
+                       content: Sequence[ContentBlock] | str, *,
+                       source: MessageSource | None = None,
+                       signal: AbortSignal | None = None) -> str:
+        """Queue ``content`` as the next turn of ``parent``'s continuable child ``child_id``:
+        into its resident agent (behind a running turn, or waking an idle one), or into the
+        child cold-resumed from its log. Returns the accepted message's id.
+
+        Raises:
+            SubagentError: ``NOT_RESUMABLE`` (unknown, one-shot or unreadable child),
+                ``UNAUTHORIZED`` (not the exact live direct parent), ``DRAINING``;
+                :class:`SubagentAbortedError` for a signal aborted before acceptance.
+        """
+        blocks = (TextBlock(text=content),) if isinstance(content, str) else tuple(content)
+        origin = source or MessageSource(kind="coordinator", form="relay",
+                                         sender_session_id=parent.id)
+        while True:
+            if signal is not None and signal.aborted:
+                raise SubagentAbortedError()
+            self._admit(parent)
+            activation = self._activations.get(child_id)
+            if activation is not None and activation.disposal is not None:
+                # A delivery that lost the race with disposal resumes the child afterwards.
+                await asyncio.wait([activation.disposal])
+                continue
+            if activation is None:
+                activation = await self._cold_resume(parent, child_id, signal)
+            self._authorize(parent, child_id, activation.parent_session)
+            if signal is not None and signal.aborted:
+                raise SubagentAbortedError()
+            message = UserMessage(content=blocks, source=origin, id=self.host.ids())
+            return self._accept(activation, message)
+
+    def _authorize(self, parent: Agent, child_id: str, durable_parent: str | None) -> None:
+        if self.host.agents.get(parent.id) is not parent:
+            raise _error(refusal("exact-parent", child_id))
+        if durable_parent != parent.id:
+            raise _error(refusal("other-parent", child_id))
+
+    async def _cold_resume(self, parent: Agent, child_id: str,
+                           signal: AbortSignal | None) -> Activation:
+        store = self._persistence()
+        try:
+            log = store.inspect(child_id)
+        except Exception as error:
+            raise _error(refusal("unavailable", child_id)) from error
+        header = log.header
+        if header is None:
+            raise _error(refusal("unavailable", child_id))
+        self._authorize(parent, child_id,
+                        header.parent_session if isinstance(header.parent_session, str)
+                        else None)
+        resumed = resume_terms(header, log.events)
+        if isinstance(resumed, Failure):
+            raise SubagentError(resumed.failure())
+        terms = resumed.unwrap()
+        try:
+            session = self.host.sessions.load(child_id, clock=self.host.clock)
+        except Exception as error:
+            raise _error(refusal("unavailable", child_id)) from error
+        window: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._materializing.add(window)
+        undo: list[Callable[[], None]] = []
+        try:
+            agent = self.host.build_agent(
+                session, provider=terms.options.provider, model=terms.options.model,
+                approval=parent.approval_composed,
+                tools_scope=resumed_scope(self.host, terms))
+            agent.approval_policy = terms.approval_policy
+            self._compose(agent, parent, (*terms.sections, *terms.context), undo)
+            await self._checkpoint(parent, signal)
+        except BaseException:
+            self._settle_window(window)
+            _undo(undo)
+            self.host.sessions.release(child_id)
+            raise
+        self._settle_window(window)
+        seed_length = header.seed_length if isinstance(header.seed_length, int) else 0
+        return self._publish(agent, parent, terms.provider_name, label=terms.label,
+                             seed_length=seed_length, undo=undo)
+
+    def interrupt(self, target: str, authority: InterruptAuthority) -> None:
+        """Stop ``target``'s current turn, keeping what is queued for it parked until the next
+        follow-up; an absent, one-shot or settled target is an accepted no-op (it is not
+        resumed). Returns without waiting.
+
+        Raises:
+            SubagentError: ``UNAUTHORIZED``: a caller that is not the exact live agent, the
+                target itself, or not on the target's lineage; a human address that is not the
+                target's durable parent.
+        """
+        caller = authority.agent if isinstance(authority, AncestorAuthority) else None
+        if caller is not None:
+            if self.host.agents.get(caller.id) is not caller:
+                raise _error(refusal("exact-ancestor", target))
+            if caller.id == target:
+                raise _error(refusal("self-interrupt", caller.id))
+        activation = self._activations.get(target)
+        if activation is None:
+            return
+        if isinstance(authority, UserAuthority):
+            if activation.parent_session != authority.parent_session_id:
+                raise _error(refusal("other-parent", target))
+        elif not any(member is caller for member in activation.ancestry):
+            assert caller is not None
+            raise _error(refusal("not-descendant", target, caller.id))
+        if activation.disposal is not None:
+            return
+        cause = CancelUser() if isinstance(authority, UserAuthority) else CancelParent()
+        activation.agent.cancel(cause, keep_queued=True)
+
+    def report_from(self, child: Agent, content: Sequence[ContentBlock] | str, *,
+                    delivery: ReportDelivery = "next-step") -> str:
+        """Deliver ``content`` from the resident continuable ``child`` to its live direct
+        parent: ``Background subagent <id> reported:`` and the content, as a user message at
+        the parent's next step (``next-step`` wakes an idle parent, ``quiet`` does not).
+        Returns the parent's message id; reporting neither ends the child's turn nor changes
+        its residency.
+
+        Raises:
+            SubagentError: ``UNAUTHORIZED`` (not a resident continuable child),
+                ``ACTIVATION_CLOSING``, ``PARENT_UNAVAILABLE``, ``DRAINING``.
+        """
+        self._admit(child)
+        activation = self._activations.get(child.id)
+        if activation is None or activation.agent is not child:
+            raise _error(refusal("cannot-report", child.id))
+        if activation.disposal is not None:
+            raise _error(refusal("closing-report", child.id))
+        parent = self.host.agents.get(activation.parent_session)
+        if parent is None:
+            raise _error(refusal("parent-unavailable"))
+        blocks = (TextBlock(text=content),) if isinstance(content, str) else tuple(content)
+        message = report_message(child.id, blocks, message_id=self.host.ids())
+        try:
+            if delivery == "quiet":
+                parent.inject(message)
+            else:
+                parent.steer(message)
+        except Exception as error:
+            raise _error(refusal("parent-unavailable")) from error
+        return message.id
+
+    # ------------------------------------------------------------------ residency
+
+    @staticmethod
+    def _settled(activation: Activation) -> bool:
+        agent = activation.agent
+        return not agent.running and not agent.pending and not activation.owned
+
+    async def _watch(self, activation: Activation) -> None:
+        agent = activation.agent
+        while activation.disposal is None:
+            activation.poke.clear()
+            if agent.running:
+                with contextlib.suppress(Exception):  # a failed loop ended its turn: go on
+                    await agent.when_idle()
+                continue
+            if self._settled(activation):
+                self._open_disposal(activation)
+                return
+            await activation.poke.wait()
+
+    def _open_disposal(self, activation: Activation) -> asyncio.Task[BaseException | None]:
+        if activation.disposal is None:
+            activation.disposal = asyncio.get_running_loop().create_task(
+                self._teardown(activation), name=f"continuable-teardown:{activation.child_id}")
+        return activation.disposal
+
+    async def _dispose(self, activation: Activation) -> BaseException | None:
+        return await asyncio.shield(self._open_disposal(activation))
+
+    async def _teardown(self, activation: Activation) -> BaseException | None:
+        agent, child_id = activation.agent, activation.child_id
+        failures: list[str] = []
+        activation.poke.set()
+        agent.cancel(CancelParent())
+        owned = [self._activations[c] for c in list(activation.owned)
+                 if c in self._activations]
+        for failure in await asyncio.gather(*(self._dispose(child) for child in owned)):
+            if failure is not None:
+                failures.append(_chain(failure))
+        if failures:
+            failures = [f'subagent "{child_id}" child teardown failed: {"; ".join(failures)}']
+        try:
+            await agent.when_idle()
+        except Exception as error:
+            failures.append(f'subagent "{child_id}" activation teardown failed: {_chain(error)}')
+        try:
+            await agent.session.wait_durable()
+        except Exception as error:
+            _log.warning(f'subagent "{child_id}" best-effort final session flush failed; the '
+                         "persisted state may be unavailable or stale on resume: "
+                         f"{_chain(error)}")
+        epoch = agent.session.events[activation.boundary:]
+        stop_reason = epoch_stop_reason(epoch)
+        output = final_assistant_output(epoch)
+        try:
+            await agent.dispose()
+        except Exception as error:
+            failures.append(f'subagent "{child_id}" activation handle disposal failed: '
+                            f"{_chain(error)}")
+        _undo(activation.undo)
+        if self._activations.get(child_id) is activation:
+            del self._activations[child_id]
+        if failures:
+            stop_reason, output = "error", None
+        self._notify(activation, stop_reason, output)
+        owner = self._owner_of(activation.parent_agent)
+        if owner is not None:
+            owner.owned.discard(child_id)
+            owner.poke.set()
+        result = activation.result
+        if not result.done():
+            result.set_result(SubagentResult(output=output or (), stop_reason=stop_reason))
+        if activation.watcher is not None:
+            await asyncio.wait([activation.watcher])  # it sees the disposal and ends
+        if not failures:
+            return None
+        text = (failures[0] if len(failures) == 1 else
+                f'subagent "{child_id}" activation teardown failed at {len(failures)} '
+                f"boundaries: {'; '.join(failures)}")
+        failure = SubagentError(StartError(code=ACTIVATION_TEARDOWN_FAILED,
+                                           name="SubagentError", message=text))
+        _log.warning(text)
+        return failure
+
+    def _notify(self, activation: Activation, stop_reason: str,
+                output: tuple[ContentBlock, ...] | None) -> None:
+        if not activation.announced:
+            return
+        try:
+            parent = self.host.agents.get(activation.parent_session)
+            if parent is None or parent.disposed:
+                return  # the parent is gone: the child's log is the record
+            notice = settlement_notice(activation.child_id, stop_reason, output,
+                                       message_id=self.host.ids())
+            if self._closing(parent):
+                parent.inject(notice)  # teardown is no reason to start a turn
+            elif parent.running:
+                parent.steer(notice)
+            else:
+                parent.followup(notice)
+        except Exception as error:
+            _log.warning(f'subagent "{activation.child_id}" settlement notice was not delivered '
+                         f"to its parent: {_chain(error)}")
+
+    # ------------------------------------------------------------------ drains
+
+    async def _dispose_all(self, activations: Sequence[Activation], subject: str) -> None:
+        failures = [failure for failure in
+                    await asyncio.gather(*(self._dispose(a) for a in activations))
+                    if failure is not None]
+        if failures:
+            raise _error(StartError(
+                code=ACTIVATION_TEARDOWN_FAILED,
+                message=f"continuable subagent teardown failed for {len(failures)} {subject}: "
+                        + "; ".join(_chain(failure) for failure in failures)))
+
+    async def drain(self) -> None:
+        """Close admission for good, wait for creation windows in flight, and dispose every
+        resident child (each disposes its own children first).
+
+        Raises:
+            SubagentError: ``ACTIVATION_TEARDOWN_FAILED``, after every branch settled.
+        """
+        self._draining = True
+        if self._materializing:
+            await asyncio.wait(list(self._materializing))
+        owned = {child for activation in self._activations.values() for child in activation.owned}
+        roots = [a for a in self._activations.values() if a.child_id not in owned]
+        await self._dispose_all(roots, "activation(s)")
+        leftover = list(self._activations.values())
+        if leftover:
+            await self._dispose_all(leftover, "activation(s)")
+
+    async def drain_descendants(self, parents: Iterable[Agent]) -> None:
+        """Dispose every resident descendant of each exact live agent in ``parents`` (a root
+        that is itself continuable is left to its own host), and keep admission closed below
+        it while it stays live.
+
+        Raises:
+            SubagentError: ``ACTIVATION_TEARDOWN_FAILED``, after every branch settled.
+        """
+        roots = [p for p in parents if self.host.agents.get(p.id) is p]
+        for root in roots:
+            if all(root is not r for r in self._draining_roots):
+                self._draining_roots.append(root)
+        if self._materializing:
+            await asyncio.wait(list(self._materializing))
+        below = [a for a in self._activations.values()
+                 if any(member is root for member in a.ancestry[1:] for root in roots)]
+        await self._dispose_all(below, "scoped activation(s)")
+
+    async def drain_children(self, parent: Agent, child_ids: Iterable[str]) -> None:
+        """Dispose the named resident direct children of ``parent`` (absent ids are no-ops).
+
+        Raises:
+            SubagentError: ``UNAUTHORIZED`` (a stale parent, or a target that is not its direct
+                child), ``ACTIVATION_TEARDOWN_FAILED``.
+        """
+        if self.host.agents.get(parent.id) is not parent:
+            raise _error(refusal("teardown-parent"))
+        chosen: list[Activation] = []
+        for child_id in dict.fromkeys(child_ids):
+            activation = self._activations.get(child_id)
+            if activation is None:
+                continue
+            if activation.parent_session != parent.id:
+                raise _error(refusal("not-direct-child", child_id, parent.id))
+            chosen.append(activation)
+        await self._dispose_all(chosen, "selected activation(s)")
+
+    def activations(self) -> tuple[Activation, ...]:
+        """The resident Activations (a snapshot, for hosts and tests)."""
+        return tuple(self._activations.values())
+
+    # ------------------------------------------------------------------ listing
+
+    def _known(self, session_id: str) -> tuple[SessionHeader, ChildIdentity | None] | str:
+        """A session's header and identity, or the diagnostic reason it has none."""
+        live = self.host.sessions.get(session_id)
+        if live is not None:
+            return live.header, child_identity(live.events)
+        cached = self._identities.get(session_id)
+        if cached is not None:
+            return cached
+        try:
+            log = self._persistence().inspect(session_id)
+        except Exception:
+            return "unavailable"
+        if log.header is None:
+            return "unavailable"
+        known = (log.header, child_identity(log.events))
+        self._identities[session_id] = known
+        return known
+
+    def _corpus(self) -> tuple[dict[str, list[SessionHeader]], dict[str, str]]:
+        children: dict[str, list[SessionHeader]] = {}
+        unreadable: dict[str, str] = {}
+        for session_id in self.host.sessions.list():
+            known = self._known(session_id)
+            if isinstance(known, str):
+                unreadable[session_id] = known
+                continue
+            header = known[0]
+            parent = header.parent_session
+            if isinstance(parent, str):
+                children.setdefault(parent, []).append(header)
+        for headers in children.values():
+            headers.sort(key=lambda h: (h.created_at, h.id))
+        return children, unreadable
+
+    def _row(self, header: SessionHeader, depth: int) -> ListedChild | ListedDiagnostic | None:
+        known = self._known(header.id)
+        parent = header.parent_session if isinstance(header.parent_session, str) else ""
+        if isinstance(known, str):
+            return ListedDiagnostic(id=header.id, reason="unavailable", parent=parent,
+                                    depth=depth, created_at=header.created_at)
+        identity = known[1]
+        live = self.host.sessions.get(header.id) is not None
+        if identity is None:
+            if live:
+                return None  # still being created: no identity yet
+            return ListedDiagnostic(id=header.id, reason="corrupt", parent=parent, depth=depth,
+                                    created_at=header.created_at)
+        return ListedChild(id=header.id, mode=identity.mode, label=identity.label, live=live,
+                           parent=parent, depth=depth, created_at=header.created_at)
+
+    def list_children(self, parent_id: str) -> list[ListedChild | ListedDiagnostic]:
+        """The subagent children of ``parent_id``, live or persisted, oldest first (by
+        ``createdAt``, then id); one-shot children included (with their mode)."""
+        children, _ = self._corpus()
+        rows = [self._row(h, 1) for h in children.get(parent_id, ()) if _is_delegated(h)]
+        return [row for row in rows if row is not None]
+
+    def list_descendants(self, root_id: str) -> list[ListedChild | ListedDiagnostic]:
+        """Every subagent below ``root_id`` in stable pre-order (a child after its parent),
+        walking through sessions of any kind; cycle-safe."""
+        children, _ = self._corpus()
+        rows: list[ListedChild | ListedDiagnostic] = []
+        seen = {root_id}
+        stack: list[tuple[SessionHeader, int]] = [
+            (h, 1) for h in reversed(children.get(root_id, ()))]
+        while stack:
+            header, depth = stack.pop()
+            if header.id in seen:
+                continue
+            seen.add(header.id)
+            if _is_delegated(header):
+                row = self._row(header, depth)
+                if row is not None:
+                    rows.append(row)
+            stack.extend((h, depth + 1) for h in reversed(children.get(header.id, ())))
+        return rows
+
+
+def _undo(undo: list[Callable[[], None]]) -> None:
+    while undo:
+        remove = undo.pop()
+        try:
+            remove()
+        except Exception as error:
+            _log.warning(f"a continuable-subagent setup failed to release: {_chain(error)}")
+
