@@ -183,8 +183,9 @@ def repair_closers(events: Sequence[Event]) -> tuple[Event, ...]:
     its number; ``step/end`` and ``turn/end`` clear the pending calls; an assistant message's
     tool calls become pending, a ``tool/call`` marks one started (or, unannounced, makes it
     pending and started: see the module rules), a ``tool/result`` answers one. Then, numbered
-    after the last event and stamped with its time: a result per pending call in log order (``TOOL_OUTCOME_UNKNOWN`` citing its ``tool/call`` if it started,
-    else ``TOOL_NOT_STARTED``), ``step/end`` if a step is open, ``turn/end`` ``interrupted``.
+    after the last event and stamped with its time: a result per pending call in log order
+    (``TOOL_OUTCOME_UNKNOWN`` citing its ``tool/call`` if it started, else
+    ``TOOL_NOT_STARTED``), ``step/end`` if a step is open, ``turn/end`` ``interrupted``.
 
     >>> from turnfork.core.events import TurnStartData
     >>> [type(e).__name__ for e in repair_closers(
