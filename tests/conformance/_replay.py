@@ -73,6 +73,7 @@ __all__ = [
     "run_acp",
     "project",
     "differences",
+    "assert_types_equal",
     "assert_replays",
     "assert_same_logs",
 ]
@@ -300,7 +301,8 @@ def replayed(run: Run) -> Replayed:
 
 
 def run_acp(recording: Recorded, prompts: Sequence[str], *, subagent_max_depth: int = 1,
-            prepare: Prepare | None = None) -> Replayed:
+            prepare: Prepare | None = None,
+            prepare_parent: Callable[[Agent], None] | None = None) -> Replayed:
     """Run an ACP snapshot scenario through our runtime, composed as DSH's snapshot app
     (examples/acp-agent/cordis.yml + cordis.snapshot.yml) is for the subagent scenarios:
 
@@ -313,7 +315,8 @@ def run_acp(recording: Recorded, prompts: Sequence[str], *, subagent_max_depth: 
       background disabled).
 
     Each prompt is one ACP ``prompt`` step: queued, then awaited until the parent is idle.
-    ``prepare`` may add what a scenario's fixture plugin adds.
+    ``prepare`` may add what a scenario's fixture plugin adds to the app, ``prepare_parent``
+    what it does to the root agent once created.
     """
 
     async def main() -> Replayed:
@@ -333,6 +336,8 @@ def run_acp(recording: Recorded, prompts: Sequence[str], *, subagent_max_depth: 
             prepare(host, runtime)
         parent = host.create_agent(provider=PROVIDER, model=MODEL, cwd=ACP_CWD,
                                    system=ACP_PERSONA, approval=True)
+        if prepare_parent is not None:
+            prepare_parent(parent)
         try:
             for prompt in prompts:
                 parent.followup(prompt)
@@ -503,6 +508,23 @@ def differences(ours: Sequence[Projected], theirs: Sequence[Projected], *,
     if len(found) > limit:
         found = [*found[:limit], f"… and {len(found) - limit} more"]
     return found
+
+
+def assert_types_equal(ours: Sequence[Event], theirs: Sequence[Event]) -> None:
+    """Two event sequences have the same types in the same order (named where they part)."""
+    from turnfork.core import event_type
+
+    mine, recorded_types = [event_type(e) for e in ours], [event_type(e) for e in theirs]
+    if mine == recorded_types:
+        return
+    report = []
+    matcher = difflib.SequenceMatcher(a=mine, b=recorded_types, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            report.append(f"{tag}: ours [{i1}:{i2}] {mine[i1:i2]} / DSH [{j1}:{j2}] "
+                          f"{recorded_types[j1:j2]}")
+    raise AssertionError("event types differ from DSH's (positions past the seed):\n"
+                         + "\n".join(report))
 
 
 def assert_replays(ours: Replayed, recording: Recorded, **options: Any) -> None:
