@@ -6,6 +6,9 @@ driver, the runs they return, and the parent's ``subagent`` tool.
   core's child plan.
 * :mod:`.run`: ``SubagentRun`` and the structured-output capture.
 * :mod:`.tool`: ``SubagentTool``.
+* :mod:`.control`: ``SubagentControlTools`` (``send_message``, ``interrupt_agent``,
+  ``list_agents``); :mod:`.jobs`: ``BackgroundJobs`` and ``JobTools`` (one-shot background
+  runs, ``job_output``/``job_list``/``job_kill``).
 * :mod:`.continuation`: ``ContinuationManager`` (``host.subagents.continuation``): continuable
   children a parent can talk to again, resumed from their logs.
 """
@@ -23,6 +26,8 @@ from .continuation import (
     ReportDelivery,
     UserAuthority,
 )
+from .control import SubagentControlTools
+from .jobs import BackgroundJobs, JobHooks, JobTools
 from .providers import (
     ALL_CAPABILITIES,
     ContinuableRequest,
@@ -57,6 +62,10 @@ __all__ = [
     "ABORTED",
     "Activation",
     "AncestorAuthority",
+    "BackgroundJobs",
+    "JobHooks",
+    "JobTools",
+    "SubagentControlTools",
     "ContinuableSetup",
     "ContinuableStarted",
     "ContinuationManager",

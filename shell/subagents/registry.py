@@ -19,7 +19,7 @@ Rules (DSH ``SubagentRuntime``, packages/subagent/subagent/src/index.ts, lifecyc
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
@@ -278,6 +278,7 @@ class SubagentRuntime:
         self._provider_watchers: list[Callable[[], None]] = []
         self._runs: dict[str, SubagentRunHandle] = {}
         self._continuation: ContinuationManager | None = None
+        self._closers: list[Callable[[], Awaitable[None]]] = []
 
     @classmethod
     def of(cls, host: SubagentHost) -> SubagentRuntime:
@@ -393,7 +394,13 @@ class SubagentRuntime:
             from .continuation import ContinuationManager  # noqa: PLC0415 - it imports this
 
             self._continuation = ContinuationManager(self)
+            self.on_close(self._continuation.drain)
         return self._continuation
+
+    def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
+        """Have :meth:`aclose` await ``closer()`` before it disposes the runs (the continuation
+        manager's drain, a background-job registry's teardown)."""
+        self._closers.append(closer)
 
     def _observe(self, provider: str, run: SubagentRunHandle, parent: Agent) -> None:
         run_id = self.host.ids()
@@ -422,9 +429,8 @@ class SubagentRuntime:
         return tuple(self._runs.values())
 
     async def aclose(self) -> None:
-        """Drain the continuable children, then dispose every live run (concurrently)."""
-        if self._continuation is not None:
-            await self._continuation.drain()
+        """Run the closers (:meth:`on_close`), then dispose every live run (concurrently)."""
+        await asyncio.gather(*(closer() for closer in self._closers))
         await asyncio.gather(*(run.dispose() for run in self.runs()))
 
     def __repr__(self) -> str:

@@ -11,12 +11,29 @@ Rules:
   provider cannot enforce).
 * The wording is the core's, derived from the provider's ``inherits_parent_context``.
 * A call refuses, in DSH's order, a calling context without an agent, and ``run_in_background``
-  on an instance that disables it. Otherwise it starts a foreground run with the calling agent
-  as parent, waits for its result, ALWAYS disposes it, and returns the core's rendering: the
-  child's final text only on success, DSH's error texts otherwise. The result and the disposal
-  fail on separate channels and are reported together when both fail.
+  on an instance that disables it. A foreground call starts a one-shot run with the calling
+  agent as parent, waits for its result, ALWAYS disposes it, and returns the core's rendering:
+  the child's final text only on success, DSH's error texts otherwise. The result and the
+  disposal fail on separate channels and are reported together when both fail.
+* Background runs (``enable_run_in_background``), by ``background_mode``:
+
+  * ``continuable`` (background by default): the call starts a continuable child through the
+    continuation manager and answers ``started subagent <id>`` once its prompt is accepted;
+    the parent hears of it through its settlement notice and continues it with
+    ``send_message``. The instance's guidance section ``tool:<name>`` (order 116.5) is in the
+    host's system prompt while the tool is offered.
+  * ``one-shot`` (foreground by default): ``run_in_background: true`` starts a job of kind
+    ``subagent`` in a :class:`~.jobs.BackgroundJobs` and answers ``started background subagent
+    job <id>`` at once; the child runs under the job's own signal (the parent's turn goes on,
+    and cancelling it does not stop the job; ``job_kill`` does), and the job settles as DSH's
+    ``settleRun`` maps the run's stop reason (:func:`turnfork.core.jobs.run_outcome`), the run
+    always disposed first. Without a job registry such a call is refused in DSH's words.
+
+  ``enable_run_in_background`` defaults to on for a continuable instance and off for a one-shot
+  one (which needs a job registry and the job tools to be of any use).
 * The tool is concurrency-safe: sibling delegations in one assistant message run in parallel.
-  Cancelling the parent's turn aborts the child (cause ``parent``) and still disposes it.
+  Cancelling the parent's turn aborts a foreground child (cause ``parent``) and still disposes
+  it.
 """
 
 from __future__ import annotations
@@ -32,6 +49,7 @@ from returns.result import Failure
 from ...core import (
     SUBAGENT_TOOL_NAME,
     AgentOptions,
+    BackgroundMode,
     CancelCause,
     StartRequest,
     SubagentResult,
@@ -45,9 +63,21 @@ from ...core import (
     subagent_tool_schema,
     validate_max_depth,
 )
+from ...core.continuation import ContinuableStart
+from ...core.control import continuable_tool_section, render_started
+from ...core.jobs import (
+    BACKGROUND_JOBS_UNAVAILABLE,
+    KILLED_REASON,
+    JobOutcome,
+    render_job_started,
+    run_outcome,
+    start_failure_outcome,
+    with_dispose_failure,
+)
 from ..abort import AbortController
 from ..agent import Agent
 from ..tools import Tool, ToolContext
+from .jobs import BackgroundJobs, JobHooks
 from .registry import (
     SubagentError,
     SubagentHost,
@@ -93,7 +123,11 @@ class SubagentTool:
         tool_filter: the children's ``{allow?, deny?}`` over the global tools.
         agent_options: the children's model route overrides (default: the parent's).
         enable_run_in_background: whether the model may ask for a background run (no
-            ``run_in_background`` parameter otherwise, and a forced one is refused).
+            ``run_in_background`` parameter otherwise, and a forced one is refused); default:
+            on for ``background_mode="continuable"``, off for ``"one-shot"``.
+        background_mode: what a background run is: a ``one-shot`` job collected with
+            ``job_output``, or a ``continuable`` child continued with ``send_message``.
+        jobs: the job registry one-shot background runs are started in.
 
     Raises:
         ValueError: ``max_depth`` is not a non-negative safe integer, or ``tool_filter`` names
@@ -104,7 +138,9 @@ class SubagentTool:
                  max_depth: int | None = DEFAULT_MAX_DEPTH, persona: str | None = None,
                  tool_filter: ToolRestriction | None = None,
                  agent_options: AgentOptions | None = None,
-                 enable_run_in_background: bool = False) -> None:
+                 enable_run_in_background: bool | None = None,
+                 background_mode: BackgroundMode = "one-shot",
+                 jobs: BackgroundJobs | None = None) -> None:
         if isinstance(validate_max_depth(max_depth), Failure):
             raise ValueError("subagent maxDepth must be a non-negative safe integer")
         if tool_filter is not None and isinstance(tool_filter.allow, UnsetType) \
@@ -118,7 +154,11 @@ class SubagentTool:
         self.persona = persona
         self.tool_filter = tool_filter
         self.agent_options = agent_options
-        self.enable_run_in_background = enable_run_in_background
+        self.background_mode: BackgroundMode = background_mode
+        self.enable_run_in_background = (background_mode == "continuable"
+                                         if enable_run_in_background is None
+                                         else enable_run_in_background)
+        self.jobs = jobs
         self._runtime: SubagentRuntime | None = None
         self._host: SubagentHost | None = None
         self._tool: Tool | None = None
@@ -179,20 +219,34 @@ class SubagentTool:
                 f'tool-subagent: provider "{provider.provider_name}" cannot enforce maxDepth '
                 "(no depthLimit capability) — set maxDepth: 'provider-managed' to leave the "
                 "recursion budget to the provider")
+        if self.background_mode == "continuable" \
+                and not callable(getattr(provider, "prepare_continuable", None)):
+            self._hide()
+            raise ValueError(f'tool-subagent: provider "{provider.provider_name}" does not '
+                             "support `backgroundMode: continuable`")
         if self._tool is None:
             assert self._host is not None
-            schema = subagent_tool_schema(provider.inherits_parent_context, self.tool_name,
-                                          "one-shot" if self.enable_run_in_background else None)
+            schema = subagent_tool_schema(
+                provider.inherits_parent_context, self.tool_name,
+                self.background_mode if self.enable_run_in_background else None)
             tool = Tool(schema.name, schema.description, msgspec.json.decode(schema.parameters),
                         self._call, concurrency_safe=True)
             self._host.tools.register(tool)
             self._tool = tool
+            if self._guided:
+                self._host.prompt_sections.add(continuable_tool_section(self.tool_name))
+
+    @property
+    def _guided(self) -> bool:
+        return self.background_mode == "continuable" and self.enable_run_in_background
 
     def _hide(self) -> None:
         tool, self._tool = self._tool, None
         if tool is not None and self._host is not None \
                 and self._host.tools.get(tool.name) is tool:
             self._host.tools.unregister(tool.name)
+            if self._guided:
+                self._host.prompt_sections.remove(continuable_tool_section(self.tool_name).name)
 
     # ------------------------------------------------------------------ a call
 
@@ -201,6 +255,14 @@ class SubagentTool:
         return StartRequest(prompt=(TextBlock(text=prompt),), label=description,
                             agent_options=self.agent_options, max_depth=self.max_depth,
                             tool_filter=self.tool_filter, persona=self.persona)
+
+    def _in_background(self, args: dict[str, Any]) -> bool:
+        asked = args.get("run_in_background")
+        if not self.enable_run_in_background:
+            return False
+        if isinstance(asked, bool):
+            return asked
+        return self.background_mode == "continuable"
 
     async def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         parent = ctx.agent
@@ -211,6 +273,10 @@ class SubagentTool:
         runtime = self._runtime
         if runtime is None or self.provider() is None:
             return render_start_error(SubagentStartError.no_provider(self.provider_name).error)
+        if self._in_background(args):
+            if self.background_mode == "continuable":
+                return await self._start_continuable(runtime, args, parent)
+            return self._start_job(runtime, args, parent)
         controller = AbortController()
 
         def abort(cause: CancelCause) -> None:
@@ -227,6 +293,45 @@ class SubagentTool:
         except Exception as failure:  # the runtime itself failed
             return render_infrastructure_failure(_message(failure))
         return await self._finish(run, ctx, abort)
+
+    async def _start_continuable(self, runtime: SubagentRuntime, args: dict[str, Any],
+                                 parent: Agent) -> ToolOutcome:
+        # Returns at the prompt's acceptance: the child owns its turns from there. Cancelling
+        # this call before then rolls the child back; after it, nothing of it is this call's.
+        request = ContinuableStart(prompt=(TextBlock(text=args["prompt"]),),
+                                   label=args["description"], agent_options=self.agent_options,
+                                   max_depth=self.max_depth, tool_filter=self.tool_filter,
+                                   persona=self.persona)
+        try:
+            started = await runtime.continuation.start_continuable(
+                self.provider_name, request, parent=parent)
+        except SubagentError as refused:
+            return render_start_error(refused.error)
+        return ToolOutcome(render_started(started.child_id))
+
+    def _start_job(self, runtime: SubagentRuntime, args: dict[str, Any],
+                   parent: Agent) -> ToolOutcome:
+        jobs = self.jobs
+        if jobs is None:
+            return ToolOutcome(f"Error: {BACKGROUND_JOBS_UNAVAILABLE}", is_error=True)
+        request = self.request(args["description"], args["prompt"])
+
+        def run() -> JobHooks:
+            controller = AbortController()
+            start = asyncio.ensure_future(runtime.start(self.provider_name, request,
+                                                        parent=parent,
+                                                        signal=controller.signal))
+
+            def cancel(reason: str | None) -> None:
+                controller.abort(reason or KILLED_REASON)
+
+            return JobHooks(cancel=cancel, done=_settle_job(start, controller))
+
+        try:
+            job = jobs.start("subagent", args["description"], parent, run)
+        except RuntimeError as refused:
+            return ToolOutcome(f"Error: {refused}", is_error=True)
+        return ToolOutcome(render_job_started(job))
 
     async def _finish(self, run: SubagentRunHandle, ctx: ToolContext,
                       abort: Callable[[CancelCause], None]) -> ToolOutcome:
@@ -258,3 +363,24 @@ class SubagentTool:
 
     def __repr__(self) -> str:
         return f"SubagentTool(provider={self.provider_name!r}, tool_name={self.tool_name!r})"
+
+
+async def _settle_job(start: asyncio.Future[SubagentRunHandle],
+                      controller: AbortController) -> JobOutcome:
+    """A one-shot background run's job outcome (DSH ``settleStart`` and ``settleRun``): the run
+    is always disposed before the outcome is known."""
+    try:
+        run = await start
+    except Exception as error:
+        return start_failure_outcome(js_error_string(error), aborted=controller.signal.aborted,
+                                     aggregate=isinstance(error, BaseExceptionGroup))
+    outcome: JobOutcome
+    try:
+        outcome = run_outcome(await run.result)
+    except Exception as error:
+        outcome = JobOutcome(status="failed", detail=js_error_string(error))
+    try:
+        await run.dispose()
+    except Exception as error:
+        return with_dispose_failure(outcome, js_error_string(error))
+    return outcome

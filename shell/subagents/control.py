@@ -1,0 +1,149 @@
+"""The control tools of continuable children: ``send_message``, ``interrupt_agent`` and
+``list_agents`` (DSH's ``dsh-tool-subagent-control`` and its ``list-agents`` export).
+
+Rules:
+
+* The tools are global (every agent of the host sees them, continuable children included, so a
+  child may manage its own children) and thin: routing, residency, cold resume and authority
+  are the continuation manager's; the tools add none of their own.
+* ``send_message`` queues the message as the child's next turn from the calling agent (source
+  ``coordinator``/``relay``) and answers ``message queued as the next turn for subagent <id>``;
+  ``interrupt_agent`` stops the target's current turn with cause ``parent``, parking what is
+  queued, and answers ``interrupt requested for agent <id>`` (an absent or finished target
+  included, never resumed); ``list_agents`` lists the caller's continuable children (or its
+  whole tree) with a status from the live registry: ``running``, ``idle`` (loaded, between
+  turns), ``ready`` (only in storage). One-shot children are left out.
+* A refusal of the manager is an error result in its words (``Error: <text>`` with DSH's
+  ``{name, code}``); a call outside an agent is a plain error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ...core import ToolOutcome, render_start_error
+from ...core.control import (
+    AgentListDiagnostic,
+    AgentListEntry,
+    AgentStatus,
+    interrupt_agent_schema,
+    list_agents_schema,
+    no_calling_agent,
+    render_agent_list,
+    render_interrupt_requested,
+    render_queued,
+    send_message_schema,
+)
+from ...core.events import MessageSource, ToolSchema
+from ..agent import Agent
+from ..tools import Tool, ToolContext, ToolHandler
+from .continuation import AncestorAuthority, ContinuationManager, ListedChild
+from .registry import SubagentError, SubagentHost
+
+__all__ = ["SubagentControlTools"]
+
+
+def _tool(schema: ToolSchema, handler: ToolHandler) -> Tool:
+    return Tool(schema.name, schema.description, msgspec.json.decode(schema.parameters), handler)
+
+
+class SubagentControlTools:
+    """``send_message``, ``interrupt_agent`` and (unless ``list_agents=False``)
+    ``list_agents``, over one host's continuation manager."""
+
+    def __init__(self, *, list_agents: bool = True) -> None:
+        self.with_list = list_agents
+        self._host: SubagentHost | None = None
+        self._tools: list[Tool] = []
+
+    @property
+    def manager(self) -> ContinuationManager:
+        if self._host is None:
+            raise RuntimeError("the subagent control tools are not installed")
+        return self._host.subagents.continuation
+
+    def install(self, host: SubagentHost) -> None:
+        """Register the tools in ``host``'s global registry.
+
+        Raises:
+            ValueError: installed already, or a tool of that name is registered.
+        """
+        if self._host is not None:
+            raise ValueError("the subagent control tools are already installed")
+        tools = [_tool(send_message_schema(), self._send),
+                 _tool(interrupt_agent_schema(), self._interrupt)]
+        if self.with_list:
+            tools.append(_tool(list_agents_schema(), self._list))
+        registered: list[Tool] = []
+        try:
+            for tool in tools:
+                host.tools.register(tool)
+                registered.append(tool)
+        except BaseException:
+            for tool in registered:
+                host.tools.unregister(tool.name)
+            raise
+        self._host, self._tools = host, registered
+
+    def uninstall(self) -> None:
+        """Withdraw the tools (idempotent)."""
+        host, tools = self._host, self._tools
+        self._host, self._tools = None, []
+        for tool in tools:
+            if host is not None and host.tools.get(tool.name) is tool:
+                host.tools.unregister(tool.name)
+
+    async def _send(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        parent = ctx.agent
+        if not isinstance(parent, Agent):
+            return ToolOutcome(no_calling_agent("send_message"), is_error=True)
+        try:
+            await self.manager.followup(
+                parent, args["subagent_id"], args["message"],
+                source=MessageSource(kind="coordinator", form="relay",
+                                     sender_session_id=parent.id))
+        except SubagentError as refused:
+            return render_start_error(refused.error)
+        return ToolOutcome(render_queued(args["subagent_id"]))
+
+    async def _interrupt(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        caller = ctx.agent
+        if not isinstance(caller, Agent):
+            return ToolOutcome(no_calling_agent("interrupt_agent"), is_error=True)
+        try:
+            self.manager.interrupt(args["agent_id"], AncestorAuthority(caller))
+        except SubagentError as refused:
+            return render_start_error(refused.error)
+        return ToolOutcome(render_interrupt_requested(args["agent_id"]))
+
+    def _status(self, child_id: str) -> AgentStatus:
+        assert self._host is not None
+        agent = self._host.agents.get(child_id)
+        if agent is None:
+            return "ready"
+        return "running" if agent.running else "idle"
+
+    async def _list(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        caller = ctx.agent
+        if not isinstance(caller, Agent):
+            return ToolOutcome(no_calling_agent("list_agents"), is_error=True)
+        descendants = args.get("scope") == "descendants"
+        rows = (self.manager.list_descendants(caller.id) if descendants
+                else self.manager.list_children(caller.id))
+        entries: list[AgentListEntry | AgentListDiagnostic] = []
+        for row in rows:
+            where: dict[str, Any] = {"parent": row.parent, "depth": row.depth} \
+                if descendants else {}
+            if isinstance(row, ListedChild):
+                if row.mode != "continuable":
+                    continue  # a one-shot child cannot be continued
+                entries.append(AgentListEntry(id=row.id, label=row.label or "",
+                                              status=self._status(row.id), **where))
+            else:
+                entries.append(AgentListDiagnostic(id=row.id, reason=row.reason, **where))
+        return ToolOutcome(render_agent_list(entries))
+
+    def __repr__(self) -> str:
+        return f"SubagentControlTools(installed={self._host is not None})"
