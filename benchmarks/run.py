@@ -30,6 +30,7 @@ __all__ = ["MODULES", "OPTIONAL", "main"]
 #: in a long session (last:
 #: its 10,000-turn agent would weigh on every collection of the benchmarks after it).
 MODULES: tuple[str, ...] = (
+    "benchmarks.bench_startup",
     "benchmarks.bench_codec",
     "benchmarks.bench_prefix",
     "benchmarks.bench_fork_core",

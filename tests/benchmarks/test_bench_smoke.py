@@ -67,6 +67,7 @@ def _check_rows(section: dict[str, Any]) -> None:
             assert timing["gc"] in ("on", "off")
 
 
+@pytest.mark.slow
 def test_quick_run_prints_a_table_and_writes_well_formed_json(tmp_path: Path) -> None:
     """`python -m benchmarks --quick` exits 0, prints every section and writes complete JSON."""
     output = tmp_path / "quick.json"
@@ -80,7 +81,7 @@ def test_quick_run_prints_a_table_and_writes_well_formed_json(tmp_path: Path) ->
     assert meta["machine"]["cpus"] >= 1 and meta["machine"]["cpu"]
     assert meta["versions"]["python"] and meta["versions"]["msgspec"]
     assert meta["core_beartype"] == "on"
-    assert set(results["benchmarks"]) == {"codec", "prefix", "fork-core", "fork-shell",
+    assert set(results["benchmarks"]) == {"startup", "codec", "prefix", "fork-core", "fork-shell",
                                           "fork-memory", "fork-load", "store", "formats",
                                           "turns"}
     for name, section in results["benchmarks"].items():

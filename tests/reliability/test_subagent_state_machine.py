@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 import pytest
+from _budget import examples
 from _runtime_helpers import (
     CountingTool,
     assert_balanced,
@@ -150,7 +151,7 @@ def _last_turn_end(agent: Agent) -> object:
 
 
 def _examples() -> int:
-    return int(os.environ.get(EXAMPLES_ENV) or CI_EXAMPLES)
+    return int(os.environ.get(EXAMPLES_ENV) or examples(CI_EXAMPLES))
 
 
 def _steps() -> int:
