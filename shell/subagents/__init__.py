@@ -55,6 +55,7 @@ from .registry import (
     SubagentStartError,
     raise_on_failure,
 )
+from .report import ReportTool
 from .run import StructuredCapture, SubagentRun
 from .tool import BACKGROUND_DISABLED, DEFAULT_MAX_DEPTH, NO_CALLING_AGENT, SubagentTool
 
@@ -74,6 +75,7 @@ __all__ = [
     "ListedDiagnostic",
     "PersistentStore",
     "ReportDelivery",
+    "ReportTool",
     "UserAuthority",
     "ALL_CAPABILITIES",
     "BACKGROUND_DISABLED",

@@ -79,6 +79,7 @@ from ...core.continuation import (
 from ...core.events import ApprovalPolicyData, SandboxModeData, SandboxModeEvent
 from ..abort import AbortSignal
 from ..agent import Agent, failure_of
+from ..clock import IdFactory
 from ..store import SessionNotFoundError
 from ..tools import ToolScope
 from .providers import ContinuableRequest, ContinuableSeed
@@ -330,6 +331,8 @@ class ContinuationManager:
         #: Unpublished creation windows in flight (a drain waits for them).
         self._materializing: set[asyncio.Future[None]] = set()
         self._identities: dict[str, tuple[SessionHeader, ChildIdentity | None]] = {}
+        #: Where fresh child ids come from (default: the host's id factory).
+        self.child_ids: IdFactory = runtime.host.ids
 
     # ------------------------------------------------------------------ composition
 
@@ -424,7 +427,7 @@ class ContinuationManager:
         if isinstance(checked, Failure):
             raise SubagentError(checked.failure())
         terms = checked.unwrap()
-        sid = child_id or self.host.ids()
+        sid = child_id or self.child_ids()
         if sid in self.host.agents or self.host.sessions.exists(sid):
             raise _error(refusal("duplicate", sid))
         if signal is not None and signal.aborted:

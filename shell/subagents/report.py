@@ -1,0 +1,100 @@
+"""The ``report`` tool: how a continuable child hands content to the agent that started it
+(DSH's ``dsh-tool-subagent-report``).
+
+Rules:
+
+* Installed, the tool is a continuable setup: every continuable child, fresh or resumed, gets
+  the ``report`` tool in its own scope (so no tool filter hides it, even ``allow: []``) and the
+  ``tool:report`` guidance (order 117); roots, one-shot children and the host's global
+  registry never see them (DSH's placement, ``scope="child"``).
+* A call delivers ``Background subagent <id> reported:`` and the output to the child's live
+  direct parent as a user message at the parent's next step (``delivery="next-step"`` wakes an
+  idle parent, ``"quiet"`` does not), and answers ``report accepted by the agent that started
+  you as message <id>``. Reporting ends neither the child's turn nor its residency; refusals
+  are the continuation manager's (``UNAUTHORIZED``, ``ACTIVATION_CLOSING``,
+  ``PARENT_UNAVAILABLE``, ``DRAINING``).
+* ``scope="global"`` keeps a fork child's request head equal to its parent's (issue 16.6): the
+  same ``report`` tool is also in the host's global registry, so every agent's tool list holds
+  it (a root that calls it gets the manager's ``UNAUTHORIZED`` refusal), and the guidance goes
+  into the child's runtime context — the per-step user message a fresh child writes anyway —
+  instead of its system prompt. The cost: the tool's schema in every agent's request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+import msgspec
+
+from ...core import ToolOutcome, render_start_error
+from ...core.control import no_calling_agent, render_report_accepted, report_schema, report_section
+from ..agent import Agent
+from ..tools import Tool, ToolContext
+from .continuation import ReportDelivery
+from .registry import SubagentError, SubagentHost
+
+__all__ = ["ReportTool"]
+
+
+class ReportTool:
+    """The child-side ``report`` tool of every continuable child of one host."""
+
+    def __init__(self, *, delivery: ReportDelivery = "next-step",
+                 scope: Literal["child", "global"] = "child") -> None:
+        if delivery not in ("next-step", "quiet"):
+            raise ValueError(f"reportDelivery must be 'quiet' or 'next-step', not {delivery!r}")
+        if scope not in ("child", "global"):
+            raise ValueError(f"scope must be 'child' or 'global', not {scope!r}")
+        self.delivery: ReportDelivery = delivery
+        self.scope = scope
+        schema = report_schema()
+        self.tool = Tool(schema.name, schema.description,
+                         msgspec.json.decode(schema.parameters), self._report)
+        self.section = report_section("context" if scope == "global" else "section")
+        self._host: SubagentHost | None = None
+        self._remove: Callable[[], None] | None = None
+
+    def install(self, host: SubagentHost) -> None:
+        """Give every later continuable child of ``host`` the tool and its guidance.
+
+        Raises:
+            ValueError: installed already, or (``scope="global"``) a global tool ``report``.
+        """
+        if self._host is not None:
+            raise ValueError("the report tool is already installed")
+        if self.scope == "global":
+            host.tools.register(self.tool)
+        self._host = host
+        self._remove = host.subagents.continuation.register_setup(self._setup)
+
+    def uninstall(self) -> None:
+        """Stop granting the tool (children already resident keep it until they settle)."""
+        host, remove = self._host, self._remove
+        self._host = self._remove = None
+        if remove is not None:
+            remove()
+        if host is not None and self.scope == "global" and host.tools.get("report") is self.tool:
+            host.tools.unregister("report")
+
+    def _setup(self, child: Agent) -> Callable[[], None]:
+        child.tools.add(self.tool)
+        child.prompt_sections.add(self.section)
+
+        def undo() -> None:
+            child.prompt_sections.remove(self.section.name)
+            child.tools.remove(self.tool.name)
+
+        return undo
+
+    async def _report(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        child = ctx.agent
+        host = self._host
+        if not isinstance(child, Agent) or host is None:
+            return ToolOutcome(no_calling_agent("report"), is_error=True)
+        try:
+            message_id = host.subagents.continuation.report_from(child, args["output"],
+                                                                 delivery=self.delivery)
+        except SubagentError as refused:
+            return render_start_error(refused.error)
+        return ToolOutcome(render_report_accepted(message_id))
