@@ -215,7 +215,6 @@ _KNOWN_OPAQUE_CLASSES: dict[str, type[_KnownOpaque]] = {
         f"_Known_{tag}", [], bases=(_KnownOpaque,), tag=tag, frozen=True, kw_only=True))
     for tag in sorted(KNOWN_EVENT_TYPES - _TYPED_TAGS)
 }
-_KnownOpaqueRecord: TypeAlias = Any  # one of _KNOWN_OPAQUE_CLASSES' values
 _UNION_TAGS = _TYPED_TAGS | _ROW_TAGS | frozenset(_KNOWN_OPAQUE_CLASSES)
 #: Retired vocabulary DSH refuses on load, ignorable or not (wire-format §1.2).
 _REFUSED_LEGACY_TYPES = frozenset({"request/header-delta", "mode/set"})
@@ -433,7 +432,7 @@ def _expand_row(row: _PackedRow) -> list[Event] | str:
 
 
 @unchecked
-def _opaque(record: _KnownOpaqueRecord) -> OpaqueEvent | str:
+def _opaque(record: _KnownOpaque) -> OpaqueEvent | str:
     problem = _raw_problem(record.data)
     if problem is not None:
         return problem

@@ -53,7 +53,7 @@ def test_nan_and_infinity_are_not_json(constant: str) -> None:
         f"arguments are not valid JSON ({constant} is not a JSON value)")
 
 
-@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH, 5_000, 1_000_000])
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH, 5_000, 100_000])
 def test_arguments_nested_beyond_the_limit_are_refused(depth: int) -> None:
     """Thousands deep is an invalid-arguments result, never a RecursionError, on every Python."""
     assert _refusal('{"a":' + "[" * depth + "]" * depth + "}") == (
@@ -111,7 +111,7 @@ _safe_json = st.recursive(
     max_leaves=20)
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.dictionaries(st.text(max_size=6), _safe_json, max_size=5))
 def test_any_object_within_the_bounds_reads_as_json_loads_reads_it(value: dict[str, Any]) -> None:
     """Within the bounds the result is the standard library's reading of the text."""
