@@ -68,7 +68,9 @@ __all__ = [
     "SeedRecord",
     "SEED_RECORD_TYPE",
     "seed_file_name",
+    "FileText",
     "read_log",
+    "read_text",
     "read_session_file",
     "SESSION_FILE_NAMES",
 ]
@@ -955,6 +957,42 @@ def read_log(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMIT
             os.close(dir_fd)
     except MemoryError:
         return Failure(_out_of_memory(given))
+
+
+class FileText(msgspec.Struct, frozen=True, kw_only=True):
+    """A file's text, read like a log (:func:`read_text`) but not decoded."""
+
+    file: str
+    #: The text (decompressed when the file is zstd).
+    text: bytes
+    compressed: bool
+    #: Bytes of the file as read.
+    file_bytes: int
+
+
+def read_text(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMITS,
+              ) -> Result[FileText, LogReadError]:
+    """The text of a file that holds something other than a DSH log (a wire history, say),
+    read with the same refusals and limits as :func:`read_log`: a regular file only, its size
+    and its decompressed text under ``max_bytes`` (zstd bounded frame by frame), no line over
+    ``max_line``. A directory is refused; nothing is decoded."""
+    file = os.fspath(path)
+    try:
+        reader = _Reader(limits, None, follow=True)
+        raw = reader.read_file(file, file)
+        if isinstance(raw, LogReadError):
+            return Failure(raw)
+        read = _text_of(raw, file, reader, tolerate_torn=False)
+        if isinstance(read, LogReadError):
+            return Failure(read)
+        text, _, _, compressed = read
+        refused = _check_lines(text, file, limits)
+        if refused is not None:
+            return Failure(refused)
+        return Success(FileText(file=file, text=text, compressed=compressed,
+                                file_bytes=len(raw)))
+    except MemoryError:
+        return Failure(_out_of_memory(file))
 
 
 def read_session_file(name: str, *, dir_fd: int, shown: str,

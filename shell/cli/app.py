@@ -43,6 +43,7 @@ __all__ = [
     "EXIT_BROKEN_PIPE",
     "Command",
     "COMMANDS",
+    "INPUT_FORMATS",
     "TurnRange",
     "parse_turn_range",
     "build_parser",
@@ -87,12 +88,28 @@ class Command:
 _INPUTS_HELP = """\
 PATH may be a JSONL event log, a DSH session.jsonl or session.jsonl.zstd file, a DSH session
 directory holding one of them, or - for stdin (plain or zstd). The kind is detected from the
-content; DSH's projected test fixtures (records without seq/time) are recognised and said so."""
+content; DSH's projected test fixtures (records without seq/time) are recognised and said so.
+
+PATH may also hold an OpenAI Chat, OpenAI Responses or Anthropic Messages history: one JSON
+document, the list of items or a request body (its messages or input list), whose format is
+detected where the items allow it; or, with --format, JSONL with one item per line."""
+
+#: What --format names: DSH's event log, or a wire history (core.formats.FORMAT_NAMES).
+INPUT_FORMATS = ("dsh", "openai-chat", "openai-responses", "anthropic")
 
 
 def _add_input(parser: argparse.ArgumentParser, what: str) -> None:
     """The log a command reads (every reading command takes its input the same way)."""
     parser.add_argument("path", metavar="PATH", help=f"{what} (- reads stdin)")
+    parser.add_argument("--format", choices=INPUT_FORMATS, default=None,
+                        help="what PATH holds: a DSH log (dsh), or a history of that wire "
+                             "format, read by its rules (a JSON list, a request body, or JSONL "
+                             "with one item per line); by default detected: a DSH log, or a "
+                             "JSON document holding a history of one format")
+    parser.add_argument("--thinking", choices=("on", "off"), default=None,
+                        help="an Anthropic history: whether the request enables extended "
+                             "thinking (by default a request body's thinking setting, else "
+                             "inferred from the history's thinking blocks)")
 
 
 def _add_json(parser: argparse.ArgumentParser, what: str) -> None:

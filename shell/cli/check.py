@@ -1,4 +1,4 @@
-"""``turnfork check``: is the log valid, and is it closed?"""
+"""``turnfork check``: is the log (or wire history) valid, and is it closed?"""
 
 from __future__ import annotations
 
@@ -7,11 +7,21 @@ import argparse
 from ..logfile import LoadedLog, LogReadError
 from .app import EXIT_INVALID, EXIT_OK, EXIT_OPEN, EXIT_UNREADABLE
 from .assess import Assessment, assess
-from .inputs import load
-from .reports import error_json, input_json, violation_json, where
+from .histories import LoadedHistory, history_state, history_verdict
+from .inputs import load_arguments
+from .reports import (
+    error_json,
+    history_input_json,
+    history_violation_json,
+    input_json,
+    violation_json,
+    where,
+)
 from .terminal import counted, print_json, say
 
-__all__ = ["run", "check_json"]
+__all__ = ["run", "check_json", "history_check_json"]
+
+_STATUS = {"closed": EXIT_OK, "open": EXIT_OPEN, "invalid": EXIT_INVALID}
 
 
 def check_json(path: str, log: LoadedLog | None, assessment: Assessment | None,
@@ -43,13 +53,48 @@ def check_json(path: str, log: LoadedLog | None, assessment: Assessment | None,
     return report
 
 
+def history_check_json(path: str, loaded: LoadedHistory) -> dict[str, object]:
+    """The ``check --json`` report of a wire history (see docs/cli.md)."""
+    history = loaded.history
+    state = history_state(history)
+    report: dict[str, object] = history_input_json(path, loaded)
+    report.update({
+        "valid": history.violation is None, "closed": state == "closed", "state": state,
+        "verdict": history_verdict(history),
+        # The core's cut stops before the first violation, so it holds even then.
+        "completed_prefix_length": history.completed_prefix_length,
+        "items_after_cut": loaded.items - history.completed_prefix_length,
+        "violation": history_violation_json(history.violation, loaded),
+        "end_violation": history_violation_json(history.end_violation, loaded),
+        "error": None,
+    })
+    return report
+
+
+def _check_history(args: argparse.Namespace, loaded: LoadedHistory) -> int:
+    history = loaded.history
+    state = history_state(history)
+    if args.json:
+        print_json(history_check_json(args.path, loaded))
+        return _STATUS[state]
+    problem = history.violation or history.end_violation
+    say(f"{loaded.where(None if problem is None else problem.index)}: "
+        f"{history_verdict(history)}")
+    say(f"  input: {loaded.description}; {counted(loaded.items, 'item')}")
+    say(f"  completed-turn prefix: {counted(history.completed_prefix_length, 'item')} "
+        "(what a fork child is seeded with; `turnfork seed` writes it)")
+    return _STATUS[state]
+
+
 def run(args: argparse.Namespace) -> int:
     """Check ``args.path``; exit 0 closed, 1 open, 2 unreadable, 3 invalid."""
-    loaded = load(args.path)
+    loaded = load_arguments(args)
     if isinstance(loaded, LogReadError):
         if args.json:
             print_json(check_json(args.path, None, None, loaded))
         return EXIT_UNREADABLE
+    if isinstance(loaded, LoadedHistory):
+        return _check_history(args, loaded)
     log = loaded
     assessment = assess(log)
     if args.json:
@@ -61,4 +106,4 @@ def run(args: argparse.Namespace) -> int:
             say(f"  completed-turn prefix: {counted(assessment.cut, 'event')}, "
                 f"{counted(assessment.completed_turns, 'turn')} "
                 "(what a fork child is seeded with; `turnfork seed` writes it)")
-    return {"closed": EXIT_OK, "open": EXIT_OPEN, "invalid": EXIT_INVALID}[assessment.state]
+    return _STATUS[assessment.state]

@@ -1,28 +1,50 @@
-"""The log a command reads: a path, or ``-`` for stdin; and telling whether a file *is* that input.
+"""The input a command reads: a path, or ``-`` for stdin; and telling whether a file *is* it.
 
-Reading is :func:`shell.logfile.read_log`'s job (the one reader of DSH files, with its limits:
-a device or a FIFO is refused, sizes, lines and events are capped). For ``-`` the bytes on
-stdin (plain or zstd) are spooled, at most :data:`STDIN_LIMIT` of them (the reader's own
-``max_bytes``), into a private temporary file that the same reader reads; messages name
-``<stdin>``. A terminal or a device on stdin is refused at once rather than read.
+An input is a DSH log (:class:`~shell.logfile.LoadedLog`) or a wire history
+(:class:`~.histories.LoadedHistory`), as ``--format`` says: ``dsh``, a wire format, or, not
+given, a DSH log unless the DSH reader refuses the file and it is one JSON document holding a
+history (a list of items, or a request body), whose format is then detected. So every DSH log
+reads as it always did.
+
+Reading is :func:`shell.logfile.read_log`'s job for a log and :func:`shell.logfile.read_text`'s
+for a history (the one reader, with its limits: a device or a FIFO is refused, sizes, lines and
+events are capped). For ``-`` the bytes on stdin (plain or zstd) are spooled, at most
+:data:`STDIN_LIMIT` of them (the reader's own ``max_bytes``), into a private temporary file
+that the same reader reads; messages name ``<stdin>``. A terminal or a device on stdin is
+refused at once rather than read.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import stat
 import sys
 import tempfile
-from typing import BinaryIO
+from typing import BinaryIO, Literal, TypeAlias
 
 import msgspec
-from returns.result import Failure
+from returns.result import Failure, Success
 
-from ..logfile import DEFAULT_LIMITS, LoadedLog, LogReadError, read_log
+from ..logfile import DEFAULT_LIMITS, LoadedLog, LogReadError, read_log, read_text
+from .histories import (
+    FORMAT_WORDS,
+    LoadedHistory,
+    history_from_text,
+    jsonl_items_hint,
+    read_history,
+)
 from .terminal import error
 
-__all__ = ["STDIN", "STDIN_NAME", "STDIN_LIMIT", "load", "read_input", "is_the_input"]
+__all__ = ["STDIN", "STDIN_NAME", "STDIN_LIMIT", "InputFormat", "Loaded", "load", "load_arguments",
+           "read_input",
+           "is_the_input"]
+
+#: What ``--format`` names.
+InputFormat: TypeAlias = Literal["dsh", "openai-chat", "openai-responses", "anthropic"]
+#: What a command reads.
+Loaded: TypeAlias = LoadedLog | LoadedHistory
 
 #: The PATH that means stdin.
 STDIN = "-"
@@ -33,24 +55,65 @@ STDIN_LIMIT = DEFAULT_LIMITS.max_bytes
 _CHUNK = 1 << 20
 
 
-def load(path: str) -> LoadedLog | LogReadError:
+def load_arguments(args: argparse.Namespace) -> Loaded | LogReadError:
+    """:func:`load` of a reading command's ``PATH``, ``--format`` and ``--thinking``."""
+    thinking = None if args.thinking is None else args.thinking == "on"
+    return load(args.path, args.format, thinking=thinking)
+
+
+def load(path: str, format_name: InputFormat | None = None, *,
+         thinking: bool | None = None) -> Loaded | LogReadError:
     """Read ``path`` (``-``: stdin); on failure print its one error line and return it."""
-    loaded = read_input(path)
+    loaded = read_input(path, format_name, thinking=thinking)
     if isinstance(loaded, LogReadError):
         error(loaded.message)
     return loaded
 
 
-def read_input(path: str, *, stdin: BinaryIO | None = None,
-               limit: int = STDIN_LIMIT) -> LoadedLog | LogReadError:
-    """``path`` read by the shared reader; ``-`` reads ``stdin`` (default ``sys.stdin``)."""
-    if path != STDIN:
-        result = read_log(path)
-        if isinstance(result, Failure):
-            failure: LogReadError = result.failure()
-            return failure
+def _thinking_refused(loaded: Loaded) -> LogReadError | None:
+    if isinstance(loaded, LoadedHistory) and loaded.format == "anthropic":
+        return None
+    what = ("a DSH log" if isinstance(loaded, LoadedLog)
+            else f"this is {FORMAT_WORDS[loaded.format]}")
+    return LogReadError(file=loaded.path, problem=(
+        f"--thinking is the setting of an Anthropic request, and {what}"))
+
+
+def _read_file(path: str, format_name: InputFormat | None,
+               thinking: bool | None) -> Loaded | LogReadError:
+    if format_name is not None and format_name != "dsh":
+        return read_history(path, path, format_name, thinking=thinking)
+    result = read_log(path)
+    if isinstance(result, Success):
         log: LoadedLog = result.unwrap()
         return log
+    failure: LogReadError = result.failure()
+    if format_name == "dsh" or os.path.isdir(path):
+        return failure
+    text = read_text(path)  # read again only when the DSH reader refused the file
+    if isinstance(text, Failure):
+        return failure
+    detected = history_from_text(path, text.unwrap(), None, thinking=thinking)
+    if detected is not None:
+        return detected
+    hint = jsonl_items_hint(text.unwrap().text)
+    return failure if hint is None else msgspec.structs.replace(
+        failure, problem=f"{failure.problem} {hint}")
+
+
+def read_input(path: str, format_name: InputFormat | None = None, *,
+               thinking: bool | None = None, stdin: BinaryIO | None = None,
+               limit: int = STDIN_LIMIT) -> Loaded | LogReadError:
+    """``path`` read by the shared reader; ``-`` reads ``stdin`` (default ``sys.stdin``).
+
+    ``format_name`` is ``--format`` (see the module docstring); ``thinking`` is
+    ``--thinking``, refused for anything but an Anthropic history.
+    """
+    if path != STDIN:
+        loaded = _read_file(path, format_name, thinking)
+        if thinking is not None and not isinstance(loaded, LogReadError):
+            return _thinking_refused(loaded) or loaded
+        return loaded
     source = sys.stdin.buffer if stdin is None else stdin
     try:
         with tempfile.TemporaryDirectory(prefix="turnfork-stdin-") as directory:
@@ -58,7 +121,7 @@ def read_input(path: str, *, stdin: BinaryIO | None = None,
             problem = _spool(source, spool, limit)
             if problem is not None:
                 return LogReadError(file=STDIN_NAME, problem=problem)
-            read = read_input(spool)
+            read = read_input(spool, format_name, thinking=thinking)
     except OSError as exc:  # reading stdin, or keeping what it gave (a full disk)
         return LogReadError(file=STDIN_NAME, problem=f"cannot read stdin: {exc.strerror or exc}")
     if isinstance(read, LogReadError):
@@ -101,7 +164,7 @@ def _kind(source: BinaryIO) -> str | None:
     return None
 
 
-def is_the_input(output: str, path: str, log: LoadedLog) -> bool:
+def is_the_input(output: str, path: str, log: Loaded) -> bool:
     """Whether the file ``output`` is one the log was read from (any spelling or link of it).
 
     Compares device and inode (:func:`os.path.samestat`), so ``./X``, a symlink or a hard link
@@ -117,6 +180,6 @@ def is_the_input(output: str, path: str, log: LoadedLog) -> bool:
             sources.append(os.fstat(sys.stdin.fileno()))
         else:
             sources.append(os.stat(log.file))
-            if log.header_file is not None:
+            if isinstance(log, LoadedLog) and log.header_file is not None:
                 sources.append(os.stat(log.header_file))
     return any(os.path.samestat(source, target) for source in sources)

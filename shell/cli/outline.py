@@ -99,7 +99,10 @@ _PROMPT_LIMIT = 60
 
 ItemKind = Literal["user", "assistant", "chunks", "tool", "result", "pending", "request",
                    "splice", "policy", "descriptor", "end-seed", "event", "structure",
-                   "violation", "cut", "seed", "elided"]
+                   "violation", "cut", "seed", "elided",
+                   # a wire history's: system/developer text, reasoning items, a tool call
+                   # inside a message (it has no position of its own), a hosted tool call
+                   "system", "reasoning", "call", "server"]
 
 
 @dataclass

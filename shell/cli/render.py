@@ -1,5 +1,8 @@
 """``turnfork show``: an :class:`~.outline.Outline` drawn with ``rich``, as a summary or as trees.
 
+What is drawn is a :class:`Drawing`: a log's outline (:func:`drawing_of`) or a wire history's
+(:mod:`.history_outline`), so both look alike and share one set of conventions.
+
 * :func:`render_summary` (the default): the header, the log in figures, one line per turn (the
   middle of a long log left out, in one line), the cut as a rule line and what lies beyond
   it, the verdict. It fits a screen whatever the size of the log.
@@ -16,7 +19,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from typing import IO
+from dataclasses import dataclass
+from typing import IO, Literal
 
 from rich.console import Console
 from rich.text import Text
@@ -25,11 +29,38 @@ from rich.tree import Tree
 from .outline import Item, Outline, StepNode, TurnNode
 from .terminal import counted, inert
 
-__all__ = ["make_console", "render_outline", "render_summary", "visible", "SUMMARY_TURNS"]
+__all__ = ["Drawing", "drawing_of", "draw_trees", "draw_summary", "make_console",
+           "render_outline", "render_summary", "visible", "SUMMARY_TURNS"]
 
 #: A summary lists this many first and last turns of a log with more than their sum and two
 #: more, and one line for the turns in between.
 SUMMARY_TURNS = (3, 6)
+
+
+@dataclass(frozen=True)
+class Drawing:
+    """What a picture shows: its two header lines, figures, entries, the cut's sentence and
+    the verdict, and how positions are named (``seq`` in a log, ``item``/``items`` in a wire
+    history)."""
+
+    title: str
+    source: str
+    #: The whole input in figures (the summary's first line).
+    figures: str
+    entries: list[TurnNode | Item]
+    excluded: str
+    verdict: str
+    state: Literal["closed", "open", "invalid"]
+    unit: str = "seq"
+    units: str = "seq"
+
+    def span(self, first: int, last: int | None) -> str:
+        """``seq 3..9`` (a log), ``items 3..9`` or ``item 3`` (a history); ``seq 3..`` open."""
+        if last is None:
+            return f"{self.units} {first}.."
+        if first == last and self.unit != self.units:
+            return f"{self.unit} {first}"
+        return f"{self.units} {first}..{last}"
 
 
 class _Console(Console):
@@ -64,10 +95,10 @@ _STYLES: dict[str, str] = {
     "result": "", "pending": "yellow", "request": "dim", "splice": "blue",
     "policy": "yellow", "descriptor": "yellow", "end-seed": "bold yellow", "event": "dim",
     "structure": "red", "violation": "bold red", "cut": "bold yellow", "seed": "yellow",
-    "elided": "dim",
+    "elided": "dim", "system": "blue", "reasoning": "dim", "call": "magenta", "server": "magenta",
 }
-#: Items with no event of their own: a seq in front of them would mislead.
-_NO_SEQ = frozenset({"pending", "seed", "elided"})
+#: Items with no event (or history item) of their own: a position in front would mislead.
+_NO_SEQ = frozenset({"pending", "seed", "elided", "call"})
 #: Items that say what is not drawn and how to draw it: wrapped, never cut.
 _WRAPPED = frozenset({"seed", "elided"})
 
@@ -100,30 +131,27 @@ def _add_items(tree: Tree, items: list[Item], ascii_only: bool) -> None:
         _add_items(branch, item.children, ascii_only)
 
 
-def _span(turn: TurnNode) -> str:
-    return (f"seq {turn.start_seq}..{turn.end_seq}" if turn.end_seq is not None
-            else f"seq {turn.start_seq}..")
-
-
-def _turn_label(turn: TurnNode, ascii_only: bool, figures: str | None = None) -> Text:
+def _turn_label(drawing: Drawing, turn: TurnNode, ascii_only: bool,
+                figures: str | None = None) -> Text:
     """A turn's heading; with ``figures``, its one summary line (the cut line says what an
     in-flight turn is, so it says so in fewer words there)."""
+    span = drawing.span(turn.start_seq, turn.end_seq)
     if turn.reason is None:
         what = "in flight" if figures is not None else "in flight, not part of any seed"
-        label = f"Turn {turn.turn} · {what} · {_span(turn)}"
+        label = f"Turn {turn.turn} · {what} · {span}"
         style = "bold yellow"
     else:
-        label = f"Turn {turn.turn} · {turn.reason} · {_span(turn)}"
+        label = f"Turn {turn.turn} · {turn.reason} · {span}"
         style = "bold" if turn.reason_ok else "bold red"
     return _label(label + (figures or ""), style, ascii_only)
 
 
-def _turn_tree(turn: TurnNode, ascii_only: bool) -> Tree:
-    tree = Tree(_turn_label(turn, ascii_only), guide_style="dim")
+def _turn_tree(drawing: Drawing, turn: TurnNode, ascii_only: bool) -> Tree:
+    tree = Tree(_turn_label(drawing, turn, ascii_only), guide_style="dim")
     for entry in turn.entries:
         if isinstance(entry, StepNode):
-            end = (f"seq {entry.start_seq}.. (open)" if entry.end_seq is None
-                   else f"seq {entry.start_seq}..{entry.end_seq}")
+            end = (f"{drawing.span(entry.start_seq, None)} (open)" if entry.end_seq is None
+                   else drawing.span(entry.start_seq, entry.end_seq))
             branch = tree.add(_label(f"step {entry.step} · {end}", "bold", ascii_only))
             _add_items(branch, entry.entries, ascii_only)
         else:
@@ -151,10 +179,9 @@ def _header_line(outline: Outline) -> str:
     return words
 
 
-def _head(console: Console, outline: Outline, ascii_only: bool) -> None:
-    console.print(_label(_header_line(outline), "bold", ascii_only, wrap=True))
-    source = f"{outline.path} · {outline.source} · {counted(outline.events, 'event')}"
-    console.print(_label(source, "dim", ascii_only, wrap=True))
+def _head(console: Console, drawing: Drawing, ascii_only: bool) -> None:
+    console.print(_label(drawing.title, "bold", ascii_only, wrap=True))
+    console.print(_label(drawing.source, "dim", ascii_only, wrap=True))
     console.print()
 
 
@@ -165,24 +192,38 @@ def _cut(console: Console, item: Item, ascii_only: bool) -> None:
         console.print(_label(item.note, "yellow", ascii_only, wrap=True))
 
 
-def _verdict(console: Console, outline: Outline, ascii_only: bool) -> None:
+def _verdict(console: Console, drawing: Drawing, ascii_only: bool) -> None:
     console.print()
     style = {"closed": "bold green", "open": "bold yellow", "invalid": "bold red"}
-    console.print(_label(outline.verdict, style[outline.state], ascii_only, wrap=True))
+    console.print(_label(drawing.verdict, style[drawing.state], ascii_only, wrap=True))
+
+
+def drawing_of(outline: Outline) -> Drawing:
+    """What a log's outline shows."""
+    return Drawing(title=_header_line(outline),
+                   source=f"{outline.path} · {outline.source} · "
+                          f"{counted(outline.events, 'event')}",
+                   figures=_figures_line(outline), entries=outline.entries,
+                   excluded=outline.excluded, verdict=outline.verdict, state=outline.state)
 
 
 def render_outline(console: Console, outline: Outline) -> None:
-    """Draw ``outline`` on ``console``: header, turns as trees, the cut rule, the verdict."""
+    """Draw a log's ``outline`` as trees (see :func:`draw_trees`)."""
+    draw_trees(console, drawing_of(outline))
+
+
+def draw_trees(console: Console, drawing: Drawing) -> None:
+    """Draw ``drawing`` on ``console``: header, turns as trees, the cut rule, the verdict."""
     ascii_only = _ascii_only(console)
-    _head(console, outline, ascii_only)
-    for entry in outline.entries:
+    _head(console, drawing, ascii_only)
+    for entry in drawing.entries:
         if isinstance(entry, TurnNode):
-            console.print(_turn_tree(entry, ascii_only))
+            console.print(_turn_tree(drawing, entry, ascii_only))
         elif entry.kind == "cut":
             _cut(console, entry, ascii_only)
         else:
             _print_line(console, entry, ascii_only)
-    _verdict(console, outline, ascii_only)
+    _verdict(console, drawing, ascii_only)
 
 
 def _print_line(console: Console, item: Item, ascii_only: bool) -> None:
@@ -214,7 +255,7 @@ def _figures_line(outline: Outline) -> str:
     ])
 
 
-def _turn_figures(turn: TurnNode) -> str:
+def _turn_figures(drawing: Drawing, turn: TurnNode) -> str:
     figures = [counted(turn.steps, "step")
                + (" (open)" if turn.reason is None and turn.steps else "")]
     calls = counted(turn.tool_calls, "tool call")
@@ -227,7 +268,7 @@ def _turn_figures(turn: TurnNode) -> str:
     if turn.error_results:
         figures.append(counted(turn.error_results, "error result"))
     if turn.violation_seq is not None:
-        figures.append(f"✗ breaks a rule at seq {turn.violation_seq}")
+        figures.append(f"✗ breaks a rule at {drawing.unit} {turn.violation_seq}")
     words = " · " + ", ".join(figures)
     if turn.prompt:
         words += f' · "{turn.prompt}"'
@@ -275,20 +316,26 @@ def _listed(entries: list[TurnNode | Item]) -> list[TurnNode | Item]:
 
 
 def render_summary(console: Console, outline: Outline) -> None:
-    """Draw ``outline`` as a summary: figures, a line per turn, the cut and what lies beyond."""
+    """Draw a log's ``outline`` as a summary (see :func:`draw_summary`)."""
+    draw_summary(console, drawing_of(outline))
+
+
+def draw_summary(console: Console, drawing: Drawing) -> None:
+    """Draw ``drawing`` as a summary: figures, a line per turn, the cut and what lies beyond."""
     ascii_only = _ascii_only(console)
-    _head(console, outline, ascii_only)
-    console.print(_label(_figures_line(outline), "", ascii_only, wrap=True))
+    _head(console, drawing, ascii_only)
+    console.print(_label(drawing.figures, "", ascii_only, wrap=True))
     console.print()
-    for entry in _listed(outline.entries):
+    for entry in _listed(drawing.entries):
         if isinstance(entry, TurnNode):
-            console.print(_turn_label(entry, ascii_only, _turn_figures(entry)), no_wrap=True,
-                          overflow="ellipsis")
+            console.print(_turn_label(drawing, entry, ascii_only,
+                                      _turn_figures(drawing, entry)),
+                          no_wrap=True, overflow="ellipsis")
         elif entry.kind == "cut":
             _cut(console, entry, ascii_only)
-            console.print(_label(outline.excluded, "yellow", ascii_only, wrap=True))
+            console.print(_label(drawing.excluded, "yellow", ascii_only, wrap=True))
         else:
             _print_line(console, entry, ascii_only)
-    _verdict(console, outline, ascii_only)
+    _verdict(console, drawing, ascii_only)
     console.print(_label("--turns A..B, --tail N or --all draw turns as trees (see --help)",
                          "dim", ascii_only, wrap=True))

@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from ...core import Violation
+from ...core.formats import FormatViolation
 from ..logfile import LoadedLog, LogReadError
+from .histories import LoadedHistory
 
-__all__ = ["input_json", "error_json", "violation_json", "where"]
+__all__ = ["input_json", "history_input_json", "error_json", "violation_json",
+           "history_violation_json", "where"]
 
 
 def input_json(path: str, log: LoadedLog | None) -> dict[str, Any]:
@@ -22,6 +25,20 @@ def input_json(path: str, log: LoadedLog | None) -> dict[str, Any]:
     }
 
 
+def history_input_json(path: str, loaded: LoadedHistory) -> dict[str, Any]:
+    """A wire history's ``path`` and what it turned out to be."""
+    return {
+        "path": path,
+        "file": loaded.file,
+        "format": loaded.format,
+        "layout": loaded.layout,
+        "detected": loaded.detected,
+        "thinking": loaded.thinking,
+        "source": loaded.description,
+        "items": loaded.items,
+    }
+
+
 def error_json(error: LogReadError) -> dict[str, object]:
     return {"file": error.file, "line": error.line, "seq": error.seq,
             "event_type": error.event_type, "problem": error.problem,
@@ -31,6 +48,14 @@ def error_json(error: LogReadError) -> dict[str, object]:
 def violation_json(violation: Violation, line: int | None) -> dict[str, object]:
     return {"seq": violation.seq, "rule": violation.rule, "message": violation.problem,
             "line": line}
+
+
+def history_violation_json(violation: FormatViolation | None,
+                           loaded: LoadedHistory) -> dict[str, object] | None:
+    if violation is None:
+        return None
+    return {"index": violation.index, "rule": violation.rule, "message": violation.problem,
+            "line": loaded.line_of(violation.index)}
 
 
 def where(log: LoadedLog, line: int | None) -> str:

@@ -1,4 +1,5 @@
-"""``turnfork show``: a log summarised (the default) or drawn as trees, through a pager."""
+"""``turnfork show``: a log or a wire history summarised (the default) or drawn as trees,
+through a pager."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from ...core import Event
 from ..logfile import LogReadError
 from .app import EXIT_INVALID, EXIT_OK, EXIT_UNREADABLE, TurnRange
 from .assess import assess
-from .inputs import load
+from .histories import LoadedHistory
+from .history_outline import build_history_outline, history_drawing, select_history_turns
+from .inputs import load_arguments
 from .outline import TurnSpan, build_outline, turn_spans
 from .reports import error_json
 from .terminal import error, paged, print_json
@@ -53,13 +56,40 @@ def _which(spans: list[TurnSpan]) -> str:
     return f"the log has turns {numbers[0]}..{numbers[-1]}"
 
 
+def _show_history(args: argparse.Namespace, loaded: LoadedHistory) -> int:
+    if args.seed:
+        error(f"{loaded.path}: --seed draws a fork child's inherited seed, and a wire history "
+              "has none")
+        return EXIT_UNREADABLE
+    outline = build_history_outline(loaded)
+    if args.turns is not None or args.tail is not None:
+        selected = select_history_turns(outline, turns=args.turns, tail=args.tail)
+        if isinstance(selected, str):
+            error(f"{loaded.path}: {selected}")
+            return EXIT_UNREADABLE
+        outline = selected
+    trees = args.all or args.turns is not None or args.tail is not None
+    with paged(enabled=not args.no_pager) as output:
+        if args.json:
+            print_json(msgspec.to_builtins(outline), file=output.stream)
+        else:
+            from .render import draw_summary, draw_trees, make_console  # noqa: PLC0415
+
+            console = make_console(output.stream, plain=args.plain, terminal=output.terminal,
+                                   width=output.width)
+            (draw_trees if trees else draw_summary)(console, history_drawing(outline))
+    return EXIT_INVALID if outline.state == "invalid" else EXIT_OK
+
+
 def run(args: argparse.Namespace) -> int:
     """Show ``args.path``; exit 0 shown, 2 unreadable or no such turn, 3 invalid (shown)."""
-    loaded = load(args.path)
+    loaded = load_arguments(args)
     if isinstance(loaded, LogReadError):
         if args.json:
             print_json({"path": args.path, "error": error_json(loaded)})
         return EXIT_UNREADABLE
+    if isinstance(loaded, LoadedHistory):
+        return _show_history(args, loaded)
     log = loaded
     window: tuple[int, int] | None = None
     if args.turns is not None or args.tail is not None:
