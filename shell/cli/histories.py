@@ -57,7 +57,7 @@ HistoryState: TypeAlias = Literal["closed", "open", "invalid"]
 FORMAT_WORDS: dict[FormatName, str] = {
     "openai-chat": "OpenAI Chat messages",
     "openai-responses": "OpenAI Responses input items",
-    "anthropic": "Anthropic Messages messages",
+    "anthropic": "Anthropic Messages",
 }
 _LAYOUT_WORDS: dict[HistoryLayout, str] = {
     "list": "a JSON list",

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 from ...core.formats import FormatName
 from .app import TurnRange
 from .histories import (
-    FORMAT_WORDS,
     HistoryState,
     LoadedHistory,
     excluded_words,
@@ -119,7 +118,8 @@ def _parts_text(content: Any) -> str:
     for part in content:
         kind = _get(part, "type")
         text = _get(part, "text")
-        if isinstance(text, str) and kind in (None, "text", "input_text", "output_text"):
+        if isinstance(text, str) and kind in (None, "text", "input_text", "output_text",
+                                              "summary_text"):
             words.append(text)
         elif kind == "refusal":
             words.append(f"[refusal] {_json_text(_get(part, 'refusal'))}")
@@ -597,7 +597,7 @@ def _figures(counts: HistoryCounts) -> str:
             f", {in_flight} in flight" if in_flight else "") + ")"
     results = counted(counts.tool_results, "result")
     if counts.error_results:
-        results += f" ({counts.error_results} errors)"
+        results += f" ({counted(counts.error_results, 'error')})"
     figures = [counted(counts.items, "item"), turns, counted(counts.steps, "step"),
                f"{counted(counts.tool_calls, 'tool call')}, {results}",
                counted(counts.assistant_messages, "assistant message")]
@@ -612,7 +612,7 @@ def history_drawing(outline: HistoryOutline) -> Drawing:
     """What a wire history's outline shows."""
     from .render import Drawing  # noqa: PLC0415 - rich only when drawing
 
-    return Drawing(title=f"{FORMAT_WORDS[outline.format]} · {outline.format}",
+    return Drawing(title=f"{outline.format} history",
                    source=f"{outline.path} · {outline.source} · "
                           f"{counted(outline.items, 'item')}",
                    figures=_figures(outline.counts), entries=outline.entries,

@@ -92,3 +92,57 @@ def session_zstd(source: Path) -> bytes:
     header, _, rest = text.partition(b"\n")
     middle = rest.rfind(b"\n", 0, len(rest) // 2) + 1
     return zstd_frames(header + b"\n", rest[:middle], rest[middle:])
+
+
+#: Real-world broken wire histories: each names its format, the defect's index and rule, and
+#: the length of its completed-turn prefix (tests/fixtures/broken_histories/README.md).
+BROKEN_HISTORIES = sorted((REPO / "tests" / "fixtures" / "broken_histories").glob("*.json"))
+
+
+def load_fixture(path: Path) -> dict[str, Any]:
+    fixture: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return fixture
+
+
+def history_file(directory: Path, fixture: dict[str, Any], name: str = "history.json") -> Path:
+    """A broken-history fixture as a CLI input: its item list, or, when the shape depends on
+    the request's thinking setting, an Anthropic request body that says it."""
+    document: Any = fixture["history"]
+    if "thinking" in fixture:
+        setting = {"type": "enabled", "budget_tokens": 1024} if fixture["thinking"] else {
+            "type": "disabled"}
+        document = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "thinking": setting,
+                    "messages": fixture["history"]}
+    path = directory / name
+    path.write_text(json.dumps(document, indent=1), encoding="utf-8")
+    return path
+
+
+def core_state(fixture: dict[str, Any]) -> str:
+    """What the core says of a broken-history fixture: an item breaks a rule (``invalid``), or
+    only where the history ends does (``open``)."""
+    from turnfork.core.formats import anthropic, decode_history
+
+    if fixture["format"] == "anthropic":
+        history = anthropic.decode_history(fixture["history"], thinking=fixture.get("thinking"))
+    else:
+        history = decode_history(fixture["history"], fixture["format"]).unwrap()
+    return "invalid" if history.violation is not None else "open"
+
+
+def assert_check_names_the_defect(fixture: dict[str, Any], run: Run) -> None:
+    """``check --json`` of a broken-history fixture: the detected format, the defect's index
+    and rule, the cut, and exit 3 (an item breaks a rule) or 1 (only the end does)."""
+    expected = fixture["expected"]
+    state = core_state(fixture)
+    assert run.code == {"invalid": 3, "open": 1}[state], run
+    report = run.json()
+    assert (report["format"], report["detected"]) == (fixture["format"], True)
+    assert report["state"] == state and report["closed"] is False
+    assert report["valid"] is (state == "open")
+    found = report["violation"] if state == "invalid" else report["end_violation"]
+    assert (found["index"], found["rule"]) == (expected["index"], expected["rule"]), found
+    assert report["completed_prefix_length"] == expected["cut"]
+    assert f"item {expected['index']}: " in report["verdict"]
+    assert f"(rule: {expected['rule']})" in report["verdict"]
+    assert run.stderr == ""
