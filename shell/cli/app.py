@@ -127,9 +127,9 @@ def _check_arguments(parser: argparse.ArgumentParser) -> None:
 CHECK = Command(
     name="check",
     summary="report whether a log is valid and closed",
-    description="Check a session log against the balance rules and report whether it is "
-                "valid and whether it is closed (no turn in flight), with the first "
-                "violation in words.\n\n" + _INPUTS_HELP,
+    description="Check a session log (or a wire history) against the balance rules and "
+                "report whether it is valid and whether it is closed (no turn in flight), "
+                "with the first violation in words.\n\n" + _INPUTS_HELP,
     add_arguments=_check_arguments,
     module="check",
     epilog="exit status: 0 valid and closed; 1 valid but open (a turn is in flight); "
@@ -154,12 +154,16 @@ SEED = Command(
     description="Write the completed-turn prefix of a log (every event through the last "
                 "turn/end) as JSONL events, and report its length and what it excluded "
                 "(the in-flight turn and between-turn events after the last turn/end). The "
-                "report goes to stderr, or to stdout as JSON with --json.\n\n" + _INPUTS_HELP,
+                "report goes to stderr, or to stdout as JSON with --json. A wire history's "
+                "prefix (every item through its last completed turn) keeps the input's "
+                "layout: a list, a request body with its other keys, or JSONL.\n\n"
+                + _INPUTS_HELP,
     add_arguments=_seed_arguments,
     module="seed",
-    epilog="exit status: 0 seed written; 2 unreadable input, unwritable OUT, or OUT is the "
-           "input (OUT and the input left untouched); 3 the log breaks a rule before the cut "
-           "(nothing written)",
+    epilog="exit status: 0 seed written (a wire history's cut stops before its first "
+           "violation, so it is always written); 2 unreadable input, unwritable OUT, or OUT "
+           "is the input (OUT and the input left untouched); 3 the log breaks a rule before "
+           "the cut (nothing written)",
 )
 
 # --------------------------------------------------------------------------- show
