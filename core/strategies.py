@@ -3,7 +3,8 @@
 Rules of this module:
 
 * It imports hypothesis, so ``core/__init__.py`` never imports it: the core itself runs
-  without hypothesis. Relative imports of the core only, like every core module.
+  without hypothesis, and importing this module without it says which extra to install.
+  Relative imports of the core only, like every core module.
 * A generated log is a tuple of core events with ``seq == index`` and plausible, mostly
   increasing epoch-millisecond times. Events appear in the order DSH's agent loop writes them
   (wire-format §6.4): the prompt's inbox splice between turns, ``turn/start``, the claim
@@ -29,11 +30,17 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
 import msgspec
-from hypothesis import strategies as st
-from hypothesis.strategies import DrawFn, SearchStrategy
 from msgspec import UNSET, Raw, UnsetType
 
 from ._checking import check_public, unchecked
+
+try:
+    from hypothesis import strategies as st
+    from hypothesis.strategies import DrawFn, SearchStrategy
+except ImportError as missing:  # pragma: no cover - exercised in a subprocess test
+    raise ImportError(
+        f"{__name__} needs hypothesis: install the turnfork[hypothesis] extra "
+        "(pip install 'turnfork[hypothesis]')") from missing
 from .events import (
     AdapterDefaults,
     ApprovalPolicyData,
@@ -170,8 +177,14 @@ _PHRASES = (
     "What is the project codeword?", "naïve café ✓ 😀", "line one\nline two", "-0 and 1e999",
     'He said "hi" \\ bye', "\u2028 separator", "",
 )
-#: Text pieces come from _WORDS; now and then an arbitrary string is drawn as well.
-_odd_piece = st.text(max_size=6)
+#: Now and then a text piece is a run of characters that encoders get wrong: quotes and
+#: backslash, line and paragraph separators JSON leaves raw, C0/C1 controls, a BOM, accents,
+#: CJK, astral code points. An explicit alphabet, not ``st.text()``: hypothesis builds its
+#: unicode tables on a first ``st.text()`` draw (seconds, cached in ``.hypothesis/``
+#: afterwards), which fails a fresh project's first run on the ``too_slow`` health check.
+_ODD_CHARACTERS = ('"', "'", "\\", "/", "\n", "\r", "\t", "\x00", "\x01", "\x1b", "\x1f",
+                   "\x7f", "\x85", "\xa0", "\u2028", "\u2029", "\ufeff", "\ufffd", "é",
+                   "e\u0301", "ß", "中", "😀", "\U0010ffff", "{", "}", ":", ",", " ", "0")
 _POOL = st.binary(min_size=8, max_size=8)
 _replace = msgspec.structs.replace
 #: Most milliseconds between two events: ordinary events, stream chunks, repair closers.
@@ -268,7 +281,7 @@ class _Log:
     def pieces(self) -> list[str]:
         pieces = [self.pick(_WORDS) for _ in range(self.between(1, 5))]
         if self.chance(2):
-            pieces.append(self.draw(_odd_piece))
+            pieces.append("".join(self.pick(_ODD_CHARACTERS) for _ in range(self.between(0, 6))))
         return pieces
 
     def user_message(self, text: str | None = None) -> UserMessage:
