@@ -7,31 +7,50 @@ Rules of this module:
   Relative imports of the core only, like every core module.
 * A generated log is a tuple of core events with ``seq == index`` and plausible, mostly
   increasing epoch-millisecond times. Events appear in the order DSH's agent loop writes them
-  (wire-format §6.4): the prompt's inbox splice between turns, ``turn/start``, the claim
-  splice, steps of ``step/start``, user messages, ``request/header``, the model call's
-  ``assistant/chunk`` run, its ``assistant/message`` citing the chunk seqs, ``tool/call`` /
-  ``tool/result`` pairs (results cite ``[call seq]``; parallel calls start together), then
-  ``step/end``; more steps while the model called tools; ``turn/end``.
+  (wire-format §6.4, :data:`.grammar.STEP_ORDER` inside a step): the prompt's inbox splice
+  between turns, ``turn/start``, the claim splice, steps of ``step/start``, user messages,
+  ``request/header``, the model call's ``assistant/chunk`` run, its ``assistant/message``
+  citing the chunk seqs, ``tool/call`` / ``tool/result`` pairs (results cite ``[call seq]``;
+  parallel calls start together), then ``step/end``; more steps while the model called tools.
+* Where an event may stand comes from the grammar (:mod:`.grammar`): the builder folds each
+  event it writes over :func:`.grammar.phase_after`, and refuses one the table bars. Every
+  turn is closed as the core closes one, by :func:`.closers.closing_events` — the grammar's
+  walk back to idle, after answering the calls still pending.
 * Every ending DSH writes occurs: completed, aborted (mid-stream, with an ``interrupted``
-  assistant message, or during tools, with ``AbortError`` results), error (from the stream or
-  before any step), max-tokens (the half-streamed tool call dropped from the message),
-  blocked and empty turns without a step, and ``interrupted`` (a turn cut at any event and
-  closed by crash repair, §6.5).
+  assistant message, or during tools: the closers answer a started call ``ABORTED`` and one
+  never dispatched with its ``tool/call`` and ``ABORTED_BEFORE_DISPATCH``), error (from the
+  stream or before any step), max-tokens (the half-streamed tool call dropped from the
+  message), blocked and empty turns without a step, and ``interrupted`` (a turn cut at any
+  event and closed by the closers as crash repair, §6.5).
 * Surface replacements follow §1.1: a compaction checkpoint ``user/message`` replaces a range
   of the surface and cites every shadowed seq; a pruned ``tool/result`` replaces one earlier
   result, copies its turn and step and rewrites only its content.
-* Generation is self-contained: it does not consult ``core.trace``, so the properties that
-  compare the two are not circular. Builders live inside one draw and never escape it.
+* Broken logs take their placement defects from the grammar's tables (every type of
+  ``PHASE_CHANGES`` and ``CONFINED``, put in a phase the table bars it from); the rules that
+  are code in :mod:`.trace` (numbering, pairing, the surface, message shapes) have a breaker
+  each.
+* Generation never asks ``core.trace``: the phase, the open turn and step, the pending calls
+  and the surface are the generator's own bookkeeping (handed to the closers as a
+  :class:`.trace.Trace` it fills in itself), and the rule a broken log must be refused with is
+  stated here, so the properties that compare the two are not circular. Builders live inside
+  one draw and never escape it.
+* Decisions come from a pool of random bits (``_Log.bits``), not a hypothesis draw each: a
+  draw per decision would dominate generation time, and hypothesis's own draws made deep in a
+  large example came out far from uniform (an in-flight turn's cut fell within its first five
+  events seven times in ten). No ``st.text()``: its unicode tables take seconds to build on a
+  project's first run.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from . import closers, grammar
 from ._checking import check_public, unchecked
 
 try:
@@ -104,7 +123,6 @@ from .events import (
     TurnAborted,
     TurnBlocked,
     TurnCompleted,
-    TurnEndData,
     TurnEndEvent,
     TurnEndReason,
     TurnError,
@@ -115,7 +133,10 @@ from .events import (
     UsageChunk,
     UserMessage,
     UserMessageEvent,
+    event_type,
 )
+from .grammar import CONFINED, PHASE_CHANGES, STEP_END, STEP_START, TURN_END, TURN_START, Phase
+from .trace import PendingCall, Trace
 
 __all__ = [
     "session_logs",
@@ -129,12 +150,27 @@ __all__ = [
 Log = tuple[Event, ...]
 _E = TypeVar("_E", bound=Event)
 _T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
 
-#: Turn endings, weighted towards the common case.
+
+def _plain(function: _F) -> _F:
+    """The core function without its run-time check. Calls inside the core bind plain
+    functions (see ``._checking``), but this module is imported after the package wrapped
+    them; a checked call per event would cost, and beartype's sampling of containers would
+    use the global random module inside a draw, which hypothesis forbids."""
+    return cast(_F, inspect.unwrap(function))
+
+
+_closing_events = _plain(closers.closing_events)
+_phase_after = _plain(grammar.phase_after)
+_allowed_phases = _plain(grammar.allowed_phases)
+
+#: Turn endings. Cancellation and crash repair, the endings the closers write and a fork
+#: cuts into, get twice the weight of the others, so that a hundred logs show every ending and
+#: every way a pending call is answered.
 _ENDINGS = (
-    "completed", "completed", "completed", "completed", "completed-empty", "blocked",
-    "error-early", "error", "max-tokens", "abort-stream", "abort-tools", "interrupted",
-    "interrupted",
+    "completed", "completed-empty", "blocked", "error-early", "error", "max-tokens",
+    "abort-stream", "abort-stream", "abort-tools", "abort-tools", "interrupted", "interrupted",
 )
 _WORDS = (
     "The", " user", " wants", " a", " list", " of", " files", ".", " Done", "ok", " -0",
@@ -157,13 +193,6 @@ _FAILURES = (
 )
 _TOOL_ERRORS = (None, None, ToolErrorInfo(name="ToolArgsError", code="INVALID_ARGS"),
                 ToolErrorInfo(name="SubagentError", code="NOT_RESUMABLE"))
-_NOT_STARTED_TEXT = ("The tool call was interrupted before the Harness recorded it as started. "
-                     "Retry it if it is still needed.")
-_OUTCOME_UNKNOWN_TEXT = (
-    "The tool call was interrupted after it was recorded, but no result was durably "
-    "recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry "
-    "only if the operation is read-only or idempotent; if it may have side effects, first "
-    "verify external state or ask the user. Do not retry blindly.")
 _HEADER_REASONS: tuple[Literal["change", "resume"] | None, ...] = (
     None, None, None, "change", "resume")
 _TEMPERATURES: tuple[float | UnsetType, ...] = (UNSET, 0.0, 0.7, 1.0)
@@ -221,22 +250,39 @@ class _Log:
         self.last_failure = _FAILURES[0]
         self.pool = 0
         self.pool_size = 0
+        #: Where the log stands in the turn grammar.
+        self.phase = Phase.IDLE
 
     # -- primitives ----------------------------------------------------------------------
+
+    def append(self, event: Event) -> int:
+        """Append a numbered event where the grammar lets it stand (a generator bug if not)."""
+        after = _phase_after(self.phase, event_type(event))
+        assert after is not None, f"{event_type(event)} cannot stand {self.phase.value}"
+        self.phase = after
+        self.events.append(event)
+        op = getattr(event, "surface_op", None)
+        if op is not None:
+            _apply_surface(self.surface, event.seq, op)
+        return event.seq
 
     def add(self, cls: type[_E], *, gap: int = _PACE, **fields: Any) -> int:
         seq = len(self.events)
         # Gaps vary with seq without a draw per event (draws dominate generation time).
         self.time += ((seq + 1) * 2_654_435_761 + self.salt) % (gap + 1)
-        self.events.append(cls(seq=seq, time=self.time, **fields))
-        return seq
+        return self.append(cls(seq=seq, time=self.time, **fields))
 
     def add_surface(self, cls: type[_E], *, cited: tuple[int, ...] | UnsetType,
                     op: SurfaceOp = "append", gap: int = _PACE,
                     **fields: Any) -> int:
-        seq = self.add(cls, gap=gap, source_event_seqs=cited, surface_op=op, **fields)
-        _apply_surface(self.surface, seq, op)
-        return seq
+        return self.add(cls, gap=gap, source_event_seqs=cited, surface_op=op, **fields)
+
+    def close(self, start: int, reason: TurnEndReason) -> None:
+        """Close the turn that starts at ``start`` as the core does: the closers answer its
+        pending calls and walk the grammar back to idle (``step/end`` if a step is open, then
+        ``turn/end`` with ``reason``)."""
+        for event in _closing_events(_open_state(self.events, start), reason, time=self.time):
+            self.append(event)
 
     def opaque(self, kind: str, data: object, *, ignorable: bool = False) -> int:
         return self.add(OpaqueEvent, type=kind, data=_raw(data),
@@ -395,13 +441,14 @@ class _Log:
                 TurnCompleted() if ending == "completed-empty"
                 else TurnBlocked() if ending == "blocked"
                 else TurnError(error=self.pick(_FAILURES)))
-            self.add(TurnEndEvent, data=TurnEndData(turn=turn, reason=reason))
+            self.close(start, reason)
             return start
         if self.child and turn == 1:
             self.add(SubagentDescriptorEvent, data=SubagentDescriptorData(
                 version=2, mode="one-shot", provider=self.pick(
                     ("fork", "spawn")), label=self.words()))
-        tool_steps = self.between(0, 2)
+        # A turn cut for crash repair calls tools, so the cut can fall where calls are pending.
+        tool_steps = self.between(1 if ending == "interrupted" else 0, 2)
         plans = ["tools"] * tool_steps + [_TERMINAL_PLAN.get(ending, "final")]
         claimed: list[UserMessage] = [prompt]
         reason = TurnCompleted()
@@ -414,17 +461,21 @@ class _Log:
             elif plan in ("abort-stream", "abort-tools"):
                 reason = TurnAborted(reason=self.pick(_CAUSES))
             claimed = []
-            if step < len(plans) and self.chance(2):
+            if step == len(plans):
+                break  # the closers end the last step, and the turn
+            self.add(StepEndEvent, data=StepData(turn=turn, step=step))
+            if self.chance(2):
                 follow_up = self.user_message()
                 self.splice_insert(follow_up, "next-step")
                 self.splice_claim("next-step")
                 claimed = [follow_up]
-        self.add(TurnEndEvent, data=TurnEndData(turn=turn, reason=reason))
+        self.close(start, reason)
         if ending == "interrupted":
             self.interrupt(start, surface_before)
         return start
 
     def step(self, turn: int, step: int, plan: str, claimed: list[UserMessage]) -> None:
+        """One step up to its last event before ``step/end`` (its tools answered or stopped)."""
         self.add(StepStartEvent, data=StepData(turn=turn, step=step))
         first_message = None
         for message in claimed:
@@ -448,18 +499,13 @@ class _Log:
         elif replacement == 1 and self.surface:
             self.compaction()
         self.request_header()
-        if plan == "tools":
+        if plan in ("tools", "abort-tools"):
             calls = self.model_call(turn, step, tool_calls=self.between(1, 3),
                                     finish="tool-calls")
-            self.run_tools(turn, step, calls, abort_at=None)
-        elif plan == "abort-tools":
-            calls = self.model_call(turn, step, tool_calls=self.between(1, 3),
-                                    finish="tool-calls")
-            self.run_tools(turn, step, calls, abort_at=self.between(0, max(0, len(calls) - 2)))
+            self.run_tools(turn, step, calls, aborted=plan == "abort-tools")
         else:
             self.model_call(turn, step, tool_calls=1 if plan == "max-tokens" else 0,
                             finish=plan)
-        self.add(StepEndEvent, data=StepData(turn=turn, step=step))
 
     def request_header(self) -> None:
         reason: Literal["initial", "change", "resume"] | None = (
@@ -480,7 +526,8 @@ class _Log:
             tools=(ToolSchema(name="bash", description="Run a shell command",
                               parameters=_SCHEMA),) if self.chance(1) else UNSET)
         self.add(RequestHeaderEvent, data=RequestHeaderData(header=header, reason=reason))
-        if self.chance(1):
+        # DSH names the route when it changes: on the log's first request, now and then later.
+        if reason == "initial" or self.chance(2):
             self.opaque("request/context", {"provider": self.provider, "model": self.model})
 
     # -- the model call ------------------------------------------------------------------
@@ -594,57 +641,76 @@ class _Log:
 
     # -- tools -----------------------------------------------------------------------------
 
-    def run_tools(self, turn: int, step: int, calls: list[ToolCallBlock],
-                  abort_at: int | None) -> None:
-        """Start and answer every call; concurrency-safe ones start together (§2.7)."""
+    def run_tools(self, turn: int, step: int, calls: list[ToolCallBlock], *,
+                  aborted: bool) -> None:
+        """Start and answer the calls; concurrency-safe ones start together (§2.7).
+
+        An aborted run stops before one of its actions (a group's start, or one result): the
+        closers then answer what it left, a started call ``ABORTED`` and a call never
+        dispatched with its ``tool/call`` and ``ABORTED_BEFORE_DISPATCH``, as DSH's scheduler.
+        """
+        groups: list[list[ToolCallBlock]] = []
         position = 0
         while position < len(calls):
             size = self.between(1, min(3, len(calls) - position))
-            group = calls[position:position + size]
+            groups.append(calls[position:position + size])
+            position += size
+        actions = len(groups) + len(calls)
+        stop = self.between(0, actions - 1) if aborted else actions
+        done = 0
+        for group in groups:
+            if done == stop:
+                return
+            done += 1
             call_seqs = []
             for call in group:
                 call_seqs.append(self.add(ToolCallEvent, data=ToolCallData(
                     turn=turn, step=step, call_id=call.id, name=call.name,
                     arguments=call.arguments)))
-                if self.chance(2):  # a tool's own log-only event
+                if self.chance(1):  # a tool's own log-only event
                     self.opaque("todo/write", {"todos": [
                         {"content": self.words(), "status": "in_progress"}]})
-            for offset, (call, call_seq) in enumerate(zip(group, call_seqs, strict=True)):
-                index = position + offset
-                error: ToolErrorInfo | None
-                if abort_at is not None and index >= abort_at:
-                    code = "ABORTED" if index == abort_at else "ABORTED_BEFORE_DISPATCH"
-                    text = ("Error: tool call aborted" if code == "ABORTED"
-                            else "Error: tool call aborted before dispatch")
-                    error, is_error = ToolErrorInfo(name="AbortError", code=code), True
-                else:
-                    error = self.pick(_TOOL_ERRORS)
-                    is_error = error is not None or self.chance(2)
-                    text = ("Error: " + self.words()) if is_error else self.words()
+            for call, call_seq in zip(group, call_seqs, strict=True):
+                if done == stop:
+                    return
+                done += 1
+                error = self.pick(_TOOL_ERRORS)
+                is_error = error is not None or self.chance(2)
+                text = ("Error: " + self.words()) if is_error else self.words()
                 self.tool_result(turn, step, call.id, text, cited=(call_seq,), error=error,
                                  is_error=is_error)
-            position += size
 
     def tool_result(self, turn: int, step: int, call_id: str, text: str, *,
-                    cited: tuple[int, ...] | UnsetType, error: ToolErrorInfo | None,
-                    is_error: bool, message_id: str | None = None,
-                    gap: int = _PACE) -> int:
+                    cited: tuple[int, ...], error: ToolErrorInfo | None,
+                    is_error: bool) -> int:
         message = ToolResultMessage(
             source=MessageSource(kind="tool", call_id=call_id),
             content=(ToolResultBlock(tool_call_id=call_id, content=(TextBlock(text=text),),
                                      is_error=is_error),),
-            id=self.new_id() if message_id is None else message_id)
+            id=self.new_id())
         meta = _raw({"exitCode": 0}) if not is_error and self.chance(2) else UNSET
-        return self.add_surface(ToolResultEvent, cited=cited, gap=gap, data=ToolResultData(
+        return self.add_surface(ToolResultEvent, cited=cited, data=ToolResultData(
             turn=turn, step=step, message=message, error=UNSET if error is None else error,
             meta=meta))
 
-    # -- crash repair ----------------------------------------------------------------------
+    # -- cuts and crash repair --------------------------------------------------------------
+
+    def cut(self, lowest: int, highest: int) -> int:
+        """A length to cut the log to, in ``lowest..highest``: anywhere, or just after an
+        assistant message that calls tools or a ``tool/call``, where calls are pending (a
+        fork's moment). From the bit pool, not a draw of its own (see the module's rules)."""
+        mode = self.between(0, 2)
+        if mode:
+            at_moment = _announces_calls if mode == 1 else _is_tool_call
+            after = [k + 1 for k in range(lowest - 1, highest) if at_moment(self.events[k])]
+            if after:
+                return self.pick(after)
+        return self.between(lowest, highest)
 
     def interrupt(self, start: int, surface_before: list[int]) -> None:
         """Cut the turn that starts at ``start`` at any event and close it as crash repair
-        does (§6.5): results for pending calls, ``step/end``, ``turn/end`` interrupted."""
-        cut = _cut(self.draw, self.events, start + 1, len(self.events) - 1)
+        does (§6.5): the closers with reason ``interrupted``."""
+        cut = self.cut(start + 1, len(self.events) - 1)
         del self.events[cut:]
         self.time = self.events[-1].time
         self.surface = surface_before
@@ -653,39 +719,8 @@ class _Log:
             if op is not None:
                 _apply_surface(self.surface, event.seq, op)
         self.has_header = any(isinstance(e, RequestHeaderEvent) for e in self.events)
-        turn = self.next_turn - 1
-        open_step: int | None = None
-        pending: dict[str, tuple[int | None, int]] = {}  # call id -> (tool/call seq, step)
-        for event in self.events[start:]:
-            if isinstance(event, StepStartEvent):
-                open_step, pending = event.data.step, {}
-            elif isinstance(event, StepEndEvent):
-                open_step, pending = None, {}
-            elif isinstance(event, AssistantMessageEvent):
-                for block in event.data.message.content:
-                    if isinstance(block, ToolCallBlock):
-                        pending[block.id] = (None, event.data.step)
-            elif isinstance(event, ToolCallEvent):
-                pending[event.data.call_id] = (event.seq, event.data.step)
-            elif isinstance(event, ToolResultEvent) and event.surface_op == "append":
-                pending.pop(event.data.message.source.call_id or "", None)
-        for call_id, (call_seq, step) in pending.items():
-            seq = len(self.events)
-            if call_seq is None:
-                self.tool_result(turn, step, call_id, _NOT_STARTED_TEXT, cited=UNSET,
-                                 error=ToolErrorInfo(name="ToolNotStartedError",
-                                                     code="TOOL_NOT_STARTED"),
-                                 is_error=True, gap=0,
-                                 message_id=f"interrupted-tool-result-{call_id}-{seq}")
-            else:
-                self.tool_result(turn, step, call_id, _OUTCOME_UNKNOWN_TEXT, cited=(call_seq,),
-                                 error=ToolErrorInfo(name="ToolOutcomeUnknownError",
-                                                     code="TOOL_OUTCOME_UNKNOWN"),
-                                 is_error=True, gap=0,
-                                 message_id=f"interrupted-tool-result-{call_id}-{seq}")
-        if open_step is not None:
-            self.add(StepEndEvent, gap=0, data=StepData(turn=turn, step=open_step))
-        self.add(TurnEndEvent, gap=0, data=TurnEndData(turn=turn, reason=TurnInterrupted()))
+        self.phase = _open_state(self.events, start).phase
+        self.close(start, TurnInterrupted())
 
 
 _TERMINAL_PLAN = {"error": "error", "max-tokens": "max-tokens",
@@ -702,15 +737,68 @@ def _apply_surface(surface: list[int], seq: int, op: SurfaceOp) -> None:
 
 
 @unchecked
-def _cut(draw: DrawFn, events: list[Event], lowest: int, highest: int) -> int:
-    """A length to cut a turn to, in ``lowest..highest``: anywhere, or just after an
-    assistant message or a ``tool/call``, where calls are pending (a fork's moment)."""
-    mode = draw(st.integers(0, 2))
-    kind = (AssistantMessageEvent, ToolCallEvent)[mode - 1]
-    after = [k + 1 for k in range(lowest - 1, highest) if isinstance(events[k], kind)]
-    if mode and after:
-        return draw(st.sampled_from(after))
-    return draw(st.integers(lowest, highest))
+def _announces_calls(event: Event) -> bool:
+    return isinstance(event, AssistantMessageEvent) and any(
+        isinstance(block, ToolCallBlock) for block in event.data.message.content)
+
+
+@unchecked
+def _is_tool_call(event: Event) -> bool:
+    return isinstance(event, ToolCallEvent)
+
+
+#: Where a log stands before one of its events: the phase, the open turn and the open step.
+_Where = tuple[Phase, int | None, int | None]
+
+
+@unchecked
+def _phases(events: Sequence[Event]) -> list[_Where]:
+    """Where the log stands before each event, and after the last (one more entry): the phase
+    folded over the grammar's table, the turn and step numbers from the boundaries."""
+    where: list[_Where] = []
+    phase, turn, step = Phase.IDLE, None, None
+    for event in events:
+        where.append((phase, turn, step))
+        after = _phase_after(phase, event_type(event))
+        assert after is not None, f"seq {event.seq}: {event_type(event)} {phase.value}"
+        phase = after
+        if isinstance(event, TurnStartEvent):
+            turn = event.data.turn
+        elif isinstance(event, StepStartEvent):
+            step = event.data.step
+        turn = turn if phase is not Phase.IDLE else None
+        step = step if phase is Phase.STEP else None
+    where.append((phase, turn, step))
+    return where
+
+
+@unchecked
+def _open_state(events: Sequence[Event], start: int) -> Trace:
+    """What the closers need of a log whose turn starting at ``start`` may still be open, from
+    the generator's own bookkeeping (never from ``core.trace``'s fold): the phase, the open
+    turn and step, and the calls of the open step still waiting for a result, in order."""
+    phase, turn, step = _phases(events[start:])[-1]
+    pending: dict[str, PendingCall] = {}
+    if step is not None:
+        opened = max(k for k in range(start, len(events))
+                     if isinstance(events[k], StepStartEvent))
+        for event in events[opened:]:
+            if isinstance(event, AssistantMessageEvent):
+                for block in event.data.message.content:
+                    if isinstance(block, ToolCallBlock):
+                        pending[block.id] = PendingCall(
+                            call_id=block.id, name=block.name, arguments=block.arguments,
+                            step=step)
+            elif isinstance(event, ToolCallEvent):
+                data = event.data
+                pending[data.call_id] = PendingCall(
+                    call_id=data.call_id, name=data.name, arguments=data.arguments, step=step,
+                    call_seq=event.seq)
+            elif isinstance(event, ToolResultEvent) and event.surface_op == "append":
+                pending.pop(event.data.message.source.call_id or "", None)
+    assert (phase is Phase.IDLE) == (turn is None)
+    return Trace(length=len(events), open_turn=turn, open_step=step,
+                 pending_calls=tuple(pending.values()), last_time=events[-1].time)
 
 
 @unchecked
@@ -727,7 +815,7 @@ def _build(draw: DrawFn, *, min_turns: int, max_turns: int, in_flight: bool) -> 
         return tuple(log.events)
     start = log.turn(draw(st.sampled_from(_ENDINGS)))
     end = len(log.events) - 1  # the final turn/end, which an in-flight log never reaches
-    return tuple(log.events[:_cut(draw, log.events, start + 1, end)])
+    return tuple(log.events[:log.cut(start + 1, end)])
 
 
 @st.composite
@@ -799,28 +887,64 @@ def events_without_turn_end(first_seq: int = 0) -> SearchStrategy[Log]:
 
 
 # --------------------------------------------------------------------------- broken logs
+#
+# Two kinds of defect. Placement defects come from the grammar's tables: for every type the
+# grammar places (PHASE_CHANGES and CONFINED) and every phase it bars that type from, an event
+# of that type is put there, so a type the grammar confines is broken without code of its own
+# here. The other rules (numbering, pairing, the surface, message shapes) are code in
+# core.trace, not tables; each has a breaker below.
+
+#: A breaker changes ``events`` at one index; it returns the seq where the defect shows.
+_Breaker = Callable[[DrawFn, list[Event], int], int]
+
 
 @unchecked
-def _context(events: list[Event]) -> list[tuple[int | None, int | None]]:
-    """(open turn, open step) before each event, by a plain scan of the valid log."""
-    contexts: list[tuple[int | None, int | None]] = []
-    turn: int | None = None
-    step: int | None = None
-    for event in events:
-        contexts.append((turn, step))
-        if isinstance(event, TurnStartEvent):
-            turn = event.data.turn
-        elif isinstance(event, TurnEndEvent):
-            turn = None
-        elif isinstance(event, StepStartEvent):
-            step = event.data.step
-        elif isinstance(event, StepEndEvent):
-            step = None
-    return contexts
+def _misplaced_rule(kind: str, phase: Phase) -> str:
+    """The rule a checker names for a ``kind`` event where the grammar bars it: a turn or step
+    boundary breaks its own rule, except a ``turn/end`` while a step is open (the step is what
+    is left open) and a ``step/start`` with no turn open (nothing encloses it); any other type
+    stands outside what must enclose it."""
+    if kind == TURN_END and phase is Phase.STEP:
+        return "step"
+    if kind == STEP_START and phase is Phase.IDLE:
+        return "enclosure"
+    if kind in (TURN_START, TURN_END):
+        return "turn"
+    if kind in (STEP_START, STEP_END):
+        return "step"
+    return "enclosure"
 
 
-_Contexts = list[tuple[int | None, int | None]]
-_Mutation = Callable[[DrawFn, list[Event], int, _Contexts], tuple[int, str]]
+#: Every type the grammar places, with the phases it bars that type from.
+_BARRED: dict[str, tuple[Phase, ...]] = {
+    kind: tuple(phase for phase in Phase if phase not in _allowed_phases(kind))
+    for kind in (*PHASE_CHANGES, *CONFINED)}
+
+#: A log-only event of a type the grammar lets stand anywhere, to stand in for a removed one.
+_FILLER_TYPE = _PLUGIN_TYPES[0]
+assert _allowed_phases(_FILLER_TYPE) == frozenset(Phase)
+
+
+@unchecked
+def _movable(event: Event) -> bool:
+    # A pruning tool/result stands where the surface lets it, not the grammar: keep to appends.
+    return getattr(event, "surface_op", "append") == "append"
+
+
+@unchecked
+def _placements(events: list[Event], where: list[_Where]) -> dict[str, dict[Phase, list[int]]]:
+    """Type -> barred phase -> indices of the events standing in it, for the types the log
+    holds (a misplaced event is a copy of one of them)."""
+    standing: dict[Phase, list[int]] = {}
+    for index in range(len(events)):
+        standing.setdefault(where[index][0], []).append(index)
+    held = {event_type(event) for event in events if _movable(event)}
+    found: dict[str, dict[Phase, list[int]]] = {}
+    for kind, barred in _BARRED.items():
+        phases = {phase: standing[phase] for phase in barred if phase in standing}
+        if kind in held and phases:
+            found[kind] = phases
+    return found
 
 
 @unchecked
@@ -830,22 +954,8 @@ def _is_not_started_repair(event: ToolResultEvent) -> bool:
 
 
 @unchecked
-def _open_turn(contexts: _Contexts, index: int) -> int:
-    turn = contexts[index][0]
-    assert turn is not None
-    return turn
-
-
-@unchecked
-def _open_step(contexts: _Contexts, index: int) -> int:
-    step = contexts[index][1]
-    assert step is not None
-    return step
-
-
-@unchecked
-def _candidates(events: list[Event], contexts: _Contexts) -> dict[str, list[int]]:
-    """Which mutation applies where: mutation name -> indices of the events it can break."""
+def _candidates(events: list[Event]) -> dict[str, list[int]]:
+    """Where each breaker of the rules in code applies: name -> indices it can break."""
     found: dict[str, list[int]] = {}
 
     def add(name: str, index: int) -> None:
@@ -853,7 +963,6 @@ def _candidates(events: list[Event], contexts: _Contexts) -> dict[str, list[int]
 
     calls_in_step: list[int] = []
     for index, event in enumerate(events):
-        turn, step = contexts[index]
         add("seq", index)
         if isinstance(event, TurnStartEvent):
             add("turn-start-number", index)
@@ -865,16 +974,6 @@ def _candidates(events: list[Event], contexts: _Contexts) -> dict[str, list[int]
             add("step-start-other-turn", index)
         elif isinstance(event, StepEndEvent):
             add("step-end-number", index)
-            add("turn-end-in-step", index)
-        elif isinstance(event, InboxSplicedEvent):
-            if turn is None:
-                add("turn-end-outside", index)
-                add("header-outside-turn", index)
-            elif step is None:
-                add("turn-start-nested", index)
-                add("step-end-unopened", index)
-        elif isinstance(event, RequestHeaderEvent) and step is not None:
-            add("step-start-nested", index)
         elif isinstance(event, AssistantChunkEvent):
             add("chunk-outside-step", index)
         elif isinstance(event, ToolCallEvent):
@@ -907,145 +1006,84 @@ def _candidates(events: list[Event], contexts: _Contexts) -> dict[str, list[int]
 
 
 @unchecked
-def _break_seq(draw: DrawFn, events: list[Event], i: int, contexts: _Contexts,
-               ) -> tuple[int, str]:
+def _break_seq(draw: DrawFn, events: list[Event], i: int) -> int:
     wrong = draw(st.sampled_from((i + 1, i + 7, i - 1) if i else (1, 7, 1_000_000)))
     events[i] = _replace(events[i], seq=wrong)
-    return i, "seq"
+    return i
 
 
 @unchecked
-def _break_turn_start_number(draw: DrawFn, events: list[Event], i: int,
-                             contexts: _Contexts) -> tuple[int, str]:
+def _break_turn_start_number(draw: DrawFn, events: list[Event], i: int) -> int:
     event = events[i]
     assert isinstance(event, TurnStartEvent)
     turn = event.data.turn
     wrong = draw(st.sampled_from((turn + 1, turn + 2, turn - 1) if turn > 1 else (2, 3)))
     events[i] = _replace(event, data=TurnStartData(turn=wrong))
-    return i, "turn"
+    return i
 
 
 @unchecked
-def _break_turn_end_number(draw: DrawFn, events: list[Event], i: int,
-                           contexts: _Contexts) -> tuple[int, str]:
+def _break_turn_end_number(draw: DrawFn, events: list[Event], i: int) -> int:
     event = events[i]
     assert isinstance(event, TurnEndEvent)
     events[i] = _replace(event, data=_replace(event.data, turn=event.data.turn + 1))
-    return i, "turn"
+    return i
 
 
 @unchecked
-def _break_turn_end_outside(draw: DrawFn, events: list[Event], i: int,
-                            contexts: _Contexts) -> tuple[int, str]:
-    done = sum(isinstance(e, TurnEndEvent) for e in events[:i])
-    events[i] = TurnEndEvent(seq=i, time=events[i].time,
-                             data=TurnEndData(turn=max(done, 1), reason=TurnCompleted()))
-    return i, "turn"
-
-
-@unchecked
-def _break_turn_start_nested(draw: DrawFn, events: list[Event], i: int,
-                             contexts: _Contexts) -> tuple[int, str]:
-    turn = _open_turn(contexts, i)
-    events[i] = TurnStartEvent(seq=i, time=events[i].time, data=TurnStartData(
-        turn=draw(st.sampled_from((turn, turn + 1)))))
-    return i, "turn"
-
-
-@unchecked
-def _break_turn_end_in_step(draw: DrawFn, events: list[Event], i: int,
-                            contexts: _Contexts) -> tuple[int, str]:
-    events[i] = TurnEndEvent(seq=i, time=events[i].time, data=TurnEndData(
-        turn=_open_turn(contexts, i), reason=TurnCompleted()))
-    return i, "step"
-
-
-@unchecked
-def _break_step_start_number(draw: DrawFn, events: list[Event], i: int,
-                             contexts: _Contexts) -> tuple[int, str]:
+def _break_step_start_number(draw: DrawFn, events: list[Event], i: int) -> int:
     event = events[i]
     assert isinstance(event, StepStartEvent)
     step = event.data.step
     wrong = draw(st.sampled_from((step + 1, step - 1) if step > 1 else (2, 5)))
     events[i] = _replace(event, data=StepData(turn=event.data.turn, step=wrong))
-    return i, "step"
+    return i
 
 
 @unchecked
-def _break_step_end_number(draw: DrawFn, events: list[Event], i: int,
-                           contexts: _Contexts) -> tuple[int, str]:
+def _break_step_end_number(draw: DrawFn, events: list[Event], i: int) -> int:
     event = events[i]
     assert isinstance(event, StepEndEvent)
     events[i] = _replace(event, data=StepData(turn=event.data.turn, step=event.data.step + 1))
-    return i, "step"
+    return i
 
 
 @unchecked
-def _break_step_end_unopened(draw: DrawFn, events: list[Event], i: int,
-                             contexts: _Contexts) -> tuple[int, str]:
-    events[i] = StepEndEvent(seq=i, time=events[i].time, data=StepData(
-        turn=_open_turn(contexts, i), step=draw(st.integers(1, 3))))
-    return i, "step"
-
-
-@unchecked
-def _break_step_start_nested(draw: DrawFn, events: list[Event], i: int,
-                             contexts: _Contexts) -> tuple[int, str]:
-    events[i] = StepStartEvent(seq=i, time=events[i].time, data=StepData(
-        turn=_open_turn(contexts, i), step=_open_step(contexts, i) + 1))
-    return i, "step"
-
-
-@unchecked
-def _break_step_start_other_turn(draw: DrawFn, events: list[Event], i: int,
-                                 contexts: _Contexts) -> tuple[int, str]:
+def _break_step_start_other_turn(draw: DrawFn, events: list[Event], i: int) -> int:
     event = events[i]
     assert isinstance(event, StepStartEvent)
     events[i] = _replace(event, data=StepData(turn=event.data.turn + 1, step=event.data.step))
-    return i, "enclosure"
+    return i
 
 
 @unchecked
-def _break_chunk_outside_step(draw: DrawFn, events: list[Event], i: int,
-                              contexts: _Contexts) -> tuple[int, str]:
+def _break_chunk_outside_step(draw: DrawFn, events: list[Event], i: int) -> int:
     event = events[i]
     assert isinstance(event, AssistantChunkEvent)
     events[i] = _replace(event, data=_replace(event.data, step=event.data.step + 1))
-    return i, "enclosure"
+    return i
 
 
 @unchecked
-def _break_tool_call_outside_step(draw: DrawFn, events: list[Event], i: int,
-                                  contexts: _Contexts) -> tuple[int, str]:
+def _break_tool_call_outside_step(draw: DrawFn, events: list[Event], i: int) -> int:
     event = events[i]
     assert isinstance(event, ToolCallEvent)
     events[i] = _replace(event, data=_replace(event.data, turn=event.data.turn + 1))
-    return i, "enclosure"
+    return i
 
 
 @unchecked
-def _break_header_outside_turn(draw: DrawFn, events: list[Event], i: int,
-                               contexts: _Contexts) -> tuple[int, str]:
-    events[i] = RequestHeaderEvent(seq=i, time=events[i].time, data=RequestHeaderData(
-        header=EpochHeader(config=LlmCallConfig(provider="mock", model="echo-1")),
-        reason="initial"))
-    return i, "enclosure"
-
-
-@unchecked
-def _break_duplicate_call(draw: DrawFn, events: list[Event], i: int,
-                          contexts: _Contexts) -> tuple[int, str]:
+def _break_duplicate_call(draw: DrawFn, events: list[Event], i: int) -> int:
     event = events[i]
     assert isinstance(event, ToolCallEvent)
     earlier = [e.data.call_id for e in events[:i] if isinstance(e, ToolCallEvent)
                and (e.data.turn, e.data.step) == (event.data.turn, event.data.step)]
     events[i] = _replace(event, data=_replace(event.data, call_id=draw(st.sampled_from(earlier))))
-    return i, "pairing"
+    return i
 
 
 @unchecked
-def _break_result_without_call(draw: DrawFn, events: list[Event], i: int,
-                               contexts: _Contexts) -> tuple[int, str]:
+def _break_result_without_call(draw: DrawFn, events: list[Event], i: int) -> int:
     event = events[i]
     assert isinstance(event, ToolResultEvent)
     unknown = f"call_unknown_{i}"
@@ -1055,51 +1093,45 @@ def _break_result_without_call(draw: DrawFn, events: list[Event], i: int,
     events[i] = _replace(event, data=_replace(event.data, message=_replace(
         message, source=MessageSource(kind="tool", call_id=unknown),
         content=(_replace(block, tool_call_id=unknown),))))
-    return i, "pairing"
+    return i
 
 
 @unchecked
-def _break_missing_result(draw: DrawFn, events: list[Event], i: int,
-                          contexts: _Contexts) -> tuple[int, str]:
-    events[i] = OpaqueEvent(type="todo/write", seq=i, time=events[i].time,
-                            data=_raw({"todos": []}))
-    step_end = next(k for k in range(i + 1, len(events))
-                    if isinstance(events[k], StepEndEvent))
-    return step_end, "pairing"
+def _break_missing_result(draw: DrawFn, events: list[Event], i: int) -> int:
+    events[i] = OpaqueEvent(type=_FILLER_TYPE, seq=i, time=events[i].time,
+                            data=_raw({"n": 0}), ignorable=True)
+    # The step cannot end with the call unanswered.
+    return next(k for k in range(i + 1, len(events)) if isinstance(events[k], StepEndEvent))
 
 
 @unchecked
-def _break_cite_self(draw: DrawFn, events: list[Event], i: int,
-                     contexts: _Contexts) -> tuple[int, str]:
+def _break_cite_self(draw: DrawFn, events: list[Event], i: int) -> int:
     event = events[i]
     assert isinstance(event, UserMessageEvent | AssistantMessageEvent | ToolResultEvent)
     cited = () if isinstance(event.source_event_seqs, UnsetType) else event.source_event_seqs
     later = draw(st.sampled_from((i, i + 1)))
     events[i] = _replace(event, source_event_seqs=(*cited, later))
-    return i, "surface"
+    return i
 
 
 @unchecked
-def _break_cite_twice(draw: DrawFn, events: list[Event], i: int,
-                      contexts: _Contexts) -> tuple[int, str]:
+def _break_cite_twice(draw: DrawFn, events: list[Event], i: int) -> int:
     event = events[i]
     assert isinstance(event, UserMessageEvent | AssistantMessageEvent | ToolResultEvent)
     cited = event.source_event_seqs
     assert not isinstance(cited, UnsetType)
     events[i] = _replace(event, source_event_seqs=(*cited, draw(st.sampled_from(cited))))
-    return i, "surface"
+    return i
 
 
 @unchecked
-def _break_cite_nothing(draw: DrawFn, events: list[Event], i: int,
-                        contexts: _Contexts) -> tuple[int, str]:
+def _break_cite_nothing(draw: DrawFn, events: list[Event], i: int) -> int:
     events[i] = _replace(events[i], source_event_seqs=())
-    return i, "surface"
+    return i
 
 
 @unchecked
-def _break_replace_off_surface(draw: DrawFn, events: list[Event], i: int,
-                               contexts: _Contexts) -> tuple[int, str]:
+def _break_replace_off_surface(draw: DrawFn, events: list[Event], i: int) -> int:
     event = events[i]
     assert isinstance(event, UserMessageEvent | ToolResultEvent)
     op = event.surface_op
@@ -1111,34 +1143,31 @@ def _break_replace_off_surface(draw: DrawFn, events: list[Event], i: int,
         # Nor is the compaction/start event two before the checkpoint.
         off = SurfaceReplace(start=i - 2, end=op.end)
     events[i] = _replace(event, surface_op=off)
-    return i, "surface"
+    return i
 
 
 @unchecked
-def _break_replace_uncited(draw: DrawFn, events: list[Event], i: int,
-                           contexts: _Contexts) -> tuple[int, str]:
+def _break_replace_uncited(draw: DrawFn, events: list[Event], i: int) -> int:
     event = events[i]
     assert isinstance(event, UserMessageEvent)
     op = event.surface_op
     cited = event.source_event_seqs
     assert isinstance(op, SurfaceReplace) and not isinstance(cited, UnsetType)
     events[i] = _replace(event, source_event_seqs=tuple(s for s in cited if s != op.start))
-    return i, "surface"
+    return i
 
 
 @unchecked
-def _break_rewrite_more_than_content(draw: DrawFn, events: list[Event], i: int,
-                                     contexts: _Contexts) -> tuple[int, str]:
+def _break_rewrite_more_than_content(draw: DrawFn, events: list[Event], i: int) -> int:
     event = events[i]
     assert isinstance(event, ToolResultEvent)
     events[i] = _replace(event, data=_replace(event.data, message=_replace(
         event.data.message, id="rewritten-" + event.data.message.id)))
-    return i, "surface"
+    return i
 
 
 @unchecked
-def _break_assistant_source(draw: DrawFn, events: list[Event], i: int,
-                            contexts: _Contexts) -> tuple[int, str]:
+def _break_assistant_source(draw: DrawFn, events: list[Event], i: int) -> int:
     event = events[i]
     assert isinstance(event, AssistantMessageEvent)
     # Drawn by index: hashing a MessageSource runs a checked core method, and beartype's
@@ -1147,12 +1176,11 @@ def _break_assistant_source(draw: DrawFn, events: list[Event], i: int,
         draw(st.integers(0, 1))]
     events[i] = _replace(event, data=_replace(event.data, message=_replace(
         event.data.message, source=source)))
-    return i, "shape"
+    return i
 
 
 @unchecked
-def _break_result_block_mismatch(draw: DrawFn, events: list[Event], i: int,
-                                 contexts: _Contexts) -> tuple[int, str]:
+def _break_result_block_mismatch(draw: DrawFn, events: list[Event], i: int) -> int:
     event = events[i]
     assert isinstance(event, ToolResultEvent)
     block = event.data.message.content[0]
@@ -1160,61 +1188,79 @@ def _break_result_block_mismatch(draw: DrawFn, events: list[Event], i: int,
     events[i] = _replace(event, data=_replace(event.data, message=_replace(
         event.data.message,
         content=(_replace(block, tool_call_id=block.tool_call_id + "-other"),))))
-    return i, "shape"
+    return i
 
 
-_MUTATIONS: dict[str, _Mutation] = {
-    "seq": _break_seq,
-    "turn-start-number": _break_turn_start_number,
-    "turn-end-number": _break_turn_end_number,
-    "turn-end-outside": _break_turn_end_outside,
-    "turn-start-nested": _break_turn_start_nested,
-    "turn-end-in-step": _break_turn_end_in_step,
-    "step-start-number": _break_step_start_number,
-    "step-end-number": _break_step_end_number,
-    "step-end-unopened": _break_step_end_unopened,
-    "step-start-nested": _break_step_start_nested,
-    "step-start-other-turn": _break_step_start_other_turn,
-    "chunk-outside-step": _break_chunk_outside_step,
-    "tool-call-outside-step": _break_tool_call_outside_step,
-    "header-outside-turn": _break_header_outside_turn,
-    "duplicate-call": _break_duplicate_call,
-    "result-without-call": _break_result_without_call,
-    "missing-result": _break_missing_result,
-    "cite-self": _break_cite_self,
-    "cite-twice": _break_cite_twice,
-    "cite-nothing": _break_cite_nothing,
-    "replace-off-surface": _break_replace_off_surface,
-    "replace-uncited": _break_replace_uncited,
-    "rewrite-more-than-content": _break_rewrite_more_than_content,
-    "assistant-source": _break_assistant_source,
-    "result-block-mismatch": _break_result_block_mismatch,
+#: The breakers of the rules in code: name -> (the rule it breaks, the breaker).
+_BREAKERS: dict[str, tuple[str, _Breaker]] = {
+    "seq": ("seq", _break_seq),
+    "turn-start-number": ("turn", _break_turn_start_number),
+    "turn-end-number": ("turn", _break_turn_end_number),
+    "step-start-number": ("step", _break_step_start_number),
+    "step-end-number": ("step", _break_step_end_number),
+    "step-start-other-turn": ("enclosure", _break_step_start_other_turn),
+    "chunk-outside-step": ("enclosure", _break_chunk_outside_step),
+    "tool-call-outside-step": ("enclosure", _break_tool_call_outside_step),
+    "duplicate-call": ("pairing", _break_duplicate_call),
+    "result-without-call": ("pairing", _break_result_without_call),
+    "missing-result": ("pairing", _break_missing_result),
+    "cite-self": ("surface", _break_cite_self),
+    "cite-twice": ("surface", _break_cite_twice),
+    "cite-nothing": ("surface", _break_cite_nothing),
+    "replace-off-surface": ("surface", _break_replace_off_surface),
+    "replace-uncited": ("surface", _break_replace_uncited),
+    "rewrite-more-than-content": ("surface", _break_rewrite_more_than_content),
+    "assistant-source": ("shape", _break_assistant_source),
+    "result-block-mismatch": ("shape", _break_result_block_mismatch),
 }
+
+
+@unchecked
+def _nth(options: Sequence[_T], bits: int) -> _T:
+    return options[bits % len(options)]
 
 
 @st.composite
 def _broken(draw: DrawFn, max_turns: int) -> tuple[Log, int, str]:
-    events = list(draw(_closed(1, max_turns)))
-    contexts = _context(events)
-    candidates = _candidates(events, contexts)
-    name = draw(st.sampled_from(sorted(candidates)))
-    index = draw(st.sampled_from(candidates[name]))
-    broken_seq, rule = _MUTATIONS[name](draw, events, index, contexts)
+    events = list(draw(_closed(min(2, max_turns), max_turns)))
+    placements = _placements(events, _phases(events))
+    candidates = _candidates(events)
+    # Every choice from one pool draw (see the module's rules). Two logs in three get a
+    # placement defect: a type, then one of the phases barred to it; the others a rule in
+    # code, then one of its breakers. Choosing the group first keeps every type and every rule
+    # frequent, however many breakers it has.
+    choice = int.from_bytes(draw(_POOL), "big")
+    if placements and choice % 3:
+        kind = _nth(sorted(placements), choice >> 2 & 0xFF)
+        phase = _nth(sorted(placements[kind], key=list(Phase).index), choice >> 10 & 0xFF)
+        index = _nth(placements[kind][phase], choice >> 18 & 0xFFFF)
+        sources = [event for event in events if event_type(event) == kind and _movable(event)]
+        source = _nth(sources, choice >> 34 & 0xFFFF)
+        events[index] = _replace(source, seq=index, time=events[index].time)
+        return tuple(events), index, _misplaced_rule(kind, phase)
+    rule = _nth(sorted({_BREAKERS[name][0] for name in candidates}), choice >> 2 & 0xFF)
+    name = _nth(sorted(name for name in candidates if _BREAKERS[name][0] == rule),
+                choice >> 10 & 0xFF)
+    broken_seq = _BREAKERS[name][1](draw, events, _nth(candidates[name], choice >> 18 & 0xFFFF))
     return tuple(events), broken_seq, rule
 
 
 def broken_logs(*, max_turns: int = 3) -> SearchStrategy[tuple[Log, int, str]]:
-    """``(events, broken_seq, rule)``: a valid closed log with exactly one defect.
+    """``(events, broken_seq, rule)``: a valid closed log (of two to ``max_turns`` turns) with
+    exactly one defect.
 
-    One event is changed (or, for a missing result, replaced by a log-only event) so that
-    exactly one rule of ``core.trace`` breaks, once; every event before ``broken_seq`` is
-    untouched and valid. ``rule`` is the :class:`~core.trace.Violation` rule code expected
-    (``seq``, ``turn``, ``step``, ``enclosure``, ``pairing``, ``surface`` or ``shape``), and
-    ``broken_seq`` the position where a checker must report it. Defects: a wrong ``seq``;
-    misnumbered, nested or stray turn and step boundaries; chunks, calls and headers outside
-    their step or turn; a result without a call, a call started twice, a call left without a
-    result; bad ``sourceEventSeqs``; an invalid surface ``replace``; a tool/result rewrite
-    that changes more than content; a malformed assistant or tool-result message.
+    One event is changed (or, for a missing result, replaced by a log-only event) so that a
+    rule of ``core.trace`` breaks there; every event before ``broken_seq`` is untouched and
+    valid. ``rule`` is the :class:`~core.trace.Violation` rule code expected (``seq``,
+    ``turn``, ``step``, ``enclosure``, ``pairing``, ``surface`` or ``shape``), and
+    ``broken_seq`` the position where a checker must report it. Defects: an event where the
+    turn grammar bars its type (for every type of :data:`.grammar.PHASE_CHANGES` and
+    :data:`.grammar.CONFINED`: nested or stray turn and step boundaries, chunks, messages,
+    calls, results, headers outside their step or turn); a wrong ``seq``; misnumbered turn
+    and step boundaries, chunks and calls naming another step or turn; a result without a
+    call, a call started twice, a call left without a result; bad ``sourceEventSeqs``; an
+    invalid surface ``replace``; a tool/result rewrite that changes more than content; a
+    malformed assistant or tool-result message.
     """
     return _broken(max_turns)
 
