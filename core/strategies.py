@@ -14,14 +14,15 @@ Rules of this module:
   parallel calls start together), then ``step/end``; more steps while the model called tools.
 * Where an event may stand comes from the grammar (:mod:`.grammar`): the builder folds each
   event it writes over :func:`.grammar.phase_after`, and refuses one the table bars. Every
-  turn is closed as the core closes one, by :func:`.closers.closing_events` — the grammar's
-  walk back to idle, after answering the calls still pending.
+  turn is closed as the core closes one: a live ending by :func:`.closers.closing_events` —
+  the grammar's walk back to idle, after answering the calls still pending — and a crash by
+  :func:`.closers.repair_closers`.
 * Every ending DSH writes occurs: completed, aborted (mid-stream, with an ``interrupted``
   assistant message, or during tools: the closers answer a started call ``ABORTED`` and one
   never dispatched with its ``tool/call`` and ``ABORTED_BEFORE_DISPATCH``), error (from the
   stream or before any step), max-tokens (the half-streamed tool call dropped from the
   message), blocked and empty turns without a step, and ``interrupted`` (a turn cut at any
-  event and closed by the closers as crash repair, §6.5).
+  event and closed by DSH's crash repair, :func:`.closers.repair_closers`, §6.5).
 * Surface replacements follow §1.1: a compaction checkpoint ``user/message`` replaces a range
   of the surface and cites every shadowed seq; a pruned ``tool/result`` replaces one earlier
   result, copies its turn and step and rewrites only its content.
@@ -126,7 +127,6 @@ from .events import (
     TurnEndEvent,
     TurnEndReason,
     TurnError,
-    TurnInterrupted,
     TurnMaxTokens,
     TurnStartData,
     TurnStartEvent,
@@ -162,6 +162,7 @@ def _plain(function: _F) -> _F:
 
 
 _closing_events = _plain(closers.closing_events)
+_repair_closers = _plain(closers.repair_closers)
 _phase_after = _plain(grammar.phase_after)
 _allowed_phases = _plain(grammar.allowed_phases)
 
@@ -708,8 +709,9 @@ class _Log:
         return self.between(lowest, highest)
 
     def interrupt(self, start: int, surface_before: list[int]) -> None:
-        """Cut the turn that starts at ``start`` at any event and close it as crash repair
-        does (§6.5): the closers with reason ``interrupted``."""
+        """Cut the turn that starts at ``start`` at any event and close it as DSH's crash
+        repair does (§6.5, :func:`.closers.repair_closers`): outcomes for its pending calls,
+        ``step/end`` if a step is open, ``turn/end`` ``interrupted``."""
         cut = self.cut(start + 1, len(self.events) - 1)
         del self.events[cut:]
         self.time = self.events[-1].time
@@ -719,8 +721,9 @@ class _Log:
             if op is not None:
                 _apply_surface(self.surface, event.seq, op)
         self.has_header = any(isinstance(e, RequestHeaderEvent) for e in self.events)
-        self.phase = _open_state(self.events, start).phase
-        self.close(start, TurnInterrupted())
+        self.phase = _phases(self.events[start:])[-1][0]
+        for event in _repair_closers(self.events):
+            self.append(event)
 
 
 _TERMINAL_PLAN = {"error": "error", "max-tokens": "max-tokens",
