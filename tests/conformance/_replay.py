@@ -461,9 +461,14 @@ class _IdPairing:
 
     def check(self, where: str, ours: Sequence[str], theirs: Sequence[str]) -> str | None:
         for a, b in zip(ours, theirs, strict=True):
-            if self.ours.setdefault(a, b) != b or self.theirs.setdefault(b, a) != a:
-                return (f"{where}: id {a} stands where DSH has {b}, but elsewhere ours pairs "
-                        f"with {self.ours[a]} and DSH's with {self.theirs[b]}")
+            was_b, was_a = self.ours.get(a), self.theirs.get(b)
+            if was_b not in (None, b):
+                return (f"{where}: our id {a} stands where DSH has {b}; before, it stood "
+                        f"where DSH has {was_b}")
+            if was_a not in (None, a):
+                return (f"{where}: our id {a} stands where DSH has {b}; before, DSH's {b} "
+                        f"stood where ours has {was_a}")
+            self.ours[a], self.theirs[b] = b, a
         return None
 
 

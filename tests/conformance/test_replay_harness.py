@@ -117,7 +117,8 @@ def test_ids_must_be_used_alike() -> None:
     assert projected.events[4]["data"]["id"] == ID_TOKEN
     found = differences([projected], [project(parent)], names=["parent"])
     assert len(found) == 1 and found[0].startswith(
-        "parent: ours seq 4 / DSH seq 4 user/message: id 00000000-0000-4000-8000-000000000000")
+        "parent: ours seq 4 / DSH seq 4 user/message: our id "
+        "00000000-0000-4000-8000-000000000000")
 
 
 def test_the_model_script_is_the_recorded_chunks() -> None:
