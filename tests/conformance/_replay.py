@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import itertools
 import json
 import re
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,12 +52,19 @@ from turnfork.shell import (
     Agent,
     ForkProvider,
     Host,
+    JsonlSessionStore,
     ModelRequest,
     SpawnProvider,
     SubagentRuntime,
     SubagentTool,
 )
-from turnfork.shell.subagents import SubagentStart
+from turnfork.shell.subagents import (
+    BackgroundJobs,
+    JobTools,
+    ReportTool,
+    SubagentControlTools,
+    SubagentStart,
+)
 
 T = TypeVar("T")
 
@@ -302,34 +311,46 @@ def replayed(run: Run) -> Replayed:
 
 def run_acp(recording: Recorded, prompts: Sequence[str], *, subagent_max_depth: int = 1,
             prepare: Prepare | None = None,
-            prepare_parent: Callable[[Agent], None] | None = None) -> Replayed:
+            prepare_parent: Callable[[Agent], None] | None = None,
+            child_ids: Sequence[str] = ()) -> Replayed:
     """Run an ACP snapshot scenario through our runtime, composed as DSH's snapshot app
     (examples/acp-agent/cordis.yml + cordis.snapshot.yml) is for the subagent scenarios:
 
+    * JSONL session persistence (here in a temporary directory);
     * model route ``deepseek-official``/``deepseek-v4-flash``, served by :class:`ReplayModel`;
     * sandbox ``danger-full-access`` and approval ``never`` (``DSH_SNAPSHOT`` set), the
       approval service composed (a child gets ``approval/policy never``), the session-title
       plugin composed (fallback titles);
-    * providers ``spawn`` and ``fork``; the ``subagent`` tool on ``spawn`` (``maxDepth`` 1 or
-      the scenario's, background enabled), ``subagent_fork`` on ``fork`` (``maxDepth`` 1,
-      background disabled).
+    * providers ``spawn`` and ``fork``; the ``subagent`` tool on ``spawn`` with
+      ``backgroundMode: continuable`` (``maxDepth`` 1 or the scenario's), ``subagent_fork`` on
+      ``fork`` (``maxDepth`` 1, one-shot, background disabled); the job tools, the control
+      tools (``send_message``, ``interrupt_agent``, ``list_agents``) and the child-scoped
+      ``report`` tool.
 
-    Each prompt is one ACP ``prompt`` step: queued, then awaited until the parent is idle.
+    Each prompt is one ACP ``prompt`` step: queued, then awaited until the parent and every
+    background child are quiet (DSH's driver waits for a settlement-notice turn too).
     ``prepare`` may add what a scenario's fixture plugin adds to the app, ``prepare_parent``
-    what it does to the root agent once created.
+    what it does to the root agent once created; ``child_ids`` are the ids the continuation
+    manager gives its first children (an authored scenario names them in its text).
     """
 
-    async def main() -> Replayed:
-        host = Host(sandbox_mode="danger-full-access", approval_default="never")
+    async def main(root: str) -> Replayed:
+        host = Host(store=JsonlSessionStore(root), sandbox_mode="danger-full-access",
+                    approval_default="never")
         model = ReplayModel([model_script(log) for log in recording.logs()])
         host.models.register(PROVIDER, model)
         runtime = SubagentRuntime(host)
         runtime.register_provider(SpawnProvider("spawn"))
         runtime.register_provider(ForkProvider("fork"))
+        runtime.continuation.child_ids = itertools.chain(child_ids, iter(host.ids, None)).__next__
+        jobs = BackgroundJobs(host)
+        JobTools(jobs).install()
         SubagentTool(provider="spawn", tool_name="subagent", max_depth=subagent_max_depth,
-                     enable_run_in_background=True).install(host)
+                     background_mode="continuable", jobs=jobs).install(host)
         SubagentTool(provider="fork", tool_name="subagent_fork", max_depth=1,
                      enable_run_in_background=False).install(host)
+        SubagentControlTools().install(host)
+        ReportTool().install(host)
         children: dict[str, Agent] = {}
         watch_children(runtime, children)
         if prepare is not None:
@@ -341,12 +362,15 @@ def run_acp(recording: Recorded, prompts: Sequence[str], *, subagent_max_depth: 
         try:
             for prompt in prompts:
                 parent.followup(prompt)
-                await parent.when_idle()
+                while parent.running or runtime.continuation.activations():
+                    await parent.when_idle()
+                    await asyncio.sleep(0.001)
             return replayed(Run(parent, model, children))
         finally:
             await host.aclose()
 
-    return run_bounded(main)
+    with tempfile.TemporaryDirectory(prefix="turnfork-replay-") as root:
+        return run_bounded(lambda: main(root))
 
 
 # --------------------------------------------------------------------------- the projection

@@ -8,8 +8,6 @@ notice turn."""
 
 from __future__ import annotations
 
-import pytest
-from _continuable import NO_CONTINUABLE
 from _replay import acp_recorded, assert_replays, run_acp
 
 from turnfork.core import SandboxModeData, SandboxModeEvent
@@ -28,8 +26,6 @@ def switch_to_read_only(parent: Agent) -> None:
     parent.session.append(SandboxModeEvent, SandboxModeData(mode="read-only"))
 
 
-@pytest.mark.xfail(strict=True, reason=NO_CONTINUABLE)
 def test_continuable_inheritance_logs_equal_dsh() -> None:
-    """Our parent (read-only from seq 0) and its continuable child equal DSH's logs (not yet:
-    see the reason)."""
+    """Our parent (read-only from seq 0) and its continuable child equal DSH's logs."""
     assert_replays(run_acp(RECORDING, PROMPTS, prepare_parent=switch_to_read_only), RECORDING)

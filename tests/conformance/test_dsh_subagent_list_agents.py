@@ -6,10 +6,10 @@ agents (``<id> [ready] — Reply with CHILD_OK``) and interrupts the settled chi
 
 from __future__ import annotations
 
-import pytest
-from _continuable import NO_CONTINUABLE
 from _replay import acp_recorded, assert_replays, run_acp
 
+#: The child the authored scenario names (DSH's projection writes its live child so).
+CHILD_ID = "33333333-3333-4333-8333-333333333333"
 RECORDING = acp_recorded("subagent-list-agents", children=1)
 PROMPTS = (
     "Call the subagent tool once with run_in_background set to true, description 'Reply with "
@@ -21,9 +21,7 @@ PROMPTS = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason=NO_CONTINUABLE + "; no `list_agents` or "
-                   "`interrupt_agent` tool (packages/subagent/tool-subagent-control)")
 def test_subagent_list_agents_logs_equal_dsh() -> None:
-    """Our parent's three turns and the settled child equal DSH's logs (not yet: see the
-    reason)."""
-    assert_replays(run_acp(RECORDING, PROMPTS), RECORDING)
+    """Our parent's three turns (start, the settlement notice, ``list_agents`` and
+    ``interrupt_agent``) and the settled child equal DSH's logs."""
+    assert_replays(run_acp(RECORDING, PROMPTS, child_ids=[CHILD_ID]), RECORDING)
