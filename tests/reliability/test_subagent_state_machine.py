@@ -6,6 +6,10 @@ end every log traces clean (closed when its agent is idle), disposed children ar
 ``host.agents``, settled results carry the stop reason the model predicts, siblings are
 unaffected by each other, and teardown leaves no asyncio task behind.
 
+A second machine does the same for continuable children (issue 16.7): started, followed up
+(queued in a resident child, or cold-resumed from its JSONL log), interrupted and disposed, each
+caller cancelled at any point; every log stays balanced and nothing is left behind.
+
 Budget: ``CI_EXAMPLES`` machines of up to ``CI_STEPS`` steps; ``TURNFORK_STATEFUL_EXAMPLES=N``
 (and optionally ``TURNFORK_STATEFUL_STEPS=M``) runs a longer search.
 """
@@ -14,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import tempfile
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Literal, TypeVar
@@ -51,23 +57,34 @@ from turnfork.core import (
     CancelParent,
     CancelUser,
     SubagentResult,
+    TextBlock,
     TurnAborted,
     TurnCompleted,
     TurnEndEvent,
 )
+from turnfork.core.continuation import ContinuableStart
 from turnfork.shell import (
     AbortController,
     Agent,
+    CountingIds,
+    ForkProvider,
+    Host,
+    JsonlSessionStore,
+    ManualClock,
     ModelRequest,
     Reply,
     ScriptedModel,
     ScriptEntry,
+    SpawnProvider,
     SubagentAbortedError,
+    SubagentEnd,
     SubagentEvent,
     SubagentRun,
+    SubagentRuntime,
     SubagentStart,
     SubagentTool,
 )
+from turnfork.shell.subagents import AncestorAuthority
 
 T = TypeVar("T")
 
@@ -560,3 +577,252 @@ class SubagentLifecycle(RuleBasedStateMachine):
 
 
 TestSubagentLifecycle = SubagentLifecycle.TestCase
+
+
+# --------------------------------------------------------------------------- continuable children
+
+#: The continuable machine's CI budget (its own: each step touches a JSONL store).
+CONTINUABLE_CI_EXAMPLES = 120
+ChildPlan = Literal["answer", "hang", "fail", "max-tokens", "tool-then-answer", "gated"]
+CHILD_PLANS: tuple[ChildPlan, ...] = ("answer", "hang", "fail", "max-tokens",
+                                      "tool-then-answer", "gated")
+CANCEL_AFTER = st.sampled_from((None, 0, 1, 3))
+
+
+class TurnModel:
+    """A child's model: each turn's first call follows the next plan queued for it (a plain
+    answer when none is); a tool step is followed by an answer."""
+
+    def __init__(self, gate: asyncio.Event) -> None:
+        self.plans: list[ChildPlan] = []
+        self.gate = gate
+        self.calls = 0
+        self._after_tool = False
+
+    def stream(self, request: ModelRequest) -> object:
+        self.calls += 1
+        if self._after_tool:
+            self._after_tool = False
+            return ScriptedModel([Reply.text(f"after tool {self.calls}")]).stream(request)
+        plan = self.plans.pop(0) if self.plans else "answer"
+        if plan == "tool-then-answer":
+            self._after_tool = True
+            return ScriptedModel([Reply.tool_call("echo", {"text": str(self.calls)},
+                                                  call_id=f"call-{self.calls}")]).stream(request)
+        entry: ScriptEntry
+        if plan == "gated":
+            gate = self.gate
+
+            async def entry(_: ModelRequest) -> Reply:
+                await gate.wait()
+                return Reply.text(f"gated {self.calls}")
+        else:
+            entry = {"answer": Reply.text(f"answer {self.calls}"),
+                     "hang": Reply.hang(f"partial {self.calls}"),
+                     "fail": Reply.error("OVERLOADED", "model failed"),
+                     "max-tokens": Reply.max_tokens(f"cut {self.calls}")}[plan]
+        return ScriptedModel([entry]).stream(request)
+
+
+@dataclass
+class Continued:
+    """A continuable child the machine started (its id, model, gate)."""
+
+    id: str
+    model: TurnModel
+    gate: asyncio.Event
+
+
+def _store_root() -> str:
+    """A scratch directory for the machine's JSONL store (tmpfs when there is one: the machine
+    tests the runtime's bookkeeping, not the disk)."""
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    return tempfile.mkdtemp(prefix="turnfork-continuable-", dir=base)
+
+
+@settings(max_examples=int(os.environ.get(EXAMPLES_ENV) or examples(CONTINUABLE_CI_EXAMPLES)),
+          stateful_step_count=_steps(), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow], print_blob=True)
+class ContinuableLifecycle(RuleBasedStateMachine):
+    """One host with a JSONL store, one parent, and continuable fork and spawn children started,
+    followed up (resident or resumed from their logs), interrupted and disposed at will, each
+    operation's caller cancelled at any point. After every step every live log traces clean
+    and is balanced once its agent is idle, every resident child is a live agent; at the end
+    every log (persisted ones included) is balanced and nothing is left: no agent, no
+    Activation, no run, no live session, no task, and every epoch's start has its end."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = asyncio.new_event_loop()
+        self.root = _store_root()
+        self.host = Host(store=JsonlSessionStore(self.root), clock=ManualClock(1_000, step=1),
+                         ids=CountingIds("id-"), approval_default="never")
+        runtime = SubagentRuntime(self.host)
+        runtime.register_provider(ForkProvider())
+        runtime.register_provider(SpawnProvider())
+        self.host.tools.register(CountingTool("echo", pauses=1).tool)
+        self.manager = runtime.continuation
+        self.events: list[SubagentEvent] = []
+        runtime.subscribe(self.events.append)
+        # the parent answers every notice and prompt it gets
+        self.parent_model = ScriptedModel()
+        self.host.models.register("parent", self.parent_model)
+        self.parent = self.host.create_agent(provider="parent", model="test-model",
+                                             approval=True)
+        self.children: list[Continued] = []
+        self.numbers = 0
+
+    def _run(self, awaitable: Awaitable[T], seconds: float = STEP_SECONDS) -> T:
+        async def step() -> T:
+            async with asyncio.timeout(seconds):
+                return await awaitable
+
+        return self.loop.run_until_complete(step())
+
+    def _feed_parent(self) -> None:
+        # enough replies for every notice turn the parent may get
+        while len(self.parent_model.script) - self.parent_model.calls < 4:
+            self.parent_model.add(Reply.text("parent noted"))
+
+    @staticmethod
+    async def _cancel_after(operation: Awaitable[T], ticks: int | None) -> T | None:
+        task = asyncio.ensure_future(operation)
+        if ticks is not None:
+            for _ in range(ticks):
+                if task.done():
+                    break
+                await asyncio.sleep(0)
+            task.cancel()
+        try:
+            return await task
+        except asyncio.CancelledError:
+            statistic("an operation's caller was cancelled")
+            return None
+
+    @rule(kind=KINDS, plan=st.sampled_from(CHILD_PLANS), cancel=CANCEL_AFTER)
+    def start(self, kind: str, plan: ChildPlan, cancel: int | None) -> None:
+        """Start a continuable child (its caller cancelled after a few ticks, or never)."""
+        self._feed_parent()
+        self._run(self._start(kind, plan, cancel))
+
+    async def _start(self, kind: str, plan: ChildPlan, cancel: int | None) -> None:
+        self.numbers += 1
+        provider = f"child-{self.numbers}"
+        gate = asyncio.Event()
+        model = TurnModel(gate)
+        model.plans.append(plan)
+        self.host.models.register(provider, model)  # type: ignore[arg-type]
+        before = set(self.host.agents.list())
+        started = await self._cancel_after(self.manager.start_continuable(
+            kind, ContinuableStart(prompt=(TextBlock(text=f"task {self.numbers}"),),
+                                   label=f"task {self.numbers}",
+                                   agent_options=AgentOptions(provider=provider)),
+            parent=self.parent), cancel)
+        if started is None:
+            # rolled back: nothing was published (other children may have settled meanwhile)
+            assert not set(self.host.agents.list()) - before
+            return
+        self.children.append(Continued(id=started.child_id, model=model, gate=gate))
+
+    @precondition(lambda self: self.children)
+    @rule(pick=PICK, plan=st.sampled_from(CHILD_PLANS), cancel=CANCEL_AFTER)
+    def send(self, pick: int, plan: ChildPlan, cancel: int | None) -> None:
+        """Send a follow-up: queued in a resident child, or resuming a settled one."""
+        self._feed_parent()
+        child = self.children[pick % len(self.children)]
+        child.model.plans.append(plan)
+        resident = any(a.child_id == child.id for a in self.manager.activations())
+        statistic("follow-up into a resident child" if resident
+                  else "follow-up resuming a settled child")
+        self._run(self._cancel_after(self.manager.followup(
+            self.parent, child.id, f"follow-up {self.numbers}"), cancel))
+
+    @precondition(lambda self: self.children)
+    @rule(pick=PICK)
+    def interrupt(self, pick: int) -> None:
+        """Interrupt a child's current turn (a no-op for a settled one)."""
+        child = self.children[pick % len(self.children)]
+        self.manager.interrupt(child.id, AncestorAuthority(self.parent))
+
+    @precondition(lambda self: self.children)
+    @rule(pick=PICK, cancel=CANCEL_AFTER)
+    def dispose(self, pick: int, cancel: int | None) -> None:
+        """Dispose a resident child (its caller cancelled at any point: teardown goes on)."""
+        self._feed_parent()
+        child = self.children[pick % len(self.children)]
+        self._run(self._cancel_after(
+            self.manager.drain_children(self.parent, [child.id]), cancel))
+
+    @precondition(lambda self: self.children)
+    @rule(pick=PICK)
+    def open_a_gate(self, pick: int) -> None:
+        """Let a gated child answer."""
+        self.children[pick % len(self.children)].gate.set()
+
+    @rule(ticks=st.integers(1, 40))
+    def let_time_pass(self, ticks: int) -> None:
+        """Let every task run a while (the store's committer too)."""
+        self._feed_parent()
+
+        async def wait() -> None:
+            for _ in range(ticks):
+                await asyncio.sleep(0)
+            await asyncio.sleep(0.001)
+
+        self._run(wait())
+
+    @rule()
+    def cancel_parent(self) -> None:
+        """Cancel the parent's turn (a notice turn, or nothing)."""
+        self.parent.cancel()
+        self._run(self.parent.when_idle())
+
+    @invariant()
+    def live_logs_are_valid(self) -> None:
+        """Every live log traces clean; an idle agent's is balanced; every resident child is a
+        live agent."""
+        for session_id in self.host.sessions.list():
+            session = self.host.sessions.get(session_id)
+            if session is None:
+                continue
+            assert_traces_clean(session.events, session_id)
+            agent = self.host.agents.get(session_id)
+            if agent is not None and not agent.running:
+                assert_balanced(session.events, session_id)
+        for activation in self.manager.activations():
+            assert self.host.agents.get(activation.child_id) is activation.agent
+
+    def teardown(self) -> None:
+        try:
+            self._run(self._close(), seconds=3 * STEP_SECONDS)
+        finally:
+            self.loop.close()
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    async def _close(self) -> None:
+        for child in self.children:
+            child.gate.set()
+        await self.host.subagents.aclose()
+        await self.host.aclose()
+        assert len(self.host.agents) == 0 and self.manager.activations() == ()
+        assert self.host.subagents.runs() == ()
+        store = self.host.sessions
+        assert all(store.get(session_id) is None for session_id in store.list())
+        assert isinstance(store, JsonlSessionStore)
+        for child in self.children:
+            assert_balanced(store.inspect(child.id).events, child.id)
+        if self.parent.session.events:
+            assert_balanced(store.inspect(self.parent.id).events, self.parent.id)
+        starts = [e.run_id for e in self.events if isinstance(e, SubagentStart)]
+        ends = [e.run_id for e in self.events if isinstance(e, SubagentEnd)]
+        assert sorted(starts) == sorted(ends), "an epoch without its end"
+        for end in self.events:
+            if isinstance(end, SubagentEnd):
+                assert end.stop_reason in STOP_REASONS
+                statistic(f"epoch: {end.stop_reason}")
+        statistic(f"epochs: {len(starts)}")
+        leftover = asyncio.all_tasks() - {asyncio.current_task()}
+        assert not leftover, f"tasks left behind: {leftover}"
+
+
+TestContinuableLifecycle = ContinuableLifecycle.TestCase
