@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from ..logfile import LoadedLog, LogReadError
 from .app import EXIT_INVALID, EXIT_OK, EXIT_OPEN, EXIT_UNREADABLE
 from .assess import Assessment, assess
-from .histories import LoadedHistory, history_state, history_verdict
 from .inputs import load_arguments
 from .reports import (
     error_json,
@@ -18,6 +18,9 @@ from .reports import (
     where,
 )
 from .terminal import counted, print_json, say
+
+if TYPE_CHECKING:
+    from .histories import LoadedHistory
 
 __all__ = ["run", "check_json", "history_check_json"]
 
@@ -55,6 +58,8 @@ def check_json(path: str, log: LoadedLog | None, assessment: Assessment | None,
 
 def history_check_json(path: str, loaded: LoadedHistory) -> dict[str, object]:
     """The ``check --json`` report of a wire history (see docs/cli.md)."""
+    from .histories import history_state, history_verdict  # noqa: PLC0415
+
     history = loaded.history
     state = history_state(history)
     report: dict[str, object] = history_input_json(path, loaded)
@@ -72,6 +77,8 @@ def history_check_json(path: str, loaded: LoadedHistory) -> dict[str, object]:
 
 
 def _check_history(args: argparse.Namespace, loaded: LoadedHistory) -> int:
+    from .histories import history_state, history_verdict  # noqa: PLC0415
+
     history = loaded.history
     state = history_state(history)
     if args.json:
@@ -93,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print_json(check_json(args.path, None, None, loaded))
         return EXIT_UNREADABLE
-    if isinstance(loaded, LoadedHistory):
+    if not isinstance(loaded, LoadedLog):
         return _check_history(args, loaded)
     log = loaded
     assessment = assess(log)

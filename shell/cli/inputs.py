@@ -22,20 +22,16 @@ import os
 import stat
 import sys
 import tempfile
-from typing import BinaryIO, Literal, TypeAlias
+from typing import TYPE_CHECKING, BinaryIO, Literal, TypeAlias
 
 import msgspec
 from returns.result import Failure, Success
 
 from ..logfile import DEFAULT_LIMITS, LoadedLog, LogReadError, read_log, read_text
-from .histories import (
-    FORMAT_WORDS,
-    LoadedHistory,
-    history_from_text,
-    jsonl_items_hint,
-    read_history,
-)
 from .terminal import error
+
+if TYPE_CHECKING:
+    from .histories import LoadedHistory
 
 __all__ = ["STDIN", "STDIN_NAME", "STDIN_LIMIT", "InputFormat", "Loaded", "load", "load_arguments",
            "read_input",
@@ -44,7 +40,7 @@ __all__ = ["STDIN", "STDIN_NAME", "STDIN_LIMIT", "InputFormat", "Loaded", "load"
 #: What ``--format`` names.
 InputFormat: TypeAlias = Literal["dsh", "openai-chat", "openai-responses", "anthropic"]
 #: What a command reads.
-Loaded: TypeAlias = LoadedLog | LoadedHistory
+Loaded: TypeAlias = "LoadedLog | LoadedHistory"
 
 #: The PATH that means stdin.
 STDIN = "-"
@@ -71,17 +67,25 @@ def load(path: str, format_name: InputFormat | None = None, *,
 
 
 def _thinking_refused(loaded: Loaded) -> LogReadError | None:
-    if isinstance(loaded, LoadedHistory) and loaded.format == "anthropic":
+    if isinstance(loaded, LoadedLog):
+        what = "a DSH log"
+    elif loaded.format == "anthropic":
         return None
-    what = ("a DSH log" if isinstance(loaded, LoadedLog)
-            else f"this is {FORMAT_WORDS[loaded.format]}")
+    else:
+        from .histories import FORMAT_WORDS  # noqa: PLC0415
+
+        what = f"this is {FORMAT_WORDS[loaded.format]}"
     return LogReadError(file=loaded.path, problem=(
         f"--thinking is the setting of an Anthropic request, and {what}"))
 
 
 def _read_file(path: str, format_name: InputFormat | None,
                thinking: bool | None) -> Loaded | LogReadError:
+    # The wire formats are imported only for an input that may be one: a DSH log's command
+    # does not pay for them.
     if format_name is not None and format_name != "dsh":
+        from .histories import read_history  # noqa: PLC0415
+
         return read_history(path, path, format_name, thinking=thinking)
     result = read_log(path)
     if isinstance(result, Success):
@@ -93,6 +97,8 @@ def _read_file(path: str, format_name: InputFormat | None,
     text = read_text(path)  # read again only when the DSH reader refused the file
     if isinstance(text, Failure):
         return failure
+    from .histories import history_from_text, jsonl_items_hint  # noqa: PLC0415
+
     detected = history_from_text(path, text.unwrap(), None, thinking=thinking)
     if detected is not None:
         return detected

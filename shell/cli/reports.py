@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...core import Violation
-from ...core.formats import FormatViolation
 from ..logfile import LoadedLog, LogReadError
-from .histories import LoadedHistory
+
+if TYPE_CHECKING:
+    from ...core.formats import FormatViolation
+    from .histories import LoadedHistory
 
 __all__ = ["input_json", "history_input_json", "error_json", "violation_json",
            "history_violation_json", "where"]

@@ -8,6 +8,7 @@ import contextlib
 import os
 import sys
 import tempfile
+from typing import TYPE_CHECKING
 
 from returns.result import Failure
 
@@ -15,7 +16,6 @@ from ...core import Violation, check_balance, completed_turn_prefix, encode_log
 from ..logfile import LoadedLog, LogReadError
 from .app import EXIT_INVALID, EXIT_OK, EXIT_UNREADABLE
 from .assess import Tail, assess
-from .histories import LoadedHistory, encode_seed, excluded_words, span_words
 from .inputs import STDIN, is_the_input, load_arguments
 from .reports import (
     error_json,
@@ -26,6 +26,9 @@ from .reports import (
     where,
 )
 from .terminal import counted, error, print_json, say
+
+if TYPE_CHECKING:
+    from .histories import LoadedHistory
 
 __all__ = ["run", "write_atomically"]
 
@@ -103,6 +106,8 @@ def _write(output: str | None, data: bytes, report: dict[str, object], json: boo
 def _seed_history(args: argparse.Namespace, output: str | None, loaded: LoadedHistory) -> int:
     """Write a wire history's completed-turn prefix in its own layout. The core's cut stops
     before the first violation, so the prefix is balanced whatever follows it."""
+    from .histories import encode_seed, excluded_words, span_words  # noqa: PLC0415
+
     history = loaded.history
     cut, total = history.completed_prefix_length, loaded.items
     report = history_input_json(args.path, loaded)
@@ -162,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
             report["error"] = _output_error(output, problem)
             print_json(report)
         return EXIT_UNREADABLE
-    if isinstance(loaded, LoadedHistory):
+    if not isinstance(loaded, LoadedLog):
         return _seed_history(args, output, loaded)
     log = loaded
     report = _seed_json(args.path, log)

@@ -4,19 +4,21 @@ through a pager."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from ...core import Event
-from ..logfile import LogReadError
+from ..logfile import LoadedLog, LogReadError
 from .app import EXIT_INVALID, EXIT_OK, EXIT_UNREADABLE, TurnRange
 from .assess import assess
-from .histories import LoadedHistory
-from .history_outline import build_history_outline, history_drawing, select_history_turns
 from .inputs import load_arguments
 from .outline import TurnSpan, build_outline, turn_spans
 from .reports import error_json
 from .terminal import error, paged, print_json
+
+if TYPE_CHECKING:
+    from .histories import LoadedHistory
 
 __all__ = ["run", "select_turns"]
 
@@ -57,6 +59,12 @@ def _which(spans: list[TurnSpan]) -> str:
 
 
 def _show_history(args: argparse.Namespace, loaded: LoadedHistory) -> int:
+    from .history_outline import (  # noqa: PLC0415
+        build_history_outline,
+        history_drawing,
+        select_history_turns,
+    )
+
     if args.seed:
         error(f"{loaded.path}: --seed draws a fork child's inherited seed, and a wire history "
               "has none")
@@ -88,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print_json({"path": args.path, "error": error_json(loaded)})
         return EXIT_UNREADABLE
-    if isinstance(loaded, LoadedHistory):
+    if not isinstance(loaded, LoadedLog):
         return _show_history(args, loaded)
     log = loaded
     window: tuple[int, int] | None = None

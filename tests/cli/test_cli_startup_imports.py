@@ -66,3 +66,11 @@ def test_show_adds_rich_but_no_runtime() -> None:
     added = _added("show", "--plain", str(FORK_PARENT))
     assert _from(added, "rich")
     assert _from(added, *RUNTIME) == []
+
+
+@pytest.mark.parametrize("command", ["check", "seed", "show"])
+def test_a_dsh_log_does_not_import_the_wire_formats(command: str) -> None:
+    """A DSH log's command never imports core.formats or the CLI's history modules."""
+    added = _added(command, "--json" if command == "show" else "--", str(FORK_PARENT))
+    assert _from(added, "turnfork.core.formats", "turnfork.shell.cli.histories",
+                 "turnfork.shell.cli.history_outline") == []
