@@ -13,8 +13,8 @@ user + system time (``os.wait4``), which a loaded machine does not inflate. Rati
 where its import time goes, grouped by package (the smallest self time of each module over a
 few runs, summed).
 
-An editable install (``pip install -e``, as the README's commands do) adds its import hook to
-every interpreter start, ``python -c pass`` included; the notes say which install was measured.
+The notes say how turnfork is installed where it was measured (``wheel`` or ``editable``; an
+editable install is one ``.pth`` path, so both start alike).
 """
 
 from __future__ import annotations

@@ -6,7 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _packaging import CLOSED_LOG, ROOT, USER_SCRIPT, Venv, changed_files, repo_version, run
+from _packaging import (
+    CLOSED_LOG,
+    ROOT,
+    USER_SCRIPT,
+    Venv,
+    changed_files,
+    record_entries,
+    repo_version,
+    run,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -60,3 +69,13 @@ def test_the_rivals_keep_their_own_packages(install: str,
     site = venv.site_packages
     for distribution in ("turnfork", "their_core", "their_shell"):
         assert changed_files(site, distribution) == [], distribution
+
+
+
+def test_the_editable_install_adds_one_path_line(rivals_then_editable: Venv) -> None:
+    """`pip install -e` adds a `.pth` naming `.editable/` and the dist-info, and no package."""
+    site = rivals_then_editable.site_packages
+    recorded = {path.split("/", 1)[0] for path, _ in record_entries(site, "turnfork")}
+    assert recorded == {"_turnfork.pth", f"turnfork-{repo_version()}.dist-info", ".."}, recorded
+    assert (site / "_turnfork.pth").read_text(encoding="utf-8").split() == [
+        str(ROOT / ".editable")]

@@ -1,5 +1,6 @@
-"""A user's `mypy --strict` against the installed wheel (issue 11.2): turnfork's types are
-found (py.typed, no missing stubs) and are precise enough to catch a wrong call."""
+"""A user's `mypy --strict` against an installed turnfork, from the wheel and editable (issue
+11.2): turnfork's types are found (py.typed, no missing stubs, no import hook to get lost in)
+and are precise enough to catch a wrong call."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import re
 
 import pytest
 from _packaging import Venv, run
-from conftest import WheelInstall
 
 pytestmark = pytest.mark.slow
 
@@ -59,10 +59,14 @@ NOT_FOUND = re.compile(r"import-not-found|import-untyped|missing library stubs|"
                        r"Cannot find implementation|Skipping analyzing", re.IGNORECASE)
 
 
-@pytest.fixture(scope="module")
-def typing_venv(wheel_install: WheelInstall) -> Venv:
-    """The wheel's environment with mypy added, as a user's project would have it."""
-    venv = wheel_install.venv
+@pytest.fixture(scope="module", params=["wheel", "editable"])
+def typing_venv(request: pytest.FixtureRequest) -> Venv:
+    """An environment with turnfork installed (the wheel; or editable from the checkout, next
+    to the rivals' `core` and `shell`) and mypy added, as a user's project would have it."""
+    if request.param == "wheel":
+        venv: Venv = request.getfixturevalue("wheel_install").venv
+    else:
+        venv = request.getfixturevalue("rivals_then_editable")
     venv.pip("mypy>=1.11")
     return venv
 
