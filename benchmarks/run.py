@@ -33,12 +33,14 @@ MODULES: tuple[str, ...] = (
     "benchmarks.bench_startup",
     "benchmarks.bench_codec",
     "benchmarks.bench_prefix",
+    "benchmarks.bench_surface",
     "benchmarks.bench_fork_core",
     "benchmarks.bench_fork_shell",
     "benchmarks.bench_fork_memory",
     "benchmarks.bench_fork_load",
     "benchmarks.bench_store",
     "benchmarks.bench_formats",
+    "benchmarks.bench_prompt_cache",
     "benchmarks.bench_turns",
 )
 

@@ -179,6 +179,7 @@ class _Tracer:
         "first_title",
         "last_time",
         "length",
+        "live",
         "next_step",
         "next_turn",
         "open_step",
@@ -204,6 +205,8 @@ class _Tracer:
         self.open_turn_seq = trace.open_turn_seq
         self.last_time = trace.last_time
         self.surface = trace.surface
+        #: The surface indexed for replaces, once the fold meets one (else ``surface`` holds).
+        self.live: _LiveSurface | None = None
         self.sandbox_mode = trace.sandbox_mode
         self.request_header = trace.request_header
         self.request_context = trace.request_context
@@ -219,7 +222,8 @@ class _Tracer:
             next_turn=self.next_turn, next_step=self.next_step,
             pending_calls=tuple(self.pending.values()), answered_calls=tuple(self.answered),
             completed_prefix_length=self.completed, open_turn_seq=self.open_turn_seq,
-            last_time=self.last_time, surface=self.surface,
+            last_time=self.last_time,
+            surface=self.surface if self.live is None else self.live.persistent(),
             sandbox_mode=self.sandbox_mode, request_header=self.request_header,
             request_context=self.request_context, context_seen=self.context_seen,
             context_seq=self.context_seq, context_text=self.context_text, titled=self.titled,
@@ -511,7 +515,10 @@ class _Tracer:
                                          "may cite nothing)")
         op = event.surface_op
         if not isinstance(op, SurfaceReplace):
-            self.surface = SurfaceNode(seq, event, self.surface)
+            if self.live is None:
+                self.surface = SurfaceNode(seq, event, self.surface)
+            else:
+                self.live.append(seq, event)
             return None
         problem = self._replace(event, op, cited_set, seq)
         if problem is None and self.context_seq is not None and self.context_seq in cited_set:
@@ -521,54 +528,110 @@ class _Tracer:
 
     def _replace(self, event: UserMessageEvent | AssistantMessageEvent | ToolResultEvent,
                  op: SurfaceReplace, cited: frozenset[int], seq: int) -> Violation | None:
-        after_end: list[SurfaceNode] = []  # nodes after E, tail first
-        shadowed: list[SurfaceNode] = []
-        node = self.surface
-        while node is not None and node.seq != op.end:
-            if node.seq == op.start:
-                # Start before end from the tail: either end lies earlier, or it is absent.
-                earlier = node.previous
-                while earlier is not None and earlier.seq != op.end:
-                    earlier = earlier.previous
-                sentence = (f"surface replace {op.start}..{op.end}: start comes after end on "
-                            "the surface" if earlier is not None else
-                            f"surface replace names seq {op.end}, which is not on the surface")
-                return Violation(seq=seq, rule="surface", problem=sentence)
-            after_end.append(node)
+        if self.live is None:
+            # The first replace of this fold indexes the surface once; later ones are then
+            # O(what they shadow), so a log of replaces traces in linear time.
+            self.live = _LiveSurface(self.surface)
+        problem = self.live.replace(event, op, cited, seq)
+        return None if problem is None else Violation(seq=seq, rule="surface", problem=problem)
+
+
+@unchecked
+class _Link:
+    """One surface node in a fold's indexed surface."""
+
+    __slots__ = ("event", "key", "newer", "older", "seq")
+
+    def __init__(self, seq: int, event: Event, key: int, older: _Link | None) -> None:
+        self.seq = seq
+        self.event = event
+        self.key = key  # increasing along the surface: compares positions in O(1)
+        self.older = older
+        self.newer: _Link | None = None
+
+
+@unchecked
+class _LiveSurface:
+    """The surface as a doubly linked list indexed by seq, for a fold that replaces: mutable,
+    never escapes the fold, and turned back into the persistent list when it ends."""
+
+    __slots__ = ("by_seq", "keys", "newest", "oldest")
+
+    def __init__(self, head: SurfaceNode | None) -> None:
+        self.by_seq: dict[int, _Link] = {}
+        self.newest: _Link | None = None
+        self.oldest: _Link | None = None
+        self.keys = 0
+        chain: list[SurfaceNode] = []
+        node = head
+        while node is not None:
+            chain.append(node)
             node = node.previous
-        if node is None:
-            return Violation(seq=seq, rule="surface",
-                             problem=f"surface replace names seq {op.end}, which is not on "
-                                     "the surface")
-        while node is not None and node.seq != op.start:
-            shadowed.append(node)
-            node = node.previous
-        if node is None:
-            return Violation(seq=seq, rule="surface",
-                             problem=f"surface replace names seq {op.start}, which is not on "
-                                     "the surface")
-        shadowed.append(node)
+        for kept in reversed(chain):
+            self.append(kept.seq, kept.event)
+
+    def append(self, seq: int, event: Event) -> None:
+        link = _Link(seq, event, self.keys, self.newest)
+        self.keys += 1
+        if self.newest is None:
+            self.oldest = link
+        else:
+            self.newest.newer = link
+        self.newest = link
+        self.by_seq[seq] = link
+
+    def replace(self, event: UserMessageEvent | AssistantMessageEvent | ToolResultEvent,
+                op: SurfaceReplace, cited: frozenset[int], seq: int) -> str | None:
+        first, last = self.by_seq.get(op.start), self.by_seq.get(op.end)
+        if last is None:
+            return f"surface replace names seq {op.end}, which is not on the surface"
+        if first is None:
+            return f"surface replace names seq {op.start}, which is not on the surface"
+        if first.key > last.key:
+            return f"surface replace {op.start}..{op.end}: start comes after end on the surface"
+        shadowed: list[_Link] = []
+        link: _Link | None = first
+        while link is not None:
+            shadowed.append(link)
+            if link is last:
+                break
+            link = link.newer
         missing = sorted(n.seq for n in shadowed if n.seq not in cited)
         if missing:
-            return Violation(seq=seq, rule="surface",
-                             problem=f"surface replace shadows seq {missing[0]} without citing "
-                                     "it in sourceEventSeqs")
+            return f"surface replace shadows seq {missing[0]} without citing it in sourceEventSeqs"
         if isinstance(event, ToolResultEvent):
-            problem = _tool_result_rewrite_problem(event, shadowed)
+            problem = _tool_result_rewrite_problem(event, [n.event for n in shadowed])
             if problem is not None:
-                return Violation(seq=seq, rule="surface", problem=problem)
-        rebuilt: SurfaceNode | None = SurfaceNode(seq, event, node.previous)
-        for later in reversed(after_end):
-            rebuilt = SurfaceNode(later.seq, later.event, rebuilt)
-        self.surface = rebuilt
+                return problem
+        # The replacement takes the range's place (and its first position's key).
+        kept = _Link(seq, event, first.key, first.older)
+        kept.newer = last.newer
+        if first.older is None:
+            self.oldest = kept
+        else:
+            first.older.newer = kept
+        if last.newer is None:
+            self.newest = kept
+        else:
+            last.newer.older = kept
+        for gone in shadowed:
+            del self.by_seq[gone.seq]
+        self.by_seq[seq] = kept
         return None
 
+    def persistent(self) -> SurfaceNode | None:
+        head: SurfaceNode | None = None
+        link = self.oldest
+        while link is not None:
+            head = SurfaceNode(link.seq, link.event, head)
+            link = link.newer
+        return head
 
-def _tool_result_rewrite_problem(event: ToolResultEvent, shadowed: list[SurfaceNode],
-                                 ) -> str | None:
-    if len(shadowed) != 1 or not isinstance(shadowed[0].event, ToolResultEvent):
+
+def _tool_result_rewrite_problem(event: ToolResultEvent, shadowed: list[Event]) -> str | None:
+    if len(shadowed) != 1 or not isinstance(shadowed[0], ToolResultEvent):
         return "a tool/result replacement must shadow exactly one tool/result"
-    old = shadowed[0].event
+    old = shadowed[0]
     if _without_result_content(old) != _without_result_content(event):
         return "a tool/result replacement may rewrite only the result content"
     return None

@@ -44,10 +44,12 @@ def _check_rows(section: dict[str, Any]) -> None:
     assert section["rows"], "a benchmark that ran must report rows"
     for row in section["rows"]:
         assert isinstance(row["label"], str) and row["label"]
-        assert row["unit"] in ("ns", "x", "B")
+        assert row["unit"] in ("ns", "x", "B", "%", "tokens")
         assert isinstance(row["value"], float | int)
-        # A size may be zero or negative (memory left after disposal); times and ratios not.
-        assert row["unit"] == "B" or row["value"] > 0
+        # A size may be zero or negative (memory left after disposal), a share or a token
+        # count zero; times and ratios not.
+        assert row["unit"] in ("B", "%", "tokens") or row["value"] > 0
+        assert row["unit"] == "B" or row["value"] >= 0
         # Sizes, and points inside a timed call, have no CPU figure.
         has_cpu = row["cpu_value"] is not None
         assert not has_cpu or (isinstance(row["cpu_value"], float | int)
@@ -81,8 +83,9 @@ def test_quick_run_prints_a_table_and_writes_well_formed_json(tmp_path: Path) ->
     assert meta["machine"]["cpus"] >= 1 and meta["machine"]["cpu"]
     assert meta["versions"]["python"] and meta["versions"]["msgspec"]
     assert meta["core_beartype"] == "on"
-    assert set(results["benchmarks"]) == {"startup", "codec", "prefix", "fork-core", "fork-shell",
-                                          "fork-memory", "fork-load", "store", "formats",
+    assert set(results["benchmarks"]) == {"startup", "codec", "prefix", "surface",
+                                          "fork-core", "fork-shell", "fork-memory",
+                                          "fork-load", "store", "formats", "prompt-cache",
                                           "turns"}
     for name, section in results["benchmarks"].items():
         assert f"== {name}:" in done.stdout
