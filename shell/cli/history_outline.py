@@ -96,8 +96,8 @@ def _json_text(value: Any) -> str:
         return value
     try:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return repr(value)
+    except (TypeError, ValueError, RecursionError):
+        return "…"
 
 
 def _quoted(text: str, limit: int = _TEXT_LIMIT) -> str:

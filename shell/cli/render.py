@@ -245,7 +245,7 @@ def _figures_line(outline: Outline) -> str:
         turns += f" ({ended} ended" + (f", {open_turns} in flight" if open_turns else "") + ")"
     results = counted(counts.tool_results, "result")
     if counts.error_results:
-        results += f" ({counts.error_results} errors)"
+        results += f" ({counted(counts.error_results, 'error')})"
     return " · ".join([
         turns, counted(counts.steps, "step"),
         f"{counted(counts.tool_calls, 'tool call')}, {results}",
