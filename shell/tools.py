@@ -16,7 +16,6 @@ system-prompt sections.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -40,6 +39,7 @@ from ..core import (
     ToolResultBlock,
     ToolSchema,
 )
+from ..core.arguments import parse_tool_arguments
 from ..core.delegation import validate_tool_filter
 from ..core.loop import ToolOutcome
 
@@ -59,7 +59,6 @@ __all__ = [
     "ToolRegistry",
     "ToolScope",
     "execute_call",
-    "parse_arguments",
     "error_outcome",
     "restriction_problem",
     "schema_violations",
@@ -117,9 +116,10 @@ async def execute_call(tool: Tool | ToolRefusal, arguments: str, context: ToolCo
     failures become error outcomes. Only cancellation propagates."""
     if isinstance(tool, ToolRefusal):
         return tool.outcome
-    args = parse_arguments(arguments)
-    if isinstance(args, str):
-        return error_outcome(f"invalid arguments: {args}", _INVALID_ARGS)
+    parsed = parse_tool_arguments(arguments)
+    if isinstance(parsed, Failure):
+        return error_outcome(f"invalid arguments: {parsed.failure()}", _INVALID_ARGS)
+    args = parsed.unwrap()
     problems = tool.violations(args)
     if problems:
         return error_outcome(f"invalid arguments: {'; '.join(problems)}", _INVALID_ARGS)
@@ -360,24 +360,6 @@ class ToolScope:
 
 # ---------------------------------------------------------------------------- arguments
 
-
-def parse_arguments(text: str) -> dict[str, Any] | str:
-    """A call's raw arguments as an object, or why they are not one (``""`` means ``{}``).
-
-    >>> parse_arguments(""), parse_arguments('{"a": 1}'), parse_arguments("[1]")
-    ({}, {'a': 1}, 'arguments must be a JSON object, got array')
-    """
-    if not text.strip():
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return f"arguments are not valid JSON ({exc.msg} at char {exc.pos})"
-    if not isinstance(value, dict):
-        kind = {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
-            type(value), "number")
-        return f"arguments must be a JSON object, got {kind}"
-    return value
 
 _JSON_TYPES: dict[str, Callable[[object], bool]] = {
     "object": lambda v: isinstance(v, dict),
