@@ -62,6 +62,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import math
 import os
 import secrets
 import stat
@@ -157,12 +158,19 @@ def _is_link_error(exc: OSError) -> bool:
 
 
 class SessionPathError(OSError):
-    """A path inside the store's root is a symbolic link (or not a directory): the store
-    never follows links out of its root."""
+    """A path of the store it cannot use: a symbolic link inside its root (never followed),
+    something that is not a directory, or one the system refuses (permission denied, …).
+    The message names the path and the real cause; ``errno`` is the system's."""
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(errno.ELOOP, f"{path} is a symbolic link or not a directory (the "
-                                      "session store never follows links out of its root)")
+    def __init__(self, path: Path, cause: OSError | None = None) -> None:
+        if cause is None or _is_link_error(cause):
+            words = ("is a symbolic link or not a directory (the session store never follows "
+                     "links out of its root)")
+            number = errno.ELOOP
+        else:
+            words = f"cannot be used: {(cause.strerror or str(cause)).lower()}"
+            number = cause.errno or errno.EIO
+        super().__init__(number, f"{path} {words}")
         self.path = path
 
     def __str__(self) -> str:
@@ -190,16 +198,22 @@ class _Committer:
     def __init__(self) -> None:
         self._condition = threading.Condition()
         self._due: dict[_SessionFile, float] = {}
+        self._earliest = math.inf
         self._thread: threading.Thread | None = None
 
     def schedule(self, writer: _SessionFile, window: float) -> None:
+        if window > 0 and writer.commit_due:  # a commit is due already: it will cover this
+            return
         deadline = time.monotonic() + window
         with self._condition:
             known = self._due.get(writer)
             if known is not None and known <= deadline:
                 return
             self._due[writer] = deadline
-            self._condition.notify()
+            writer.commit_due = True
+            if deadline < self._earliest:  # wake the thread only when it must wake sooner
+                self._earliest = deadline
+                self._condition.notify()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="turnfork-committer",
                                                 daemon=True)
@@ -215,7 +229,7 @@ class _Committer:
                             self._thread = None
                             return
                         continue
-                    delay = min(self._due.values()) - time.monotonic()
+                    delay = self._earliest - time.monotonic()
                     if delay <= 0:
                         break
                     self._condition.wait(delay)
@@ -223,6 +237,8 @@ class _Committer:
                 ready = [writer for writer, due in self._due.items() if due <= now]
                 for writer in ready:
                     del self._due[writer]
+                    writer.commit_due = False
+                self._earliest = min(self._due.values(), default=math.inf)
             for writer in ready:
                 writer.commit(quiet=True)
 
@@ -362,6 +378,8 @@ class _SessionFile:
         self.cut: tuple[int, int] | None = None
         self.failure: OSError | None = None
         self.closed = False
+        #: Whether the committer holds a commit of this file in its schedule.
+        self.commit_due = False
         self._first_commit = True
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()
@@ -721,15 +739,17 @@ class JsonlSessionStore(_LiveSessions):
     @contextlib.contextmanager
     def _root(self, *, create: bool) -> Iterator[int | None]:
         """The root, open (``None`` when it does not exist and ``create`` is false)."""
-        if create:
-            self.root.mkdir(parents=True, exist_ok=True)
         try:
+            if create:
+                self.root.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except FileNotFoundError:
             if create:
                 raise
             yield None
             return
+        except OSError as exc:
+            raise SessionPathError(self.root, exc) from exc
         try:
             yield fd
         finally:
@@ -743,10 +763,10 @@ class JsonlSessionStore(_LiveSessions):
         """
         try:
             return os.open(name, _DIRECTORY, dir_fd=parent)
-        except OSError as exc:
-            if _is_link_error(exc):
-                raise SessionPathError(shown) from exc
+        except FileNotFoundError:
             raise
+        except OSError as exc:
+            raise SessionPathError(shown, exc) from exc
 
     def _locate(self, session_id: str) -> list[str]:
         """Project directories holding a directory for this session (no link followed)."""
@@ -814,6 +834,8 @@ class JsonlSessionStore(_LiveSessions):
                 created.append(os.dup(root))
             except FileExistsError:
                 pass
+            except OSError as exc:
+                raise SessionPathError(self.root / project, exc) from exc
             project_fd = self._open_dir(root, project, self.root / project)
         try:
             try:
@@ -821,6 +843,8 @@ class JsonlSessionStore(_LiveSessions):
                 created.append(os.dup(project_fd))
             except FileExistsError:
                 pass
+            except OSError as exc:
+                raise SessionPathError(self.root / project / segment, exc) from exc
             fd = self._open_dir(project_fd, segment, self.root / project / segment)
         except BaseException:
             for parent in created:

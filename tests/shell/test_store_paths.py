@@ -130,3 +130,22 @@ def test_permission_denied_and_fifos_are_named(tmp_path: Path) -> None:
     os.mkfifo(path)
     with pytest.raises(SessionLoadError, match=r"it is a FIFO \(named pipe\)"):
         store.load("s")
+
+
+
+def test_permission_denied_is_named_with_its_path(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A root the writer may not write to: the first append says which path and why (as
+    root, which writes anyway, the refusal is the system's answer played back)."""
+    root = tmp_path / "root"
+    root.mkdir(mode=0o555)
+    if os.geteuid() == 0:
+        def refused(path: object, *args: object, **kwargs: object) -> None:
+            raise PermissionError(13, "Permission denied", path)
+
+        monkeypatch.setattr(os, "mkdir", refused)
+    session = JsonlSessionStore(root).create(SessionHeader(id="s", created_at=0))
+    with pytest.raises(SessionPathError) as caught:
+        session.append(TurnStartEvent, TurnStartData(turn=1))
+    assert str(caught.value) == f"{root / '_no-cwd'} cannot be used: permission denied"
+    assert caught.value.errno == 13 and len(session) == 0

@@ -197,23 +197,28 @@ def test_a_session_is_reserved_by_its_first_append(tmp_path: Path) -> None:
     assert len(JsonlSessionStore(tmp_path).load(SESSION).events) == 3
 
 
+#: Races run; TURNFORK_RACE_ROUNDS=N runs N (each starts four processes).
+RACE_ROUNDS = int(os.environ.get("TURNFORK_RACE_ROUNDS") or 1)
+
+
 def test_the_loser_of_a_create_race_gets_session_exists(tmp_path: Path) -> None:
-    """Processes racing to create one id: exactly one wins, every other one is told the
-    session exists; the winner's file is whole."""
-    start = tmp_path / "go"
-    racers = [subprocess.Popen([sys.executable, __file__, "race", str(tmp_path / "root"),
-                                str(start)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True) for _ in range(4)]
-    time.sleep(1.0)  # let every racer import and wait at the line
-    start.touch()
-    outcomes = []
-    for racer in racers:
-        out, err = racer.communicate(timeout=60)
-        assert racer.returncode == 0, err
-        outcomes.append(out.strip())
-    assert sorted(outcomes) == ["exists", "exists", "exists", "won"], outcomes
-    session = JsonlSessionStore(tmp_path / "root").load(SESSION)
-    assert len(session.events) == 3
+    """Processes racing to create one id and write to it: exactly one wins, every other one
+    is told the session exists; the winner's file is whole."""
+    for round_no in range(RACE_ROUNDS):
+        root, start = tmp_path / f"root-{round_no}", tmp_path / f"go-{round_no}"
+        racers = [subprocess.Popen([sys.executable, __file__, "race", str(root), str(start)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                  for _ in range(4)]
+        time.sleep(1.0)  # let every racer import and wait at the line
+        start.touch()
+        outcomes = []
+        for racer in racers:
+            out, err = racer.communicate(timeout=60)
+            assert racer.returncode == 0, err
+            outcomes.append(out.strip())
+        assert sorted(outcomes) == ["exists", "exists", "exists", "won"], (round_no, outcomes)
+        session = JsonlSessionStore(root).load(SESSION)
+        assert len(session.events) == 3
 
 
 if __name__ == "__main__":
