@@ -140,6 +140,10 @@ class AgentServices(Protocol):
         """The agent is disposed and its loop quiet: forget it."""
         ...
 
+    async def release_children(self, agent: Agent) -> None:
+        """Dispose every child ``agent`` started, however it was started."""
+        ...
+
 
 class AgentDisposedError(RuntimeError):
     """The agent was disposed; it takes no more input."""
@@ -311,7 +315,8 @@ class Agent:
             raise AgentLoopError(f"agent {self.id}: {failure}") from failure
 
     async def dispose(self) -> None:
-        """Cancel with ``disposed``, wait for quiescence, leave the owner's registries.
+        """Cancel with ``disposed``, wait for quiescence, dispose every child the agent
+        started (foreground, background or continuable), leave the owner's registries.
 
         Idempotent and safe to call concurrently; the store keeps persisted files.
         """
@@ -321,6 +326,7 @@ class Agent:
             if self._task is None:
                 self._forget()
         await self._quiesce()
+        await self.host.release_children(self)
 
     # ------------------------------------------------------------------ approval
 

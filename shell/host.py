@@ -198,6 +198,11 @@ class Host:
         self.agents.remove(agent)
         self.sessions.release(agent.id)
 
+    async def release_children(self, agent: Agent) -> None:
+        """Dispose every child ``agent`` started, through the subagent runtime (if any)."""
+        if self._subagents is not None:
+            await self._subagents.release(agent)
+
     async def aclose(self) -> None:
         """Dispose every live subagent run, then every live agent (concurrently)."""
         if self._subagents is not None:

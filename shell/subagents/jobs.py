@@ -110,6 +110,7 @@ class BackgroundJobs:
         self.controllers = 0
         self._closed = False
         host.subagents.on_close(self.aclose)
+        host.subagents.on_release(self.kill_owned)
 
     # -- starting
 

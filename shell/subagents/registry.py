@@ -279,6 +279,7 @@ class SubagentRuntime:
         self._runs: dict[str, SubagentRunHandle] = {}
         self._continuation: ContinuationManager | None = None
         self._closers: list[Callable[[], Awaitable[None]]] = []
+        self._releasers: list[Callable[[Agent], Awaitable[None]]] = []
 
     @classmethod
     def of(cls, host: SubagentHost) -> SubagentRuntime:
@@ -395,7 +396,30 @@ class SubagentRuntime:
 
             self._continuation = ContinuationManager(self)
             self.on_close(self._continuation.drain)
+            manager = self._continuation
+
+            async def release(parent: Agent) -> None:
+                await manager.drain_descendants([parent])
+
+            self.on_release(release)
         return self._continuation
+
+    def on_release(self, releaser: Callable[[Agent], Awaitable[None]]) -> None:
+        """Have :meth:`release` await ``releaser(parent)`` when a parent is disposed (the job
+        registry kills its jobs, the continuation manager disposes its children)."""
+        self._releasers.append(releaser)
+
+    async def release(self, parent: Agent) -> None:
+        """Dispose every child ``parent`` started, however it was started: its runs, and what
+        each :meth:`on_release` owner keeps for it. Idempotent; waits for all of them, and
+        raises the first failure only after every branch settled."""
+        branches = [*(releaser(parent) for releaser in self._releasers),
+                    *(run.dispose() for run in self.runs() if run.parent is parent)]
+        failures = [outcome for outcome in await asyncio.gather(*branches,
+                                                                return_exceptions=True)
+                    if isinstance(outcome, BaseException)]
+        if failures:
+            raise failures[0]
 
     def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
         """Have :meth:`aclose` await ``closer()`` before it disposes the runs (the continuation
