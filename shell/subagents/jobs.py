@@ -110,7 +110,7 @@ class BackgroundJobs:
         self.controllers = 0
         self._closed = False
         host.subagents.on_close(self.aclose)
-        host.subagents.on_release(self.kill_owned)
+        host.subagents.on_release(self.kill_owned, owns=self._owns_running)
 
     # -- starting
 
@@ -226,6 +226,10 @@ class BackgroundJobs:
         return job.view()
 
     # -- teardown
+
+    def _owns_running(self, owner: Agent) -> bool:
+        return any(job.owner is owner and job.status == "running"
+                   for job in self._jobs.values())
 
     async def kill_owned(self, owner: Agent, reason: str = "owner disposed") -> None:
         """Kill every running job of ``owner`` and wait until each settled."""

@@ -279,7 +279,8 @@ class SubagentRuntime:
         self._runs: dict[str, SubagentRunHandle] = {}
         self._continuation: ContinuationManager | None = None
         self._closers: list[Callable[[], Awaitable[None]]] = []
-        self._releasers: list[Callable[[Agent], Awaitable[None]]] = []
+        self._releasers: list[tuple[Callable[[Agent], bool],
+                                    Callable[[Agent], Awaitable[None]]]] = []
 
     @classmethod
     def of(cls, host: SubagentHost) -> SubagentRuntime:
@@ -401,20 +402,29 @@ class SubagentRuntime:
             async def release(parent: Agent) -> None:
                 await manager.drain_descendants([parent])
 
-            self.on_release(release)
+            def owns(parent: Agent) -> bool:
+                return any(any(member is parent for member in activation.ancestry[1:])
+                           for activation in manager.activations())
+
+            self.on_release(release, owns=owns)
         return self._continuation
 
-    def on_release(self, releaser: Callable[[Agent], Awaitable[None]]) -> None:
-        """Have :meth:`release` await ``releaser(parent)`` when a parent is disposed (the job
-        registry kills its jobs, the continuation manager disposes its children)."""
-        self._releasers.append(releaser)
+    def on_release(self, releaser: Callable[[Agent], Awaitable[None]], *,
+                   owns: Callable[[Agent], bool]) -> None:
+        """Have :meth:`release` await ``releaser(parent)`` when a parent that ``owns`` says
+        has something there is disposed (the job registry kills its jobs, the continuation
+        manager disposes its children)."""
+        self._releasers.append((owns, releaser))
 
     async def release(self, parent: Agent) -> None:
         """Dispose every child ``parent`` started, however it was started: its runs, and what
-        each :meth:`on_release` owner keeps for it. Idempotent; waits for all of them, and
-        raises the first failure only after every branch settled."""
-        branches = [*(releaser(parent) for releaser in self._releasers),
+        each :meth:`on_release` owner keeps for it. Idempotent; returns at once (without
+        yielding) when there is nothing; else waits for all of them, and raises the first
+        failure only after every branch settled."""
+        branches = [*(releaser(parent) for owns, releaser in self._releasers if owns(parent)),
                     *(run.dispose() for run in self.runs() if run.parent is parent)]
+        if not branches:
+            return
         failures = [outcome for outcome in await asyncio.gather(*branches,
                                                                 return_exceptions=True)
                     if isinstance(outcome, BaseException)]

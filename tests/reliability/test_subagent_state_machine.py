@@ -463,9 +463,21 @@ class SubagentLifecycle(RuleBasedStateMachine):
     @precondition(lambda self: self.parent_live)
     @rule()
     def dispose_parent(self) -> None:
-        """Dispose the parent; the children started directly are not its to stop."""
+        """Dispose the parent: every child it started goes with it, however it was started
+        (a run still working ends aborted, or completed if its turn finished meanwhile)."""
+        live = [child for child in self.children if not child.disposed]
+        working = {child.number for child in live if not child.run.done}
         self._run(self._stop_parent(dispose=True))
         self.parent_live = False
+        for child in live:
+            assert child.run.done and child.run.local_agent.disposed
+            assert child.run.id not in self.host.agents
+            if child.number in working:
+                child.cancelled = True
+                stop = _settled(child.run).stop_reason
+                assert stop in ("completed", "aborted"), stop
+                child.expected = stop
+            child.disposed = True
 
     async def _stop_parent(self, *, dispose: bool) -> None:
         parent, mode = self.parent, self.parent_mode
