@@ -243,7 +243,17 @@ class _Committer:
                 writer.commit(quiet=True)
 
 
+    def forget(self) -> None:
+        """Start over without a thread (in a child made by ``fork()``: the thread stayed with
+        the parent)."""
+        self._condition = threading.Condition()
+        self._due = {}
+        self._earliest = math.inf
+        self._thread = None
+
+
 _COMMITTER = _Committer()
+os.register_at_fork(after_in_child=_COMMITTER.forget)
 
 
 # ---------------------------------------------------------------------------- one directory
