@@ -30,16 +30,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from ...core import (
-    ApprovalPolicyData,
+    ApprovalPolicyEvent,
     Capabilities,
     CheckedRequest,
+    ChildPlan,
     Event,
+    HistorySnapshot,
     ParentView,
+    PromptSection,
     RuntimeOptions,
     SandboxModeData,
     SandboxModeEvent,
@@ -49,6 +52,7 @@ from ...core import (
 )
 from ..abort import AbortSignal
 from ..agent import Agent
+from ..session import Session
 from ..store import SessionNotFoundError
 from ..tools import ToolScope
 from .registry import (
@@ -67,6 +71,12 @@ __all__ = [
     "InProcessProvider",
     "ForkProvider",
     "SpawnProvider",
+    "ChildSetup",
+    "plan_setup",
+    "seed_history",
+    "create_child_session",
+    "configure_child",
+    "setup_checkpoint",
     "drive_child",
 ]
 
@@ -174,6 +184,117 @@ def _discard(host: SubagentHost, child_id: str) -> None:
         host.sessions.delete(child_id)
 
 
+@dataclass(frozen=True, slots=True)
+class ChildSetup:
+    """A child as decided: the core's plan and what the driver read of the parent with it.
+
+    Everything here was read synchronously, before any await. A provider that runs the child
+    elsewhere ships this (without the seed) and configures the child there with
+    :func:`configure_child`, so both places apply one set of rules.
+    """
+
+    plan: ChildPlan
+    #: Whether the parent composes an approval service (the child then gets its sentence).
+    approval: bool
+    #: The child's own prompt sections, in order: the parent's deployment sections (its
+    #: persona among them; its runtime context is not inherited), then the plan's sections
+    #: (a requested persona shadows the deployment's) and its runtime context.
+    sections: tuple[PromptSection, ...]
+
+
+def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
+               signal: AbortSignal | None, *, kind: Literal["fork", "spawn"],
+               provider_name: str) -> ChildSetup:
+    """Refuse an aborted start, then plan the child with the core (synchronously).
+
+    Raises:
+        SubagentStartError: the core's plan refused; :class:`SubagentAbortedError` when the
+            signal has aborted already.
+    """
+    if signal is not None and signal.aborted:
+        raise SubagentAbortedError()
+    planned = plan_child(_parent_view(parent), request, kind, provider_name=provider_name,
+                         child_id=host.ids(), created_at=host.clock(),
+                         known_tools=host.tools.names())
+    raise_on_failure(planned)
+    plan = planned.unwrap()
+    sections = tuple(section for section in (*parent.prompt_sections.sections(),
+                                             *plan.sections, *plan.context)
+                     if section.kind == "section" or section in plan.context)
+    return ChildSetup(plan=plan, approval=parent.approval_composed, sections=sections)
+
+
+def seed_history(parent: Agent, plan: ChildPlan) -> Callable[[], HistorySnapshot] | None:
+    """The parent's model history at the cut, for a child seeded exactly there (siblings
+    seeded at the same cut share it, computed once); ``None`` otherwise."""
+    if plan.seed_trace is not None and plan.seed_trace is parent.session.completed_prefix()[1]:
+        return parent.session.completed_prefix_history
+    return None
+
+
+def create_child_session(host: SubagentHost, plan: ChildPlan,
+                         history: Callable[[], HistorySnapshot] | None = None) -> Session:
+    """The child's session, unpublished: its header, its seed (a view) and
+    ``session/end-seed``, then the delegated policy events. On failure nothing is left.
+
+    ``history``: the model history at the seed's end, shared (see :func:`seed_history`).
+    """
+    session = host.sessions.create(plan.header, seed=plan.seed, seed_trace=plan.seed_trace,
+                                   clock=host.clock)
+    try:
+        if history is not None:
+            session.adopt_history(history)
+        for policy in plan.policy:
+            if isinstance(policy, SandboxModeData):
+                session.append(SandboxModeEvent, policy)
+            else:
+                session.append(ApprovalPolicyEvent, policy)
+    except BaseException:
+        _discard(host, session.id)
+        raise
+    return session
+
+
+def configure_child(host: SubagentHost, session: Session, setup: ChildSetup,
+                    ) -> tuple[Agent, StructuredCapture | None]:
+    """The child agent over ``session``, unpublished: the plan's route and depth, its
+    descriptor as preamble, a fresh tool scope over ``host``'s global tools with the plan's
+    filter (the parent's scope is never inherited), approval pinned to ``never``, its own
+    prompt sections and, when asked for, the structured-output capture."""
+    plan = setup.plan
+    options = plan.options
+    agent = host.build_agent(
+        session, provider=options.provider, model=options.model,
+        max_tokens=options.max_tokens, subagent_depth=plan.depth, approval=setup.approval,
+        tools_scope=ToolScope(host.tools, restriction=plan.tool_filter),
+        preamble=(plan.descriptor,))
+    # Pinned whether or not an approval service is composed: a child never asks.
+    agent.approval_policy = "never"
+    for section in setup.sections:
+        agent.prompt_sections.add(section)
+    capture = None
+    if plan.structured is not None:
+        capture = StructuredCapture(plan.structured)
+        capture.install(agent)
+    return agent, capture
+
+
+async def setup_checkpoint(child_id: str, parent: Agent, signal: AbortSignal | None) -> None:
+    """The end of the unpublished setup window: an abort, a cancellation or the parent's
+    disposal that arrived while the child was being built is honoured here, unseen.
+
+    Raises:
+        SubagentAbortedError, SubagentStartError (``OWNER_DISPOSED``), CancelledError.
+    """
+    await asyncio.sleep(0)
+    if signal is not None and signal.aborted:
+        raise SubagentAbortedError()
+    if parent.disposed:
+        raise SubagentStartError(StartError(
+            code=OWNER_DISPOSED,
+            message=f'agent "{child_id}" setup aborted: owner disposed during setup'))
+
+
 async def drive_child(host: SubagentHost, provider: InProcessProvider, request: CheckedRequest,
                       parent: Agent, signal: AbortSignal | None) -> SubagentRun:
     """The driver both in-process providers share: plan, build unpublished, checkpoint,
@@ -184,57 +305,18 @@ async def drive_child(host: SubagentHost, provider: InProcessProvider, request: 
             :class:`SubagentAbortedError` when the signal aborted before publication (then
             nothing is left, as after a cancellation).
     """
-    if signal is not None and signal.aborted:
-        raise SubagentAbortedError()
-    planned = plan_child(_parent_view(parent), request, provider.kind,
-                         provider_name=provider.provider_name, child_id=host.ids(),
-                         created_at=host.clock(), known_tools=host.tools.names())
-    raise_on_failure(planned)
-    plan = planned.unwrap()
-    session = host.sessions.create(plan.header, seed=plan.seed, seed_trace=plan.seed_trace,
-                                   clock=host.clock)
+    setup = plan_setup(host, request, parent, signal, kind=provider.kind,
+                       provider_name=provider.provider_name)
+    plan = setup.plan
+    session = create_child_session(host, plan, seed_history(parent, plan))
     try:
-        if plan.seed_trace is not None and plan.seed_trace is parent.session.completed_prefix()[1]:
-            # Siblings seeded at the same cut share the parent's history there, computed once.
-            session.adopt_history(parent.session.completed_prefix_history)
-        options = plan.options
-        agent = host.build_agent(
-            session, provider=options.provider, model=options.model,
-            max_tokens=options.max_tokens, subagent_depth=plan.depth,
-            approval=parent.approval_composed,
-            tools_scope=ToolScope(host.tools, restriction=plan.tool_filter),
-            preamble=(plan.descriptor,))
-        for policy in plan.policy:
-            if isinstance(policy, SandboxModeData):
-                session.append(SandboxModeEvent, policy)
-            elif isinstance(policy, ApprovalPolicyData):
-                agent.set_approval_policy(policy.policy, source="delegation")
-        # Pinned whether or not an approval service is composed: a child never asks.
-        agent.approval_policy = "never"
-        # The child composes from the parent's deployment sections (its persona among them),
-        # then its own: a requested persona shadows the deployment's. The parent's runtime
-        # context is not inherited: the child's is its own.
-        for section in (*parent.prompt_sections.sections(), *plan.sections, *plan.context):
-            if section.kind == "section" or section in plan.context:
-                agent.prompt_sections.add(section)
-        capture = None
-        if plan.structured is not None:
-            capture = StructuredCapture(plan.structured)
-            capture.install(agent)
-        # The end of the unpublished setup window: an abort, a cancellation or the parent's
-        # disposal that arrived while the child was being built is honoured here, unseen.
-        await asyncio.sleep(0)
-        if signal is not None and signal.aborted:
-            raise SubagentAbortedError()
-        if parent.disposed:
-            raise SubagentStartError(StartError(
-                code=OWNER_DISPOSED,
-                message=f'agent "{session.id}" setup aborted: owner disposed during setup'))
+        agent, capture = configure_child(host, session, setup)
+        await setup_checkpoint(session.id, parent, signal)
     except BaseException:
         _discard(host, session.id)
         raise
     host.agents.add(agent)
     return SubagentRun(provider=provider.provider_name, label=request.request.label,
-                       parent=parent, agent=agent,
+                       parent=parent, child=agent,
                        seed_length=0 if plan.seed is None else len(plan.seed),
                        prompt=plan.prompt, capture=capture, signal=signal)

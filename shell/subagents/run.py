@@ -2,10 +2,12 @@
 
 Rules (DSH's in-process driver, packages/subagent/subagent-in-process-driver/src):
 
-* A :class:`SubagentRun` owns one published child agent. Its result task delivers the prompt
-  and reads the result once the child is idle, with :func:`turnfork.core.read_result`, from
-  the child's own events only (past its seed). Child failures become stop reasons; a failure
-  of the loop itself, or of delivering the prompt, rejects the result.
+* A :class:`SubagentRun` owns one published child: an agent of this host, or a
+  :class:`SubagentChild` standing in for one that runs elsewhere and whose events land in a
+  session of this host. Its result task delivers the prompt and reads the result once the
+  child is idle, with :func:`turnfork.core.read_result`, from the child's own events only
+  (past its seed); a child that ended abnormally may add a diagnostic. Child failures become
+  stop reasons; a failure of the loop itself, or of delivering the prompt, rejects the result.
 * Aborting a run (its start signal) before it settles cancels the child's turn with cause
   ``parent``; :meth:`SubagentRun.dispose` cancels with ``disposed``; either way a stop reason
   other than ``completed`` becomes ``aborted``. A completed turn stays completed.
@@ -20,14 +22,15 @@ Rules (DSH's in-process driver, packages/subagent/subagent-in-process-driver/src
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import msgspec
 from msgspec import Raw
 from returns.result import Failure, Success
 
 from ...core import (
+    CancelCause,
     CancelParent,
     ContentBlock,
     Event,
@@ -41,10 +44,30 @@ from ...core import (
     validate_structured_arguments,
 )
 from ..abort import AbortSignal
-from ..agent import Agent
+from ..agent import Agent, Prompt
+from ..session import Session
 from ..tools import CallingAgent, Tool, ToolContext
 
-__all__ = ["StructuredCapture", "SubagentRun"]
+__all__ = ["StructuredCapture", "SubagentChild", "SubagentRun"]
+
+
+class SubagentChild(Protocol):
+    """What a run drives: a child :class:`~turnfork.shell.Agent`, or a stand-in for a child
+    running elsewhere whose events land in ``session`` (on this host)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def session(self) -> Session: ...
+
+    def followup(self, prompt: Prompt) -> object: ...
+
+    async def when_idle(self) -> None: ...
+
+    def cancel(self, cause: CancelCause | None = None) -> None: ...
+
+    async def dispose(self) -> None: ...
 
 
 class StructuredCapture:
@@ -77,9 +100,10 @@ class StructuredCapture:
         agent.tools.guards.append(self.guard)
         self._installed_on = agent
 
-    def uninstall(self, agent: Agent) -> None:
-        """Remove the tool, the guard and the section again (when the run is disposed)."""
-        if self._installed_on is agent:
+    def uninstall(self, agent: object) -> None:
+        """Remove the tool, the guard and the section again (when the run is disposed); a
+        no-op unless installed on ``agent``."""
+        if isinstance(agent, Agent) and self._installed_on is agent:
             self._installed_on = None
             agent.tools.guards.remove(self.guard)
             agent.tools.remove(self.tool.name)
@@ -87,20 +111,26 @@ class StructuredCapture:
 
 
 class SubagentRun:
-    """One published in-process child run, made by an in-process provider.
+    """One published child run, made by a provider.
 
-    ``id`` is the child's session id; ``local_agent`` the child agent; ``result`` an awaitable
-    :class:`turnfork.core.SubagentResult`. Always :meth:`dispose` a run.
+    ``id`` is the child's session id; ``child`` what the run drives; ``local_agent`` the child
+    agent when it is an agent of this host (``None`` for a child running elsewhere);
+    ``result`` an awaitable :class:`turnfork.core.SubagentResult`. ``diagnostic``, called once
+    the child is idle, may explain an abnormal end (it becomes the result's ``diagnostic``
+    unless the run completed). Always :meth:`dispose` a run.
     """
 
-    def __init__(self, *, provider: str, label: str | None, parent: Agent, agent: Agent,
-                 seed_length: int, prompt: tuple[ContentBlock, ...],
-                 capture: StructuredCapture | None, signal: AbortSignal | None) -> None:
+    def __init__(self, *, provider: str, label: str | None, parent: Agent,
+                 child: SubagentChild, seed_length: int, prompt: tuple[ContentBlock, ...],
+                 capture: StructuredCapture | None, signal: AbortSignal | None,
+                 diagnostic: Callable[[], str | None] | None = None) -> None:
         self.provider = provider
         self.label = label
         self.parent = parent
-        self.local_agent: Agent = agent
+        self.child = child
+        self.local_agent: Agent | None = child if isinstance(child, Agent) else None
         self.seed_length = seed_length
+        self._diagnostic = diagnostic
         self._capture = capture
         self._signal = signal
         self._cancelled = False
@@ -109,11 +139,11 @@ class SubagentRun:
         if signal is not None:
             signal.add_listener(self.abort)
         self._task: asyncio.Task[SubagentResult] = asyncio.get_running_loop().create_task(
-            self._settle(prompt), name=f"subagent:{agent.id}")
+            self._settle(prompt), name=f"subagent:{child.id}")
 
     @property
     def id(self) -> str:
-        return self.local_agent.id
+        return self.child.id
 
     @property
     def cancelled(self) -> bool:
@@ -137,14 +167,14 @@ class SubagentRun:
 
     def own_events(self) -> Sequence[Event]:
         """The child's events past its seed (what the result is read from)."""
-        return self.local_agent.session.events[self.seed_length:]
+        return self.child.session.events[self.seed_length:]
 
     def abort(self, reason: object = None) -> None:
         """Cancel the child's running turn with cause ``parent`` (the parent's signal)."""
         if self.done:
             return
         self._cancelled = True
-        self.local_agent.cancel(CancelParent())
+        self.child.cancel(CancelParent())
 
     async def dispose(self) -> None:
         """Cancel what remains (cause ``disposed``), wait for the result and the child's
@@ -155,12 +185,12 @@ class SubagentRun:
             if not self.done:
                 self._cancelled = True
             self._detach()
-        await self.local_agent.dispose()
+        await self.child.dispose()
         await asyncio.wait([self._task])
         if not self._task.cancelled():
             self._task.exception()  # the failure stays readable through ``result``
         if self._capture is not None:
-            self._capture.uninstall(self.local_agent)
+            self._capture.uninstall(self.child)
         self._disposed = True
 
     def _detach(self) -> None:
@@ -170,13 +200,17 @@ class SubagentRun:
     async def _settle(self, prompt: tuple[ContentBlock, ...]) -> SubagentResult:
         try:
             if not self._cancelled:  # an observer or the signal may have aborted it already
-                self.local_agent.followup(prompt)
-            await self.local_agent.when_idle()
+                self.child.followup(prompt)
+            await self.child.when_idle()
         finally:
             self._detach()
-        return read_result(self.own_events(), self._cancelled,
-                           None if self._capture is None else self._capture.value,
-                           structured_requested=self._capture is not None)
+        result = read_result(self.own_events(), self._cancelled,
+                             None if self._capture is None else self._capture.value,
+                             structured_requested=self._capture is not None)
+        detail = None if self._diagnostic is None else self._diagnostic()
+        if detail and result.stop_reason != "completed":
+            result = msgspec.structs.replace(result, diagnostic=detail)
+        return result
 
     def __repr__(self) -> str:
         return f"SubagentRun(id={self.id!r}, provider={self.provider!r})"
