@@ -77,6 +77,7 @@ __all__ = [
     "create_child_session",
     "configure_child",
     "setup_checkpoint",
+    "discard_child",
     "drive_child",
 ]
 
@@ -178,7 +179,7 @@ def _parent_view(parent: Agent) -> ParentView:
         approval_in_use=parent.approval_composed)
 
 
-def _discard(host: SubagentHost, child_id: str) -> None:
+def discard_child(host: SubagentHost, child_id: str) -> None:
     """Undo an unpublished child: its live session and anything persisted of it."""
     with contextlib.suppress(SessionNotFoundError):
         host.sessions.delete(child_id)
@@ -250,7 +251,7 @@ def create_child_session(host: SubagentHost, plan: ChildPlan,
             else:
                 session.append(ApprovalPolicyEvent, policy)
     except BaseException:
-        _discard(host, session.id)
+        discard_child(host, session.id)
         raise
     return session
 
@@ -313,7 +314,7 @@ async def drive_child(host: SubagentHost, provider: InProcessProvider, request: 
         agent, capture = configure_child(host, session, setup)
         await setup_checkpoint(session.id, parent, signal)
     except BaseException:
-        _discard(host, session.id)
+        discard_child(host, session.id)
         raise
     host.agents.add(agent)
     return SubagentRun(provider=provider.provider_name, label=request.request.label,

@@ -1,0 +1,99 @@
+"""The Ray tests run on a real local cluster that this session starts (``pip install -e
+'.[ray]'``); without Ray they skip.
+
+CI installs the extra and sets TURNFORK_REQUIRE_RAY=1: then a skipped Ray test, or none
+collected, fails the run instead of passing it quietly.
+
+Ray's head contacts cloud metadata servers whenever it starts, so these tests refuse to start
+a cluster unless the process can reach only loopback: run them in a network namespace of their
+own, ``.ci/no-network .venv/bin/python -m pytest tests/ray`` (see docs/ray.md). On top of
+that, the cluster starts with ``~/ray_bootstrap_config.yaml`` present in a private home, which
+keeps Ray's usage code from probing at all.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REQUIRED = os.environ.get("TURNFORK_REQUIRE_RAY") == "1"
+HERE = Path(__file__).resolve().parent
+#: What the tests' workers need on their import path besides turnfork: ``_ray_rules``.
+WORKER_PATH = str(HERE)
+#: Shared memory the test cluster's object store may claim.
+OBJECT_STORE_BYTES = 128 * 2**20
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not REQUIRED:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter is not None else []
+    if skipped or session.testscollected == 0:
+        names = ", ".join(report.nodeid for report in skipped) or "no test collected"
+        print(f"\nTURNFORK_REQUIRE_RAY=1: the Ray tests must run, not skip ({names})")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def isolation_problem() -> str | None:
+    """Why Ray must not start here, or ``None``."""
+    from turnfork.shell.ray import network_isolated
+
+    if network_isolated() or os.environ.get("TURNFORK_RAY_ALLOW_NETWORK") == "1":
+        return None
+    return ("the Ray tests start a cluster, and Ray's head contacts cloud metadata servers "
+            "when it starts: run them with no outside network, e.g. "
+            "`.ci/no-network .venv/bin/python -m pytest tests/ray` (docs/ray.md)")
+
+
+def worker_environment(home: Path) -> dict[str, str]:
+    """What the cluster's processes inherit: the tests' modules on the path, a private home
+    holding ``ray_bootstrap_config.yaml`` (Ray then skips its cloud probes), quiet Ray."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "ray_bootstrap_config.yaml").write_text("{}\n", encoding="utf-8")
+    path = os.environ.get("PYTHONPATH")
+    return {"HOME": str(home),
+            "PYTHONPATH": WORKER_PATH if not path else f"{WORKER_PATH}{os.pathsep}{path}",
+            "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
+            "RAY_ENABLE_AUTO_CONNECT": "0", "RAY_DEDUP_LOGS": "0"}
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A local cluster for the whole session (2 CPUs, a small object store); its address."""
+    pytest.importorskip("ray", reason="the Ray tests need the ray extra")
+    problem = isolation_problem()
+    if problem is not None:
+        pytest.fail(problem)
+    from turnfork.shell.ray import start_local_cluster
+    from turnfork.shell.ray._ray import ray
+
+    root = tmp_path_factory.mktemp("ray")
+    home = os.environ.get("HOME")
+    os.environ.update(worker_environment(root / "home"))
+    try:
+        address = start_local_cluster(num_cpus=2, object_store_memory=OBJECT_STORE_BYTES,
+                                      temp_dir=str(root / "t"))
+    finally:  # the cluster's processes keep the private home; this one gets its own back
+        if home is None:
+            os.environ.pop("HOME", None)
+        else:
+            os.environ["HOME"] = home
+    yield address
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def pool(ray_cluster: str) -> Iterator[Any]:
+    """Two pool workers configured by ``_ray_rules.configure``, shared by the tests."""
+    import _ray_rules
+
+    from turnfork.shell.ray import RayWorkerPool
+
+    workers = RayWorkerPool(_ray_rules.configure, size=2, stop_timeout=5.0)
+    yield workers
+    workers.close()
