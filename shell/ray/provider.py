@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import re
 import socket
 import threading
 import weakref
@@ -105,19 +106,35 @@ RAY_CLUSTER_LOST = "RAY_CLUSTER_LOST"
 #: ``StartError.code`` of a fork whose seed the object store refused.
 RAY_SEED_NOT_STORED = "RAY_SEED_NOT_STORED"
 
-#: Seconds between two probes of the GCS, and probes missed before the cluster counts as lost.
-_PROBE_INTERVAL = 0.5
-_PROBES_MISSED = 4
+#: Seconds between two probes of the GCS (each may take as long), and probes missed in a row
+#: before the cluster counts as lost: about 5 s, well inside the 60 s after which Ray ends a
+#: driver whose GCS is gone.
+_PROBE_INTERVAL = 1.0
+_PROBES_MISSED = 5
 
 
 def _refusal(code: str, message: str) -> SubagentStartError:
     return SubagentStartError(StartError(code=code, name="SubagentError", message=message))
 
 
+_TERMINAL_CONTROLS = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x09\x0b-\x1f\x7f]")
+_LINE_CHARACTERS = 240
+
+
 def _first_line(error: BaseException) -> str:
-    text = str(error).strip() or type(error).__name__
-    line = text.splitlines()[0].strip()
-    return f"{type(error).__name__}: {line}" if type(error).__name__ not in line else line
+    """A Ray error in a line or two: its first line, and its last when that names the cause
+    (Ray puts a remote traceback in between), terminal controls removed."""
+    text = _TERMINAL_CONTROLS.sub("", str(error))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    name = type(error).__name__
+    if not lines:
+        return name
+    first = lines[0][:_LINE_CHARACTERS]
+    if not first.startswith(name):
+        first = f"{name}: {first}"
+    if len(lines) > 1 and lines[-1] not in first:
+        first += f" … {lines[-1][:_LINE_CHARACTERS]}"
+    return first
 
 
 # ---------------------------------------------------------------------------- the pool

@@ -7,13 +7,13 @@ The model reads the task, the last human message it was sent:
 * ``say TEXT``: answers TEXT; ``hang``: streams a little, then waits to be cancelled;
   ``slow MS TEXT``: waits MS milliseconds, then answers TEXT; ``fail``: the call fails;
 * ``recall``: answers the first human message of its history before its task (a fork
-  child's seed), or ``nothing``; ``model?``: its route (``provider/model``); ``system?``: its system prompt;
-  ``tools?``: its tools' names, sorted, comma-separated;
-* ``structured JSON``: calls ``structured_output`` with JSON, then answers ``recorded``;
+  child's seed), or ``nothing``; ``model?``: its route (``provider/model``); ``system?``:
+  its system prompt; ``tools?``: its tools' names, sorted, comma-separated;
+* ``structured JSON``: calls ``structured_output`` with JSON (which ends the turn);
   ``tool NAME JSON``: calls NAME with JSON, then answers ``tool said: <result>``;
   ``pid``: calls the ``pid`` tool, then answers the process id it returned;
-  ``delegate N TASK``: calls the ``subagent`` tool N times in one message with TASK, then
-  answers ``parent saw: <results joined by |>``.
+  ``delegate N TASK``: calls the ``subagent`` tool N times in one message with TASK, and
+  ``delegate-each A|B``: once per task; then answers ``parent saw: <results joined by |>``.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ async def answer(request: ModelRequest) -> Reply:
     if after:
         if verb == "structured":
             return Reply.text("recorded")
-        if verb == "delegate":
+        if verb in ("delegate", "delegate-each"):
             return Reply.text("parent saw: " + "|".join(after))
         if verb == "pid":
             return Reply.text(after[0])
@@ -106,11 +106,14 @@ async def answer(request: ModelRequest) -> Reply:
         return Reply.tool_call(name, args or "{}")
     if verb == "pid":
         return Reply.tool_call("pid", "{}")
-    if verb == "delegate":
-        count, _, child_task = rest.partition(" ")
-        calls = [("subagent", {"description": f"task {index}", "prompt": child_task})
-                 for index in range(int(count))]
-        return Reply.tool_calls(calls)
+    if verb in ("delegate", "delegate-each"):
+        if verb == "delegate":
+            count, _, child_task = rest.partition(" ")
+            tasks = [child_task] * int(count)
+        else:
+            tasks = rest.split("|")
+        return Reply.tool_calls([("subagent", {"description": f"task {index}", "prompt": task})
+                                 for index, task in enumerate(tasks)])
     return Reply.text(f"unknown task: {task}")
 
 
@@ -168,3 +171,8 @@ def configure(host: Host) -> None:
 
 def json_text(value: object) -> str:
     return json.dumps(value, separators=(",", ":"))
+
+
+def broken_setup(host: Host) -> None:
+    """A worker setup that fails (the worker cannot start)."""
+    raise RuntimeError("this worker has no models")

@@ -14,16 +14,16 @@ keeps Ray's usage code from probing at all.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _ray_env import isolation_problem, worker_environment
 
 REQUIRED = os.environ.get("TURNFORK_REQUIRE_RAY") == "1"
-HERE = Path(__file__).resolve().parent
-#: What the tests' workers need on their import path besides turnfork: ``_ray_rules``.
-WORKER_PATH = str(HERE)
 #: Shared memory the test cluster's object store may claim.
 OBJECT_STORE_BYTES = 128 * 2**20
 
@@ -39,31 +39,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def isolation_problem() -> str | None:
-    """Why Ray must not start here, or ``None``."""
-    from turnfork.shell.ray import network_isolated
-
-    if network_isolated() or os.environ.get("TURNFORK_RAY_ALLOW_NETWORK") == "1":
-        return None
-    return ("the Ray tests start a cluster, and Ray's head contacts cloud metadata servers "
-            "when it starts: run them with no outside network, e.g. "
-            "`.ci/no-network .venv/bin/python -m pytest tests/ray` (docs/ray.md)")
-
-
-def worker_environment(home: Path) -> dict[str, str]:
-    """What the cluster's processes inherit: the tests' modules on the path, a private home
-    holding ``ray_bootstrap_config.yaml`` (Ray then skips its cloud probes), quiet Ray."""
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "ray_bootstrap_config.yaml").write_text("{}\n", encoding="utf-8")
-    path = os.environ.get("PYTHONPATH")
-    return {"HOME": str(home),
-            "PYTHONPATH": WORKER_PATH if not path else f"{WORKER_PATH}{os.pathsep}{path}",
-            "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
-            "RAY_ENABLE_AUTO_CONNECT": "0", "RAY_DEDUP_LOGS": "0"}
-
-
 @pytest.fixture(scope="session")
-def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def ray_cluster() -> Iterator[str]:
     """A local cluster for the whole session (2 CPUs, a small object store); its address."""
     pytest.importorskip("ray", reason="the Ray tests need the ray extra")
     problem = isolation_problem()
@@ -72,7 +49,8 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from turnfork.shell.ray import start_local_cluster
     from turnfork.shell.ray._ray import ray
 
-    root = tmp_path_factory.mktemp("ray")
+    # A short path: Ray's socket paths must stay under 108 bytes.
+    root = Path(tempfile.mkdtemp(prefix="tf-ray-"))
     home = os.environ.get("HOME")
     os.environ.update(worker_environment(root / "home"))
     try:
@@ -85,6 +63,7 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             os.environ["HOME"] = home
     yield address
     ray.shutdown()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("ray", reason="the Ray tests need the ray extra")
 
-from _ray_host import (  # noqa: E402
+from _ray_host import (
     WHERE,
     assert_balanced,
     close,
@@ -27,7 +27,7 @@ from _ray_host import (  # noqa: E402
     turn_ends,
 )
 
-from turnfork.core import (  # noqa: E402
+from turnfork.core import (
     CancelDisposed,
     CancelParent,
     TurnAborted,
@@ -35,7 +35,7 @@ from turnfork.core import (  # noqa: E402
     TurnStartEvent,
     final_assistant_output,
 )
-from turnfork.shell import AbortController, SubagentAbortedError, SubagentTool  # noqa: E402
+from turnfork.shell import AbortController, SubagentAbortedError, SubagentTool
 
 
 async def until(condition: Callable[[], bool], timeout: float = 20.0) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("ray", reason="the Ray tests need the ray extra")
 
-from _ray_host import (  # noqa: E402
+from _ray_host import (
     WHERE,
     assert_balanced,
     close,
@@ -23,7 +23,7 @@ from _ray_host import (  # noqa: E402
     text,
 )
 
-from turnfork.core import (  # noqa: E402
+from turnfork.core import (
     DELEGATION_SECTION,
     AgentOptions,
     ApprovalPolicyData,
@@ -32,7 +32,7 @@ from turnfork.core import (  # noqa: E402
     ToolRestriction,
     UserMessageEvent,
 )
-from turnfork.shell import SubagentStartError  # noqa: E402
+from turnfork.shell import SubagentStartError
 
 
 async def _answer(host: Any, parent: Any, where: str, task: str, kind: str = "fork",

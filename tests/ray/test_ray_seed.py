@@ -14,7 +14,7 @@ from msgspec import UnsetType
 
 pytest.importorskip("ray", reason="the Ray tests need the ray extra")
 
-from _ray_host import (  # noqa: E402
+from _ray_host import (
     WHERE,
     assert_balanced,
     close,
@@ -27,7 +27,7 @@ from _ray_host import (  # noqa: E402
     types,
 )
 
-from turnfork.core import SessionEndSeedEvent, SubagentDescriptorEvent  # noqa: E402
+from turnfork.core import SessionEndSeedEvent, SubagentDescriptorEvent
 
 
 @pytest.mark.parametrize("where", WHERE)
