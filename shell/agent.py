@@ -25,7 +25,7 @@ import asyncio
 import inspect
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal, Protocol, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias, TypeVar
 
 import msgspec
 from msgspec import UNSET
@@ -116,6 +116,7 @@ Prompt: TypeAlias = str | Sequence[ContentBlock] | UserMessage
 
 
 _JSON = msgspec.json.Encoder()
+T = TypeVar("T")
 
 
 class AgentServices(Protocol):
@@ -206,6 +207,10 @@ class Agent:
         self._task: asyncio.Task[None] | None = None
         self._disposed = False
         self._forgotten = False
+        #: The running maintenance job (``run_maintenance``); a wake waits until it ends.
+        self._maintenance: asyncio.Future[Any] | None = None
+        #: Resolved when maintenance has ended and its deferred wake, if any, has started.
+        self._maintenance_over: asyncio.Future[None] | None = None
 
     # ------------------------------------------------------------------ state
 
@@ -281,9 +286,37 @@ class Agent:
         self.session.extend(step.events)  # a refused write queues nothing
         self._state = step.state
         self._poll()
-        if isinstance(step.command, Wake):
-            self._start()
+        if isinstance(step.command, Wake) and self._maintenance is None:
+            self._start()  # during maintenance the wake waits for its end
         return message
+
+    async def run_maintenance(self, job: Callable[[], Awaitable[T]]) -> T:
+        """Run ``job`` while the agent is idle and hold it idle meanwhile: input queued during
+        the job waits, and wakes the agent when the job ends (DSH's ``runMaintenance``).
+
+        :meth:`when_idle` waits for the job too; :meth:`cancel` and :meth:`dispose` cancel it.
+
+        Raises:
+            RuntimeError: the agent has active work (a turn running or about to, or another
+                maintenance job).
+            AgentDisposedError: the agent was disposed.
+        """
+        self._poll()
+        if self._disposed:
+            raise AgentDisposedError(f"agent {self.id} was disposed")
+        if self._task is not None or self._maintenance is not None:
+            raise RuntimeError(f'agent "{self.id}" already has active work')
+        loop = asyncio.get_running_loop()
+        work: asyncio.Future[T] = asyncio.ensure_future(job())
+        self._maintenance = work
+        self._maintenance_over = over = loop.create_future()
+        try:
+            return await work
+        finally:
+            self._maintenance = None
+            if self._state.awaiting == "wake" and self._task is None and not self._disposed:
+                self._start()
+            over.set_result(None)
 
     def cancel(self, cause: CancelCause | None = None, *, keep_queued: bool = False) -> None:
         """Cancel the running turn; a no-op when idle.
@@ -293,6 +326,8 @@ class Agent:
         an idle agent drops the input parked in it.
         """
         self._poll()
+        if self._maintenance is not None:
+            self._maintenance.cancel()
         task = self._task
         if task is None:
             if not keep_queued and self.pending:
@@ -406,9 +441,14 @@ class Agent:
             self._reap(self._task)
 
     async def _quiesce(self) -> None:
-        while (task := self._task) is not None:
-            await asyncio.wait([task])
-            self._reap(task)
+        while True:
+            if (over := self._maintenance_over) is not None and not over.done():
+                await asyncio.shield(over)
+            elif (task := self._task) is not None:
+                await asyncio.wait([task])
+                self._reap(task)
+            else:
+                return
 
     def _reap(self, task: asyncio.Task[None]) -> None:
         """Close what the task left open. Idempotent; runs as its done-callback."""

@@ -34,8 +34,8 @@ import itertools
 import json
 import re
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeAlias, TypeVar
 
@@ -570,15 +570,22 @@ def assert_replays(ours: Replayed, recording: Recorded, **options: Any) -> None:
 
 def assert_same_logs(ours: Sequence[Log], theirs: Sequence[Log], *,
                      names: Sequence[str] = (), blanket_ids: bool = False,
-                     session_ids: Sequence[str] = ()) -> None:
+                     session_ids: Sequence[str] = (),
+                     recorded_aliases: Mapping[str, str] | None = None) -> None:
     """Every log of ours equals DSH's, event for event, after the projection.
 
     ``blanket_ids``: DSH's recording holds ``{{sessionId}}`` for every id (its headless
     snapshots), so ours are written so too and only their places are compared;
-    ``session_ids``: further ids of ours that are not UUIDs (a named session).
+    ``session_ids``: further ids of ours that are not UUIDs (a named session);
+    ``recorded_aliases``: ids of an authored recording that stand for another of its ids (an
+    author's slip), each mapped to the id it stands for before the ids are compared.
     """
     token = SESSION_ID_TOKEN if blanket_ids else ID_TOKEN
     mine = [project(log, token=token, extra_ids=session_ids) for log in ours]
-    recorded_logs = [project(log, token=token) for log in theirs]
+    aliases = recorded_aliases or {}
+    recorded_logs = [
+        replace(projected, header_ids=[aliases.get(i, i) for i in projected.header_ids],
+                event_ids=[[aliases.get(i, i) for i in ids] for ids in projected.event_ids])
+        for projected in (project(log, token=token) for log in theirs)]
     report = differences(mine, recorded_logs, names=names, check_ids=not blanket_ids)
     assert not report, "our logs differ from DSH's:\n" + "\n".join(report)
