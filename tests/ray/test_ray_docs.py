@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("ray", reason="the Ray tests need the ray extra")
+pytest.importorskip("ray.actor", reason="the Ray tests need the ray extra")
 
 from _ray_env import isolation_problem, worker_environment
 

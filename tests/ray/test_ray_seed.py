@@ -12,7 +12,7 @@ import msgspec
 import pytest
 from msgspec import UnsetType
 
-pytest.importorskip("ray", reason="the Ray tests need the ray extra")
+pytest.importorskip("ray.actor", reason="the Ray tests need the ray extra")
 
 from _ray_host import (
     WHERE,

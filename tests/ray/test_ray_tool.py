@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("ray", reason="the Ray tests need the ray extra")
+pytest.importorskip("ray.actor", reason="the Ray tests need the ray extra")
 
 from _ray_host import (
     WHERE,
