@@ -24,6 +24,7 @@ from . import (
     control,
     delegation,
     depth,
+    descriptor,
     events,
     grammar,
     history,
@@ -41,7 +42,7 @@ from ._checking import check_public
 
 for _module in (arguments, assembly, child_plan, closers, codec, context, delegation, depth, events,
                 grammar, history, loop, outcome, render, results, schema_subset, seed, structured,
-                trace, continuation, control, jobs):
+                trace, continuation, control, jobs, descriptor):
     check_public(vars(_module))
 del _module
 

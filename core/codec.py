@@ -11,6 +11,10 @@ Rules of this module:
   ``reasoning-chunks``, ``tool-call-chunks``), which expands to ``assistant/chunk`` events.
 * Types outside the typed model are kept as :class:`OpaqueEvent` when they are in DSH's known
   vocabulary or carry ``"ignorable": true``; any other type is refused.
+* A ``subagent/descriptor`` whose payload DSH's subagent service would not accept (malformed,
+  or of another version) is kept as an :class:`OpaqueEvent` too, with its exact JSON: DSH's
+  loader reads any descriptor payload and leaves the judgement to the service
+  (:mod:`.descriptor`), so a typed :class:`SubagentDescriptorEvent` is always an accepted one.
 * What DSH calls "lossless JSON" is enforced: no ``-0``, no integer beyond the safe range, no
   number beyond the double range. JSON nested deeper than :data:`MAX_JSON_DEPTH` is refused,
   the same on every Python. A lone-surrogate escape (``"\\ud800"``), which ``JSON.parse``
@@ -54,6 +58,7 @@ from ._json import (
     unmask_json,
     unmask_text,
 )
+from .descriptor import DESCRIPTOR_EVENT_TYPE, parse_subagent_descriptor
 from .events import (
     KNOWN_EVENT_TYPES,
     SESSION_FORMAT_VERSION,
@@ -70,6 +75,7 @@ from .events import (
     RequestHeaderEvent,
     SafeInt,
     SessionHeader,
+    SubagentDescriptorEvent,
     TextDelta,
     ToolCallDelta,
     ToolResultEvent,
@@ -465,7 +471,7 @@ def _payload_problem(record: Any) -> str | None:
 _ROW_TYPES = frozenset({_TextRow, _ReasoningRow, _ToolRow})
 _KNOWN_OPAQUE_TYPES = frozenset(_KNOWN_OPAQUE_CLASSES.values())
 _PAYLOAD_TYPES = frozenset({ToolResultEvent, RequestHeaderEvent})
-_SPECIAL_TYPES = _ROW_TYPES | _KNOWN_OPAQUE_TYPES | _PAYLOAD_TYPES
+_SPECIAL_TYPES = _ROW_TYPES | _KNOWN_OPAQUE_TYPES | _PAYLOAD_TYPES | {SubagentDescriptorEvent}
 
 
 @unchecked
@@ -503,6 +509,9 @@ def _complete_all(records: list[Any]) -> list[Event] | None:
                 if isinstance(opaque, str):
                     return None
                 records[index] = opaque
+            elif kind is SubagentDescriptorEvent:
+                if not _accepted_descriptor(record):
+                    return None  # kept opaque, from its line
             elif _payload_problem(record) is not None:
                 return None
     if not rows:
@@ -525,7 +534,7 @@ def _decode_untyped(line: bytes, line_no: int, typed_error: Exception) -> Event 
     peek = _peek(line)
     kind = _str_or_none(peek.type)
     seq = _int_or_none(peek.seq if peek.seq is not None else peek.seq0)
-    if kind is None or kind in _UNION_TAGS:
+    if kind is None or (kind in _UNION_TAGS and kind != DESCRIPTOR_EVENT_TYPE):
         if isinstance(typed_error, RecursionError):
             why = "JSON nested too deeply for the interpreter's remaining stack"
         else:
@@ -542,6 +551,13 @@ def _decode_untyped(line: bytes, line_no: int, typed_error: Exception) -> Event 
             line=line_no, seq=seq, event_type=kind,
             problem=f'unknown event type "{kind}" is not marked "ignorable": true',
         )
+    return _decode_opaque(line, line_no, kind, seq)
+
+
+@unchecked
+def _decode_opaque(line: bytes, line_no: int, kind: str | None = None,
+                   seq: int | None = None) -> OpaqueEvent | DecodeError:
+    """A record kept as an :class:`OpaqueEvent` (its envelope still checked)."""
     try:
         opaque = _OPAQUE_DECODER.decode(line)
     except _UNREADABLE as exc:
@@ -550,6 +566,14 @@ def _decode_untyped(line: bytes, line_no: int, typed_error: Exception) -> Event 
     if problem is not None:
         return DecodeError(line=line_no, problem=problem, seq=seq, event_type=kind)
     return opaque
+
+
+@unchecked
+def _accepted_descriptor(event: SubagentDescriptorEvent) -> bool:
+    """Whether a typed descriptor is one DSH's subagent service accepts (else it is kept
+    opaque, with its exact JSON, for :mod:`.descriptor` to name what is wrong)."""
+    parsed = parse_subagent_descriptor(event.data)
+    return isinstance(parsed, Success) and parsed.unwrap() is not None
 
 
 # --------------------------------------------------------------------------- lone surrogates
@@ -655,6 +679,11 @@ def _decode_line(line: bytes, line_no: int) -> list[Event] | DecodeError:
             record = _decode_untyped(masked, line_no, masked_exc)
             if isinstance(record, DecodeError):
                 return msgspec.structs.replace(record, problem=unmask_text(record.problem))
+    if type(record) is SubagentDescriptorEvent and not _accepted_descriptor(record):
+        record = _decode_opaque(line if masked is None else masked, line_no,
+                                DESCRIPTOR_EVENT_TYPE, record.seq)
+        if isinstance(record, DecodeError):
+            return record
     events = _complete(record)
     if isinstance(events, str):
         return _error_at(line, line_no, events)

@@ -756,6 +756,9 @@ class SessionEndSeedEvent(_Event, frozen=True, kw_only=True, tag="session/end-se
 
 
 class SubagentDescriptorEvent(_Event, frozen=True, kw_only=True, tag="subagent/descriptor"):
+    """A descriptor this runtime accepts; the codec keeps any other as an :class:`OpaqueEvent`
+    of this type (:mod:`.descriptor` judges both)."""
+
     data: SubagentDescriptorData
     ignorable: Literal[True] | UnsetType = UNSET
 
