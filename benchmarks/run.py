@@ -44,8 +44,9 @@ MODULES: tuple[str, ...] = (
     "benchmarks.bench_turns",
 )
 
-#: Benchmarks that run only when asked for: DSH side by side needs a DSH checkout (``--dsh``).
-OPTIONAL: tuple[str, ...] = ("benchmarks.bench_dsh",)
+#: Benchmarks that run only when asked for: DSH side by side needs a DSH checkout (``--dsh``);
+#: Ray needs the ``ray`` extra and a network namespace (``--only ray``).
+OPTIONAL: tuple[str, ...] = ("benchmarks.bench_dsh", "benchmarks.bench_ray")
 
 _RESULTS = Path(__file__).resolve().parent / "results"
 

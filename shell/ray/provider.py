@@ -76,7 +76,15 @@ from ..subagents.registry import SubagentHost, SubagentRuntime, SubagentStartErr
 from ..subagents.run import StructuredCapture, SubagentRun
 from ._ray import exceptions, ray
 from .cluster import gcs_address
-from .worker import ChildDone, ChildSpec, ChildWorker, EventsBatch, WorkerInfo, WorkerSetup
+from .worker import (
+    DEFAULT_FLUSH_INTERVAL,
+    ChildDone,
+    ChildSpec,
+    ChildWorker,
+    EventsBatch,
+    WorkerInfo,
+    WorkerSetup,
+)
 
 __all__ = [
     "RAY_CAPABILITIES",
@@ -179,6 +187,8 @@ class RayWorkerPool:
         start_timeout: seconds a new worker may take to start before a start is refused.
         stop_timeout: seconds a cancelled child may take to stop before Ray cancels it (and
             again before it is given up on).
+        flush_interval: seconds a child's events may wait on its worker for more to join
+            them in one stream item (they leave at once when the child goes idle).
         actor_options: further ``ray.remote`` options for the workers (resources, a
             ``runtime_env``, a node label, …). ``num_cpus`` is 0 unless given, and the
             scheduling strategy ``SPREAD``; Ray never restarts a worker or retries its calls.
@@ -189,7 +199,7 @@ class RayWorkerPool:
 
     def __init__(self, setup: WorkerSetup | None = None, *, size: int = 2,
                  max_concurrency: int = 10_000, start_timeout: float = 60.0,
-                 stop_timeout: float = 10.0,
+                 stop_timeout: float = 10.0, flush_interval: float = DEFAULT_FLUSH_INTERVAL,
                  actor_options: Mapping[str, Any] | None = None) -> None:
         if size < 1:
             raise ValueError("a Ray worker pool needs at least one worker")
@@ -197,6 +207,7 @@ class RayWorkerPool:
         self.size = size
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
+        self.flush_interval = flush_interval
         options: dict[str, Any] = {"num_cpus": 0, "scheduling_strategy": "SPREAD",
                                    **(actor_options or {})}
         options.update(max_concurrency=max_concurrency, max_restarts=0, max_task_retries=0)
@@ -234,7 +245,7 @@ class RayWorkerPool:
 
     def _spawn(self) -> RayWorker:
         actor = ray.remote(ChildWorker).options(**self._options)
-        handle = actor.remote(self.setup)
+        handle = actor.remote(self.setup, flush_interval=self.flush_interval)
         worker = RayWorker(handle=handle, index=self._created,
                            ready=handle.ready.remote().future())
         self._created += 1
@@ -399,8 +410,9 @@ class RemoteChild:
         #: A failure of the host's side (a batch it could not decode or append), raised once
         #: by :meth:`when_idle`.
         self.failure: BaseException | None = None
-        #: Events received from the worker and appended here.
+        #: Events received from the worker and appended here, in how many stream items.
         self.received = 0
+        self.batches = 0
 
     @property
     def id(self) -> str:
@@ -527,13 +539,17 @@ class RemoteChild:
         except Exception as error:
             raise _HostSideError(f"a batch from the Ray worker cannot be decoded: "
                                  f"{decoded.failure()}") from error
+        if not events:
+            return
         try:
             self.session.extend(events)
         except Exception as error:
             raise _HostSideError(str(error)) from error
         self.received += len(events)
+        self.batches += 1
 
     def _done(self, done: ChildDone) -> None:
+        self._append(EventsBatch(jsonl=done.jsonl))
         if self._capture is not None and done.captured is not None:
             self._capture.value = msgspec.Raw(done.captured)
         if done.failure is not None:

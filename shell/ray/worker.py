@@ -19,8 +19,9 @@ Rules:
   process); the reference is nested in the call's arguments so Ray does not fetch it per
   child.
 * :meth:`ChildWorker.run_child` streams the child's own events, everything committed after its
-  setup, as JSONL batches (whatever accumulated since the last one), then one
-  :class:`ChildDone` with the captured structured value and the loop's failure, if any.
+  setup, as JSONL batches: what accumulated within the flush interval (20 ms by default) of
+  the first unsent event, and last one :class:`ChildDone` with the remaining events, the
+  captured structured value and the loop's failure, if any.
 * :meth:`ChildWorker.cancel_child` cancels a child's turn with the given cause through its own
   turn machine, so its log closes there and the closing events still stream back; a cancel
   that arrives before its child registers is kept and honoured at the child's start. A
@@ -74,6 +75,9 @@ __all__ = [
 #: module-level function of an installed module), as Ray pickles it by reference.
 WorkerSetup = Callable[[Host], None]
 
+#: Seconds a child's committed events may wait on its worker for more to join them in one
+#: stream item (they leave at once when the child goes idle).
+DEFAULT_FLUSH_INTERVAL = 0.02
 #: Decoded seeds kept per worker once no child uses them (a later sibling reuses them).
 _IDLE_SEEDS = 2
 #: Cancels kept for children not started here yet (Ray does not order an async actor's calls).
@@ -104,8 +108,10 @@ class EventsBatch:
 
 @dataclass(frozen=True, slots=True)
 class ChildDone:
-    """The child is idle: the structured value it captured (JSON), the loop's own failure."""
+    """The child is idle: its last events (JSONL), the structured value it captured (JSON),
+    the loop's own failure."""
 
+    jsonl: bytes
     captured: bytes | None
     failure: str | None
 
@@ -182,8 +188,10 @@ class _Seeds:
 class ChildWorker:
     """A pool actor's body: many children, each an agent on this actor's event loop."""
 
-    def __init__(self, setup: WorkerSetup | None = None) -> None:
+    def __init__(self, setup: WorkerSetup | None = None, *,
+                 flush_interval: float = DEFAULT_FLUSH_INTERVAL) -> None:
         self.host = Host()
+        self._flush_interval = flush_interval
         if setup is not None:
             setup(self.host)
         self._children: dict[str, Any] = {}
@@ -254,24 +262,30 @@ class ChildWorker:
                 agent.followup(prompt)
             idle = asyncio.ensure_future(agent.when_idle())
             try:
-                while True:
+                while not idle.done():
                     if not outbox:
-                        if idle.done():
-                            break
                         waiting = asyncio.ensure_future(wake.wait())
                         await asyncio.wait([idle, waiting], return_when=asyncio.FIRST_COMPLETED)
                         waiting.cancel()
-                    wake.clear()
-                    if outbox:
+                        continue
+                    # Events wait up to the flush interval (unless the child goes idle first,
+                    # when they travel with ChildDone): one stream item costs Ray far more
+                    # than a few more events in it.
+                    await asyncio.wait([idle], timeout=self._flush_interval)
+                    if not idle.done():
                         batch = outbox[:]
                         outbox.clear()
+                        wake.clear()
                         yield EventsBatch(jsonl=encode_log(batch))
             finally:
                 if not idle.done():
                     idle.cancel()
             error = None if idle.cancelled() else idle.exception()
             captured = None if capture is None or capture.value is None else bytes(capture.value)
-            yield ChildDone(captured=captured, failure=None if error is None else str(error))
+            last = outbox[:]
+            outbox.clear()
+            yield ChildDone(jsonl=encode_log(last), captured=captured,
+                            failure=None if error is None else str(error))
         finally:
             self._children.pop(child_id, None)
             if agent is not None:

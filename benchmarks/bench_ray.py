@@ -1,0 +1,308 @@
+"""Fork children of the K = 1,000 parent on a local Ray cluster, beside the same children in
+process: ``python -m benchmarks --only ray`` (optional: it needs the ``ray`` extra).
+
+Ray's head contacts cloud metadata servers whenever it starts, so the measurement runs in a
+fresh subprocess with no outside network (``.ci/no-network python -m benchmarks.bench_ray
+--worker ...``, or directly when this process already sees only loopback); when no network
+namespace can be made the section says so and nothing runs. The subprocess builds the parent
+with the shell (mid-turn, as in the other fork benchmarks), starts a local cluster (2 CPUs,
+a 512 MiB object store) and a pool of two workers whose setup registers what the host has:
+the children's ``ScriptedModel`` playing ``ChildScript`` and the ``echo`` tool. Then rounds
+alternate, in process (``ForkProvider``) and on Ray (``RayForkProvider``), each: N forks
+started at once (``asyncio.gather`` of ``start``), every result awaited (``completed``, 29 own
+events each, on the host), every run disposed.
+
+Per round: wall time; the host process's CPU time (its Ray driver threads included); on Ray,
+the two worker processes' CPU time (psutil), the seeds the pool put into the object store and
+their bytes, and ``/dev/shm`` in use before and after (the object store's shared memory: what
+N children cost there beyond the seed). Derived: the per-child overhead, (Ray − in process) /
+N, and each side's CPU per child, from which the section's notes say how the work would spread
+over nodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .bench_fork_memory import settle, size_row
+from .harness import Row, Section, Settings, Timing
+from .workloads import (
+    _ECHO_PARAMETERS,
+    CHILD_CALLS,
+    CHILD_OWN_EVENTS,
+    ChildScript,
+    ShellParent,
+    _echo,
+    child_request,
+    install_child_model,
+    shell_parent,
+)
+
+__all__ = ["NAME", "TITLE", "run", "worker", "worker_setup"]
+
+NAME = "ray"
+TITLE = ("1,000 fork children of a 1,000-turn parent on a local Ray cluster vs in process "
+         "(optional: the ray extra, no outside network)")
+
+_ROOT = Path(__file__).resolve().parents[1]
+_NO_NETWORK = _ROOT / ".ci" / "no-network"
+#: Children each worker's scripted model can serve (its script is a list of references).
+_WORKER_CHILDREN = 100_000
+_WORKERS = 2
+#: Children run each way before the timed rounds.
+_WARM_UP = 10
+_OBJECT_STORE_BYTES = 512 * 2**20
+
+
+def worker_setup(host: Any) -> None:
+    """A pool worker's setup: the children's model and the ``echo`` tool, as on the host."""
+    from turnfork.shell import Tool
+
+    install_child_model(host, ChildScript(), _WORKER_CHILDREN, record_requests=False)
+    host.tools.register(Tool("echo", "echo the given text", _ECHO_PARAMETERS, _echo,
+                             concurrency_safe=True))
+
+
+def _shm_used() -> int:
+    return shutil.disk_usage("/dev/shm").used
+
+
+def _cpu_seconds(pids: Sequence[int]) -> float:
+    import psutil
+
+    total = 0.0
+    for pid in pids:
+        times = psutil.Process(pid).cpu_times()
+        total += times.user + times.system
+    return total
+
+
+async def _round(parent: ShellParent, provider: str, children: int,
+                 pool: Any) -> dict[str, float]:
+    runtime, request = parent.host.subagents, child_request()
+    pids = [worker.pid for worker in pool.workers
+            if worker.pid is not None] if provider != "fork" else []
+    gc.collect()
+    shm, stored, stored_bytes = _shm_used(), pool.seeds_stored, pool.seed_bytes_stored
+    worker_cpu = _cpu_seconds(pids)
+    cpu_start, start = time.process_time_ns(), time.perf_counter_ns()
+    runs = await asyncio.gather(*(runtime.start(provider, request, parent=parent.agent)
+                                  for _ in range(children)))
+    published = time.perf_counter_ns() - start
+    results = await asyncio.gather(*(run.result for run in runs))
+    done, cpu = time.perf_counter_ns() - start, time.process_time_ns() - cpu_start
+    stops = {result.stop_reason for result in results}
+    assert stops == {"completed"}, stops
+    assert all(len(run.own_events()) == CHILD_OWN_EVENTS for run in runs)
+    figures = {"published_ns": published, "done_ns": done, "cpu_ns": cpu,
+               "worker_cpu_ns": (_cpu_seconds(pids) - worker_cpu) * 1e9,
+               "seeds_stored": pool.seeds_stored - stored,
+               "seed_bytes": pool.seed_bytes_stored - stored_bytes,
+               "shm_delta": _shm_used() - shm}
+    await asyncio.gather(*(run.dispose() for run in runs))
+    del runs, results
+    await settle()
+    assert await pool.live_children() == ()
+    return figures
+
+
+def _isolated_environment(directory: Path) -> None:
+    """What the cluster's processes inherit: this repository on the path (the workers import
+    ``benchmarks``), a private home holding ``ray_bootstrap_config.yaml`` (Ray then skips its
+    cloud probes), quiet Ray."""
+    home = directory / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "ray_bootstrap_config.yaml").write_text("{}\n", encoding="utf-8")
+    os.environ.update({"HOME": str(home), "PYTHONPATH": str(_ROOT),
+                       "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"})
+
+
+async def _rounds(turns: int, children: int, rounds: int) -> dict[str, Any]:
+    from turnfork.shell.ray import RayForkProvider, RayWorkerPool, network_isolated
+
+    if not network_isolated():
+        raise RuntimeError("refusing to start Ray with outside network (run under "
+                           ".ci/no-network)")
+    parent = await shell_parent(turns)
+    parent.use_child_model(children * rounds + 10, record_requests=False)
+    pool = RayWorkerPool(worker_setup, size=_WORKERS)
+    parent.host.subagents.register_provider(RayForkProvider(pool))
+    # Warm up both: the workers start, the code imported on first use is loaded, one seed
+    # of this cut is stored (as a parent forking again at its cut reuses it).
+    for provider in ("fork", "ray-fork"):
+        await _round(parent, provider, _WARM_UP, pool)
+    measured: dict[str, list[dict[str, float]]] = {"fork": [], "ray-fork": []}
+    for index in range(rounds):
+        order = ("fork", "ray-fork") if index % 2 == 0 else ("ray-fork", "fork")
+        for provider in order:
+            measured[provider].append(await _round(parent, provider, children, pool))
+    workers = [{"pid": worker.pid, "node": worker.info.node_id if worker.info else None}
+               for worker in pool.workers]
+    figures = {"turns": turns, "children": children, "events": parent.events,
+               "seed_length": parent.cut, "build_seconds": parent.build_seconds,
+               "workers": workers, "rounds": measured,
+               "warm_up_seed_bytes": pool.seed_bytes_stored}
+    await parent.host.aclose()
+    pool.close()
+    return figures
+
+
+def worker(argv: Sequence[str]) -> int:
+    """The subprocess's entry: start the cluster, run the rounds, print one JSON line."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_ray")
+    parser.add_argument("--worker", action="store_true", required=True)
+    parser.add_argument("--turns", type=int, required=True)
+    parser.add_argument("--children", type=int, required=True)
+    parser.add_argument("--rounds", type=int, required=True)
+    args = parser.parse_args(argv)
+    from turnfork.shell.ray import start_local_cluster
+    from turnfork.shell.ray._ray import ray
+
+    directory = Path(tempfile.mkdtemp(prefix="tf-ray-bench-"))
+    try:
+        _isolated_environment(directory)
+        started = time.perf_counter()
+        start_local_cluster(num_cpus=2, object_store_memory=_OBJECT_STORE_BYTES,
+                            temp_dir=str(directory / "t"))
+        cluster_seconds = time.perf_counter() - started
+        figures = asyncio.run(_rounds(args.turns, args.children, args.rounds))
+        figures["cluster_start_seconds"] = cluster_seconds
+        ray.shutdown()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    print(json.dumps(figures))
+    return 0
+
+
+def _isolation_command() -> list[str] | str:
+    """How to run the worker with no outside network, or why that is impossible."""
+    from turnfork.shell.ray import network_isolated
+
+    if network_isolated():
+        return []
+    probe = subprocess.run([str(_NO_NETWORK), "true"], capture_output=True, text=True,
+                           check=False)
+    if probe.returncode != 0:
+        return (probe.stderr.strip().splitlines() or ["no network namespace"])[-1]
+    return [str(_NO_NETWORK)]
+
+
+def _timing(name: str, rounds: Sequence[dict[str, float]], key: str) -> Timing:
+    return Timing(name=name, inner=1, gc="on", samples_ns=tuple(r[key] for r in rounds),
+                  cpu_samples_ns=tuple(r["cpu_ns"] for r in rounds))
+
+
+def _median(rounds: Sequence[dict[str, float]], key: str) -> float:
+    return statistics.median(r[key] for r in rounds)
+
+
+def run(settings: Settings) -> Section:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return Section(name=NAME, title=TITLE, notes=(), rows=(),
+                       unavailable="needs the ray extra: pip install -e '.[ray]'")
+    isolation = _isolation_command()
+    if isinstance(isolation, str):
+        return Section(name=NAME, title=TITLE, notes=(), rows=(),
+                       unavailable=f"Ray must run with no outside network here: {isolation}")
+    turns, children = (100, 100) if settings.quick else (1000, 1000)
+    rounds = settings.rounds(full=3, quick=1)
+    command = [*isolation, sys.executable, "-m", "benchmarks.bench_ray", "--worker",
+               "--turns", str(turns), "--children", str(children), "--rounds", str(rounds)]
+    done = subprocess.run(command, cwd=_ROOT, capture_output=True, text=True, timeout=1800,
+                          check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the ray benchmark's worker failed ({done.returncode}):\n"
+                           f"{done.stderr}")
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return _section(figures, rounds)
+
+
+def _section(figures: dict[str, Any], rounds: int) -> Section:
+    local, remote = figures["rounds"]["fork"], figures["rounds"]["ray-fork"]
+    children, turns = figures["children"], figures["turns"]
+    label = f"{children:,} fork children of K={turns:,}"
+    in_process = _timing("in process", local, "done_ns")
+    on_ray = _timing("on Ray", remote, "done_ns")
+    per_child_ns = (on_ray.median_ns - in_process.median_ns) / children
+    host_local = _median(local, "cpu_ns") / children
+    host_ray = _median(remote, "cpu_ns") / children
+    worker_ray = _median(remote, "worker_cpu_ns") / children
+    seeds = sum(r["seeds_stored"] for r in remote)
+    seed_bytes = figures["warm_up_seed_bytes"]
+    rows = [
+        Row(f"{label} in process: all done", in_process.median_ns, "ns",
+            cpu_value=in_process.cpu_median_ns),
+        Row(f"{label} on Ray ({_WORKERS} workers): all done", on_ray.median_ns, "ns",
+            cpu_value=on_ray.cpu_median_ns),
+        Row(f"{label}: Ray / in process, all done", on_ray.median_ns / in_process.median_ns,
+            "x", cpu_value=on_ray.cpu_median_ns / in_process.cpu_median_ns),
+        Row(f"{label} on Ray: all published", _median(remote, "published_ns"), "ns"),
+        Row(f"{label}: per-child overhead on Ray, (Ray − in process) / N",
+            max(per_child_ns, 1.0), "ns"),
+        Row(f"{label}: host CPU per child, in process", host_local, "ns"),
+        Row(f"{label}: host CPU per child, on Ray", host_ray, "ns"),
+        Row(f"{label}: worker CPU per child, on Ray (both workers)", worker_ray, "ns"),
+        size_row(f"{label}: the seed in the object store (once per fork point)", seed_bytes),
+        size_row(f"{label}: seed bytes put per child, on Ray (seeds put in the timed "
+                 f"rounds: {seeds})", sum(r["seed_bytes"] for r in remote) / (
+                     children * len(remote))),
+        size_row(f"{label}: /dev/shm grown per child during a Ray round (median)",
+                 _median(remote, "shm_delta") / children),
+    ]
+    ray_children = children * len(remote) + _WARM_UP
+    rows.insert(-1, size_row(f"{label}: object-store bytes per Ray child of this fork point "
+                             f"(1 seed for all {ray_children:,})", seed_bytes / ray_children))
+    model_call_s = 1.0
+    child_wait_s = CHILD_CALLS * model_call_s
+    child_cpu_s = (host_ray + worker_ray) / 1e9
+    notes = (
+        f"parent: {figures['events']:,} events, seed {figures['seed_length']:,} events "
+        f"({seed_bytes / 1e6:.2f} MB as JSONL), built in {figures['build_seconds']:.1f} s; "
+        f"local cluster started in {figures['cluster_start_seconds']:.1f} s; "
+        f"{_WORKERS} workers on one node (pids "
+        + ", ".join(str(w["pid"]) for w in figures["workers"]) + "); "
+        f"{rounds} timed round(s) each way, interleaved, after {_WARM_UP} warm-up children "
+        "each (the Ray warm-up puts this fork point's seed); times are medians, cpu = the "
+        "host process's CPU time",
+        f"each child: {CHILD_CALLS} scripted model calls (an echo call, then 'ok'), "
+        f"{CHILD_OWN_EVENTS} own events streamed back to the host and appended to its "
+        "session there; the seed's reference is nested in each call, and each worker fetches "
+        "and decodes it once",
+        f"scaling across nodes: here a child's work is all CPU (the scripted model answers at "
+        f"once). In process the host spends {host_local / 1e6:.2f} ms per child: one core, "
+        f"at most ~{1e9 / host_local:,.0f} children/s. On Ray the host keeps "
+        f"{host_ray / 1e6:.2f} ms per child (planning, the Ray call, taking its events: at "
+        f"most ~{1e9 / host_ray:,.0f} children started/s by one host, however many nodes) and "
+        f"the workers spend {worker_ray / 1e6:.2f} ms per child, spread over every node's "
+        f"cores (~{1e9 / worker_ray:,.0f} children/s per core). With real model calls, say "
+        f"{CHILD_CALLS} of {model_call_s:g} s, a child waits {child_wait_s:g} s and computes "
+        f"{child_cpu_s * 1e3:.1f} ms: the model calls are "
+        f"{100 * child_wait_s / (child_wait_s + child_cpu_s):.1f} % of its time, and "
+        f"{children:,} children finish in about {child_wait_s:g} s plus the host's share, "
+        f"{children * host_ray / 1e9:.1f} s on Ray ({children * host_local / 1e9:.1f} s in "
+        "process). Ray pays off where one process runs out: children whose own CPU (tools, "
+        "the turn machine) times their number outgrows a core, or whose memory outgrows a "
+        "machine",
+    )
+    return Section(name=NAME, title=TITLE, notes=notes, rows=tuple(rows),
+                   timings={"rounds": {"in process": in_process, "on Ray": on_ray}},
+                   params={"figures": figures})
+
+
+if __name__ == "__main__":
+    sys.exit(worker(sys.argv[1:]))
