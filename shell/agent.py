@@ -339,12 +339,18 @@ class Agent:
         task.cancel()
 
     async def when_idle(self) -> None:
-        """Wait until no turn is running or queued and the log is closed.
+        """Wait until no turn is running or queued, the log is closed and durable (committed by
+        the store: it survives a crash of the machine).
 
         Raises:
             AgentLoopError: the loop itself failed (e.g. the disk refused a write); raised once.
         """
         await self._quiesce()
+        if self.failure is None:
+            try:  # a turn reported done has reached the disk, not only the file
+                await self.session.wait_durable()
+            except OSError as exc:
+                self.failure = exc
         if self.failure is not None:
             failure, self.failure = self.failure, None
             raise AgentLoopError(f"agent {self.id}: {failure}") from failure
@@ -494,6 +500,7 @@ class Agent:
         if isinstance(command, CallModel):
             return await self._call_model(command)
         if isinstance(command, RunTools):
+            await self.session.wait_durable()  # the calls are on disk before their effects
             return await self._run_tools(command)
         raise AssertionError(f"unexpected command {command!r}")
 
