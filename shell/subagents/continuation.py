@@ -82,8 +82,8 @@ from ..agent import Agent, failure_of
 from ..clock import IdFactory
 from ..store import SessionNotFoundError
 from ..tools import ToolScope
+from .contract import INACTIVE_PARENT, SubagentAbortedError, SubagentError, SubagentHost
 from .providers import ContinuableRequest, ContinuableSeed
-from .registry import INACTIVE_PARENT, SubagentAbortedError, SubagentError, SubagentHost
 
 if TYPE_CHECKING:
     from ..logfile import LoadedLog

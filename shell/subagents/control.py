@@ -40,7 +40,7 @@ from ...core.events import MessageSource, ToolSchema
 from ..agent import Agent
 from ..tools import Tool, ToolContext, ToolHandler
 from .continuation import AncestorAuthority, ContinuationManager, ListedChild
-from .registry import SubagentError, SubagentHost
+from .contract import SubagentError, SubagentHost
 
 __all__ = ["SubagentControlTools"]
 

@@ -48,7 +48,7 @@ from ...core.jobs import (
 )
 from ..agent import Agent
 from ..tools import Tool, ToolContext, ToolHandler
-from .registry import SubagentHost
+from .contract import SubagentHost
 
 __all__ = ["BackgroundJobs", "JobHooks", "JobTools", "DEFAULT_MAX_JOBS_PER_OWNER"]
 

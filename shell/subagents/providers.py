@@ -32,7 +32,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ...core import (
     ApprovalPolicyEvent,
@@ -55,14 +55,16 @@ from ..agent import Agent
 from ..session import Session
 from ..store import SessionNotFoundError
 from ..tools import ToolScope
-from .registry import (
+from .contract import (
     SubagentAbortedError,
     SubagentHost,
-    SubagentRuntime,
     SubagentStartError,
     raise_on_failure,
 )
 from .run import StructuredCapture, SubagentRun
+
+if TYPE_CHECKING:
+    from .registry import SubagentRuntime
 
 __all__ = [
     "ALL_CAPABILITIES",

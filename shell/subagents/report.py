@@ -32,7 +32,7 @@ from ...core.control import no_calling_agent, render_report_accepted, report_sch
 from ..agent import Agent
 from ..tools import Tool, ToolContext
 from .continuation import ReportDelivery
-from .registry import SubagentError, SubagentHost
+from .contract import SubagentError, SubagentHost
 
 __all__ = ["ReportTool"]
 
