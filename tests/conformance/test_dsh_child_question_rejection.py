@@ -1,26 +1,32 @@
 """DSH's ACP snapshot ``subagent-child-question-rejection`` (examples/acp-agent/tests/snapshots/
-subagent-child-question-rejection, config child-question.cordis.yml: the user-questions service
-and ``ask_user_question`` tool): a spawn child's question to the human is refused because the
-child is owned by another live agent; the child returns the unresolved question instead."""
+subagent-child-question-rejection, config child-question.cordis.yml: the user-questions service,
+the ``ask_user_question`` tool and a tripwire provider): a spawn child's question to the human is
+refused because the child is owned by another live agent; the child returns the unresolved
+question instead, and the tripwire is never reached."""
 
 from __future__ import annotations
 
-import pytest
 from _replay import acp_recorded, assert_replays, run_acp
+
+from turnfork.shell import Host, SubagentRuntime
+from turnfork.shell.questions import Answers, QuestionRequest, UserQuestions
 
 RECORDING = acp_recorded("subagent-child-question-rejection", children=1)
 PROMPTS = ("Delegate one question check. Ask the child to call ask_user_question once about the "
            "CUDA fallback and return any unresolved question in its final result.",)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "no human-question tool: DSH's `ask_user_question` (packages/interaction/user-questions/"
-    "src/index.ts:109-111) refuses a caller owned by another live agent with `Error: human "
-    "interaction is unavailable while the calling agent is owned by another live agent; "
-    "include the unresolved question or decision in the child agent's final result` and "
-    "`error {UserQuestionError, DELEGATED_CALLER}`; ours answers `Error: unknown tool "
-    "\"ask_user_question\"` (child seq 18); every other event of both logs already equals "
-    "DSH's"))
 def test_child_question_rejection_logs_equal_dsh() -> None:
-    """Our parent and child logs equal DSH's (not yet: see the reason)."""
-    assert_replays(run_acp(RECORDING, PROMPTS), RECORDING)
+    """Our parent and child logs equal DSH's, with the child's question refused in DSH's
+    words and error key, and the answerer (DSH's tripwire provider) never asked."""
+    asked: list[QuestionRequest] = []
+
+    async def tripwire(request: QuestionRequest) -> Answers:
+        asked.append(request)
+        raise RuntimeError("snapshot tripwire: delegated question reached the UI provider")
+
+    def compose(host: Host, runtime: SubagentRuntime) -> None:
+        UserQuestions(tripwire).install(host)
+
+    assert_replays(run_acp(RECORDING, PROMPTS, prepare=compose), RECORDING)
+    assert asked == []

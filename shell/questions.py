@@ -1,0 +1,306 @@
+"""Asking the human: the ``ask_user_question`` tool and the host-level service behind it (DSH's
+``dsh-user-questions`` service and ``dsh-tool-ask-user`` tool).
+
+Rules:
+
+* :class:`UserQuestions` is one host's question service: at most one *answerer* (the UI side
+  that collects a human's answer; a second is refused, ``DUPLICATE_PROVIDER``), and
+  :meth:`UserQuestions.ask`. ``install(host)`` registers the model-facing tool
+  ``ask_user_question`` in the host's global tools (DSH's name, description and parameter
+  schema, byte for byte).
+* :meth:`UserQuestions.ask` checks in DSH's order, each refusal a :class:`UserQuestionError`
+  with DSH's text and code: already aborted (``ASK_ABORTED``); no question
+  (``EMPTY_QUESTIONS``); a calling agent that is not the host's exact live instance
+  (``CALLER_NOT_LIVE``); a calling agent *owned by another live agent* (``DELEGATED_CALLER``:
+  it has no human to answer it and would wait forever, so it is told to carry the question in
+  its final result instead); a ``plan-review`` intent naming none of its options or reviewing
+  no detail (``BAD_INTENT``); no answerer (``NO_PROVIDER``). Only then is the answerer asked.
+* Ownership is runtime ownership, not lineage: an agent is owned while it is the child of a
+  live subagent run (a one-shot child, or a continuable child's residency) — its session
+  header names a parent and the host's subagent runtime holds the run. A session with lineage
+  resumed as a top-level agent (``host.create_agent(session_id=…)``) asks normally.
+* The tool answers with the answer as compact JSON (``{"answers":[{"id",…,"selected":[…],
+  "custom"?}]}``); a refusal is ``Error: <text>`` with ``error {name: "UserQuestionError",
+  code}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+import msgspec
+
+from .abort import AbortSignal
+from .tools import CallingAgent, Tool, ToolContext, ToolError
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .subagents.registry import SubagentHost
+
+__all__ = [
+    "ASK_USER_QUESTION",
+    "ASK_USER_QUESTION_DESCRIPTION",
+    "ASK_USER_QUESTION_PARAMETERS",
+    "Answerer",
+    "AnswerItem",
+    "Answers",
+    "Question",
+    "QuestionIntent",
+    "QuestionOption",
+    "QuestionRequest",
+    "UserQuestionError",
+    "UserQuestions",
+    "owning_agent",
+]
+
+#: The tool's name (DSH ``dsh-tool-ask-user``).
+ASK_USER_QUESTION = "ask_user_question"
+#: The tool's description, DSH's words.
+ASK_USER_QUESTION_DESCRIPTION = (
+    "Ask the user a concise question when you need confirmation, a choice, or missing "
+    "information before proceeding. Send one or more questions, each with a stable id that "
+    "will be echoed in the answer.")
+#: The tool's parameter schema: DSH's compiled JSON Schema, in its key order.
+ASK_USER_QUESTION_PARAMETERS: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {
+        "questions": {
+            "type": "array",
+            "description": "Questions to ask the user before continuing.",
+            "items": {
+                "type": "object",
+                "additionalProperties": True,
+                "properties": {
+                    "id": {"type": "string",
+                           "description": "Stable id for this question; echoed in the answer."},
+                    "question": {"type": "string",
+                                 "description": "The specific question to ask the user."},
+                    "header": {
+                        "type": "string",
+                        "description": "Optional short heading for the question, such as "
+                                       '"Confirm" or "Choose Mode".'},
+                    "options": {
+                        "type": "array",
+                        "description": "Optional choices to show the user. If you recommend "
+                                       'one, put it first and append "(Recommended)" to that '
+                                       "label.",
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": True,
+                            "properties": {
+                                "label": {"type": "string",
+                                          "description": "Short user-facing option label."},
+                                "description": {
+                                    "type": "string",
+                                    "description": "One sentence explaining the tradeoff or "
+                                                   "impact."},
+                            },
+                            "required": ["label"],
+                        },
+                    },
+                    "multi_select": {
+                        "type": "boolean",
+                        "description": "Whether the user may select more than one option. "
+                                       "Defaults to false."},
+                },
+                "required": ["id", "question"],
+            },
+        },
+    },
+    "required": ["questions"],
+}
+
+_DELEGATED = ("human interaction is unavailable while the calling agent is owned by another "
+              "live agent; include the unresolved question or decision in the child agent's "
+              "final result")
+
+
+class UserQuestionError(ToolError):
+    """A question refused before (or instead of) reaching the human; ``code`` is DSH's."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message, name="UserQuestionError", code=code)
+        self.code = code
+
+
+class QuestionOption(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One choice offered to the human."""
+
+    label: str
+    description: str | None = None
+
+
+class QuestionIntent(msgspec.Struct, frozen=True, kw_only=True):
+    """What kind of decision a question is, for a UI that presents it as one: a
+    ``plan-review`` whose ``detail`` is the plan, approved by the option labelled
+    ``approve``. It changes presentation only; the answer is the same."""
+
+    kind: Literal["plan-review"]
+    approve: str
+
+
+class Question(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, rename="camel"):
+    """One question; ``id`` is echoed in its answer."""
+
+    id: str
+    question: str
+    detail: str | None = None
+    header: str | None = None
+    options: tuple[QuestionOption, ...] | None = None
+    multi_select: bool | None = None
+    intent: QuestionIntent | None = None
+
+
+class AnswerItem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The answer to one question: the labels selected, and any free text."""
+
+    id: str
+    selected: tuple[str, ...]
+    custom: str | None = None
+
+
+class Answers(msgspec.Struct, frozen=True, kw_only=True):
+    """The human's answer, by question id."""
+
+    answers: tuple[AnswerItem, ...]
+
+
+@dataclass(frozen=True)
+class QuestionRequest:
+    """What an answerer is asked: the questions and, for a tool call, the asking agent."""
+
+    questions: tuple[Question, ...]
+    agent: CallingAgent | None = None
+
+
+#: The UI side: collects the human's answer to a request.
+Answerer: TypeAlias = Callable[[QuestionRequest], Awaitable[Answers]]
+
+
+def owning_agent(host: SubagentHost, agent: CallingAgent) -> Agent | None:
+    """The live agent that owns ``agent`` at run time (the parent of the live subagent run
+    whose child it is), or ``None`` for a top-level agent."""
+    if not isinstance(agent.session.header.parent_session, str):
+        return None  # every subagent child's header names its parent; this is no child
+    for run in host.subagents.runs():
+        if run.local_agent is agent:
+            return run.parent
+    return None
+
+
+def _aborted() -> UserQuestionError:
+    return UserQuestionError("ask_user_question was aborted before the user answered",
+                             "ASK_ABORTED")
+
+
+class UserQuestions:
+    """A host's question service and its ``ask_user_question`` tool.
+
+    Args:
+        answerer: the host-level answerer (or register one later).
+    """
+
+    def __init__(self, answerer: Answerer | None = None) -> None:
+        self._answerer = answerer
+        self._host: SubagentHost | None = None
+        self.tool = Tool(ASK_USER_QUESTION, ASK_USER_QUESTION_DESCRIPTION,
+                         ASK_USER_QUESTION_PARAMETERS, self._call)
+
+    @property
+    def answerer(self) -> Answerer | None:
+        return self._answerer
+
+    def register_answerer(self, answerer: Answerer) -> Callable[[], None]:
+        """Make ``answerer`` the one that answers; returns its idempotent unregistration.
+
+        Raises:
+            UserQuestionError: ``DUPLICATE_PROVIDER``, one is registered already.
+        """
+        if self._answerer is not None:
+            raise UserQuestionError("a user-questions provider is already registered",
+                                    "DUPLICATE_PROVIDER")
+        self._answerer = answerer
+
+        def unregister() -> None:
+            if self._answerer is answerer:
+                self._answerer = None
+
+        return unregister
+
+    def install(self, host: SubagentHost) -> None:
+        """Register ``ask_user_question`` in ``host``'s global tools and serve ``host``'s
+        agents.
+
+        Raises:
+            ValueError: installed already, or the host has a tool of that name.
+        """
+        if self._host is not None:
+            raise ValueError("the user-questions tool is already installed")
+        host.tools.register(self.tool)
+        self._host = host
+
+    def uninstall(self) -> None:
+        """Remove the tool from the host it was installed in."""
+        host, self._host = self._host, None
+        if host is not None and host.tools.get(ASK_USER_QUESTION) is self.tool:
+            host.tools.unregister(ASK_USER_QUESTION)
+
+    async def ask(self, questions: Sequence[Question], *, agent: CallingAgent | None = None,
+                  signal: AbortSignal | None = None) -> Answers:
+        """Ask the human through the answerer (see the module rules for the checks).
+
+        Raises:
+            UserQuestionError: a refusal, with DSH's text and code; ``TypeError`` when the
+                answerer returns something other than :class:`Answers`.
+        """
+        if signal is not None and signal.aborted:
+            raise _aborted()
+        if not questions:
+            raise UserQuestionError("ask_user_question requires at least one question",
+                                    "EMPTY_QUESTIONS")
+        if agent is not None:
+            host = self._host
+            live = None if host is None else host.agents.get(agent.id)
+            if host is None or live is None or live is not agent:
+                raise UserQuestionError(
+                    "human interaction requires the exact live calling agent when an agent "
+                    "is supplied", "CALLER_NOT_LIVE")
+            if owning_agent(host, live) is not None:
+                raise UserQuestionError(_DELEGATED, "DELEGATED_CALLER")
+        for question in questions:
+            intent = question.intent
+            if intent is None:
+                continue
+            if not any(option.label == intent.approve for option in question.options or ()):
+                raise UserQuestionError(
+                    f"question {question.id} declares intent {intent.kind} whose approve "
+                    f"label {json.dumps(intent.approve, ensure_ascii=False)} names none of "
+                    "its options", "BAD_INTENT")
+            if question.detail is None:
+                raise UserQuestionError(
+                    f"question {question.id} declares intent {intent.kind} without the detail "
+                    "it reviews", "BAD_INTENT")
+        answerer = self._answerer
+        if answerer is None:
+            raise UserQuestionError("no user-questions provider is registered", "NO_PROVIDER")
+        answers = await answerer(QuestionRequest(questions=tuple(questions), agent=agent))
+        if not isinstance(answers, Answers):
+            raise TypeError(f"the answerer returned {type(answers).__name__}, not Answers")
+        return answers
+
+    async def _call(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        if ctx.cancel_cause is not None:
+            raise _aborted()
+        questions = tuple(
+            Question(
+                id=item["id"], question=item["question"], header=item.get("header"),
+                options=None if item.get("options") is None else tuple(
+                    QuestionOption(label=option["label"], description=option.get("description"))
+                    for option in item["options"]),
+                multi_select=item.get("multi_select"))
+            for item in args["questions"])
+        answers = await ctx.run(self.ask(questions, agent=ctx.agent))
+        return msgspec.json.encode(answers).decode()
