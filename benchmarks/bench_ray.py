@@ -211,7 +211,7 @@ def _median(rounds: Sequence[dict[str, float]], key: str) -> float:
 
 def run(settings: Settings) -> Section:
     try:
-        import ray  # noqa: F401
+        import ray.actor  # noqa: F401
     except ImportError:
         return Section(name=NAME, title=TITLE, notes=(), rows=(),
                        unavailable="needs the ray extra: pip install -e '.[ray]'")

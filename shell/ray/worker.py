@@ -287,10 +287,12 @@ class ChildWorker:
             yield ChildDone(jsonl=encode_log(last), captured=captured,
                             failure=None if error is None else str(error))
         finally:
-            self._children.pop(child_id, None)
-            if agent is not None:
-                # A Ray-level cancellation lands here: the child stops as disposed.
-                agent.cancel(CancelDisposed())
-                await agent.dispose()
-            if seed_key is not None:
-                self._seeds.release(seed_key)
+            try:
+                if agent is not None:
+                    # A Ray-level cancellation lands here: the child stops as disposed.
+                    agent.cancel(CancelDisposed())
+                    await agent.dispose()
+            finally:
+                self._children.pop(child_id, None)  # listed while anything of it runs
+                if seed_key is not None:
+                    self._seeds.release(seed_key)

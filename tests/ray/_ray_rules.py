@@ -176,3 +176,21 @@ def json_text(value: object) -> str:
 def broken_setup(host: Host) -> None:
     """A worker setup that fails (the worker cannot start)."""
     raise RuntimeError("this worker has no models")
+
+
+async def _stubborn(args: dict[str, object], ctx: object) -> str:
+    """A tool that ignores cancellation (for a while): what Ray's backstop is for."""
+    deadline = asyncio.get_running_loop().time() + 60
+    while asyncio.get_running_loop().time() < deadline:
+        try:
+            await asyncio.sleep(deadline - asyncio.get_running_loop().time())
+        except asyncio.CancelledError:
+            continue
+    return "finally done"
+
+
+def stubborn_setup(host: Host) -> None:
+    """:func:`configure`, plus a ``stubborn`` tool that swallows its cancellation."""
+    configure(host)
+    host.tools.register(Tool("stubborn", "ignores cancellation", {"type": "object"},
+                             _stubborn))

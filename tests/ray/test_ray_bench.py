@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("ray", reason="the Ray tests need the ray extra")
+pytest.importorskip("ray.actor", reason="the Ray tests need the ray extra")
 
 from _ray_env import isolation_problem
 

@@ -30,6 +30,7 @@ from _ray_host import (
 from turnfork.core import (
     CancelDisposed,
     CancelParent,
+    ToolCallEvent,
     TurnAborted,
     TurnCompleted,
     TurnStartEvent,
@@ -210,3 +211,33 @@ def test_cancelling_the_parent_cancels_its_remote_children(pool: Any, where: str
         await close(host)
 
     run(main)
+
+
+def test_a_child_that_will_not_stop_is_given_up_on(ray_cluster: str) -> None:
+    """A child stuck in a tool that swallows its cancellation: after stop_timeout Ray cancels
+    it, after another the host gives up; the run says so, the log on the host is balanced,
+    the result is aborted; closing the pool kills what still runs there."""
+    import _ray_rules
+
+    from turnfork.shell.ray import RayWorkerPool
+
+    stubborn = RayWorkerPool(_ray_rules.stubborn_setup, size=1, stop_timeout=0.5)
+
+    async def main() -> None:
+        host, parent, _ = contract_host(stubborn)
+        run_ = await host.subagents.start("ray-fork", request("tool stubborn {}"),
+                                          parent=parent)
+        await until(lambda: any(isinstance(e, ToolCallEvent) for e in run_.own_events()))
+        await run_.dispose()
+        result = await run_.result
+        assert result.stop_reason == "aborted"
+        assert "did not stop within 1 s of being cancelled and was given up on" in \
+            result.diagnostic
+        assert_balanced(run_.child.session.events, "child")
+        assert await stubborn.live_children() == (run_.id,)  # honestly still there
+        await close(host)
+
+    try:
+        run(main)
+    finally:
+        stubborn.close()
