@@ -450,13 +450,19 @@ class RemoteChild:
         message.add_done_callback(self._messages.discard)
 
     async def when_idle(self) -> None:
-        """Wait until the child stopped (on its worker, or given up on).
+        """Wait until the child stopped (on its worker, or given up on) and its log here is
+        durable (committed by the host's store), as an agent's ``when_idle`` does.
 
         Raises:
             AgentLoopError: the host could not take the child's events; raised once.
         """
         if self._pump is not None:
             await asyncio.wait([self._pump])
+        if self.failure is None:
+            try:
+                await self.session.wait_durable()
+            except OSError as error:
+                self.failure = error
         if self.failure is not None:
             failure, self.failure = self.failure, None
             raise AgentLoopError(f"agent {self.id}: {failure}") from failure
