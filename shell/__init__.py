@@ -82,7 +82,7 @@ _FRONT_DOOR = {
 
 #: Modules whose public names are importable from the package as well (their home stays the
 #: module; they are not part of the front door).
-_MODULES = (".agent", ".abort", ".clock", ".host", ".registries", ".session", ".store",
+_MODULES = (".agent", ".approval", ".abort", ".clock", ".host", ".registries", ".session", ".store",
             ".jsonl_store", ".tools", ".subagents", ".models.base", ".models.scripted")
 
 __all__ = list(_FRONT_DOOR)

@@ -27,7 +27,6 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, Protocol, TypeAlias, TypeVar
 
-import msgspec
 from msgspec import UNSET
 
 from ..core import (
@@ -41,7 +40,6 @@ from ..core import (
     LlmCallConfig,
     LlmFailure,
     MessageSource,
-    OpaqueEvent,
     PromptSection,
     SubagentDescriptorData,
     TextBlock,
@@ -75,6 +73,7 @@ from ..core.loop import (
     feed,
     initial_loop_state,
 )
+from .approval import ApprovalPolicy, ApprovalRefusedError, Approver, request_approval
 from .clock import Clock, IdFactory
 from .models.base import Model, ModelRequest
 from .session import Session
@@ -104,18 +103,14 @@ __all__ = [
     "failure_of",
 ]
 
-ApprovalPolicy: TypeAlias = Literal["ask", "never"]
 SandboxMode: TypeAlias = Literal["read-only", "workspace-write", "danger-full-access"]
 #: Called before every ``step/start`` with (agent, turn, step); returning ``False`` blocks the
 #: step (the turn ends ``blocked``). May be sync or async.
 PreStepHook: TypeAlias = Callable[["Agent", int, int], "Awaitable[bool | None] | bool | None"]
-#: Decides an approval ask: (agent, tool name, detail) -> granted.
-Approver: TypeAlias = Callable[["Agent", str, str], Awaitable[bool]]
 #: A follow-up: text, content blocks or a whole user message.
 Prompt: TypeAlias = str | Sequence[ContentBlock] | UserMessage
 
 
-_JSON = msgspec.json.Encoder()
 T = TypeVar("T")
 
 
@@ -152,10 +147,6 @@ class AgentDisposedError(RuntimeError):
 
 class AgentLoopError(RuntimeError):
     """The loop itself failed (not a model or tool failure, which end the turn instead)."""
-
-
-class ApprovalRefusedError(Exception):
-    """An approval ask was refused; a tool raising it gets an ``Error:`` result."""
 
 
 def user_message(prompt: Prompt, message_id: str) -> UserMessage:
@@ -387,38 +378,7 @@ class Agent:
         Raises:
             ApprovalRefusedError: policy ``never``, no approver, or the approver said no.
         """
-        ask_id = self.host.ids()
-        asked: dict[str, object] = {"id": ask_id, "toolName": tool_name}
-        if call_id is not None:
-            asked["callId"] = call_id
-        if detail:
-            asked["reason"] = detail
-        self._log_opaque("approval/asked", asked)
-        outcome, refusal = "rejected", ""
-        try:
-            if self.approval_policy == "never":
-                refusal = (f"{tool_name} needs approval ({detail}), but approval prompts are "
-                           "disabled in this session: the action was rejected")
-            else:
-                approver = self.approver or self.host.approver
-                if approver is None:
-                    outcome = "unavailable"
-                    refusal = (f"{tool_name} needs approval ({detail}), but no approver is "
-                               "available")
-                elif await approver(self, tool_name, detail):
-                    outcome = "allowed-once"
-                else:
-                    refusal = f"{tool_name} was not approved ({detail})"
-        except asyncio.CancelledError:
-            outcome = "cancelled"
-            raise
-        finally:
-            self._log_opaque("approval/decided", {"id": ask_id, "outcome": outcome})
-        if refusal:
-            raise ApprovalRefusedError(refusal)
-
-    def _log_opaque(self, event_type: str, data: dict[str, object]) -> None:
-        self.session.append(OpaqueEvent, msgspec.Raw(_JSON.encode(data)), type=event_type)
+        await request_approval(self, tool_name, detail, call_id=call_id)
 
     # ------------------------------------------------------------------ the machine
 

@@ -1,0 +1,77 @@
+"""Approval asks: an action that needs the user's consent, asked and logged as DSH's
+user-approval plugin does (``approval/asked``, then ``approval/decided`` whatever happens).
+
+Rules:
+
+* Policy ``never`` refuses without asking (outcome ``rejected``); with no approver on the agent
+  or its host the outcome is ``unavailable``; an approver that says yes gives ``allowed-once``,
+  no gives ``rejected``; a cancelled ask is logged ``cancelled`` and the cancellation goes on.
+* A refusal raises :class:`ApprovalRefusedError` with the text the tool's result carries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+import msgspec
+
+from ..core import OpaqueEvent
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+__all__ = ["ApprovalPolicy", "Approver", "ApprovalRefusedError", "request_approval"]
+
+ApprovalPolicy: TypeAlias = Literal["ask", "never"]
+#: Decides an approval ask: (agent, tool name, detail) -> granted.
+Approver: TypeAlias = Callable[["Agent", str, str], Awaitable[bool]]
+
+_JSON = msgspec.json.Encoder()
+
+
+class ApprovalRefusedError(Exception):
+    """An approval ask was refused; a tool raising it gets an ``Error:`` result."""
+
+
+async def request_approval(agent: Agent, tool_name: str, detail: str, *,
+                           call_id: str | None = None) -> None:
+    """Ask ``agent``'s approver (or its host's) to let ``tool_name`` act, logging the ask and
+    its decision in the agent's session.
+
+    Raises:
+        ApprovalRefusedError: policy ``never``, no approver, or the approver said no.
+    """
+    ask_id = agent.host.ids()
+    asked: dict[str, object] = {"id": ask_id, "toolName": tool_name}
+    if call_id is not None:
+        asked["callId"] = call_id
+    if detail:
+        asked["reason"] = detail
+    _log(agent, "approval/asked", asked)
+    outcome, refusal = "rejected", ""
+    try:
+        if agent.approval_policy == "never":
+            refusal = (f"{tool_name} needs approval ({detail}), but approval prompts are "
+                       "disabled in this session: the action was rejected")
+        else:
+            approver = agent.approver or agent.host.approver
+            if approver is None:
+                outcome = "unavailable"
+                refusal = f"{tool_name} needs approval ({detail}), but no approver is available"
+            elif await approver(agent, tool_name, detail):
+                outcome = "allowed-once"
+            else:
+                refusal = f"{tool_name} was not approved ({detail})"
+    except asyncio.CancelledError:
+        outcome = "cancelled"
+        raise
+    finally:
+        _log(agent, "approval/decided", {"id": ask_id, "outcome": outcome})
+    if refusal:
+        raise ApprovalRefusedError(refusal)
+
+
+def _log(agent: Agent, event_type: str, data: dict[str, object]) -> None:
+    agent.session.append(OpaqueEvent, msgspec.Raw(_JSON.encode(data)), type=event_type)
