@@ -58,6 +58,7 @@ from .delegation import (
     validate_tool_filter,
 )
 from .depth import resolve_child_depth
+from .descriptor import fold_subagent_descriptor, identity_descriptor
 from .events import (
     SUBAGENT_DESCRIPTOR_VERSION,
     ApprovalPolicyEvent,
@@ -94,6 +95,7 @@ __all__ = [
     "PARENT_UNAVAILABLE",
     "DRAINING",
     "ACTIVATION_TEARDOWN_FAILED",
+    "MALFORMED_DESCRIPTOR",
     "SUMMARY_MAX_CHARS",
     "ContinuableStart",
     "ContinuableTerms",
@@ -125,6 +127,9 @@ ACTIVATION_CLOSING = "ACTIVATION_CLOSING"
 PARENT_UNAVAILABLE = "PARENT_UNAVAILABLE"
 DRAINING = "DRAINING"
 ACTIVATION_TEARDOWN_FAILED = "ACTIVATION_TEARDOWN_FAILED"
+#: ``StartError.code`` of a resume whose first own descriptor is malformed (a plain error in
+#: DSH: its parse text, no ``error`` key).
+MALFORMED_DESCRIPTOR = "MALFORMED_DESCRIPTOR"
 
 #: DSH's bound on a notice's ``summary`` (UTF-16 code units, ``…`` included).
 SUMMARY_MAX_CHARS = 120
@@ -392,18 +397,6 @@ class ResumeTerms(msgspec.Struct, frozen=True, kw_only=True):
     context: tuple[PromptSection, ...]
 
 
-def _first_own_descriptor(header: SessionHeader,
-                          events: Sequence[Event]) -> SubagentDescriptorData | None:
-    start = header.seed_length if isinstance(header.seed_length, int) else 0
-    for index in range(start, len(events)):
-        event = events[index]
-        if isinstance(event, SubagentDescriptorEvent):
-            return event.data
-        if isinstance(event, TurnStartEvent):
-            break  # a continuable descriptor precedes the first turn
-    return None
-
-
 def _last_approval(events: Sequence[Event]) -> Literal["ask", "never"] | None:
     for index in range(len(events) - 1, -1, -1):
         event = events[index]
@@ -416,15 +409,21 @@ def resume_terms(header: SessionHeader,
                  events: Sequence[Event]) -> Result[ResumeTerms, StartError]:
     """What resuming a continuable child from its log needs, or why it cannot be resumed.
 
-    The descriptor is the first one of the child's own suffix (``events[seedLength:]``, before
-    its first turn); absent, of another version or one-shot, the child is not resumable
-    (``NOT_RESUMABLE``, DSH's text).
+    The descriptor is the first one of the child's own suffix (``events[seedLength:]``,
+    :func:`~.descriptor.fold_subagent_descriptor`); absent, of another version or one-shot, the
+    child is not resumable (``NOT_RESUMABLE``, DSH's text); malformed, the refusal is DSH's
+    parse text as a plain error (``MALFORMED_DESCRIPTOR``, no ``error`` key), even when a later
+    descriptor is well formed.
 
     >>> from turnfork.core import SessionHeader
     >>> resume_terms(SessionHeader(id="c", created_at=0), ()).failure().code
     'NOT_RESUMABLE'
     """
-    descriptor = _first_own_descriptor(header, events)
+    start = header.seed_length if isinstance(header.seed_length, int) else 0
+    folded = fold_subagent_descriptor(events, start=start)
+    if isinstance(folded, Failure):
+        return Failure(StartError(code=MALFORMED_DESCRIPTOR, message=folded.failure().message))
+    descriptor = folded.unwrap()
     if descriptor is None or descriptor.version != SUBAGENT_DESCRIPTOR_VERSION \
             or descriptor.mode != "continuable":
         return Failure(refusal("not-continuable", header.id))
@@ -457,25 +456,24 @@ class ChildIdentity(msgspec.Struct, frozen=True, kw_only=True):
 
     mode: Literal["one-shot", "continuable"]
     label: str | None
+    #: The seq of the descriptor's event.
     seq: int
 
 
 def child_identity(events: Sequence[Event]) -> ChildIdentity | None:
-    """The last ``subagent/descriptor`` of a log (DSH's identity projection, last wins);
-    ``None`` without one (a live child still being created) or with an unknown version.
+    """The last ``subagent/descriptor`` of a log (DSH's identity projection, last wins,
+    :func:`~.descriptor.identity_descriptor`); ``None`` without one (a live child still being
+    created), or when the last is malformed or of an unknown version (a settled child is then
+    listed ``corrupt``).
 
     >>> child_identity(())
     """
-    for index in range(len(events) - 1, -1, -1):
-        event = events[index]
-        if isinstance(event, SubagentDescriptorEvent):
-            data = event.data
-            if data.version != SUBAGENT_DESCRIPTOR_VERSION:
-                return None
-            return ChildIdentity(mode=data.mode,
-                                 label=None if isinstance(data.label, UnsetType) else data.label,
-                                 seq=index)
-    return None
+    found = identity_descriptor(events)
+    if found is None:
+        return None
+    label = found.data.label
+    return ChildIdentity(mode=found.data.mode, seq=found.seq,
+                         label=None if isinstance(label, UnsetType) else label)
 
 
 # --------------------------------------------------------------------------- an epoch ends

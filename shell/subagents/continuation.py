@@ -64,6 +64,7 @@ from ...core import (
 )
 from ...core.continuation import (
     ACTIVATION_TEARDOWN_FAILED,
+    MALFORMED_DESCRIPTOR,
     ChildIdentity,
     ContinuableStart,
     ResumeTerms,
@@ -278,6 +279,8 @@ def delegated_resume_terms(session: Session) -> ResumeTerms | None:
     if not _is_delegated(header):
         return None
     terms = resume_terms(header, session.events)
+    if isinstance(terms, Failure) and terms.failure().code == MALFORMED_DESCRIPTOR:
+        raise ValueError(f"session {header.id!r}: {terms.failure().message}")
     if isinstance(terms, Failure):
         parent = header.parent_session
         raise ValueError(
