@@ -27,8 +27,8 @@ HEADER = SessionHeader(id="c", created_at=0, parent_session="p", seed_length=1)
 
 def events_of(*payloads: Any) -> Any:
     lines = ['{"type":"session/end-seed","seq":0,"time":7,"data":{}}']
-    lines += ['{"type":"subagent/descriptor","seq":%d,"time":7,"data":%s}'
-              % (seq, json.dumps(payload)) for seq, payload in enumerate(payloads, start=1)]
+    lines += [json.dumps({"type": "subagent/descriptor", "seq": seq, "time": 7, "data": payload})
+              for seq, payload in enumerate(payloads, start=1)]
     return decode_log(("\n".join(lines) + "\n").encode()).unwrap()
 
 
