@@ -281,12 +281,15 @@ class RayWorkerPool:
         self._watch_cluster()
         while len(self.workers) < self.size:
             self._spawn()
-        started = await asyncio.gather(*(self._started(worker) for worker in self.workers))
-        ready = [worker for worker in started if isinstance(worker, RayWorker) and worker.alive]
-        if not ready:
-            problems = sorted({reason for reason in started if isinstance(reason, str)})
-            raise _refusal(RAY_WORKER_UNAVAILABLE, "; ".join(problems)
-                           or "no Ray worker is available")
+        ready = self.workers
+        if any(worker.info is None for worker in ready):  # some are starting: wait for them
+            started = await asyncio.gather(*(self._started(worker) for worker in ready))
+            ready = tuple(worker for worker in started
+                          if isinstance(worker, RayWorker) and worker.alive)
+            if not ready:
+                problems = sorted({reason for reason in started if isinstance(reason, str)})
+                raise _refusal(RAY_WORKER_UNAVAILABLE, "; ".join(problems)
+                               or "no Ray worker is available")
         chosen = min(ready, key=lambda worker: (worker.load, worker.index))
         chosen.load += 1
         return chosen

@@ -107,3 +107,19 @@ def test_the_ray_childs_log_is_the_in_process_childs(pool: Any, kind: str) -> No
         await close(host)
 
     run(main)
+
+
+@pytest.mark.parametrize("where", WHERE)
+def test_a_child_that_says_nothing_returns_empty_output(pool: Any, where: str) -> None:
+    """A fork child whose only answer is empty returns "", never its seed's text (the result
+    is read from its own events only)."""
+
+    async def main() -> None:
+        host, parent, _ = contract_host(pool)
+        await one_turn(parent, "say the parent's answer")
+        run_ = await host.subagents.start(provider(where), request("say"), parent=parent)
+        result = await run_.result
+        assert (result.stop_reason, text(result.output)) == ("completed", "")
+        await close(host)
+
+    run(main)
