@@ -39,7 +39,8 @@ Rules of this module:
   truncated step's tool calls never run); ``blocked`` (a hook refused a step, or the step would
   exceed ``max_steps``); ``error`` (an error finish, or ``Failed``); ``aborted`` (cancellation).
   Whatever the ending, the turn is closed by the grammar's walk to idle
-  (:func:`.closers.close_open_turn`).
+  (:func:`.closers.close_open_turn`). A closing whose write failed leaves the turn open with
+  the reason it was ending with: the next ``Failed`` or ``Begin`` closes it so.
 * Cancellation: after ``CancelRequested`` the machine writes nothing and answers every input
   but ``Followup``/``Steer`` with ``Stop``, until ``Cancelled``: then the delivered part of an
   interrupted stream (``interrupted: true``), the closers, and the input queued at the request
@@ -425,6 +426,9 @@ def feed(state: LoopState, trace: Trace, given: LoopInput, *, time: int) -> Loop
     if isinstance(given, Failed):
         if state.turn is None and trace.phase is Phase.IDLE:
             return _step_of(_replace(state, awaiting="idle"), out, Stop())
+        if state.turn is None and state.closing is not None:
+            # The write of a closing failed: the turn keeps the reason it was ending with.
+            return _close(state, trace, out, state.closing)
         return _close(state, trace, out, TurnError(error=given.failure))
     if isinstance(given, Begin):
         _expect(state, "wake", given)
@@ -478,15 +482,18 @@ def _drop_parked(state: LoopState, out: _Writer) -> LoopStep:
 
 
 def _begin(state: LoopState, trace: Trace, out: _Writer) -> LoopStep:
+    next_turn = trace.next_turn
     if trace.phase is not Phase.IDLE:
         # A turn a failed write left open is closed before anything else starts.
         reason = state.closing or TurnError(error=LlmFailure(
             message="the previous turn was left open", code="UNKNOWN"))
         out.extend(closing_events(trace, reason, time=out.time))
+        if trace.open_turn is not None:
+            next_turn = trace.open_turn + 1
     state = _replace(state, closing=None)
     if not state.inbox and not state.steering:
         return _step_of(_replace(state, awaiting="idle"), out, Stop())
-    return _start_turn(state, trace.next_turn, out)
+    return _start_turn(state, next_turn, out)
 
 
 def _start_turn(state: LoopState, turn: int, out: _Writer) -> LoopStep:

@@ -162,7 +162,9 @@ def failure_of(error: BaseException) -> LlmFailure:
     parts: list[str] = []
     current: BaseException | None = error
     while current is not None and len(parts) < 8:
-        parts.append(str(current) or type(current).__name__)
+        text = str(current) or type(current).__name__
+        if not parts or parts[-1] != text:  # a re-raise that repeats its cause says it once
+            parts.append(text)
         current = current.__cause__ or (None if current.__suppress_context__
                                         else current.__context__)
     return LlmFailure(message=": ".join(parts), code="UNKNOWN")
