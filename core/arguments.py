@@ -58,6 +58,10 @@ def _number(text: str) -> float:
     return value
 
 
+#: Built once: ``json.loads`` with hooks builds a decoder and its scanner on every call.
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_int=_integer, parse_float=_number)
+
+
 def parse_tool_arguments(text: str) -> Result[dict[str, Any], str]:
     """A call's raw arguments as an object, or why they are not one (for the model to read).
 
@@ -75,8 +79,7 @@ def parse_tool_arguments(text: str) -> Result[dict[str, Any], str]:
     if exceeds_depth(text.encode("utf-8", "surrogatepass")):
         return Failure(f"arguments are nested deeper than {MAX_JSON_DEPTH} levels")
     try:
-        value = json.loads(text, parse_constant=_constant, parse_int=_integer,
-                           parse_float=_number)
+        value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         return Failure(f"arguments are not valid JSON ({exc.msg} at char {exc.pos})")
     except _Refused as exc:
