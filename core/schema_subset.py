@@ -1,407 +1,523 @@
-"""The JSON Schema subset of structured output, compiled to msgspec types (wire-format §7.7).
+"""The JSON Schema subset that tool parameters and structured output are checked against.
+
+One checker and one validator, with DSH's rules and words (``dsh-tools`` ``json-schema.ts``):
+a tool's parameters are checked when the tool is defined and its arguments validated on every
+call; a child's requested output schema is checked before the child exists and its
+``structured_output`` arguments validated on every call.
 
 Rules of this module:
 
-* Supported keywords: ``type`` (one of object/array/string/number/integer/boolean/null),
-  ``properties``, ``required``, ``additionalProperties`` (boolean), ``items``, ``enum`` and
-  ``const`` (scalar, of the node's type), ``minimum``/``maximum``/``exclusiveMinimum``/
-  ``exclusiveMaximum`` (number, integer), ``minLength``/``maxLength`` (string),
-  ``minItems``/``maxItems`` (array) and the ``description`` annotation. A node without ``type``
-  and without constraints accepts any JSON value. The root must be ``type: "object"``.
-* Anything else is refused, and every violation is reported at once, with its path
-  (``schema.properties.x.type …``), before any child exists: a keyword that would be accepted
-  but not enforced would silently weaken the contract.
-* A valid schema compiles to msgspec types (``msgspec.defstruct`` for objects, ``Literal`` for
-  enum/const, ``Annotated[…, Meta(…)]`` for bounds), so msgspec decides whether arguments are
-  valid. msgspec stops at the first error; when a value is refused, the schema is walked once
-  more to list every violation: objects report each missing or undeclared property and recurse
-  into every declared one, arrays recurse into every item, and each scalar is checked by msgspec
-  against its own compiled type. Messages are msgspec's, with a ``$`` path.
-* Limits: number ``enum``/``const`` values must be integers (``Literal`` holds no floats), and
-  integer values are bounded to the JavaScript safe range, like every integer on DSH's wire.
+* **The subset.** Constraints: ``type`` (one of object/array/string/number/integer/boolean/
+  null; a single string), ``oneOf`` (at least two branches, exactly one must match),
+  ``properties``, ``required`` (names declared in ``properties``), ``additionalProperties``
+  (a boolean), ``items``, ``enum`` and ``const`` (scalars of the node's type; ``const`` one of
+  ``enum`` when both are given). Annotations, never enforced: ``description`` and ``title``
+  (strings), ``default`` and ``examples`` (any lossless JSON). A node with neither ``type`` nor
+  ``oneOf`` accepts any lossless JSON value and may carry only annotations. Every other keyword,
+  and every keyword on a type it does not apply to, is refused: a keyword accepted but not
+  enforced would silently weaken the contract.
+* **Any root** is accepted by :func:`check_schema`; :func:`check_object_schema` adds the
+  object-root rule of structured output.
+* **Every violation at once**, in walk order (a node's own keywords, then its children in
+  order, then the checks that need them), each with its path: ``schema``, ``.properties.<key>``,
+  ``.items``, ``.oneOf[<i>]``.
+* **Values** are checked against a schema that passed the check, and every violation is listed
+  with its path: the root is named by ``path`` (``value`` for structured output, ``""`` for tool
+  arguments, shown as ``arguments`` where the root itself is meant), then ``.<key>`` and
+  ``[<i>]``. Objects report their missing required properties, then their properties' own
+  violations (in the schema's order), then undeclared properties when closed; a ``oneOf``
+  reports only how many branches matched.
+* **Lossless JSON.** A value is JSON when it is ``None``, a bool, a string, a finite float other
+  than ``-0.0``, an integer within ±(2^53−1) (the rest of the core's rule; DSH reads bigger ones
+  rounded), a list or tuple of JSON, or a dict of string keys to JSON, without cycles.
+  Annotation values and every value checked must be lossless JSON.
+* **Stack-safe.** Schemas and values are walked with explicit stacks, never recursion: any
+  depth is checked.
+* **Key order** is JavaScript's (``Object.keys``): keys that are array indices (``"0"``,
+  ``"17"``) first, ascending, then the others as written, so violations come in DSH's order.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, Union
+from collections.abc import Iterable
+from decimal import Decimal
+from typing import Any, ClassVar
 
 import msgspec
-from msgspec import UNSET, Meta, UnsetType
+from returns.result import Failure, Result, Success
 
-from .events import MAX_SAFE_INTEGER
+from ._json import MAX_SAFE_INTEGER, json_string_literal
 
-__all__ = ["SCHEMA_KEYWORDS", "MAX_SCHEMA_DEPTH", "SchemaNode", "check_schema", "compile_schema",
-           "value_violations"]
+__all__ = [
+    "SCHEMA_TYPES",
+    "CONSTRAINT_KEYWORDS",
+    "ANNOTATION_KEYWORDS",
+    "JsonSchemaError",
+    "SupportedSchema",
+    "check_schema",
+    "check_object_schema",
+    "value_violations",
+]
 
-_TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
-_SCALARS = frozenset({"string", "number", "integer", "boolean", "null"})
-_NUMERIC_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
-#: Which types each constraint keyword may sit on.
-_ALLOWED_ON: dict[str, frozenset[str]] = {
-    "properties": frozenset({"object"}),
-    "required": frozenset({"object"}),
-    "additionalProperties": frozenset({"object"}),
-    "items": frozenset({"array"}),
-    "minItems": frozenset({"array"}),
-    "maxItems": frozenset({"array"}),
-    "minLength": frozenset({"string"}),
-    "maxLength": frozenset({"string"}),
-    "enum": _SCALARS,
-    "const": _SCALARS,
-    **{bound: frozenset({"number", "integer"}) for bound in _NUMERIC_BOUNDS},
-}
-#: Every keyword of the subset.
-SCHEMA_KEYWORDS = frozenset({"type", "description", *_ALLOWED_ON})
-#: Deepest nesting accepted (a guard against runaway recursion, far above real schemas).
-MAX_SCHEMA_DEPTH = 64
-_SUBSET_HINT = ("subset: type/properties/required/additionalProperties/items/enum/const/"
-                "minimum/maximum/exclusiveMinimum/exclusiveMaximum/minLength/maxLength/"
-                "minItems/maxItems + description")
+#: The values ``type`` may take.
+SCHEMA_TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
+#: The keywords that constrain a value.
+CONSTRAINT_KEYWORDS = frozenset({"type", "oneOf", "properties", "required",
+                                 "additionalProperties", "items", "enum", "const"})
+#: The keywords that only describe (never enforced; their values must be lossless JSON).
+ANNOTATION_KEYWORDS = frozenset({"description", "title", "default", "examples"})
 
-
-class SchemaNode(msgspec.Struct, frozen=True, kw_only=True, eq=False):
-    """One compiled schema node: its msgspec type plus what the violation walk needs."""
-
-    kind: str
-    #: The msgspec type of this whole subtree.
-    type: Any
-    #: Container-only type (object or array, with length bounds) for the violation walk.
-    shape: Any = None
-    properties: tuple[tuple[str, SchemaNode], ...] = ()
-    required: tuple[str, ...] = ()
-    closed: bool = False
-    items: SchemaNode | None = None
+_SCALAR_TYPES = frozenset({"string", "number", "integer", "boolean", "null"})
+#: Keywords that need a ``type``, in the order their misuse is reported.
+_TYPED_KEYWORDS = ("properties", "required", "additionalProperties", "items", "enum", "const")
+#: The types each typed keyword may sit on.
+_ALLOWED_ON = {"properties": frozenset({"object"}), "required": frozenset({"object"}),
+               "additionalProperties": frozenset({"object"}), "items": frozenset({"array"}),
+               "enum": _SCALAR_TYPES, "const": _SCALAR_TYPES}
+_SUBSET = "type/oneOf/properties/required/additionalProperties/items/enum/const + annotations"
+_OBJECT_ROOTED = 'schema.type must be "object" (structured output is object-rooted)'
 
 
-# --------------------------------------------------------------------------- schema checks
+class JsonSchemaError(msgspec.Struct, frozen=True):
+    """A schema outside the subset: every violation, in walk order (DSH's ``JsonSchemaError``)."""
+
+    violations: tuple[str, ...]
+    name: ClassVar[str] = "JsonSchemaError"
+    code: ClassVar[str] = "UNSUPPORTED_SCHEMA"
+
+    @property
+    def message(self) -> str:
+        """``unsupported JSON schema: <violation>; <violation>…``"""
+        return "unsupported JSON schema: " + "; ".join(self.violations)
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+class SupportedSchema(msgspec.Struct, frozen=True, eq=False):
+    """A schema that passed :func:`check_schema`: the only kind :func:`value_violations` takes.
+
+    ``schema`` is the checked value itself, not a copy: it must not change afterwards.
+    """
+
+    schema: Any
 
 
-def _is_count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_SAFE_INTEGER
+# --------------------------------------------------------------------------- JSON values
 
 
-def _matches(kind: str, value: object) -> bool:
-    """Whether a schema constant is a value of ``kind`` (integral numbers count as integers)."""
+def _is_index_key(key: str) -> bool:
+    """Whether JavaScript orders ``key`` as an array index (``Object.keys``)."""
+    return key.isascii() and key.isdigit() and (key == "0" or key[0] != "0") \
+        and int(key) < 2**32 - 1
+
+
+def _js_keys(record: dict[Any, Any]) -> list[Any]:
+    """``record``'s keys in JavaScript's order: array indices ascending, then the rest."""
+    keys = list(record)
+    if not any(isinstance(key, str) and key[:1].isdigit() for key in keys):
+        return keys
+    indices = sorted((key for key in keys if isinstance(key, str) and _is_index_key(key)),
+                     key=int)
+    chosen = set(indices)
+    return [*indices, *(key for key in keys if key not in chosen)]
+
+
+def _is_json_number(value: object) -> bool:
+    """A number DSH's JavaScript holds exactly: finite, not ``-0``, integers in the safe range."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    if isinstance(value, float):
+        return math.isfinite(value) and not (value == 0 and math.copysign(1.0, value) < 0)
+    return False
+
+
+def _is_json_value(value: object) -> bool:
+    """Whether ``value`` is lossless JSON (module rules); shared parts are fine, cycles are not."""
+    ancestors: set[int] = set()
+    stack: list[tuple[object, bool]] = [(value, False)]
+    while stack:
+        item, leaving = stack.pop()
+        if leaving:
+            ancestors.discard(id(item))
+            continue
+        if item is None or isinstance(item, bool | str):
+            continue
+        if isinstance(item, int | float):
+            if not _is_json_number(item):
+                return False
+            continue
+        if isinstance(item, dict):
+            if not all(isinstance(key, str) for key in item):
+                return False
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            return False
+        if id(item) in ancestors:
+            return False
+        ancestors.add(id(item))
+        stack.append((item, True))
+        stack.extend((child, False) for child in children)
+    return True
+
+
+def _js_number(value: int | float) -> str:
+    """A number as JavaScript's ``String(number)`` writes it (``1.0`` is ``1``, ``1e-7``)."""
+    if isinstance(value, int) or (value.is_integer() and abs(value) < 1e21):
+        return str(int(value))
+    sign, digit_tuple, exponent = Decimal(repr(value)).as_tuple()
+    digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
+    assert isinstance(exponent, int)  # a finite float
+    point = exponent + len(digit_tuple)  # the decimal point sits after this many digits
+    if len(digits) <= point <= 21:
+        text = digits + "0" * (point - len(digits))
+    elif 0 < point <= 21:
+        text = f"{digits[:point]}.{digits[point:]}"
+    elif -6 < point <= 0:
+        text = f"0.{'0' * -point}{digits}"
+    else:
+        mantissa = digits if len(digits) == 1 else f"{digits[0]}.{digits[1:]}"
+        text = f"{mantissa}e{'+' if point > 0 else '-'}{abs(point - 1)}"
+    return ("-" if sign else "") + text
+
+
+def _js_json(value: object) -> str:
+    """A scalar, or a list of scalars, as ``JSON.stringify`` writes it."""
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_js_json(item) for item in value) + "]"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json_string_literal(value).decode()
+    assert isinstance(value, int | float)
+    return _js_number(value)
+
+
+def _matches_scalar(kind: str, value: object) -> bool:
+    """Whether ``value`` is a value of the scalar type ``kind``."""
     if kind == "string":
         return isinstance(value, str)
+    if kind == "number":
+        return _is_json_number(value)
+    if kind == "integer":
+        return _is_json_number(value) and (isinstance(value, int)
+                                           or (isinstance(value, float) and value.is_integer()))
     if kind == "boolean":
         return isinstance(value, bool)
-    if kind == "null":
-        return value is None
-    # Literal holds no floats, so number constants must be integral too (module rules).
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    integral = isinstance(value, int) or value.is_integer()
-    return integral and abs(value) <= MAX_SAFE_INTEGER
+    return value is None
 
 
-def _admits(node: dict[str, Any], value: Any) -> bool:
-    """Whether a scalar constant satisfies ``node``'s bounds and const."""
-    if "const" in node and node["const"] != value:
-        return False
-    if isinstance(value, str):
-        return bool(node.get("minLength", 0) <= len(value) <= node.get("maxLength", math.inf))
-    if type(value) in (int, float):
-        return bool(value >= node.get("minimum", -math.inf)
-                    and value <= node.get("maximum", math.inf)
-                    and value > node.get("exclusiveMinimum", -math.inf)
-                    and value < node.get("exclusiveMaximum", math.inf))
-    return True
+# --------------------------------------------------------------------------- schemas
 
 
-def _check_keywords(node: dict[str, Any], path: str, kind: str, out: list[str]) -> None:
-    for key in node:
-        if key not in SCHEMA_KEYWORDS:
-            out.append(f"{path}.{key} is not a supported keyword ({_SUBSET_HINT})")
-        elif key in _ALLOWED_ON and kind not in _ALLOWED_ON[key]:
-            out.append(f"{path}.{key} requires type" if kind == "any"
-                       else f'{path}.{key} is not supported on type "{kind}"')
-    if "description" in node and not isinstance(node["description"], str):
-        out.append(f"{path}.description must be a string")
+def _is_record(node: object) -> bool:
+    return isinstance(node, dict) and all(isinstance(key, str) for key in node)
 
 
-def _check_bounds(node: dict[str, Any], path: str, kind: str, out: list[str]) -> bool:
-    """Append bound violations; ``True`` when the bounds are well formed and consistent."""
-    before = len(out)
-    for key in ("minLength", "maxLength", "minItems", "maxItems"):
-        if key in node and not _is_count(node[key]):
-            out.append(f"{path}.{key} must be a non-negative integer")
-    for key in _NUMERIC_BOUNDS:
-        if key in node and not (_is_number(node[key])
-                                and (kind != "integer" or abs(node[key]) <= MAX_SAFE_INTEGER)):
-            out.append(f"{path}.{key} must be a finite number"
-                       + (" in the safe-integer range" if kind == "integer" else ""))
-    if len(out) > before:
-        return False
-    empty = (node.get("minLength", 0) > node.get("maxLength", math.inf)
-             or node.get("minItems", 0) > node.get("maxItems", math.inf))
-    if kind == "integer":
-        low, high = _integer_bounds(node)
-        empty = empty or low > high
-    else:
-        (low, low_open), (high, high_open) = _lower(node), _upper(node)
-        empty = empty or low > high or (low == high and (low_open or high_open))
-    if empty:
-        out.append(f"{path} admits no value (its bounds exclude each other)")
-        return False
-    return True
+def _is_array(node: object) -> bool:
+    return isinstance(node, list | tuple)
 
 
-def _check_object(node: dict[str, Any], path: str, depth: int, out: list[str]) -> None:
-    properties = node.get("properties", {})
-    if not isinstance(properties, dict):
-        out.append(f"{path}.properties must be an object of schemas")
-        properties = {}
-    for key, child in properties.items():
-        _check(child, f"{path}.properties.{key}", depth + 1, out)
-    if "required" in node:
-        required = node["required"]
-        if not isinstance(required, list) or not all(isinstance(k, str) for k in required):
-            out.append(f"{path}.required must be an array of strings")
+_ENTER, _LEAVE, _ONE_OF_TAIL, _OBJECT_TAIL = range(4)
+
+
+def _check_annotations(node: dict[str, Any], path: str, out: list[str]) -> None:
+    for key in _js_keys(node):
+        if key in CONSTRAINT_KEYWORDS:
+            continue
+        if key in ANNOTATION_KEYWORDS:
+            if not _is_json_value(node[key]):
+                out.append(f"{path}.{key} annotation must be lossless JSON data")
         else:
-            out.extend(f'{path}.required names "{key}" which is not in properties'
-                       for key in required if key not in properties)
-    if "additionalProperties" in node and type(node["additionalProperties"]) is not bool:
-        out.append(f"{path}.additionalProperties must be a boolean")
+            out.append(f"{path}.{key} is not a supported keyword (subset: {_SUBSET})")
+    for key in ("description", "title"):
+        if key in node and not isinstance(node[key], str):
+            out.append(f"{path}.{key} must be a string")
 
 
 def _check_scalar(node: dict[str, Any], path: str, kind: str, out: list[str]) -> None:
-    noun = "integer" if kind == "number" else kind
-    if "enum" in node:
-        allowed = node["enum"]
-        if not (isinstance(allowed, list) and allowed
-                and all(_matches(kind, value) for value in allowed)):
-            out.append(f"{path}.enum must be a non-empty array of {noun} values")
-            return
-    if "const" in node and not _matches(kind, node["const"]):
-        out.append(f"{path}.const must be a {noun} value")
-        return
-    if ("enum" in node or "const" in node) and not _literal_values(node):
-        out.append(f"{path} admits no value (enum/const and bounds exclude each other)")
+    allowed: Any = node.get("enum")
+    enum_valid = _is_array(allowed) and len(allowed) > 0 \
+        and all(_matches_scalar(kind, value) for value in allowed)
+    if "enum" in node and not enum_valid:
+        out.append(f"{path}.enum must be a non-empty array of {kind} values")
+    if "const" in node:
+        if not _matches_scalar(kind, node["const"]):
+            out.append(f"{path}.const must be a {kind} value")
+        elif enum_valid and node["const"] not in allowed:
+            out.append(f"{path}.const must be one of {path}.enum when both are declared")
 
 
-def _check(node: object, path: str, depth: int, out: list[str]) -> None:
-    """Append every subset violation of one raw schema node (and its children) to ``out``."""
-    if not isinstance(node, dict):
-        out.append(f"{path} must be a schema object")
-        return
-    if depth > MAX_SCHEMA_DEPTH:
-        out.append(f"{path} nests deeper than {MAX_SCHEMA_DEPTH} levels")
-        return
-    kind = node.get("type", "any")
-    if "type" in node and kind not in _TYPES:
-        out.append(f"{path}.type must be a single type string (type arrays are not supported)"
-                   if isinstance(kind, list) else f"{path}.type must be one of {'/'.join(_TYPES)}")
-        return
-    before = len(out)
-    _check_keywords(node, path, kind, out)
-    if len(out) > before:
-        return
-    if kind == "object":
-        _check_object(node, path, depth, out)
-    elif kind == "array":
-        if "items" in node:
-            _check(node["items"], f"{path}.items", depth + 1, out)
-        _check_bounds(node, path, kind, out)
-    elif kind in _SCALARS and _check_bounds(node, path, kind, out):
-        _check_scalar(node, path, kind, out)
+def _check_object_tail(node: dict[str, Any], path: str, properties: object,
+                       out: list[str]) -> None:
+    if "required" in node:
+        required = node["required"]
+        if not _is_array(required) or not all(isinstance(key, str) for key in required):
+            out.append(f"{path}.required must be an array of strings")
+        else:
+            declared = properties if _is_record(properties) else {}
+            assert isinstance(declared, dict)
+            out.extend(f'{path}.required names "{key}" which is not in properties'
+                       for key in required if key not in declared)
+    if "additionalProperties" in node and not isinstance(node["additionalProperties"], bool):
+        out.append(f"{path}.additionalProperties must be a boolean")
 
 
-def check_schema(schema: object) -> list[str]:
-    """Every way ``schema`` (decoded JSON) falls outside the object-rooted subset, in walk order.
+def _walk_schema(root: object, out: list[str]) -> None:
+    """Append every subset violation of ``root`` to ``out``, in walk order."""
+    ancestors: set[int] = set()
+    tasks: list[tuple[Any, ...]] = [(_ENTER, root, "schema")]
+    while tasks:
+        task = tasks.pop()
+        if task[0] == _LEAVE:
+            ancestors.discard(task[1])
+            continue
+        if task[0] == _ONE_OF_TAIL:
+            node, path = task[1], task[2]
+            out.extend(f"{path}.{key} is not supported beside oneOf"
+                       for key in _TYPED_KEYWORDS if key in node)
+            continue
+        if task[0] == _OBJECT_TAIL:
+            _check_object_tail(task[1], task[2], task[3], out)
+            continue
+        node, path = task[1], task[2]
+        if not _is_record(node):
+            out.append(f"{path} must be a schema object")
+            continue
+        if id(node) in ancestors:
+            out.append(f"{path} is circular")
+            continue
+        ancestors.add(id(node))
+        tasks.append((_LEAVE, id(node)))
+        _check_annotations(node, path, out)
+        if "type" in node and "oneOf" in node:
+            out.append(f"{path} cannot declare both type and oneOf")
+            continue
+        if "oneOf" in node:
+            branches = node["oneOf"]
+            tasks.append((_ONE_OF_TAIL, node, path))
+            if not _is_array(branches) or len(branches) < 2:
+                out.append(f"{path}.oneOf must be an array of at least two schemas")
+            else:
+                tasks.extend((_ENTER, branches[index], f"{path}.oneOf[{index}]")
+                             for index in reversed(range(len(branches))))
+            continue
+        if "type" not in node:
+            out.extend(f"{path}.{key} requires type or oneOf"
+                       for key in _TYPED_KEYWORDS if key in node)
+            continue
+        kind = node["type"]
+        if not isinstance(kind, str) or kind not in SCHEMA_TYPES:
+            out.append(f"{path}.type must be a single type string (type arrays are not supported)"
+                       if isinstance(kind, list | tuple)
+                       else f"{path}.type must be one of {'/'.join(SCHEMA_TYPES)}")
+            continue
+        out.extend(f'{path}.{key} is not supported on type "{kind}"'
+                   for key in _TYPED_KEYWORDS if key in node and kind not in _ALLOWED_ON[key])
+        if kind == "object":
+            properties = node.get("properties")
+            tasks.append((_OBJECT_TAIL, node, path, properties))
+            if "properties" in node:
+                if not _is_record(properties):
+                    out.append(f"{path}.properties must be an object of schemas")
+                else:
+                    tasks.extend((_ENTER, properties[key], f"{path}.properties.{key}")
+                                 for key in reversed(_js_keys(properties)))
+        elif kind == "array":
+            if "items" in node:
+                tasks.append((_ENTER, node["items"], f"{path}.items"))
+        else:
+            _check_scalar(node, path, kind, out)
 
-    >>> check_schema({"type": "object", "properties": {"n": {"type": "integer"}}})
-    []
-    >>> check_schema({"type": "object", "properties": {"n": {"type": "integer", "min": 1}}})[0]
-    ... # doctest: +ELLIPSIS
-    'schema.properties.n.min is not a supported keyword (subset: type/properties/...)'
 
-    (The hint in parentheses lists every keyword of the subset.)
+def check_schema(schema: object) -> Result[SupportedSchema, JsonSchemaError]:
+    """``schema`` (decoded JSON) as a :class:`SupportedSchema`, or every way it leaves the subset.
+
+    Any root is accepted (DSH's ``assertSupportedJsonSchema``).
+
+    >>> check_schema({"type": "string", "enum": ["a", "b"]}).unwrap().schema["enum"]
+    ['a', 'b']
+    >>> check_schema({"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}}
+    ...              ).failure().violations[0]  # doctest: +ELLIPSIS
+    'schema.properties.n.minimum is not a supported keyword (subset: type/oneOf/...)'
     """
     out: list[str] = []
-    _check(schema, "schema", 0, out)
-    if not out and (not isinstance(schema, dict) or schema.get("type") != "object"):
-        out.append('schema.type must be "object" (structured output is object-rooted)')
-    return out
+    _walk_schema(schema, out)
+    return Failure(JsonSchemaError(tuple(out))) if out else Success(SupportedSchema(schema))
 
 
-# --------------------------------------------------------------------------- compilation
+def check_object_schema(schema: object) -> Result[SupportedSchema, JsonSchemaError]:
+    """:func:`check_schema`, then the root must be ``type: "object"`` (structured output's rule,
+    DSH's ``assertObjectJsonSchema``).
+
+    >>> check_object_schema({"type": "array"}).failure().message
+    'unsupported JSON schema: schema.type must be "object" (structured output is object-rooted)'
+    """
+    out: list[str] = []
+    _walk_schema(schema, out)
+    if not out and not (isinstance(schema, dict) and schema.get("type") == "object"):
+        out.append(_OBJECT_ROOTED)
+    return Failure(JsonSchemaError(tuple(out))) if out else Success(SupportedSchema(schema))
 
 
-def _integer_bounds(node: dict[str, Any]) -> tuple[int | float, int | float]:
-    low, high = -math.inf, math.inf
-    if "minimum" in node:
-        low = max(low, math.ceil(node["minimum"]))
-    if "exclusiveMinimum" in node:
-        low = max(low, math.floor(node["exclusiveMinimum"]) + 1)
-    if "maximum" in node:
-        high = min(high, math.floor(node["maximum"]))
-    if "exclusiveMaximum" in node:
-        high = min(high, math.ceil(node["exclusiveMaximum"]) - 1)
-    return low, high
+# --------------------------------------------------------------------------- values
 
 
-def _literal_values(node: dict[str, Any]) -> tuple[Any, ...]:
-    """The constants a scalar node admits: enum ∩ const ∩ bounds, integral numbers as ints."""
-    values = node["enum"] if "enum" in node else [node["const"]]
-    kind = node["type"]
-    if kind in ("integer", "number"):
-        values = [int(value) for value in values]
-    return tuple(dict.fromkeys(value for value in values if _admits(node, value)))
+def _shown(path: str) -> str:
+    """The root's name where the root itself is meant (tool arguments have an empty root)."""
+    return path or "arguments"
 
 
-def _meta(**constraints: int | float | None) -> Meta | None:
-    given = {key: value for key, value in constraints.items()
-             if value is not None and not math.isinf(value)}
-    return Meta(**given) if given else None  # type: ignore[call-overload]
+def _member(path: str, key: object) -> str:
+    return f"{path}.{key}" if path else f"{key}"
 
 
-def _with(base: Any, meta: Meta | None) -> Any:
-    return base if meta is None else Annotated[base, meta]
+class _Frame:
+    """One schema node being checked against one value: a call frame, kept on a list."""
+
+    __slots__ = (
+        "children",
+        "kind",
+        "matches",
+        "next",
+        "node",
+        "path",
+        "tail",
+        "value",
+        "violations",
+    )
+
+    def __init__(self, node: dict[str, Any], value: object, path: str) -> None:
+        self.node = node
+        self.value = value
+        self.path = path
+        self.kind = ""
+        self.children: list[tuple[dict[str, Any], object, str]] | None = None
+        self.next = 0
+        self.violations: list[str] = []
+        self.tail: list[str] = []
+        self.matches = 0
 
 
-def _lower(node: dict[str, Any]) -> tuple[int | float, bool]:
-    """The tighter lower bound of a number node and whether it is exclusive."""
-    minimum = node.get("minimum", -math.inf)
-    exclusive = node.get("exclusiveMinimum", -math.inf)
-    return (exclusive, True) if "exclusiveMinimum" in node and exclusive >= minimum \
-        else (minimum, False)
+def _scalar_violations(node: dict[str, Any], value: object, path: str) -> list[str]:
+    if "enum" in node and value not in node["enum"]:
+        return [f'"{_shown(path)}" must be one of {_js_json(node["enum"])}']
+    if "const" in node and value != node["const"]:
+        return [f'"{_shown(path)}" must be {_js_json(node["const"])}']
+    return []
 
 
-def _upper(node: dict[str, Any]) -> tuple[int | float, bool]:
-    """The tighter upper bound of a number node and whether it is exclusive."""
-    maximum = node.get("maximum", math.inf)
-    exclusive = node.get("exclusiveMaximum", math.inf)
-    return (exclusive, True) if "exclusiveMaximum" in node and exclusive <= maximum \
-        else (maximum, False)
-
-
-def _number_meta(node: dict[str, Any]) -> Meta | None:
-    (low, low_open), (high, high_open) = _lower(node), _upper(node)
-    return _meta(**{"gt" if low_open else "ge": low, "lt" if high_open else "le": high})
-
-
-def _compile_scalar(node: dict[str, Any], kind: str) -> Any:
-    if "enum" in node or "const" in node:
-        return Literal[_literal_values(node)]
+def _type_violations(kind: str, value: object, path: str) -> list[str] | None:
+    """A scalar's type violation (``[]`` if it has the type), or ``None`` for a container."""
     if kind == "string":
-        return _with(str, _meta(min_length=node.get("minLength"), max_length=node.get("maxLength")))
-    if kind == "integer":
-        low, high = _integer_bounds(node)
-        return _with(int, _meta(ge=low, le=high))
+        return [] if isinstance(value, str) else [f'"{_shown(path)}" must be a string']
     if kind == "number":
-        return _with(float, _number_meta(node))
-    return bool if kind == "boolean" else None
-
-
-def _compile_object(node: dict[str, Any]) -> SchemaNode:
-    properties = tuple((key, _compile(child)) for key, child in node.get("properties", {}).items())
-    required = tuple(dict.fromkeys(node.get("required", ())))
-    closed = node.get("additionalProperties") is False
-    if not properties:
-        shape: Any = dict[str, Any]
-        return SchemaNode(kind="object", type=_with(shape, Meta(max_length=0) if closed else None),
-                          shape=shape, required=required, closed=closed)
-    fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
-    for index, (key, child) in enumerate(properties):
-        name = f"f{index}"
-        fields.append((name, child.type) if key in required
-                      else (name, Union[child.type, UnsetType], UNSET))  # noqa: UP007
-    struct = msgspec.defstruct(
-        "StructuredObject", fields, kw_only=True, frozen=True, forbid_unknown_fields=closed,
-        rename={f"f{index}": key for index, (key, _) in enumerate(properties)})
-    return SchemaNode(kind="object", type=struct, shape=dict[str, Any], properties=properties,
-                      required=required, closed=closed)
-
-
-def _compile(node: dict[str, Any]) -> SchemaNode:
-    """The msgspec types of a node that :func:`check_schema` accepted."""
-    kind = node.get("type", "any")
-    if kind == "object":
-        return _compile_object(node)
-    if kind == "array":
-        items = _compile(node["items"]) if "items" in node else None
-        length = _meta(min_length=node.get("minItems"), max_length=node.get("maxItems"))
-        element = Any if items is None else items.type
-        return SchemaNode(kind="array", type=_with(list[element], length),  # type: ignore[valid-type]
-                          shape=_with(list[Any], length), items=items)
-    if kind == "any":
-        return SchemaNode(kind="any", type=Any)
-    return SchemaNode(kind=kind, type=_compile_scalar(node, kind))
-
-
-def compile_schema(schema: dict[str, Any]) -> SchemaNode:
-    """Compile a schema that :func:`check_schema` accepted (anything else is a caller bug)."""
-    return _compile(schema)
-
-
-# --------------------------------------------------------------------------- violations
-
-
-def _at(message: str, path: str) -> str:
-    return message if path == "$" else f"{message} - at `{path}`"
-
-
-def _error_at(error: msgspec.ValidationError, path: str) -> str:
-    """msgspec's message for a subtree, its own ``$…`` path re-rooted at ``path``."""
-    message = str(error)
-    base, marker, inner = message.rpartition(" - at `$")
-    if not marker:
-        return _at(message, path)
-    return _at(base, path + inner.removesuffix("`"))
-
-
-def _convert_error(value: Any, kind: Any, path: str) -> str | None:
-    try:
-        msgspec.convert(value, kind)
-    except msgspec.ValidationError as error:
-        return _error_at(error, path)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return [f'"{_shown(path)}" must be a number']
+        return [] if _is_json_number(value) else [f'"{_shown(path)}" must be a finite JSON number']
+    if kind == "integer":
+        return [] if _matches_scalar("integer", value) \
+            else [f'"{_shown(path)}" must be an integer']
+    if kind == "boolean":
+        return [] if isinstance(value, bool) else [f'"{_shown(path)}" must be a boolean']
+    if kind == "null":
+        return [] if value is None else [f'"{_shown(path)}" must be null']
     return None
 
 
-def _walk(node: SchemaNode, value: Any, path: str, out: list[str]) -> None:
-    if node.kind == "object":
-        problem = _convert_error(value, node.shape, path)
-        if problem is not None:
-            out.append(problem)
-            return
-        declared = {key for key, _ in node.properties}
-        out.extend(_at(f"Object missing required field `{key}`", path)
-                   for key in node.required if key not in value)
-        if node.closed:
-            out.extend(_at(f"Object contains unknown field `{key}`", path)
-                       for key in value if key not in declared)
-        for key, child in node.properties:
-            if key in value:
-                _walk(child, value[key], f"{path}.{key}", out)
-        return
-    if node.kind == "array":
-        problem = _convert_error(value, node.shape, path)
-        if problem is not None:
-            out.append(problem)
-        if isinstance(value, list) and node.items is not None:
-            for index, item in enumerate(value):
-                _walk(node.items, item, f"{path}[{index}]", out)
-        return
-    problem = _convert_error(value, node.type, path)
-    if problem is not None:
-        out.append(problem)
+def _start(frame: _Frame) -> list[str] | None:
+    """Begin a frame: its violations if it needs no children, else ``None`` (children set)."""
+    node, value, path = frame.node, frame.value, frame.path
+    if "oneOf" in node:
+        frame.kind = "oneOf"
+        frame.children = [(branch, value, path) for branch in node["oneOf"]]
+        return None
+    if "type" not in node:
+        return [] if _is_json_value(value) else [f'"{_shown(path)}" must be a lossless JSON value']
+    kind = node["type"]
+    if kind == "object":
+        if not isinstance(value, dict):
+            return [f'"{_shown(path)}" must be an object']
+        properties: dict[str, Any] = node.get("properties", {})
+        frame.violations = [f'missing required property "{_member(path, key)}"'
+                            for key in node.get("required", ()) if key not in value]
+        frame.children = [(properties[key], value[key], _member(path, key))
+                          for key in _js_keys(properties) if key in value]
+        if node.get("additionalProperties") is False:
+            frame.tail = [f'"{_member(path, key)}" is not a declared property '
+                          f"(additionalProperties: false)"
+                          for key in _js_keys(value) if key not in properties]
+        frame.kind = "object"
+        return None
+    if kind == "array":
+        if not isinstance(value, list | tuple):
+            return [f'"{_shown(path)}" must be an array']
+        items = node.get("items")
+        frame.children = [] if items is None else \
+            [(items, item, f"{path}[{index}]") for index, item in enumerate(value)]
+        frame.kind = "array"
+        return None
+    problem = _type_violations(kind, value, path)
+    assert problem is not None  # a checked schema has no other type
+    return problem or _scalar_violations(node, value, path)
 
 
-def value_violations(node: SchemaNode, value: Any) -> list[str]:
-    """Every violation of a decoded JSON ``value`` against a compiled node, in walk order.
+def _finish(frame: _Frame) -> list[str]:
+    """End a frame whose children are all checked."""
+    if frame.kind == "oneOf":
+        return [] if frame.matches == 1 else [
+            f'"{_shown(frame.path)}" must match exactly one oneOf branch '
+            f"(matched {frame.matches})"]
+    violations = frame.violations + frame.tail
+    if violations:
+        return violations
+    # Children without violations are lossless JSON; what no child checked is checked here.
+    value: Any = frame.value
+    if frame.kind == "object":
+        properties = frame.node.get("properties", {})
+        rest_ok = all(isinstance(key, str) and (key in properties or _is_json_value(item))
+                      for key, item in value.items())
+        return [] if rest_ok else [f'"{_shown(frame.path)}" must be a lossless JSON object']
+    if "items" in frame.node or _is_json_value(value):
+        return []
+    return [f'"{_shown(frame.path)}" must be a dense lossless JSON array']
 
-    >>> node = compile_schema({"type": "object", "required": ["a", "b"], "properties": {
-    ...     "a": {"type": "string"}, "b": {"type": "integer", "minimum": 0}}})
-    >>> value_violations(node, {"a": 1})
-    ['Object missing required field `b`', 'Expected `str`, got `int` - at `$.a`']
+
+def value_violations(schema: SupportedSchema, value: object, path: str = "value") -> list[str]:
+    """Every violation of ``value`` against ``schema``, in walk order; empty means valid.
+
+    ``path`` names the root (``""`` for tool arguments, as DSH's tools do).
+
+    >>> schema = check_schema({"type": "object", "required": ["a"], "properties": {
+    ...     "a": {"type": "string"}, "b": {"type": "integer"}}}).unwrap()
+    >>> value_violations(schema, {"b": "x"})
+    ['missing required property "value.a"', '"value.b" must be an integer']
+    >>> value_violations(schema, {"a": 1}, "")
+    ['"a" must be a string']
     """
-    out: list[str] = []
-    _walk(node, value, "$", out)
-    return out
-
+    frames = [_Frame(schema.schema, value, path)]
+    while True:
+        frame = frames[-1]
+        if frame.children is None:
+            outcome = _start(frame)
+            if outcome is None:
+                continue
+        elif frame.next < len(frame.children):
+            node, child_value, child_path = frame.children[frame.next]
+            frame.next += 1
+            frames.append(_Frame(node, child_value, child_path))
+            continue
+        else:
+            outcome = _finish(frame)
+        frames.pop()
+        if not frames:
+            return outcome
+        parent = frames[-1]
+        if parent.kind == "oneOf":
+            parent.matches += not outcome
+        else:
+            parent.violations.extend(outcome)

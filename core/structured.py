@@ -2,29 +2,37 @@
 
 Rules of this module:
 
-* A requested schema is validated against the supported subset (:mod:`core.schema_subset`)
-  before any child exists; every violation is reported in one ``JsonSchemaError``.
+* A requested schema is JSON text. It is read as DSH's ``JSON.parse`` reads it (``1e999`` is
+  Infinity, ``-0`` is negative zero, both then refused where they appear), nested at most
+  :data:`~turnfork.core.codec.MAX_JSON_DEPTH` levels, and checked against the subset of
+  :mod:`core.schema_subset` with an object root, before any child exists; every violation is
+  reported in one ``JsonSchemaError`` ``UNSUPPORTED_SCHEMA`` start error.
 * The child gets a ``structured_output`` tool whose parameters are the schema itself, and a
   prompt section (order 190) telling it that only that call counts as its result.
-* Arguments are valid exactly when msgspec, decoding them into the compiled types, accepts
-  them. An invalid call is an ``INVALID_ARGS`` error listing every violation; the model may
-  retry in the same turn. A valid call is acknowledged and its arguments, as their exact JSON
-  text, are the captured value (once the call's final result is not an error, the shell's call).
+* A call's arguments are read as every tool call's are (:func:`~turnfork.core.arguments.
+  parse_tool_arguments`) and validated by the subset's validator with the root named
+  ``value`` (DSH's texts: ``missing required property "value.answer"``). An invalid call is an
+  ``INVALID_ARGS`` error listing every violation; the model may retry in the same turn. A valid
+  call is acknowledged and its arguments, as their exact JSON text, are the captured value (once
+  the call's final result is not an error, the shell's call).
 * Once a value is captured, every later tool call is denied without running.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import msgspec
 from msgspec import Raw
 from returns.result import Failure, Result, Success
 
+from ._json import MAX_JSON_DEPTH, exceeds_depth
+from .arguments import parse_tool_arguments
 from .delegation import UNSUPPORTED_SCHEMA, PromptSection, StartError
 from .events import ToolErrorInfo, ToolSchema
 from .outcome import ToolOutcome
-from .schema_subset import SchemaNode, check_schema, compile_schema, value_violations
+from .schema_subset import SupportedSchema, check_object_schema, value_violations
 
 __all__ = [
     "STRUCTURED_OUTPUT_TOOL_NAME",
@@ -33,7 +41,7 @@ __all__ = [
     "STRUCTURED_OUTPUT_SECTION",
     "STRUCTURED_OUTPUT_RECORDED",
     "INVALID_ARGS_ERROR",
-    "CompiledSchema",
+    "OutputSchema",
     "InvalidArguments",
     "StructuredOutputContract",
     "validate_output_schema",
@@ -62,13 +70,13 @@ STRUCTURED_OUTPUT_RECORDED = "Structured output recorded."
 INVALID_ARGS_ERROR = ToolErrorInfo(name="ToolArgsError", code="INVALID_ARGS")
 
 
-class CompiledSchema(msgspec.Struct, frozen=True, kw_only=True, eq=False):
-    """A requested output schema that passed the subset check, compiled to msgspec types."""
+class OutputSchema(msgspec.Struct, frozen=True, kw_only=True, eq=False):
+    """A requested output schema that passed the subset check."""
 
     #: The schema's exact JSON text: the ``structured_output`` tool's parameters.
     schema: Raw
-    root: SchemaNode
-    decoder: msgspec.json.Decoder[Any]
+    #: The same schema, decoded and checked: what arguments are validated against.
+    checked: SupportedSchema
 
 
 class InvalidArguments(msgspec.Struct, frozen=True, kw_only=True):
@@ -87,47 +95,71 @@ class InvalidArguments(msgspec.Struct, frozen=True, kw_only=True):
 
 class StructuredOutputContract(msgspec.Struct, frozen=True, kw_only=True, eq=False):
     """What a child asked for structured output gets: the tool, its prompt section, and the
-    compiled schema its arguments are validated against."""
+    checked schema its arguments are validated against."""
 
     tool: ToolSchema
     section: PromptSection
-    compiled: CompiledSchema
+    output_schema: OutputSchema
 
 
-def _schema_error(violations: list[str]) -> StartError:
-    return StartError(code=UNSUPPORTED_SCHEMA, name="JsonSchemaError",
-                      message="unsupported JSON schema: " + "; ".join(violations))
+def _schema_error(message: str) -> StartError:
+    return StartError(code=UNSUPPORTED_SCHEMA, name="JsonSchemaError", message=message)
 
 
-def validate_output_schema(schema: Raw) -> Result[CompiledSchema, StartError]:
-    """Check a requested output schema (JSON text) and compile it.
+class _NotJson(ValueError):
+    """A constant JSON.parse refuses (raised from inside the parser to stop it)."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotJson(f"{name} is not a JSON value")
+
+
+def _integer(digits: str) -> int | float:
+    # JSON.parse reads -0 as negative zero, which the subset then refuses where it matters.
+    return -0.0 if digits == "-0" else int(digits)
+
+
+def _decode_schema(schema: Raw) -> Result[Any, str]:
+    """The schema text as ``JSON.parse`` reads it, or why it cannot be read."""
+    data = bytes(schema)
+    if exceeds_depth(data):
+        return Failure(f"schema is nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return Success(json.loads(data.decode("utf-8"), parse_constant=_refuse_constant,
+                                  parse_int=_integer))
+    except UnicodeDecodeError as error:
+        return Failure(f"schema is not valid JSON (not UTF-8 at byte {error.start})")
+    except json.JSONDecodeError as error:
+        return Failure(f"schema is not valid JSON ({error.msg} at char {error.pos})")
+    except _NotJson as error:
+        return Failure(f"schema is not valid JSON ({error})")
+    except RecursionError:  # the caller's own stack was already deep
+        return Failure(f"schema is nested deeper than this call's stack allows "
+                       f"(at most {MAX_JSON_DEPTH} levels are ever read)")
+
+
+def validate_output_schema(schema: Raw) -> Result[OutputSchema, StartError]:
+    """Check a requested output schema (JSON text): the subset, with an object root.
 
     Returns:
-        The compiled schema, or a ``JsonSchemaError`` ``UNSUPPORTED_SCHEMA`` start error
+        The checked schema, or a ``JsonSchemaError`` ``UNSUPPORTED_SCHEMA`` start error
         listing every violation (``unsupported JSON schema: <v>; <v>``).
 
-    >>> validate_output_schema(Raw(b'{"type":"object"}')).unwrap().root.kind
-    'object'
+    >>> validate_output_schema(Raw(b'{"type":"object"}')).unwrap().checked.schema
+    {'type': 'object'}
     >>> validate_output_schema(Raw(b'{"type":"array"}')).failure().message
     'unsupported JSON schema: schema.type must be "object" (structured output is object-rooted)'
     """
-    try:
-        decoded = msgspec.json.decode(schema)
-    except msgspec.DecodeError as error:
-        return Failure(_schema_error([f"schema is not valid JSON ({error})"]))
-    violations = check_schema(decoded)
-    if violations:
-        return Failure(_schema_error(violations))
-    root = compile_schema(decoded)
-    try:
-        decoder = msgspec.json.Decoder(root.type)
-    except (TypeError, ValueError, NotImplementedError) as error:
-        # A limit of msgspec the subset check did not foresee: refuse rather than crash.
-        return Failure(_schema_error([f"schema cannot be compiled ({error})"]))
-    return Success(CompiledSchema(schema=schema, root=root, decoder=decoder))
+    decoded = _decode_schema(schema)
+    if isinstance(decoded, Failure):
+        return Failure(_schema_error(f"unsupported JSON schema: {decoded.failure()}"))
+    checked = check_object_schema(decoded.unwrap())
+    if isinstance(checked, Failure):
+        return Failure(_schema_error(checked.failure().message))
+    return Success(OutputSchema(schema=schema, checked=checked.unwrap()))
 
 
-def validate_structured_arguments(compiled: CompiledSchema,
+def validate_structured_arguments(output_schema: OutputSchema,
                                   arguments_json: str) -> Result[Raw, InvalidArguments]:
     """Validate a ``structured_output`` call's raw arguments.
 
@@ -136,38 +168,30 @@ def validate_structured_arguments(compiled: CompiledSchema,
     Returns:
         The arguments' exact JSON text, or every violation.
 
-    >>> compiled = validate_output_schema(Raw(b'{"type":"object","required":["a"],'
+    >>> output_schema = validate_output_schema(Raw(b'{"type":"object","required":["a"],'
     ...     b'"properties":{"a":{"type":"string"},"b":{"type":"integer"}}}')).unwrap()
-    >>> validate_structured_arguments(compiled, '{"b":"x"}').failure().message
-    'invalid arguments: Object missing required field `a`; Expected `int`, got `str` - at `$.b`'
+    >>> validate_structured_arguments(output_schema, '{"b":"x"}').failure().message
+    'invalid arguments: missing required property "value.a"; "value.b" must be an integer'
     """
-    data = (arguments_json or "{}").encode()
-    try:
-        compiled.decoder.decode(data)
-    except msgspec.ValidationError as error:
-        # The typed decode may stop at a bad value before reaching malformed JSON further on.
-        try:
-            value = msgspec.json.decode(data)
-        except msgspec.DecodeError as malformed:
-            return Failure(_not_json(malformed))
-        violations = value_violations(compiled.root, value)
-        # msgspec's own message stands in if the walk ever disagrees with the decoder.
-        return Failure(InvalidArguments(violations=tuple(violations) or (str(error),)))
-    except msgspec.DecodeError as malformed:
-        return Failure(_not_json(malformed))
-    return Success(Raw(data))
+    parsed = parse_tool_arguments(arguments_json)
+    if isinstance(parsed, Failure):
+        return Failure(InvalidArguments(violations=(parsed.failure(),)))
+    violations = value_violations(output_schema.checked, parsed.unwrap())
+    if violations:
+        return Failure(InvalidArguments(violations=tuple(violations)))
+    if not arguments_json.strip():
+        return Success(Raw(b"{}"))
+    # A lone surrogate can only sit inside a string literal here: written as its escape, it
+    # reads back as the same character.
+    return Success(Raw(arguments_json.encode("utf-8", "backslashreplace")))
 
 
-def _not_json(error: msgspec.DecodeError) -> InvalidArguments:
-    return InvalidArguments(violations=(f"arguments are not valid JSON ({error})",))
-
-
-def structured_output_contract(compiled: CompiledSchema) -> StructuredOutputContract:
-    """The tool and prompt section a child asked for ``compiled``'s schema gets."""
+def structured_output_contract(output_schema: OutputSchema) -> StructuredOutputContract:
+    """The tool and prompt section a child asked for ``output_schema`` gets."""
     tool = ToolSchema(name=STRUCTURED_OUTPUT_TOOL_NAME, description=STRUCTURED_OUTPUT_DESCRIPTION,
-                      parameters=compiled.schema)
+                      parameters=output_schema.schema)
     return StructuredOutputContract(tool=tool, section=STRUCTURED_OUTPUT_SECTION,
-                                    compiled=compiled)
+                                    output_schema=output_schema)
 
 
 def already_recorded_message(tool_name: str) -> str:

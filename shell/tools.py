@@ -42,6 +42,7 @@ from ..core import (
 from ..core.arguments import parse_tool_arguments
 from ..core.delegation import validate_tool_filter
 from ..core.loop import ToolOutcome
+from ..core.schema_subset import SupportedSchema, check_schema, value_violations
 
 if TYPE_CHECKING:
     from .session import Session
@@ -61,7 +62,6 @@ __all__ = [
     "execute_call",
     "error_outcome",
     "restriction_problem",
-    "schema_violations",
     "PromptSections",
     "compose_system_prompt",
     "runtime_context",
@@ -143,8 +143,12 @@ class Tool:
         parameters: its JSON-Schema object for the arguments.
         handler: ``async (args, ctx) -> str | content blocks | ToolOutcome``.
         concurrency_safe: may run at the same time as the other safe calls of its step.
-        validate: a custom argument check returning violations; default: :func:`schema_violations`
-            over ``parameters``.
+        validate: a custom argument check returning violations; default: the core's
+            :func:`~turnfork.core.schema_subset.value_violations` against ``parameters``.
+
+    ``parameters`` must be in the JSON Schema subset (:mod:`turnfork.core.schema_subset`): a
+    schema outside it is refused here, naming each keyword and its path, so that no keyword is
+    sent to the model that the arguments are not checked against.
     """
 
     name: str
@@ -153,16 +157,26 @@ class Tool:
     handler: ToolHandler
     concurrency_safe: bool = False
     validate: Callable[[dict[str, Any]], Sequence[str]] | None = None
+    #: ``parameters``, checked against the subset when the tool is defined.
+    _checked: SupportedSchema = field(init=False, repr=False, compare=False)
 
     @cached_property
     def schema(self) -> ToolSchema:
         return ToolSchema(name=self.name, description=self.description,
                           parameters=msgspec.Raw(msgspec.json.encode(dict(self.parameters))))
 
+    def __post_init__(self) -> None:
+        checked = check_schema(dict(self.parameters))
+        if isinstance(checked, Failure):
+            raise ValueError(f'tool "{self.name}" parameters: {checked.failure().message}')
+        object.__setattr__(self, "_checked", checked.unwrap())
+
     def violations(self, args: dict[str, Any]) -> Sequence[str]:
+        """Every way ``args`` break the parameters, in DSH's words (``"path" must be a string``,
+        ``missing required property "path"``); empty when they are valid."""
         if self.validate is not None:
             return self.validate(args)
-        return schema_violations(self.parameters, args)
+        return value_violations(self._checked, args, "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,64 +370,6 @@ class ToolScope:
                 f'unknown tool "{name}"',
                 ToolErrorInfo(name="ToolNotFoundError", code="UNKNOWN_TOOL")))
         return shared
-
-
-# ---------------------------------------------------------------------------- arguments
-
-
-_JSON_TYPES: dict[str, Callable[[object], bool]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
-
-
-def _anything(value: object) -> bool:
-    return True
-
-
-def schema_violations(schema: Mapping[str, Any], value: object, at: str = "arguments",
-                      ) -> list[str]:
-    """Violations of a small JSON-Schema subset (type, properties, required,
-    additionalProperties: false, items, enum, const); unknown keywords are ignored.
-
-    >>> schema_violations({"type": "object", "required": ["a"]}, {})
-    ['arguments: missing required property "a"']
-    """
-    problems: list[str] = []
-    kind = schema.get("type")
-    kinds = [kind] if isinstance(kind, str) else list(kind) if isinstance(kind, list) else []
-    if kinds and not any(_JSON_TYPES.get(k, _anything)(value) for k in kinds):
-        return [f"{at}: expected {' or '.join(kinds)}, got {_json_type(value)}"]
-    if "enum" in schema and value not in schema["enum"]:
-        problems.append(f"{at}: must be one of {msgspec.json.encode(schema['enum']).decode()}")
-    if "const" in schema and value != schema["const"]:
-        problems.append(f"{at}: must be {msgspec.json.encode(schema['const']).decode()}")
-    if isinstance(value, dict):
-        properties = schema.get("properties") or {}
-        for name in schema.get("required") or ():
-            if name not in value:
-                problems.append(f'{at}: missing required property "{name}"')
-        for name, item in value.items():
-            if name in properties:
-                problems.extend(schema_violations(properties[name], item, f"{at}.{name}"))
-            elif schema.get("additionalProperties") is False:
-                problems.append(f'{at}: unexpected property "{name}"')
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for index, item in enumerate(value):
-            problems.extend(schema_violations(schema["items"], item, f"{at}[{index}]"))
-    return problems
-
-
-def _json_type(value: object) -> str:
-    for name in ("boolean", "null", "integer", "number", "string", "array", "object"):
-        if _JSON_TYPES[name](value):
-            return name
-    return type(value).__name__
 
 
 # ---------------------------------------------------------------------------- prompt sections

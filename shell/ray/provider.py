@@ -698,7 +698,7 @@ class RayProvider:
         spec = ChildSpec(
             setup=replace(setup, plan=msgspec.structs.replace(plan, seed=None, seed_trace=None,
                                                               structured=None)),
-            output_schema=None if structured is None else structured.compiled.schema,
+            output_schema=None if structured is None else structured.output_schema.schema,
             host_sections=host.prompt_sections.sections(),
             sandbox_mode=getattr(host, "sandbox_mode", None),
             session_titles=bool(getattr(host, "session_titles", True)))

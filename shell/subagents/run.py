@@ -83,7 +83,7 @@ class StructuredCapture:
                          self._call, validate=lambda args: ())
 
     async def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        match validate_structured_arguments(self.contract.compiled, ctx.arguments):
+        match validate_structured_arguments(self.contract.output_schema, ctx.arguments):
             case Failure(invalid):
                 return render_invalid_arguments(invalid)
             case Success(value):

@@ -1,4 +1,8 @@
-"""Structured output (wire-format §7.7): strings, the schema subset, argument validation."""
+"""Structured output (wire-format §7.7): strings, the requested schema, argument validation.
+
+Argument cases follow DSH's dsh-subagent-in-process-driver tests/structured.spec.ts (schema
+`{answer: number, note?: string}`).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from turnfork.core import (
     STRUCTURED_OUTPUT_RECORDED,
     STRUCTURED_OUTPUT_SECTION,
     STRUCTURED_OUTPUT_TOOL_NAME,
-    CompiledSchema,
+    OutputSchema,
     ToolErrorInfo,
     already_recorded_message,
     render_already_recorded,
@@ -24,7 +28,7 @@ from turnfork.core import (
 )
 
 
-def compiled(schema: bytes) -> CompiledSchema:
+def compiled(schema: bytes) -> OutputSchema:
     return validate_output_schema(Raw(schema)).unwrap()
 
 
@@ -63,8 +67,8 @@ def test_renderings() -> None:
         compiled(b'{"type":"object","required":["a","b"]'
                  b',"properties":{"a":{"type":"string"},"b":{"type":"string"}}}'), "{}")
     rendered = render_invalid_arguments(invalid.failure())
-    assert rendered.text == ("Error: invalid arguments: Object missing required field `a`; "
-                             "Object missing required field `b`")
+    assert rendered.text == ('Error: invalid arguments: missing required property "value.a"; '
+                             'missing required property "value.b"')
     assert rendered.error == INVALID_ARGS_ERROR == ToolErrorInfo(name="ToolArgsError",
                                                                  code="INVALID_ARGS")
 
@@ -87,145 +91,109 @@ def test_root_must_be_an_object() -> None:
 
 
 def test_every_schema_violation_is_reported() -> None:
-    """Ensures all violations of a schema come back at once, each with its path."""
-    schema = (b'{"type":"object","required":["z"],"additionalProperties":1,"properties":{'
-              b'"a":{"type":"any"},"b":{"type":["string","null"]},"c":{"type":"string",'
-              b'"pattern":"x"},"d":{"type":"integer","minLength":1},"e":{"minimum":0},'
-              b'"f":{"type":"integer","minimum":3,"maximum":2},"g":{"type":"string",'
-              b'"enum":["x"],"minLength":2},"h":{"type":"boolean","enum":[1]},'
-              b'"i":{"type":"array","items":{"type":"object","properties":{"j":{"oneOf":[]}}}},'
-              b'"k":{"type":"string","description":5},"l":{"type":"array","minItems":-1}}}')
-    assert schema_violations(schema) == [
-        "schema.properties.a.type must be one of object/array/string/number/integer/boolean/null",
-        "schema.properties.b.type must be a single type string (type arrays are not supported)",
-        "schema.properties.c.pattern is not a supported keyword (subset: type/properties/"
-        "required/additionalProperties/items/enum/const/minimum/maximum/exclusiveMinimum/"
-        "exclusiveMaximum/minLength/maxLength/minItems/maxItems + description)",
-        'schema.properties.d.minLength is not supported on type "integer"',
-        "schema.properties.e.minimum requires type",
-        "schema.properties.f admits no value (its bounds exclude each other)",
-        "schema.properties.g admits no value (enum/const and bounds exclude each other)",
-        "schema.properties.h.enum must be a non-empty array of boolean values",
-        "schema.properties.i.items.properties.j.oneOf is not a supported keyword (subset: "
-        "type/properties/required/additionalProperties/items/enum/const/minimum/maximum/"
-        "exclusiveMinimum/exclusiveMaximum/minLength/maxLength/minItems/maxItems + description)",
-        "schema.properties.k.description must be a string",
-        "schema.properties.l.minItems must be a non-negative integer",
-        'schema.required names "z" which is not in properties',
-        "schema.additionalProperties must be a boolean",
-    ]
+    """Ensures every subset violation comes back at once, with its path (the checker's own
+    cases are tests/core/test_schema_subset.py)."""
+    assert schema_violations(
+        b'{"type":"object","required":["z"],"properties":{"a":{"type":"integer","minimum":0},'
+        b'"b":{"type":"string","enum":[1]}}}') == [
+        "schema.properties.a.minimum is not a supported keyword (subset: type/oneOf/properties/"
+        "required/additionalProperties/items/enum/const + annotations)",
+        "schema.properties.b.enum must be a non-empty array of string values",
+        'schema.required names "z" which is not in properties']
 
 
-@pytest.mark.parametrize(("node", "violation"), [
-    (b'{"type":"number","enum":[1.5]}', "enum must be a non-empty array of integer values"),
-    (b'{"type":"string","const":3}', "const must be a string value"),
-    (b'{"type":"integer","maximum":1e300}', "maximum must be a finite number in the "
-                                            "safe-integer range"),
-    (b'{"type":"integer","exclusiveMinimum":1,"exclusiveMaximum":2}',
-     "admits no value (its bounds exclude each other)"),
-    (b'{"type":"string","enum":[]}', "enum must be a non-empty array of string values"),
-    (b'{"type":"string","const":"a","enum":["b"]}',
-     "admits no value (enum/const and bounds exclude each other)"),
+@pytest.mark.parametrize(("text", "violation"), [
+    (b'{"type":"object","default":1e999}', "schema.default annotation must be lossless JSON data"),
+    (b'{"type":"object","properties":{"n":{"type":"number","const":-0}}}',
+     "schema.properties.n.const must be a number value"),
+    (b'{"type":"object","properties":{"n":{"type":"integer","enum":[9007199254740992]}}}',
+     "schema.properties.n.enum must be a non-empty array of integer values"),
 ])
-def test_scalar_schema_violations(node: bytes, violation: str) -> None:
-    """Ensures enum, const and bounds are checked for type and consistency."""
-    schema = b'{"type":"object","properties":{"p":' + node + b"}}"
-    assert schema_violations(schema) == [f"schema.properties.p.{violation}".replace(
-        "p.admits", "p admits")]
+def test_schema_text_is_read_as_json_parse_reads_it(text: bytes, violation: str) -> None:
+    """Ensures 1e999 (Infinity) and -0 are read as JSON.parse reads them, then refused where
+    they sit (structured.spec.ts "a schema carrying non-JSON values fails as JsonSchemaError");
+    an integer beyond 2^53-1 is refused too (our lossless rule)."""
+    assert schema_violations(text) == [violation]
 
 
-def test_invalid_json_schema_is_refused() -> None:
-    """Ensures schema text that is not JSON is refused as a start error, not raised."""
-    error = validate_output_schema(Raw(b'{"type":')).failure()
-    assert error.message.startswith("unsupported JSON schema: schema is not valid JSON")
+@pytest.mark.parametrize(("text", "problem"), [
+    (b'{"type":', "schema is not valid JSON (Expecting value at char 8)"),
+    (b'{"type":"object","default":NaN}', "schema is not valid JSON (NaN is not a JSON value)"),
+    (b'{"type":"object","title":"\xff"}',
+     "schema is not valid JSON (not UTF-8 at byte 26)"),
+    (b'{"type":"object","default":' + b"[" * 600 + b"]" * 600 + b"}",
+     "schema is nested deeper than 512 levels"),
+])
+def test_unreadable_schema_text_is_refused(text: bytes, problem: str) -> None:
+    """Ensures schema text that is not JSON, or nests too deep to read, is a start error."""
+    error = validate_output_schema(Raw(text)).failure()
+    assert error.message == f"unsupported JSON schema: {problem}"
     assert (error.code, error.name) == ("UNSUPPORTED_SCHEMA", "JsonSchemaError")
 
 
-def test_overly_deep_schema_is_refused() -> None:
-    """Ensures runaway nesting is refused rather than recursing without bound."""
-    schema = b'{"type":"object","properties":{"x":' + b'{"type":"array","items":' * 70 + \
-        b"{}" + b"}" * 70 + b"}}"
-    assert any("nests deeper than 64 levels" in v for v in schema_violations(schema))
+def test_a_lone_surrogate_in_the_schema_is_read() -> None:
+    """Ensures an escape JSON.parse reads (a lone surrogate) does not make the schema unreadable."""
+    checked = compiled(b'{"type":"object","properties":{"a":{"type":"string","const":"\\ud800"}}}')
+    assert checked.checked.schema["properties"]["a"]["const"] == "\ud800"
 
 
-PERSON = compiled(
-    b'{"type":"object","required":["name","age"],"additionalProperties":false,"properties":{'
-    b'"name":{"type":"string","minLength":1,"description":"who"},'
-    b'"age":{"type":"integer","minimum":0,"exclusiveMaximum":150},'
-    b'"score":{"type":"number","exclusiveMinimum":0,"maximum":1},'
-    b'"role":{"type":"string","enum":["dev","ops"]},"ok":{"type":"boolean","const":true},'
-    b'"none":{"type":"null"},"anything":{},'
-    b'"tags":{"type":"array","items":{"type":"string"},"maxItems":2},'
-    b'"pets":{"type":"array","items":{"type":"object","required":["kind"],'
-    b'"properties":{"kind":{"type":"string"}}}},'
-    b'"meta":{"type":"object"}}}')
+ANSWER = compiled(b'{"type":"object","properties":{"answer":{"type":"number"},'
+                  b'"note":{"type":"string"}},"required":["answer"]}')
 
 
-def test_valid_arguments_are_returned_verbatim() -> None:
-    """Ensures a valid call yields its exact JSON text as the captured value."""
-    text = ('{"name":"Ada","age":36,"score":0.5,"role":"dev","ok":true,"none":null,'
-            '"anything":[1,{"x":2}],"tags":["a"],"pets":[{"kind":"cat","extra":1}],'
-            '"meta":{"k":"v"}}')
-    assert validate_structured_arguments(PERSON, text).unwrap() == Raw(text.encode())
+def test_a_valid_call_is_captured_as_its_exact_text() -> None:
+    """Ensures a valid call yields its exact JSON text (structured.spec.ts "captures a valid
+    structured_output call")."""
+    text = '{"answer": 42, "note": "done"}'
+    assert validate_structured_arguments(ANSWER, text).unwrap() == Raw(text.encode())
+    assert validate_structured_arguments(ANSWER, '{"answer":7,"extra":[1]}').unwrap() == \
+        Raw(b'{"answer":7,"extra":[1]}')
 
 
-def test_every_argument_violation_is_reported() -> None:
-    """Ensures each bad property, missing field and unknown field is listed, nested ones too."""
-    text = ('{"name":"","age":150,"score":0,"role":"qa","ok":false,"none":1,'
-            '"tags":["a",2,"c"],"pets":[{},{"kind":3}],"meta":[],"extra":true}')
-    assert validate_structured_arguments(PERSON, text).failure().violations == (
-        "Object contains unknown field `extra`",
-        "Expected `str` of length >= 1 - at `$.name`",
-        "Expected `int` <= 149 - at `$.age`",
-        "Expected `float` > 0.0 - at `$.score`",
-        "Invalid enum value 'qa' - at `$.role`",
-        "Invalid enum value False - at `$.ok`",
-        "Expected `null`, got `int` - at `$.none`",
-        "Expected `array` of length <= 2 - at `$.tags`",
-        "Expected `str`, got `int` - at `$.tags[1]`",
-        "Object missing required field `kind` - at `$.pets[0]`",
-        "Expected `str`, got `int` - at `$.pets[1].kind`",
-        "Expected `object`, got `array` - at `$.meta`",
-    )
+def test_an_invalid_call_lists_its_violations_in_dshs_words() -> None:
+    """Ensures an invalid call is INVALID_ARGS with every violation under the root "value"
+    (structured.spec.ts "an invalid call gets an INVALID_ARGS isError result")."""
+    invalid = validate_structured_arguments(ANSWER, '{"answer":"not-a-number","note":3}')
+    assert invalid.failure().violations == ('"value.answer" must be a number',
+                                            '"value.note" must be a string')
+    rendered = render_invalid_arguments(invalid.failure())
+    assert rendered.text == ('Error: invalid arguments: "value.answer" must be a number; '
+                             '"value.note" must be a string')
+    assert rendered.is_error and rendered.error == INVALID_ARGS_ERROR
 
 
 def test_empty_arguments_mean_an_empty_object() -> None:
-    """Ensures "" is read as {} (then the required fields are missing)."""
-    assert validate_structured_arguments(PERSON, "").failure().violations == (
-        "Object missing required field `name`", "Object missing required field `age`")
-    assert validate_structured_arguments(compiled(b'{"type":"object"}'), "").unwrap() == \
+    """Ensures "" (or blanks) is read as {} (then the required fields are missing)."""
+    assert validate_structured_arguments(ANSWER, "").failure().violations == (
+        'missing required property "value.answer"',)
+    assert validate_structured_arguments(compiled(b'{"type":"object"}'), " ").unwrap() == \
         Raw(b"{}")
 
 
-@pytest.mark.parametrize("text", ['{"name":', '{"name":1, "age":', "not json", '"text"'])
-def test_malformed_or_non_object_arguments(text: str) -> None:
-    """Ensures malformed JSON and non-object arguments are violations, never exceptions."""
-    violations = validate_structured_arguments(PERSON, text).failure().violations
-    assert len(violations) == 1
-    assert violations[0].startswith(("arguments are not valid JSON", "Expected `object`"))
+@pytest.mark.parametrize(("text", "problem"), [
+    ('{"answer":', "arguments are not valid JSON (Expecting value at char 10)"),
+    ('"text"', "arguments must be a JSON object, got string"),
+    ('{"answer": NaN}', "arguments are not valid JSON (NaN is not a JSON value)"),
+    ('{"answer": 9007199254740993}',
+     "arguments hold the integer 9007199254740993, beyond the safe-integer range "
+     "±9007199254740991"),
+])
+def test_arguments_are_read_as_every_tool_calls_are(text: str, problem: str) -> None:
+    """Ensures the arguments go through the one argument reader (core.arguments), so malformed,
+    non-object and lossy arguments get its texts."""
+    assert validate_structured_arguments(ANSWER, text).failure().violations == (problem,)
 
 
-def test_integer_rejects_fractional_and_boolean_values() -> None:
-    """Ensures integer properties accept neither 1.5 nor true."""
-    for value in ("1.5", "true"):
-        text = '{"name":"a","age":' + value + "}"
-        assert validate_structured_arguments(PERSON, text).failure().violations[0].endswith(
-            "- at `$.age`")
+def test_negative_zero_is_not_a_json_number() -> None:
+    """Ensures -0.0 is refused as DSH's JavaScript refuses -0."""
+    assert validate_structured_arguments(ANSWER, '{"answer": -0.0}').failure().violations == (
+        '"value.answer" must be a finite JSON number',)
 
 
-def test_property_names_that_are_not_identifiers() -> None:
-    """Ensures keys such as `class` or `my key` work (they are renamed struct fields)."""
-    schema = compiled(b'{"type":"object","required":["class"],"additionalProperties":false,'
-                      b'"properties":{"class":{"type":"string"},"my key":{"type":"integer"}}}')
-    assert validate_structured_arguments(schema, '{"class":"a","my key":1}').unwrap()
-    assert validate_structured_arguments(schema, '{"my key":"x"}').failure().violations == (
-        "Object missing required field `class`", "Expected `int`, got `str` - at `$.my key`")
-
-
-def test_redundant_bounds_keep_the_tighter_one() -> None:
-    """Ensures minimum 1 with exclusiveMinimum 0 and maximum 1 admits exactly 1."""
-    schema = compiled(b'{"type":"object","properties":{"x":{"type":"number","minimum":1,'
-                      b'"exclusiveMinimum":0,"maximum":1}}}')
-    assert validate_structured_arguments(schema, '{"x":1}').unwrap() == Raw(b'{"x":1}')
-    assert validate_structured_arguments(schema, '{"x":0.5}').failure().violations == (
-        "Expected `float` >= 1.0 - at `$.x`",)
+def test_a_lone_surrogate_argument_is_captured_as_its_escape() -> None:
+    """Ensures a lone surrogate in the arguments, escaped or not, is captured as valid JSON text
+    that reads back to the same string."""
+    schema = compiled(b'{"type":"object","properties":{"note":{"type":"string"}}}')
+    for text in ('{"note":"a\\ud800"}', '{"note":"a\ud800"}'):
+        captured = validate_structured_arguments(schema, text).unwrap()
+        assert bytes(captured) == b'{"note":"a\\ud800"}'

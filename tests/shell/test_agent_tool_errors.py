@@ -78,15 +78,16 @@ def test_restricted_tool_is_hidden_and_refused() -> None:
 
 
 def test_invalid_arguments() -> None:
-    """Bad JSON, a non-object and schema violations are INVALID_ARGS errors."""
+    """Bad JSON, a non-object and schema violations are INVALID_ARGS errors; the violations in
+    DSH's words (dsh-tools tests/tools.spec.ts "defineTool validation", "validateArgs")."""
     results, _ = _results([
         Reply.tool_calls([("echo", "{oops"), ("echo", "[1, 2]"), ("echo", {"text": 3}),
                           ("echo", {})])], echo_tool())
     texts = [_text(r) for r in results]
     assert texts[0].startswith("Error: invalid arguments: arguments are not valid JSON")
     assert texts[1] == "Error: invalid arguments: arguments must be a JSON object, got array"
-    assert texts[2] == "Error: invalid arguments: arguments.text: expected string, got integer"
-    assert texts[3] == 'Error: invalid arguments: arguments: missing required property "text"'
+    assert texts[2] == 'Error: invalid arguments: "text" must be a string'
+    assert texts[3] == 'Error: invalid arguments: missing required property "text"'
     assert all(r.data.error == ToolErrorInfo(name="ToolArgsError", code="INVALID_ARGS")
                for r in results)
 

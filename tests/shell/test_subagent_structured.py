@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import msgspec
+import pytest
 from _shell_helpers import echo_tool, of_type, run
 from _subagent_helpers import (
     assert_all_balanced,
@@ -21,7 +22,7 @@ from turnfork.core import (
     ToolResultEvent,
     TurnCompleted,
 )
-from turnfork.shell import Agent, Host, Reply
+from turnfork.shell import Agent, Host, Reply, SubagentStartError
 
 SCHEMA = Raw(b'{"type":"object","properties":{"answer":{"type":"string"},'
              b'"score":{"type":"integer"}},"required":["answer"]}')
@@ -98,8 +99,8 @@ def test_invalid_arguments_then_capture_then_every_later_call_is_denied() -> Non
         result = await spawned.result
         own = spawned.own_events()
         assert result_texts(own) == [
-            "Error: invalid arguments: Object missing required field `answer`; Expected `int`, "
-            "got `str` - at `$.score`",
+            'Error: invalid arguments: missing required property "value.answer"; '
+            '"value.score" must be an integer',
             "Structured output recorded.",
             "Error: structured output already recorded: the run is complete, so `echo` is not "
             "executed",
@@ -133,6 +134,31 @@ def test_a_clean_turn_without_a_capture_reports_error() -> None:
         _still_registered(spawned.local_agent)
         await spawned.dispose()
         _nothing_registered(host, parent, spawned.local_agent)
+        await finish(parent, recorder)
+
+    run(main)
+
+
+@pytest.mark.parametrize(("schema", "violation"), [
+    (b'{"type":"object","oneOf":[]}', "schema cannot declare both type and oneOf"),
+    (b'{"type":"object","default":1e999}', "schema.default annotation must be lossless JSON data"),
+])
+def test_a_schema_outside_the_subset_is_refused_before_any_child(schema: bytes,
+                                                                 violation: str) -> None:
+    """A schema outside the subset, or carrying a value JSON cannot hold, is refused as
+    `JsonSchemaError` before any child exists (DSH structured.spec.ts "rejects a schema outside
+    the subset loud", "a schema carrying non-JSON values fails as JsonSchemaError")."""
+
+    async def main() -> None:
+        host, parent, model, recorder = subagent_host()
+        with pytest.raises(SubagentStartError) as refused:
+            await host.subagents.start("spawn", request("go", output_schema=Raw(schema)),
+                                       parent=parent)
+        assert str(refused.value) == f"unsupported JSON schema: {violation}"
+        assert (refused.value.error.name, refused.value.error.code) == (
+            "JsonSchemaError", "UNSUPPORTED_SCHEMA")
+        assert host.sessions.list() == (parent.id,) and len(host.agents) == 1
+        assert model.calls == 0
         await finish(parent, recorder)
 
     run(main)

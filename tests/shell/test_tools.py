@@ -16,7 +16,6 @@ from turnfork.shell import (
     ToolRegistry,
     ToolScope,
     compose_system_prompt,
-    schema_violations,
 )
 
 
@@ -98,26 +97,73 @@ def test_unknown_tool_resolves_to_a_refusal() -> None:
     assert refusal.outcome.error.code == "UNKNOWN_TOOL"
 
 
-def test_schema_violations() -> None:
-    """The argument check covers types, required, extra keys, enums, items."""
-    schema = {"type": "object", "required": ["mode"], "additionalProperties": False,
-              "properties": {"mode": {"enum": ["a", "b"]},
-                             "n": {"type": "integer"},
-                             "tags": {"type": "array", "items": {"type": "string"}},
-                             "flag": {"type": ["boolean", "null"]}}}
-    assert schema_violations(schema, {"mode": "a", "n": 2, "tags": ["x"], "flag": None}) == []
-    assert schema_violations(schema, {"n": True, "tags": ["x", 1], "extra": 0}) == [
-        'arguments: missing required property "mode"',
-        "arguments.n: expected integer, got boolean",
-        "arguments.tags[1]: expected string, got integer",
-        'arguments: unexpected property "extra"',
-    ]
-    assert schema_violations(schema, {"mode": "c"}) == ['arguments.mode: must be one of ["a","b"]']
+def _parameters(**properties: dict[str, Any]) -> dict[str, Any]:
+    """The object root DSH's defineTool compiles a parameter map to (required: true lifted)."""
+    required = [key for key, spec in properties.items() if spec.pop("required", False)]
+    return {"type": "object", "properties": properties,
+            **({"required": required} if required else {})}
+
+
+def _violations(parameters: dict[str, Any], args: dict[str, Any]) -> list[str]:
+    return list(Tool("t", "", parameters, _noop).violations(args))
+
+
+def test_arguments_are_checked_in_dshs_words() -> None:
+    """Missing, mistyped, non-member and nested arguments get DSH's texts with bare paths
+    (dsh-tools tests/tools.spec.ts "validateArgs")."""
+    path_and_limit = _parameters(path={"type": "string", "required": True},
+                                 limit={"type": "number"})
+    assert _violations(path_and_limit, {"path": "/tmp", "limit": 5}) == []
+    assert _violations(path_and_limit, {"path": "/tmp", "extra": 1}) == []  # open by default
+    assert _violations(path_and_limit, {}) == ['missing required property "path"']
+    primitives = _parameters(s={"type": "string"}, n={"type": "number"}, b={"type": "boolean"})
+    assert _violations(primitives, {"s": 1, "n": "x", "b": "x"}) == [
+        '"s" must be a string', '"n" must be a number', '"b" must be a boolean']
+    colors = _parameters(color={"type": "string", "enum": ["red", "green"]})
+    assert _violations(colors, {"color": "blue"}) == ['"color" must be one of ["red","green"]']
+    numbers = _parameters(n={"type": "number", "enum": [1, 2]})
+    assert _violations(numbers, {"n": 3}) == ['"n" must be one of [1,2]']
+    nested = {"type": "object", "required": ["config"], "properties": {
+        "config": {"type": "object", "additionalProperties": True, "required": ["host"],
+                   "properties": {"host": {"type": "string"}, "port": {"type": "number"}}},
+        "bag": {"type": "object", "additionalProperties": True}}}
+    assert _violations(nested, {"config": {"host": "h"}, "bag": {"anything": True}}) == []
+    assert _violations(nested, {"config": {"port": 9}, "bag": 5}) == [
+        'missing required property "config.host"', '"bag" must be an object']
+    arrays = _parameters(tags={"type": "array", "items": {"type": "string"}},
+                         raw={"type": "array"},
+                         servers={"type": "array", "items": {
+                             "type": "object", "required": ["host"],
+                             "properties": {"host": {"type": "string"}}}})
+    assert _violations(arrays, {"tags": ["a", 2]}) == ['"tags[1]" must be a string']
+    assert _violations(arrays, {"tags": "nope", "raw": [1, {}, "x"]}) == [
+        '"tags" must be an array']
+    assert _violations(arrays, {"servers": [{"host": "a"}, {}]}) == [
+        'missing required property "servers[1].host"']
+    closed = {"type": "object", "additionalProperties": False, "properties": {}}
+    assert _violations(closed, {"x": 1}) == [
+        '"x" is not a declared property (additionalProperties: false)']
+
+
+def test_a_schema_outside_the_subset_is_refused_when_the_tool_is_defined() -> None:
+    """A keyword the arguments would not be checked against is refused at definition, naming
+    each keyword and its path (DSH refuses an unsupported schema before registering)."""
+    with pytest.raises(ValueError) as refused:
+        Tool("search", "", {"type": "object", "properties": {
+            "n": {"type": "integer", "minimum": 1}, "mode": {"type": ["string", "null"]}}},
+            _noop)
+    assert str(refused.value) == (
+        'tool "search" parameters: unsupported JSON schema: schema.properties.n.minimum is not '
+        "a supported keyword (subset: type/oneOf/properties/required/additionalProperties/"
+        "items/enum/const + annotations); schema.properties.mode.type must be a single type "
+        "string (type arrays are not supported)")
+    with pytest.raises(ValueError, match=r'schema\.required names "x" which is not in properties'):
+        Tool("t", "", {"type": "object", "required": ["x"]}, _noop)
 
 
 def test_tool_custom_validator_replaces_the_schema_check() -> None:
     """validate= decides alone (e.g. the core's structured-output validator)."""
-    tool = Tool("t", "", {"type": "object", "required": ["x"]}, _noop,
+    tool = Tool("t", "", {"type": "object", "required": ["x"], "properties": {"x": {}}}, _noop,
                 validate=lambda args: [] if args.get("ok") else ["not ok"])
     assert tool.violations({"ok": True}) == []
     assert tool.violations({}) == ["not ok"]
