@@ -36,6 +36,7 @@ from types import MappingProxyType
 from typing import Any
 
 import msgspec
+from msgspec import UnsetType
 from returns.result import Failure
 
 from ...core import (
@@ -48,7 +49,9 @@ from ...core import (
     SandboxModeEvent,
     SessionHeader,
     TextBlock,
+    TokenUsage,
     ToolCallEvent,
+    ToolRestriction,
     ToolResultBlock,
     ToolResultEvent,
     ToolResultMessage,
@@ -68,6 +71,7 @@ from ..models.base import Model, ModelRequest
 from ..models.scripted import Reply, ScriptedModel, ScriptEntry
 from ..subagents import ForkProvider, SubagentEnd, SubagentEvent, SubagentStart, SubagentTool
 from ..tools import DEFAULT_SECTION_ORDER, Tool, ToolContext, ToolError
+from .demo_cache import CacheShare, RequestLog
 from .terminal import counted
 
 __all__ = [
@@ -79,6 +83,7 @@ __all__ = [
     "SCRIPTED_MODEL",
     "DEMO_START_MS",
     "DEFAULT_TURN_TIMEOUT",
+    "PLAIN_FORK_SHARE",
     "ForkRecord",
     "DemoResult",
     "project_tools",
@@ -96,6 +101,9 @@ SCRIPTED_MODEL = "scripted"
 DEMO_START_MS = 1_767_225_600_000
 #: Seconds one user turn may take (the child's run included) before it is cancelled.
 DEFAULT_TURN_TIMEOUT = 300.0
+#: The least share of its system, tools and seed a plain fork child's first request must
+#: have in common with the parent's request (issue 13.2).
+PLAIN_FORK_SHARE = 0.99
 #: Seconds allowed for closing down after a cancellation or at the end.
 _CLOSE_TIMEOUT = 30.0
 
@@ -378,6 +386,13 @@ class ForkRecord:
     tool_result_text: str | None
     violation: str | None
     saved_path: str | None
+    #: The child's first model request against the parent's request at the fork, as the
+    #: chat-completions bodies an ``OpenAIChatModel`` would send (:mod:`.demo_cache`);
+    #: ``None`` when the child made no model request.
+    cache: CacheShare | None = None
+    #: The usage the provider reported for the child's first request (the scripted models
+    #: report none).
+    first_usage: TokenUsage | None = None
 
     @property
     def balanced(self) -> bool:
@@ -402,6 +417,9 @@ class DemoResult:
     forks: tuple[ForkRecord, ...]
     #: What went wrong, in words; empty when the scenario ran as intended.
     problems: tuple[str, ...] = field(default=())
+    #: The children got no persona and no tool filter: their first request should extend
+    #: the parent's (a persona changes the system prompt, a filter the tool schemas).
+    plain_fork: bool = True
 
     @property
     def fork(self) -> ForkRecord | None:
@@ -427,6 +445,8 @@ class _Start:
     parent_length: int
     prefix_length: int
     prefix: Sequence[Event]
+    #: Model calls made (by every agent) before the child was published.
+    calls_before: int
 
 
 def _violation_words(events: Sequence[Event]) -> str | None:
@@ -483,9 +503,25 @@ def _result_of(events: Sequence[Event], call_id: str) -> ToolResultEvent | None:
     return None
 
 
+def _first_usage(events: Sequence[Event]) -> TokenUsage | None:
+    for event in events:
+        if isinstance(event, AssistantMessageEvent):
+            usage = event.data.usage
+            return usage if isinstance(usage, TokenUsage) else None
+    return None
+
+
+def _usage_json(usage: TokenUsage | None) -> dict[str, Any] | None:
+    if usage is None:
+        return None
+    cached = usage.cache_read_tokens
+    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+            "cache_read_tokens": None if isinstance(cached, UnsetType) else cached}
+
+
 def _record(start: _Start, end: SubagentEnd | None, *,
             parent_logs: Mapping[str, tuple[Event, ...]], claimed: set[str], tool_name: str,
-            store: JsonlSessionStore | None) -> ForkRecord:
+            store: JsonlSessionStore | None, requests: RequestLog) -> ForkRecord:
     event = start.event
     child = event.run.local_agent
     assert child is not None, "the demo's children run in process"
@@ -521,7 +557,8 @@ def _record(start: _Start, end: SubagentEnd | None, *,
         result_seq=None if result is None else result.seq,
         tool_result_text=None if result is None else _block_text(result.data.message.content),
         violation=_violation_words(events),
-        saved_path=None if store is None else str(store.path_for(child.session.header)))
+        saved_path=None if store is None else str(store.path_for(child.session.header)),
+        cache=requests.share_at(start.calls_before, prompt), first_usage=_first_usage(own))
 
 
 def _problems(result: DemoResult) -> list[str]:
@@ -546,6 +583,11 @@ def _problems(result: DemoResult) -> list[str]:
             problems.append(f"{who}: no subagent call in the parent's log matches it")
         elif fork.stop_reason == "completed" and fork.tool_result_text != fork.final_text:
             problems.append(f"{who}: the parent's tool result is not the child's final text")
+        cache = fork.cache
+        if result.plain_fork and cache is not None and cache.share < PLAIN_FORK_SHARE:
+            problems.append(f"{who}'s first request shares only {100 * cache.share:.1f}% of its "
+                            "system, tools and seed with the parent's request (a plain fork "
+                            f"should extend it: at least {100 * PLAIN_FORK_SHARE:g}%)")
     return problems
 
 
@@ -579,7 +621,8 @@ async def run_demo_async(*, model: Model | None = None, provider: str = "model",
                          turn_timeout: float = DEFAULT_TURN_TIMEOUT,
                          progress: Callable[[str], None] | None = None,
                          clock: Clock | None = None, ids: IdFactory | None = None,
-                         prompts: Sequence[str] = USER_TURNS) -> DemoResult:
+                         prompts: Sequence[str] = USER_TURNS, persona: str | None = None,
+                         tool_filter: ToolRestriction | None = None) -> DemoResult:
     """Run the demo scenario once (see the module docstring) and report what happened.
 
     Args:
@@ -593,6 +636,8 @@ async def run_demo_async(*, model: Model | None = None, provider: str = "model",
         clock, ids: time and id sources; default deterministic ones for the embedded
             models, the system clock and uuid4 ids for a real model.
         prompts: the user turns.
+        persona, tool_filter: the ``subagent`` tool's persona and tool filter for its
+            children (default none: a plain fork).
 
     Raises:
         SessionExistsError: ``store`` already holds a session with the demo's id.
@@ -606,17 +651,21 @@ async def run_demo_async(*, model: Model | None = None, provider: str = "model",
     host.prompt_sections.set(PROJECT_SECTION, _PROJECT_TEXT, order=DEFAULT_SECTION_ORDER)
     for project_tool in project_tools():
         host.tools.register(project_tool)
+    requests = RequestLog()
     if model is None:
         provider, model_name = PARENT_PROVIDER, SCRIPTED_MODEL
-        host.models.register(PARENT_PROVIDER, ScriptedModel(parent_script()))
-        host.models.register(CHILD_PROVIDER, ScriptedModel(child_script()))
+        host.models.register(PARENT_PROVIDER,
+                             requests.wrap(ScriptedModel(parent_script()), model_name))
+        host.models.register(CHILD_PROVIDER,
+                             requests.wrap(ScriptedModel(child_script()), model_name))
         options = AgentOptions(provider=CHILD_PROVIDER)
     else:
-        host.models.register(provider, model)
+        host.models.register(provider, requests.wrap(model, model_name))
         options = None
     runtime = host.subagents
     runtime.register_provider(ForkProvider())
-    tool = SubagentTool(provider="fork", agent_options=options)
+    tool = SubagentTool(provider="fork", agent_options=options, persona=persona,
+                        tool_filter=tool_filter)
     tool.install(host)
 
     starts: list[_Start] = []
@@ -626,7 +675,8 @@ async def run_demo_async(*, model: Model | None = None, provider: str = "model",
         if isinstance(event, SubagentStart):
             parent = event.run.parent.session
             prefix, _ = parent.completed_prefix()
-            starts.append(_Start(event, len(parent.events), len(prefix), prefix))
+            starts.append(_Start(event, len(parent.events), len(prefix), prefix,
+                                 len(requests.bodies)))
             if progress:
                 progress(f"fork child {event.child_id} runs its own turn "
                          f"(seeded with {event.seed_length} events)")
@@ -666,7 +716,8 @@ async def run_demo_async(*, model: Model | None = None, provider: str = "model",
         logs.setdefault(child.id, tuple(child.session.events))
     claimed: set[str] = set()
     forks = tuple(_record(start, ends.get(start.event.child_id), parent_logs=logs,
-                          claimed=claimed, tool_name=tool.tool_name, store=store)
+                          claimed=claimed, tool_name=tool.tool_name, store=store,
+                          requests=requests)
                   for start in starts)
     final = final_assistant_output(parent_events)
     result = DemoResult(
@@ -677,7 +728,7 @@ async def run_demo_async(*, model: Model | None = None, provider: str = "model",
         parent_final_text=None if final is None else output_text(final),
         parent_violation=_violation_words(parent_events),
         parent_saved_path=None if store is None else str(store.path_for(parent.session.header)),
-        forks=forks)
+        forks=forks, plain_fork=persona is None and tool_filter is None)
     return replace(result, problems=tuple(extra + _problems(result)))
 
 
@@ -685,16 +736,19 @@ def run_demo(*, model: Model | None = None, provider: str = "model",
              model_name: str = SCRIPTED_MODEL, store: JsonlSessionStore | None = None,
              turn_timeout: float = DEFAULT_TURN_TIMEOUT,
              progress: Callable[[str], None] | None = None, clock: Clock | None = None,
-             ids: IdFactory | None = None, prompts: Sequence[str] = USER_TURNS) -> DemoResult:
+             ids: IdFactory | None = None, prompts: Sequence[str] = USER_TURNS,
+             persona: str | None = None,
+             tool_filter: ToolRestriction | None = None) -> DemoResult:
     """:func:`run_demo_async` in a fresh event loop (the same arguments).
 
     >>> result = run_demo()
     >>> result.ok, result.fork.seed_length, result.fork.stop_reason
-    (True, 72, 'completed')
+    (True, 75, 'completed')
     """
     return asyncio.run(run_demo_async(
         model=model, provider=provider, model_name=model_name, store=store,
-        turn_timeout=turn_timeout, progress=progress, clock=clock, ids=ids, prompts=prompts))
+        turn_timeout=turn_timeout, progress=progress, clock=clock, ids=ids, prompts=prompts,
+        persona=persona, tool_filter=tool_filter))
 
 
 # --------------------------------------------------------------------------- the summary
@@ -713,6 +767,8 @@ def demo_summary(result: DemoResult) -> dict[str, Any]:
         "result_seq": f.result_seq, "tool_result_text": f.tool_result_text,
         "events": len(f.events), "balanced": f.balanced, "violation": f.violation,
         "saved": f.saved_path,
+        "prompt_cache": None if f.cache is None else f.cache.as_json(),
+        "first_request_usage": _usage_json(f.first_usage),
     } for f in result.forks]
     return {
         "ok": result.ok,
@@ -737,5 +793,7 @@ def demo_summary(result: DemoResult) -> dict[str, Any]:
             "parent": result.parent_saved_path,
             "child": None if fork is None else fork.saved_path,
         },
+        "plain_fork": result.plain_fork,
+        "prompt_cache": None if fork is None or fork.cache is None else fork.cache.as_json(),
         "forks": forks,
     }

@@ -8,8 +8,13 @@ pictures agree:
 2. each fork child: its header, its seed in one line (the seed *is* the parent's events above),
    then its own events: ``session/end-seed``, the delegated policy, its turn with the
    descriptor before the first step;
-3. the exact tool result the parent received, in a panel, then the parent's final answer;
-4. one line with the checks (both logs balanced, seed == prefix, result == final text).
+3. the prompt cache: the child's first model request against the parent's request at the
+   fork, as an ``OpenAIChatModel`` would send them (:mod:`.demo_cache`): the bytes of its
+   system prompt, tools and seed that are a prefix of the parent's, and the inherited tokens
+   a prefix-caching provider would bill as cache hits and as misses;
+4. the exact tool result the parent received, in a panel, then the parent's final answer;
+5. one line with the checks (both logs balanced, seed == prefix, result == final text, the
+   child's first request extends the parent's).
 """
 
 from __future__ import annotations
@@ -22,10 +27,11 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
-from ...core import Event, SessionHeader, TurnEndEvent
+from ...core import Event, SessionHeader, ToolCallEvent, TurnEndEvent
 from ..logfile import LoadedLog
 from .assess import assess
 from .demo import PROJECT, DemoResult, ForkRecord
+from .demo_cache import TOKEN_BYTES, CacheShare
 from .outline import Item, Outline, StepNode, TurnNode, build_outline
 from .render import render_outline, visible
 from .terminal import counted
@@ -63,7 +69,7 @@ def fork_point_words(result: DemoResult, fork: ForkRecord) -> str:
     >>> from turnfork.shell.cli.demo import run_demo
     >>> result = run_demo()
     >>> fork_point_words(result, result.forks[0])[:60]
-    'fork point: child demo-16 is seeded with the 72 events above'
+    'fork point: child demo-23 is seeded with the 75 events above'
     """
     at_fork = result.parent_events[:fork.parent_length_at_fork]
     tail = assess(_loaded(at_fork, result.parent_header, "")).tail
@@ -143,6 +149,71 @@ def _panel(console: Console, text: str, title: str) -> None:
                         box=box.ASCII if ascii_only else box.ROUNDED, border_style="cyan"))
 
 
+def _percent(share: float) -> str:
+    return f"{100 * share:.1f}%"
+
+
+def _inherited_words(cache: CacheShare) -> str:
+    system = "the parent's system prompt" if cache.system_equal else \
+        "a system prompt not the parent's"
+    tools = (f"the parent's {counted(cache.tools, 'tool schema')} in the same order"
+             if cache.tools_equal else f"{counted(cache.tools, 'tool schema')} not the parent's")
+    equal = cache.leading_messages_equal
+    if equal >= cache.seed_messages:
+        seed = f"equal to the parent's first {cache.seed_messages}"
+    else:
+        seed = f"the first {equal} equal to the parent's"
+    return f"{system}, {tools}, and {counted(cache.seed_messages, 'seed message')} {seed}"
+
+
+def _cache_lines(result: DemoResult, fork: ForkRecord) -> list[str]:
+    cache = fork.cache
+    if cache is None:
+        return [f"child {fork.child_id} made no model request: nothing to compare"]
+    call = next((e for e in result.parent_events if isinstance(e, ToolCallEvent)
+                 and e.seq == fork.call_seq), None)
+    at = f"turn {call.data.turn} step {call.data.step}" if call is not None else "at the fork"
+    lines = [
+        "Both requests as OpenAIChatModel would send them, rendered as a provider caches a "
+        "prompt by prefix (system, tools, messages):",
+        f"parent, {at} (the request answered with the subagent call): "
+        f"{cache.parent_prompt_bytes:,} bytes",
+        f"child {fork.child_id}, its first request: {cache.child_prompt_bytes:,} bytes, "
+        f"{cache.inherited_bytes:,} of them inherited: {_inherited_words(cache)}",
+        f"shared prefix: {cache.shared_bytes:,} of the {cache.inherited_bytes:,} inherited "
+        f"bytes ({_percent(cache.share)})",
+        f"inherited tokens (about {TOKEN_BYTES} bytes each): {cache.inherited_tokens:,}, "
+        f"billed by a prefix-caching provider as {cache.hit_tokens:,} cache hits and "
+        f"{cache.miss_tokens:,} misses",
+    ]
+    usage = fork.first_usage
+    if usage is None:
+        lines.append("the model reported no usage for the child's first request (the "
+                     "scripted models report none): the tokens are estimated from the bytes")
+    else:
+        cached = usage.cache_read_tokens
+        read = f"{cached:,}" if isinstance(cached, int) else "none"
+        lines.append(f"the provider reported for the child's first request: "
+                     f"{usage.input_tokens:,} input tokens not cached, {read} read from its "
+                     "cache")
+    if not result.plain_fork:
+        lines.append("this child has a persona or a tool filter: its system prompt or its "
+                     "tools differ from the parent's, and the shared prefix ends there")
+    return lines
+
+
+def _cache_check(result: DemoResult) -> str:
+    shares = [fork.cache.share for fork in result.forks if fork.cache is not None]
+    if not shares:
+        return ""
+    share = min(shares)
+    if result.plain_fork:
+        return (f"; the child's first request extends the parent's: {_percent(share)} of its "
+                "system+tools+seed bytes are a shared prefix")
+    return (f"; the child's first request shares {_percent(share)} of its system+tools+seed "
+            "bytes with the parent's (persona or tool filter)")
+
+
 def _checks_line(result: DemoResult) -> tuple[str, bool]:
     if not result.ok:
         return "checks failed: " + "; ".join(result.problems), False
@@ -151,7 +222,7 @@ def _checks_line(result: DemoResult) -> tuple[str, bool]:
     logs = "parent and child logs" if len(result.forks) == 1 else "all logs"
     return (f"checks: {logs} balanced (core.check_balance); child seed == the parent's "
             f"completed-turn prefix at the fork ({counted(fork.seed_length, 'event')}); "
-            "tool result == the child's final text"), True
+            f"tool result == the child's final text{_cache_check(result)}"), True
 
 
 def render_demo(console: Console, result: DemoResult) -> None:
@@ -172,6 +243,11 @@ def render_demo(console: Console, result: DemoResult) -> None:
     for fork in result.forks:
         _heading(console, f"The fork child · {fork.label or 'no label'}")
         render_outline(console, _child_outline(fork))
+
+    for fork in result.forks:
+        _heading(console, "The prompt cache · the child's first request against the parent's")
+        for line in _cache_lines(result, fork):
+            console.print(Text(_words(line, console)))
 
     for fork in result.forks:
         _heading(console, "What the parent received")

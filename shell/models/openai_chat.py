@@ -122,6 +122,7 @@ __all__ = [
     "KEYLESS_PLACEHOLDER",
     "MissingCredentialError",
     "OpenAIChatModel",
+    "chat_request_body",
     "credential_env_var",
     "has_credentials",
     "is_local_endpoint",
@@ -309,26 +310,17 @@ class OpenAIChatModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
         """Stream one chat completion for ``request``; see the module docstring."""
-        config = request.config
-        options: dict[str, Any] = {}
-        if config.max_tokens is not UNSET:
-            options["max_tokens"] = config.max_tokens
-        if config.temperature is not UNSET:
-            options["temperature"] = config.temperature
-        if config.stop is not UNSET:
-            options["stop"] = [_sendable(s) for s in config.stop]
-        tools = _chat_tools(request.tools)
-        if tools:
-            options["tools"] = tools
+        body = chat_request_body(request, self.model)
+        options = {key: value for key, value in body.items()
+                   if key not in ("model", "messages", "stream", "stream_options")}
         if self._headers:
             options["extra_headers"] = self._headers
-        messages = _chat_messages(request.system, request.messages)
         async with AsyncExitStack() as stack:
             try:
                 response = await stack.enter_async_context(
                     self._client.chat.completions.with_streaming_response.create(
-                        model=config.model or self.model,
-                        messages=messages,
+                        model=body["model"],
+                        messages=body["messages"],
                         stream=True,
                         stream_options={"include_usage": True},
                         **options,
@@ -398,6 +390,32 @@ async def _drain(body: AsyncIterator[bytes]) -> None:
 
 
 # --------------------------------------------------------------------------- request mapping
+
+
+def chat_request_body(request: ModelRequest, model: str) -> dict[str, Any]:
+    """The chat-completions body :class:`OpenAIChatModel` sends for ``request``, as a dict
+    (pure: no SDK, no network; the SDK serialises it): ``model`` (the config's, else
+    ``model``), ``messages`` (the system prompt, then the history as the module docstring
+    maps it), ``stream``, ``stream_options``, then ``max_tokens``, ``temperature`` and
+    ``stop`` when the config sets them, and ``tools`` when there are any.
+    """
+    config = request.config
+    body: dict[str, Any] = {
+        "model": config.model or model,
+        "messages": _chat_messages(request.system, request.messages),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if config.max_tokens is not UNSET:
+        body["max_tokens"] = config.max_tokens
+    if config.temperature is not UNSET:
+        body["temperature"] = config.temperature
+    if config.stop is not UNSET:
+        body["stop"] = [_sendable(s) for s in config.stop]
+    tools = _chat_tools(request.tools)
+    if tools:
+        body["tools"] = tools
+    return body
 
 
 def _sendable(text: str) -> str:
