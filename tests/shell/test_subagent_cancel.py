@@ -275,6 +275,8 @@ def test_a_prompt_that_cannot_be_delivered_fails_the_result() -> None:
         await spawned.dispose()
         _nothing_left(host, parent)
 
+    run(main)
+
 
 def test_a_failing_loop_fails_the_result() -> None:
     """An infrastructure fault (the child's loop failed) fails result; dispose still works."""
