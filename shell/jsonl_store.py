@@ -110,7 +110,7 @@ from .store import (
 )
 
 __all__ = ["JsonlSessionStore", "Compression", "ForkSeeds", "SessionPathError",
-           "check_session_id"]
+           "check_session_id", "session_file_bytes"]
 
 Compression = Literal["none", "zstd"]
 #: How a fork child's file holds its seed: a reference to its parent's file, or a full copy.
@@ -151,6 +151,21 @@ def check_session_id(session_id: str) -> None:
         raise InvalidSessionIdError(
             f"session id of {len(session_id)} characters is too long for a file name once "
             f"encoded ({length} bytes > {_NAME_MAX})")
+
+
+def session_file_bytes(header: SessionHeader, events: Sequence[Event], *,
+                       compression: Compression = "none", pack_chunks: bool = False) -> bytes:
+    """One self-contained session file, as :meth:`JsonlSessionStore.export` writes it: the
+    header line, then every event (a seed included, never a seed record); for ``zstd`` the
+    header line in a frame of its own, then the rest in one frame."""
+    text = encode_session(header, events, pack_chunks=pack_chunks)
+    if compression != "zstd":
+        return text
+    compressor = _zstd().ZstdCompressor(write_checksum=True)
+    header_end = text.index(b"\n") + 1
+    data: bytes = compressor.compress(text[:header_end]) + compressor.compress(
+        text[header_end:])
+    return data
 
 
 def _is_link_error(exc: OSError) -> bool:
@@ -1062,14 +1077,8 @@ class JsonlSessionStore(_LiveSessions):
         target = Path(destination)
         if target.is_dir():
             target = target / _FILE_NAMES[encoding]
-        text = encode_session(log.header, log.events, pack_chunks=self.pack_chunks)
-        if encoding == "zstd":
-            compressor = _zstd().ZstdCompressor(write_checksum=True)
-            header_end = text.index(b"\n") + 1
-            data = compressor.compress(text[:header_end]) + compressor.compress(
-                text[header_end:])
-        else:
-            data = text
+        data = session_file_bytes(log.header, log.events, compression=encoding,
+                                  pack_chunks=self.pack_chunks)
         temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
         try:
             with open(temporary, "xb") as handle:

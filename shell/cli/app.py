@@ -318,8 +318,48 @@ DEMO = Command(
            "130 interrupted",
 )
 
+# --------------------------------------------------------------------------- export
+
+
+def _export_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="a session to export: a session file (plain or zstd) or a "
+                             "session directory, e.g. one `turnfork demo --save DIR` wrote "
+                             "(- reads stdin)")
+    parser.add_argument("-o", "--output", metavar="OUT", required=True,
+                        help="one PATH: the file to write (- is stdout), or a directory; "
+                             "several: a directory (created if missing). In a directory each "
+                             "session is written in DSH's layout, "
+                             "OUT/<project>/<session id>/session.jsonl")
+    parser.add_argument("--zstd", action="store_true",
+                        help="write zstd (session.jsonl.zstd, DSH's default encoding; an OUT "
+                             "file named *.zstd is written so anyway)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace output files that exist (each one is said); without "
+                             "it an existing output refuses the export")
+    _add_json(parser, "print the report as one JSON object on stdout")
+
+
+EXPORT = Command(
+    name="export",
+    summary="write sessions as self-contained DSH session files (fork seeds inline)",
+    description="Write each session as one DSH session file: its header line, then every "
+                "event. A fork child saved by turnfork's disk store keeps its seed in its "
+                "parent's file (a turnfork/seed record DSH does not read); the exported file "
+                "holds the seed inline, so DSH reads it as its own.\n\n"
+                "Every input is read and checked and every output planned before anything is "
+                "written: an unreadable input, one without a session header, an invalid log, "
+                "an output that is an input or that exists (without --force) refuses the "
+                "whole export, and nothing is written. Each file is written atomically.",
+    add_arguments=_export_arguments,
+    module="export",
+    epilog="exit status: 0 every session exported; 2 an unreadable input, an unusable or "
+           "existing output, or a write that failed (the sessions already exported are "
+           "said); 3 an input breaks a balance rule (nothing written)",
+)
+
 #: Every subcommand, in the order ``--help`` lists them.
-COMMANDS: tuple[Command, ...] = (CHECK, SEED, SHOW, DEMO)
+COMMANDS: tuple[Command, ...] = (CHECK, SEED, SHOW, EXPORT, DEMO)
 
 # --------------------------------------------------------------------------- entry point
 

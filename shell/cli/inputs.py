@@ -131,6 +131,10 @@ def read_input(path: str, format_name: InputFormat | None = None, *,
     except OSError as exc:  # reading stdin, or keeping what it gave (a full disk)
         return LogReadError(file=STDIN_NAME, problem=f"cannot read stdin: {exc.strerror or exc}")
     if isinstance(read, LogReadError):
+        if read.file != spool:  # a file the log names beside it: a fork child's seed file
+            return msgspec.structs.replace(read, file=STDIN_NAME, line=None, seq=None, problem=(
+                f"{os.path.basename(read.file)}: {read.problem} (the log on stdin names a "
+                "file beside it, a fork child's seed: give the session file's path instead)"))
         return msgspec.structs.replace(
             read, file=STDIN_NAME, problem=read.problem.replace(spool, STDIN_NAME))
     return msgspec.structs.replace(read, path=STDIN_NAME, file=STDIN_NAME)

@@ -31,9 +31,9 @@ README_EXAMPLES = _examples(README)
 
 
 def test_the_page_has_examples_of_every_command() -> None:
-    """docs/cli.md shows demo, check, seed, show and an error."""
+    """docs/cli.md shows demo, check, seed, show, export and an error."""
     commands = {shlex.split(line)[1] for line, _ in EXAMPLES}
-    assert commands == {"demo", "check", "seed", "show"}
+    assert commands == {"demo", "check", "seed", "show", "export"}
     assert any(out[0].startswith("turnfork: error: ") for _, out in EXAMPLES)
 
 
