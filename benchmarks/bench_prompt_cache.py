@@ -17,6 +17,10 @@ Figures per K:
 * **inherited tokens billed as hits / misses**: the child's inherited prompt (system + tools +
   seed) in the fake's tokens, split by what the fake provider billed as cache hits for the
   child's first request — the token cost of a fork.
+* the same at the largest K for a fork whose ``subagent`` tool gives its children a
+  **persona** (the child's system prompt differs) or a **tool filter** (its tool schemas
+  differ): what DSH documents those options to cost, the cached prefix ending at the first
+  difference.
 
 Run: ``python -m benchmarks.bench_prompt_cache [--quick]`` (needs the ``openai`` extra).
 """
@@ -30,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from turnfork.core import ToolRestriction
+
 from .harness import Report, Row, Section, Settings, Target, machine, render
 
 __all__ = ["NAME", "TITLE", "run"]
@@ -38,6 +44,8 @@ NAME = "prompt-cache"
 TITLE = "a fork child's first request against the parent's prompt cache (real SDK, loopback)"
 
 _TESTS_SHELL = Path(__file__).resolve().parents[1] / "tests" / "shell"
+#: The persona the subagent tool gives its children in the persona variant.
+_CHILD_PERSONA = "You are a strict reviewer of money-handling code."
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,13 @@ def _instrument() -> Any:
     return _wire_prefix
 
 
+def _billed(share: Any, usage: dict[str, Any]) -> tuple[int, int]:
+    """The child's inherited tokens (the fake's count of its system + tools + seed), and how
+    many of them the fake provider billed as cache hits."""
+    inherited = -(-share.inherited_bytes // 4)
+    return inherited, min(int(usage.get("prompt_cache_hit_tokens", 0)), inherited)
+
+
 def run(settings: Settings) -> Section:
     try:
         import openai  # noqa: F401 - the SDK is an optional extra
@@ -83,8 +98,7 @@ def run(settings: Settings) -> Section:
         wire = asyncio.run(wire_prefix.fork_on_the_wire(k))
         share = wire.share()
         usage = wire.child.usage or {}
-        inherited = -(-share.inherited_bytes // 4)
-        hits = min(int(usage.get("prompt_cache_hit_tokens", 0)), inherited)
+        inherited, hits = _billed(share, usage)
         rows += [
             ShareRow(f"K={k}: prompt share (system+tools+seed)", share.share, "x",
                      Target(">=", 0.99, "(issue 13.2)")),
@@ -99,8 +113,30 @@ def run(settings: Settings) -> Section:
             "seed_messages": share.seed_messages,
             "leading_messages_equal": share.leading_messages_equal,
             "child_first_request_usage": usage}
+    # What a persona or a tool filter on the subagent tool costs, at the largest K: the
+    # child's system prompt or its tool schemas differ, and the cached prefix ends there.
+    k = sizes[-1]
+    params["variants"] = {}
+    for variant, options in (("persona", {"child_persona": _CHILD_PERSONA}),
+                             ("tool filter", {"tool_filter": ToolRestriction(deny=("echo",))})):
+        wire = asyncio.run(wire_prefix.fork_on_the_wire(k, **options))
+        share = wire.share()
+        usage = wire.child.usage or {}
+        inherited, hits = _billed(share, usage)
+        rows += [
+            ShareRow(f"K={k}, {variant}: prompt share (system+tools+seed)", share.share, "x"),
+            TokenRow(f"K={k}, {variant}: inherited tokens billed as cache hits", hits, "x"),
+            TokenRow(f"K={k}, {variant}: inherited tokens billed as misses", inherited - hits,
+                     "x"),
+        ]
+        params["variants"][variant] = {
+            "k": k, "inherited_bytes": share.inherited_bytes,
+            "shared_bytes": share.shared_bytes, "system_equal": share.system_equal,
+            "tools_equal": share.tools_equal, "child_first_request_usage": usage}
     notes = ("tokens are the fake provider's: ceil(prompt bytes / 4); hits: floor(shared prefix "
-             "bytes / 4)",)
+             "bytes / 4)",
+             f"persona: the subagent tool's persona {_CHILD_PERSONA!r}; tool filter: "
+             "deny=('echo',)")
     return Section(NAME, TITLE, notes, tuple(rows), params=params)
 
 

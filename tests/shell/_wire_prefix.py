@@ -34,7 +34,13 @@ from typing import Any
 
 from fake_openai_server import FakeOpenAI, Recorded, Reply, chunk, prompt_bytes
 
-from turnfork.core import AssistantMessageEvent, TokenUsage, ToolResultBlock, ToolResultMessage
+from turnfork.core import (
+    AssistantMessageEvent,
+    TokenUsage,
+    ToolRestriction,
+    ToolResultBlock,
+    ToolResultMessage,
+)
 from turnfork.shell import (
     ForkProvider,
     Host,
@@ -199,11 +205,13 @@ def _subagent_call() -> Reply:
     return Reply(events=(chunk({"tool_calls": [piece]}, finish="tool_calls"),))
 
 
-async def fork_on_the_wire(turns: int, *, persona: str = PERSONA) -> ForkWire:
+async def fork_on_the_wire(turns: int, *, persona: str = PERSONA,
+                           child_persona: str | None = None,
+                           tool_filter: ToolRestriction | None = None) -> ForkWire:
     """Run ``turns`` scripted parent turns, then one turn that forks, over the real SDK.
 
-    The parent has the persona, an ``echo`` tool and the ``subagent`` tool (fork provider, no
-    persona or tool filter: a plain fork).
+    The parent has the persona, an ``echo`` tool and the ``subagent`` tool (fork provider; by
+    default no persona or tool filter for its children: a plain fork).
     """
     replies = [_subagent_call(),
                Reply(events=(chunk({"content": "tok0001, …"}, finish="stop"),)),
@@ -217,7 +225,8 @@ async def fork_on_the_wire(turns: int, *, persona: str = PERSONA) -> ForkWire:
                                  concurrency_safe=True))
         runtime = SubagentRuntime(host)
         runtime.register_provider(ForkProvider())
-        SubagentTool(provider="fork").install(host)
+        SubagentTool(provider="fork", persona=child_persona,
+                     tool_filter=tool_filter).install(host)
         children: list[Any] = []
 
         def on_event(event: SubagentEvent) -> None:

@@ -108,11 +108,17 @@ def test_fork_child_first_request_is_a_prefix_cache_hit(wire: ForkWire) -> None:
 
 def test_benchmark_reports_the_instrument_figures(wire: ForkWire) -> None:
     """Ensures that the prompt-cache benchmark runs (quick) and reports, per K, the share, the
-    body share and the inherited tokens split into hits and misses that add up."""
+    body share and the inherited tokens split into hits and misses that add up; and at the
+    largest K a persona's and a tool filter's fork, mostly misses."""
     section = bench_prompt_cache.run(Settings(quick=True))
     assert section.unavailable is None
     rows = {row.label: row for row in section.rows}
-    assert len(rows) == 8
+    assert len(rows) == 8 + 6
+    for variant in ("persona", "tool filter"):
+        hits = rows[f"K=100, {variant}: inherited tokens billed as cache hits"].value
+        misses = rows[f"K=100, {variant}: inherited tokens billed as misses"].value
+        assert misses > 10 * hits > 0
+        assert hits + misses == -(-section.params["variants"][variant]["inherited_bytes"] // 4)
     for k in (10, 100):
         per_k = section.params["per_k"][str(k)]
         share = rows[f"K={k}: prompt share (system+tools+seed)"]
