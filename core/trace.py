@@ -20,19 +20,27 @@ Rules checked (wire-format §1.1, §3.1, §6.1, §6.3, plus our stricter pairing
 A :class:`Trace` is immutable and shares structure with its predecessor, so ``advance`` is O(1)
 and a trace can be kept as a snapshot (a fork child starts from its parent's snapshot at the
 cut without replaying the seed).
+
+One fold serves both entry points (``advance`` is it over one event): per event it looks up
+the event's class in :data:`_RULES`, the grammar table (``phase_after``) read once per class at
+import, checks the placement for the current phase and calls the class's own rules. Chunks,
+most of any log, are checked inline.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, TypeAlias
 
 import msgspec
-from msgspec import UnsetType
+from msgspec import UNSET
 from returns.result import Failure, Result, Success
 
 from ._checking import unchecked
 from .context import fallback_title, is_context_snapshot
 from .events import (
+    TYPED_EVENT_CLASSES,
     AssistantChunkEvent,
     AssistantMessageEvent,
     EpochHeader,
@@ -250,23 +258,53 @@ class _Tracer:
 
     # -- the fold ----------------------------------------------------------------------
 
-    def feed(self, event: Event) -> Violation | None:
+    def fold(self, events: Iterable[Event]) -> Violation | None:
+        """Fold events in order; the first violation stops the fold (the tracer is then
+        discarded, so what it holds past the last good event does not matter)."""
+        rules = _RULES
         seq = self.length
-        if event.seq != seq:
-            return Violation(seq=seq, rule="seq",
-                             problem=f"event at position {seq} has seq {event.seq}; "
-                                     "seq must equal the event's position, counting from 0")
-        if type(event) is AssistantChunkEvent:
-            # Chunks are most of any real log: their one rule is checked inline.
-            data = event.data
-            if data.turn != self.open_turn or data.step != self.open_step:
-                return self._in_step(seq, "assistant/chunk", data.turn, data.step)
-        else:
-            problem = self._fold(event, seq)
-            if problem is not None:
-                return problem
-        self.length = seq + 1
-        self.last_time = event.time
+        last: Event | None = None
+        for event in events:
+            if event.seq != seq:
+                return _bad_seq(event, seq)
+            if type(event) is AssistantChunkEvent:
+                # Chunks are most of any real log: their one rule is checked inline.
+                data = event.data
+                if data.turn != self.open_turn or data.step != self.open_step:
+                    return self._outside_step(seq, "assistant/chunk", data.turn, data.step)
+            else:
+                rule = rules.get(type(event))
+                if rule is None:
+                    problem = self._fold_opaque(event, seq)
+                else:
+                    # The grammar's placement, as a row of the table indexed by phase.
+                    if self.open_step is not None:
+                        allowed = rule.in_step
+                    elif self.open_turn is None:
+                        allowed = rule.idle
+                    else:
+                        allowed = rule.in_turn
+                    if not allowed:
+                        return self._misplaced(event, rule.kind, seq)
+                    handler = rule.handler
+                    problem = None if handler is None else handler(self, event, seq)
+                if problem is not None:
+                    return problem
+            seq += 1
+            last = event
+        if last is not None:
+            self.length = seq
+            self.last_time = last.time
+        return None
+
+    def _fold_opaque(self, event: Event, seq: int) -> Violation | None:
+        """An event outside the typed model: placed by its type (``TypeError`` for anything
+        that is not an event at all)."""
+        kind = event_type(event)
+        if phase_after(self._phase(), kind) is None:
+            return self._misplaced(event, kind, seq)
+        assert isinstance(event, OpaqueEvent)
+        self._opaque(event)
         return None
 
     def _phase(self) -> Phase:
@@ -274,37 +312,17 @@ class _Tracer:
             return Phase.STEP
         return Phase.IDLE if self.open_turn is None else Phase.TURN
 
-    def _fold(self, event: Event, seq: int) -> Violation | None:
-        kind = event_type(event)
-        # tool/result checks its shape first and may replace between steps: its own placement.
-        if kind != "tool/result" and phase_after(self._phase(), kind) is None:
-            return self._misplaced(event, kind, seq)
-        if isinstance(event, TurnStartEvent):
-            return self._turn_start(event, seq)
-        if isinstance(event, TurnEndEvent):
-            return self._turn_end(event, seq)
-        if isinstance(event, StepStartEvent):
-            return self._step_start(event, seq)
-        if isinstance(event, StepEndEvent):
-            return self._step_end(event, seq)
-        if isinstance(event, AssistantMessageEvent):
-            return self._assistant_message(event, seq)
-        if isinstance(event, ToolCallEvent):
-            return self._tool_call(event, seq)
-        if isinstance(event, ToolResultEvent):
-            return self._tool_result(event, seq)
-        if isinstance(event, UserMessageEvent):
-            problem = self._surface(event, seq)
-            if problem is None:
-                self._user_message(event, seq)
-            return problem
-        if isinstance(event, SandboxModeEvent):
-            self.sandbox_mode = event.data
-        elif isinstance(event, RequestHeaderEvent):
-            self.request_header = event.data.header
-        elif isinstance(event, OpaqueEvent):
-            self._opaque(event)
-        return None
+    def _user_message_event(self, event: UserMessageEvent, seq: int) -> Violation | None:
+        problem = self._surface(event, seq)
+        if problem is None:
+            self._user_message(event, seq)
+        return problem
+
+    def _sandbox_mode(self, event: SandboxModeEvent, seq: int) -> None:
+        self.sandbox_mode = event.data
+
+    def _request_header(self, event: RequestHeaderEvent, seq: int) -> None:
+        self.request_header = event.data.header
 
     def _user_message(self, event: UserMessageEvent, seq: int) -> None:
         message = event.data
@@ -425,7 +443,9 @@ class _Tracer:
         if problem is not None:
             return problem
         source = data.message.source
-        if source.kind != "model" or not source.provider or not source.model:
+        provider, model = source.get("provider"), source.get("model")
+        if (source.kind != "model" or type(provider) is not str or not provider
+                or type(model) is not str or not model):
             return Violation(seq=seq, rule="shape",
                              problem="assistant/message source must be "
                                      '{"kind":"model"} with a provider and a model')
@@ -499,27 +519,28 @@ class _Tracer:
     def _surface(self, event: UserMessageEvent | AssistantMessageEvent | ToolResultEvent,
                  seq: int) -> Violation | None:
         cited = event.source_event_seqs
-        cited_set: frozenset[int] = frozenset()
-        if not isinstance(cited, UnsetType):
-            cited_set = frozenset(cited)
-            if len(cited_set) != len(cited):
-                return Violation(seq=seq, rule="surface",
-                                 problem="sourceEventSeqs lists a seq twice")
-            if cited and max(cited) >= seq:
-                return Violation(seq=seq, rule="surface",
-                                 problem=f"sourceEventSeqs cites seq {max(cited)}, which is not "
-                                         "earlier than this event")
-            if not cited and not isinstance(event, AssistantMessageEvent):
+        if cited is not UNSET:
+            if cited:
+                if len(cited) > 1 and len(frozenset(cited)) != len(cited):
+                    return Violation(seq=seq, rule="surface",
+                                     problem="sourceEventSeqs lists a seq twice")
+                latest = max(cited)
+                if latest >= seq:
+                    return Violation(seq=seq, rule="surface",
+                                     problem=f"sourceEventSeqs cites seq {latest}, which is not "
+                                             "earlier than this event")
+            elif type(event) is not AssistantMessageEvent:
                 return Violation(seq=seq, rule="surface",
                                  problem="sourceEventSeqs is empty (only an assistant/message "
                                          "may cite nothing)")
         op = event.surface_op
-        if not isinstance(op, SurfaceReplace):
+        if type(op) is not SurfaceReplace:
             if self.live is None:
                 self.surface = SurfaceNode(seq, event, self.surface)
             else:
                 self.live.append(seq, event)
             return None
+        cited_set = frozenset(() if cited is UNSET else cited)
         problem = self._replace(event, op, cited_set, seq)
         if problem is None and self.context_seq is not None and self.context_seq in cited_set:
             # The retained snapshot was shadowed: the next step writes one again.
@@ -534,6 +555,51 @@ class _Tracer:
             self.live = _LiveSurface(self.surface)
         problem = self.live.replace(event, op, cited, seq)
         return None if problem is None else Violation(seq=seq, rule="surface", problem=problem)
+
+
+def _bad_seq(event: Event, seq: int) -> Violation:
+    return Violation(seq=seq, rule="seq",
+                     problem=f"event at position {seq} has seq {event.seq}; "
+                             "seq must equal the event's position, counting from 0")
+
+
+_Handler: TypeAlias = Callable[[_Tracer, Any, int], "Violation | None"]
+
+
+@unchecked
+class _Rule:
+    """How the fold treats one event class: its type, whether the grammar lets it stand in
+    each phase, and the code for what it must say (``None``: nothing beyond its place)."""
+
+    __slots__ = ("handler", "idle", "in_step", "in_turn", "kind")
+
+    def __init__(self, kind: str, handler: _Handler | None, *, placed_by_handler: bool) -> None:
+        self.kind = kind
+        self.handler = handler
+        # tool/result checks its shape first and may replace between steps: its own placement.
+        self.idle, self.in_turn, self.in_step = (
+            placed_by_handler or phase_after(phase, kind) is not None
+            for phase in (Phase.IDLE, Phase.TURN, Phase.STEP))
+
+
+_HANDLERS: dict[type, _Handler] = {
+    TurnStartEvent: _Tracer._turn_start,
+    TurnEndEvent: _Tracer._turn_end,
+    StepStartEvent: _Tracer._step_start,
+    StepEndEvent: _Tracer._step_end,
+    UserMessageEvent: _Tracer._user_message_event,
+    AssistantMessageEvent: _Tracer._assistant_message,
+    ToolCallEvent: _Tracer._tool_call,
+    ToolResultEvent: _Tracer._tool_result,
+    RequestHeaderEvent: _Tracer._request_header,
+    SandboxModeEvent: _Tracer._sandbox_mode,
+}
+
+#: The grammar table (:mod:`.grammar`) per typed event class, read by the fold.
+_RULES: Mapping[type, _Rule] = MappingProxyType({
+    cls: _Rule(str(cls.__struct_config__.tag), _HANDLERS.get(cls),
+               placed_by_handler=cls is ToolResultEvent)
+    for cls in TYPED_EVENT_CLASSES})
 
 
 @unchecked
@@ -649,6 +715,14 @@ def _raw_bytes(value: object) -> object:
     return bytes(value) if isinstance(value, msgspec.Raw) else value
 
 
+def _folded(start: Trace, events: Iterable[Event]) -> Result[Trace, Violation]:
+    tracer = _Tracer(start)
+    problem = tracer.fold(events)
+    if problem is not None:
+        return Failure(problem)
+    return Success(tracer.snapshot())
+
+
 def advance(trace: Trace, event: Event) -> Result[Trace, Violation]:
     """Fold one more event into a trace, in O(1).
 
@@ -660,11 +734,7 @@ def advance(trace: Trace, event: Event) -> Result[Trace, Violation]:
     ...               ).failure())
     seq 0: turn/start for turn 2, expected turn 1
     """
-    tracer = _Tracer(trace)
-    problem = tracer.feed(event)
-    if problem is not None:
-        return Failure(problem)
-    return Success(tracer.snapshot())
+    return _folded(trace, (event,))
 
 
 def trace_log(events: Iterable[Event], start: Trace = EMPTY_TRACE) -> Result[Trace, Violation]:
@@ -677,13 +747,7 @@ def trace_log(events: Iterable[Event], start: Trace = EMPTY_TRACE) -> Result[Tra
     Returns:
         ``Success(trace)`` or the first ``Violation``.
     """
-    tracer = _Tracer(start)
-    feed = tracer.feed
-    for event in events:
-        problem = feed(event)
-        if problem is not None:
-            return Failure(problem)
-    return Success(tracer.snapshot())
+    return _folded(start, events)
 
 
 def check_balance(events: Iterable[Event], start: Trace = EMPTY_TRACE,
