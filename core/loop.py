@@ -144,12 +144,17 @@ __all__ = [
     "LoopState",
     "LoopStep",
     "LoopProtocolError",
+    "DEFAULT_MAX_STEPS",
     "initial_loop_state",
     "feed",
 ]
 
 # --------------------------------------------------------------------------- values
 
+
+#: Steps one turn may take unless the agent says otherwise: far beyond any real turn (DSH has no
+#: bound), low enough that a model calling tools forever ends its turn ``blocked``.
+DEFAULT_MAX_STEPS = 1_000
 
 _UNFINISHED = LlmFailure(message="the model stream ended without a finish chunk", code="NETWORK")
 
@@ -311,8 +316,8 @@ class LoopState(msgspec.Struct, frozen=True, kw_only=True):
     header_logged: bool = False
     #: Payloads written at the first step boundary of the next turn (a child's descriptor).
     preamble: tuple[SubagentDescriptorData, ...] = ()
-    #: Steps a turn may take; the step after them is refused (``blocked``).
-    max_steps: int | None = None
+    #: Steps a turn may take; the step after them is refused (``blocked``). ``None``: no limit.
+    max_steps: int | None = DEFAULT_MAX_STEPS
     #: Whether the log gets a fallback ``session/title`` (DSH's session-title plugin).
     titles: bool = True
     #: Why the running task is being cancelled, and how much queued input the request drops.
@@ -336,7 +341,8 @@ class LoopProtocolError(ValueError):
 
 
 def initial_loop_state(*, preamble: tuple[SubagentDescriptorData, ...] = (),
-                       max_steps: int | None = None, titles: bool = True) -> LoopState:
+                       max_steps: int | None = DEFAULT_MAX_STEPS,
+                       titles: bool = True) -> LoopState:
     """The state of a new agent instance over any closed log.
 
     >>> initial_loop_state().awaiting

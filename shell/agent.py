@@ -49,6 +49,7 @@ from ..core import (
     sandbox_policy_section,
 )
 from ..core.loop import (
+    DEFAULT_MAX_STEPS,
     Begin,
     CallModel,
     Cancelled,
@@ -178,7 +179,7 @@ class Agent:
                  subagent_depth: int | float | None = None,
                  approval: bool = False, tools: ToolScope,
                  preamble: tuple[SubagentDescriptorData, ...] = (),
-                 max_steps: int | None = None, titles: bool = True) -> None:
+                 max_steps: int | None = DEFAULT_MAX_STEPS, titles: bool = True) -> None:
         self.host = services
         self.session = session
         self.provider = provider

@@ -20,6 +20,7 @@ from ..core import (
     SubagentDescriptorData,
     Trace,
 )
+from ..core.loop import DEFAULT_MAX_STEPS
 from .agent import Agent, ApprovalPolicy, Approver, SandboxMode
 from .clock import Clock, IdFactory, system_clock, uuid_ids
 from .models.base import Model
@@ -96,7 +97,7 @@ class Host:
                      header_meta: Mapping[str, Any] | None = None, cwd: str | None = None,
                      subagent_depth: int | None = None, approval: bool = False,
                      tools_scope: ToolScope | None = None,
-                     max_steps: int | None = None) -> Agent:
+                     max_steps: int | None = DEFAULT_MAX_STEPS) -> Agent:
         """Create an agent over a new session, or over an existing one.
 
         Args:
@@ -117,7 +118,7 @@ class Host:
                 ``approval_default``; without one it is ``never``).
             tools_scope: the agent's tools; default a fresh scope over :attr:`tools`.
             max_steps: steps a turn may take; the next one is refused (the turn ends
-                ``blocked``). ``None``: no limit.
+                ``blocked``); default ``core.loop.DEFAULT_MAX_STEPS`` (1,000), ``None``: no limit.
 
         Raises:
             UnknownProviderError, AgentExistsError, SessionExistsError, SessionLoadError,
@@ -177,7 +178,7 @@ class Host:
                     max_tokens: int | None = None, subagent_depth: int | float | None = None,
                     approval: bool = False, tools_scope: ToolScope | None = None,
                     preamble: tuple[SubagentDescriptorData, ...] = (),
-                    max_steps: int | None = None) -> Agent:
+                    max_steps: int | None = DEFAULT_MAX_STEPS) -> Agent:
         """An agent over ``session`` that is not live yet: publish it with
         ``host.agents.add(agent)``, or delete its session (what an unpublished child is).
 
