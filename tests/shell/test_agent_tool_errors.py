@@ -92,6 +92,23 @@ def test_invalid_arguments() -> None:
                for r in results)
 
 
+def test_pathological_arguments_fail_only_their_own_call() -> None:
+    """Arguments nested 100,000 deep, an integer of 5,000 digits and NaN each give that call the
+    invalid-arguments result; the sibling calls of the same step run, and the turn goes on."""
+    deep = '{"text": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    huge = '{"text": ' + "9" * 5_000 + "}"
+    results, model = _results([
+        Reply.tool_calls([("echo", {"text": "first"}), ("echo", deep), ("echo", huge),
+                          ("echo", '{"text": NaN}'), ("echo", {"text": "last"})])], echo_tool())
+    texts = [_text(r) for r in results]
+    assert [_is_error(r) for r in results] == [False, True, True, True, False]
+    assert texts[0] == "echo:first" and texts[4] == "echo:last"
+    assert texts[1] == "Error: invalid arguments: arguments are nested deeper than 512 levels"
+    assert texts[2].startswith("Error: invalid arguments: ") and "integer" in texts[2]
+    assert texts[3].startswith("Error: invalid arguments: arguments are not valid JSON")
+    assert len(model.requests) == 2, "the turn did not go on to the next step"
+
+
 def test_empty_arguments_mean_an_empty_object() -> None:
     """An empty arguments string is {} (DSH maps "" to {})."""
     seen: list[dict[str, Any]] = []
