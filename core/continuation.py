@@ -33,8 +33,8 @@ log after it settled or the process restarted. Rules of this module (DSH
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
-from typing import Literal, TypeAlias, overload
+from collections.abc import Collection, Sequence
+from typing import Literal, TypeAlias
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -82,6 +82,7 @@ from .events import (
     TurnStartEvent,
     UserMessage,
 )
+from .seed import SeededLog
 from .trace import Trace, advance
 
 __all__ = [
@@ -102,7 +103,6 @@ __all__ = [
     "ContinuablePlan",
     "ResumeTerms",
     "ChildIdentity",
-    "SeededLog",
     "continuable_descriptor",
     "check_continuable",
     "plan_continuable",
@@ -231,41 +231,6 @@ class ContinuableTerms(msgspec.Struct, frozen=True, kw_only=True):
     context: tuple[PromptSection, ...]
     parent_header: SessionHeader
     agent_preset: str | None = None
-
-
-class SeededLog(Sequence[Event]):
-    """A creation seed: a borrowed provider seed (never copied) and the events placed after it."""
-
-    __slots__ = ("_base", "_base_length", "_tail")
-
-    def __init__(self, base: Sequence[Event], tail: tuple[Event, ...]) -> None:
-        self._base = base
-        self._base_length = len(base)
-        self._tail = tail
-
-    def __len__(self) -> int:
-        return self._base_length + len(self._tail)
-
-    @overload
-    def __getitem__(self, index: int) -> Event: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Event]: ...
-
-    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("event index out of range")
-        if index < self._base_length:
-            return self._base[index]
-        return self._tail[index - self._base_length]
-
-    def __iter__(self) -> Iterator[Event]:
-        yield from self._base
-        yield from self._tail
 
 
 class ContinuablePlan(msgspec.Struct, frozen=True, kw_only=True):

@@ -44,6 +44,7 @@ __all__ = [
     "interrupt_agent_schema",
     "list_agents_schema",
     "report_schema",
+    "object_tool_schema",
     "report_section",
     "continuable_tool_section",
     "render_started",
@@ -130,8 +131,14 @@ class AgentListDiagnostic(msgspec.Struct, frozen=True, kw_only=True):
     depth: int | None = None
 
 
-def _schema(name: str, description: str, properties: dict[str, object],
-            required: tuple[str, ...]) -> ToolSchema:
+def object_tool_schema(name: str, description: str, properties: dict[str, object],
+                       required: tuple[str, ...]) -> ToolSchema:
+    """A tool whose parameters are one JSON object: ``type``, ``properties`` and (when any)
+    ``required``, in DSH's key order.
+
+    >>> bytes(object_tool_schema("t", "d", {}, ()).parameters)
+    b'{"type":"object","properties":{}}'
+    """
     schema: dict[str, object] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = list(required)
@@ -145,7 +152,7 @@ def send_message_schema() -> ToolSchema:
     >>> send_message_schema().name
     'send_message'
     """
-    return _schema(SEND_MESSAGE, _SEND_MESSAGE_DESCRIPTION, {
+    return object_tool_schema(SEND_MESSAGE, _SEND_MESSAGE_DESCRIPTION, {
         "subagent_id": {"type": "string", "description": "The subagent id returned when the "
                                                          "background subagent was started."},
         "message": {"type": "string", "description": "The message to deliver to the subagent."},
@@ -154,7 +161,7 @@ def send_message_schema() -> ToolSchema:
 
 def interrupt_agent_schema() -> ToolSchema:
     """``interrupt_agent``: ``agent_id``, required."""
-    return _schema(INTERRUPT_AGENT, _INTERRUPT_DESCRIPTION, {
+    return object_tool_schema(INTERRUPT_AGENT, _INTERRUPT_DESCRIPTION, {
         "agent_id": {"type": "string",
                      "description": "The agent id of the running agent to interrupt."},
     }, ("agent_id",))
@@ -162,7 +169,7 @@ def interrupt_agent_schema() -> ToolSchema:
 
 def list_agents_schema() -> ToolSchema:
     """``list_agents``: an optional ``scope`` (``children`` or ``descendants``)."""
-    return _schema(LIST_AGENTS, _LIST_DESCRIPTION, {
+    return object_tool_schema(LIST_AGENTS, _LIST_DESCRIPTION, {
         "scope": {"type": "string",
                   "description": "children (default) lists direct children only; descendants "
                                  "walks the complete tree below you.",
@@ -172,7 +179,7 @@ def list_agents_schema() -> ToolSchema:
 
 def report_schema() -> ToolSchema:
     """``report``: ``output``, required."""
-    return _schema(REPORT, _REPORT_DESCRIPTION, {
+    return object_tool_schema(REPORT, _REPORT_DESCRIPTION, {
         "output": {"type": "string",
                    "description": "Actionable content for your parent; summarize conclusions "
                                   "and reference relevant shared paths."},

@@ -24,6 +24,7 @@ import msgspec
 from msgspec import UnsetType
 
 from .continuation import bound_summary
+from .control import object_tool_schema
 from .delegation import PromptSection
 from .events import MessageSource, TextBlock, ToolSchema, UserMessage
 from .render import output_text
@@ -204,18 +205,9 @@ def completion_notice(job: JobView, *, message_id: str) -> UserMessage:
         id=message_id)
 
 
-def _schema(name: str, description: str, properties: dict[str, object],
-            required: tuple[str, ...]) -> ToolSchema:
-    schema: dict[str, object] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = list(required)
-    return ToolSchema(name=name, description=description,
-                      parameters=msgspec.Raw(msgspec.json.encode(schema)))
-
-
 def job_output_schema() -> ToolSchema:
     """``job_output``: ``job_id`` (required), ``wait``, ``timeout_ms``."""
-    return _schema(JOB_OUTPUT, (
+    return object_tool_schema(JOB_OUTPUT, (
         "Read a background job. Stream jobs return only output since the previous read; "
         "final-output jobs return their result after settlement. Every response ends with "
         "`[status: ...]`. Reads are non-blocking unless `wait: true`, which waits up to the "
@@ -234,13 +226,13 @@ def job_output_schema() -> ToolSchema:
 
 def job_list_schema() -> ToolSchema:
     """``job_list``: no parameters."""
-    return _schema(JOB_LIST, "List your background jobs (running and finished) with their ids, "
-                             "kinds, and statuses.", {}, ())
+    return object_tool_schema(JOB_LIST, "List your background jobs (running and finished) with "
+                                        "their ids, kinds, and statuses.", {}, ())
 
 
 def job_kill_schema() -> ToolSchema:
     """``job_kill``: ``job_id`` (required) and ``reason``."""
-    return _schema(JOB_KILL, (
+    return object_tool_schema(JOB_KILL, (
         "Request cancellation of a running background job by job id. Returns immediately; the "
         "job settles as killed once its work actually stops."), {
         "job_id": {"type": "string", "description": _JOB_ID_DESCRIPTION},

@@ -940,19 +940,16 @@ def read_log(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMIT
             return Failure(LogReadError(file=file, problem=f"cannot read: {_os_problem(exc)}"))
         try:
             reader = _Reader(limits, dir_fd, follow=True)
-            raw = reader.read_file(os.path.basename(file), file)
-            if isinstance(raw, LogReadError):
-                return Failure(raw)
-            read = _text_of(raw, file, reader, tolerate_torn=False)
+            read = _whole_file(reader, os.path.basename(file), file)
             if isinstance(read, LogReadError):
                 return Failure(read)
-            text, _, _, compressed = read
-            refused = _bounded(text, file, reader)
+            refused = _bounded(read.text, file, reader)
             if refused is not None:
                 return Failure(refused)
-            decoded = _decode(given, file, text, reader, compressed=compressed,
+            decoded = _decode(given, file, read.text, reader, compressed=read.compressed,
                               expect_header=in_directory)
-            return decoded.map(lambda log: msgspec.structs.replace(log, file_bytes=len(raw)))
+            return decoded.map(lambda log: msgspec.structs.replace(log,
+                                                                   file_bytes=read.file_bytes))
         finally:
             os.close(dir_fd)
     except MemoryError:
@@ -970,6 +967,19 @@ class FileText(msgspec.Struct, frozen=True, kw_only=True):
     file_bytes: int
 
 
+def _whole_file(reader: _Reader, name: str, shown: str) -> FileText | LogReadError:
+    """``name`` read and decompressed whole, strictly (an incomplete zstd frame is an error);
+    its lines and events are not looked at yet."""
+    raw = reader.read_file(name, shown)
+    if isinstance(raw, LogReadError):
+        return raw
+    read = _text_of(raw, shown, reader, tolerate_torn=False)
+    if isinstance(read, LogReadError):
+        return read
+    text, _, _, compressed = read
+    return FileText(file=shown, text=text, compressed=compressed, file_bytes=len(raw))
+
+
 def read_text(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMITS,
               ) -> Result[FileText, LogReadError]:
     """The text of a file that holds something other than a DSH log (a wire history, say),
@@ -978,19 +988,13 @@ def read_text(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMI
     ``max_line``. A directory is refused; nothing is decoded."""
     file = os.fspath(path)
     try:
-        reader = _Reader(limits, None, follow=True)
-        raw = reader.read_file(file, file)
-        if isinstance(raw, LogReadError):
-            return Failure(raw)
-        read = _text_of(raw, file, reader, tolerate_torn=False)
+        read = _whole_file(_Reader(limits, None, follow=True), file, file)
         if isinstance(read, LogReadError):
             return Failure(read)
-        text, _, _, compressed = read
-        refused = _check_lines(text, file, limits)
+        refused = _check_lines(read.text, file, limits)
         if refused is not None:
             return Failure(refused)
-        return Success(FileText(file=file, text=text, compressed=compressed,
-                                file_bytes=len(raw)))
+        return Success(read)
     except MemoryError:
         return Failure(_out_of_memory(file))
 

@@ -22,8 +22,8 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Protocol, TypeVar, overload
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from returns.result import Failure, Result
 
@@ -33,6 +33,7 @@ from ..core import (
     HistorySnapshot,
     Message,
     PrefixView,
+    SeededLog,
     SessionEndSeedEvent,
     SessionHeader,
     Trace,
@@ -64,79 +65,6 @@ class SessionViolationError(ValueError):
         super().__init__(f"session {session_id}: {violation.message}")
         self.session_id = session_id
         self.violation = violation
-
-
-class _EventLog(Sequence[Event]):
-    """Append-only storage: a borrowed seed sequence, then this session's own events."""
-
-    __slots__ = ("_own", "_seed", "_seed_length")
-
-    def __init__(self, seed: Sequence[Event]) -> None:
-        self._seed = seed
-        self._seed_length = len(seed)
-        self._own: list[Event] = []
-
-    def __len__(self) -> int:
-        return self._seed_length + len(self._own)
-
-    @overload
-    def __getitem__(self, index: int) -> Event: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Event]: ...
-
-    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
-        if isinstance(index, slice):
-            return EventsView(self, len(self))[index]
-        if index < 0:
-            index += len(self)
-        if index < self._seed_length:
-            if index < 0:
-                raise IndexError("event index out of range")
-            return self._seed[index]
-        return self._own[index - self._seed_length]
-
-    def __iter__(self) -> Iterator[Event]:
-        yield from self._seed
-        yield from self._own
-
-    def _extend(self, events: Iterable[Event]) -> None:
-        self._own.extend(events)
-
-
-class _Joined(Sequence[Event]):
-    """Two sequences read as one, copying neither (a new session's unwritten seed and its
-    first batch, handed to the sink together)."""
-
-    __slots__ = ("_first", "_second")
-
-    def __init__(self, first: Sequence[Event], second: Sequence[Event]) -> None:
-        self._first = first
-        self._second = second
-
-    def __len__(self) -> int:
-        return len(self._first) + len(self._second)
-
-    @overload
-    def __getitem__(self, index: int) -> Event: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Event]: ...
-
-    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(len(self))
-            return tuple(self[i] for i in range(start, stop, step))
-        if index < 0:
-            index += len(self)
-        split = len(self._first)
-        if index < split:
-            return self._first[index]
-        return self._second[index - split]
-
-    def __iter__(self) -> Iterator[Event]:
-        yield from self._first
-        yield from self._second
 
 
 #: A session's events as an immutable snapshot: the first ``length`` events of its append-only
@@ -204,7 +132,8 @@ class Session:
         #: Callbacks run after every committed batch, with the new events.
         self.listeners: list[Callable[[Sequence[Event]], None]] = []
         base = () if seed is None else seed
-        self._log = _EventLog(base)
+        self._own: list[Event] = []
+        self._log = SeededLog(base, self._own)
         self._trace, self._completed = self._trace_seed(base, seed_trace)
         self._history: HistorySnapshot | Callable[[], HistorySnapshot] | None = None
         self._prefix_history: HistorySnapshot | None = None
@@ -378,8 +307,8 @@ class Session:
                 completed = (trace.length, trace)
         if flush and self._sink is not None:
             pending = self._unwritten(len(self._log))
-            self._write(_Joined(pending, events) if pending else events)
-        self._log._extend(events)
+            self._write(SeededLog(pending, events) if pending else events)
+        self._own.extend(events)
         self._trace = trace
         if completed is not None:
             self._completed = completed

@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-from returns.result import Failure, Result, Success
+from returns.result import Result
 
 from .._checking import unchecked
 from ..events import (
@@ -56,14 +56,15 @@ from ..events import (
     ToolResultBlock,
     ToolResultMessage,
 )
-from ..history import Message, model_history
-from ..trace import Violation, trace_log
+from ..history import Message
+from ..trace import Violation
 from .common import (
     IMAGE_PLACEHOLDER,
     FormatViolation,
     History,
     balance_of,
-    read_items,
+    from_dsh_log,
+    read_history,
 )
 from .common import completed_turn_prefix as _prefix
 
@@ -316,15 +317,8 @@ def decode_history(data: Sequence[Any], *, thinking: bool | None = None,
     item 1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1. \
 Each `tool_use` block must have a corresponding `tool_result` block in the next message
     """
-    source = tuple(data)
-    items, problem = read_items(source, AnthropicMessage, "messages", _check)
-    cut, violation, end = _fold(items, thinking)
-    if problem is not None:
-        return History(format="anthropic", source=source, items=items,
-                       completed_prefix_length=cut, violation=violation or problem,
-                       end_violation=None)
-    return History(format="anthropic", source=source, items=items,
-                   completed_prefix_length=cut, violation=violation, end_violation=end)
+    return read_history("anthropic", data, AnthropicMessage, "messages", check=_check,
+                        fold=lambda items: _fold(items, thinking))
 
 
 def _history(history: History[AnthropicMessage] | Sequence[Any]) -> History[AnthropicMessage]:
@@ -427,7 +421,4 @@ def from_model_history(messages: Sequence[Message]) -> tuple[dict[str, Any], ...
 
 def from_dsh(events: Sequence[Event]) -> Result[tuple[dict[str, Any], ...], Violation]:
     """The Anthropic messages of a DSH log's model history (a fork seed, typically)."""
-    traced = trace_log(events)
-    if isinstance(traced, Failure):
-        return Failure(traced.failure())
-    return Success(from_model_history(model_history(traced.unwrap())))
+    return from_dsh_log(events, from_model_history)

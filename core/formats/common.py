@@ -14,13 +14,17 @@ the items break, and the rule the history breaks only because of where it ends. 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Generic, Literal, TypeAlias, TypeVar, overload
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 import msgspec
 from returns.result import Failure, Result, Success
 
 from .._checking import unchecked
+from ..events import ContentBlock, Event, ImageBlock, TextBlock
+from ..history import Message, model_history
+from ..seed import SequencePrefix
+from ..trace import Violation, trace_log
 
 __all__ = [
     "FormatName",
@@ -34,6 +38,9 @@ __all__ = [
     "completed_turn_prefix",
     "balance_of",
     "read_items",
+    "read_history",
+    "plain_text",
+    "from_dsh_log",
 ]
 
 FormatName: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic"]
@@ -58,7 +65,6 @@ Rule: TypeAlias = Literal[
 #: text the shell's OpenAI-compatible model sends.
 IMAGE_PLACEHOLDER = "[image omitted]"
 
-T = TypeVar("T")
 ItemT = TypeVar("ItemT")
 
 
@@ -111,54 +117,9 @@ class History(msgspec.Struct, Generic[ItemT], frozen=True, kw_only=True):
                 f"violation={self.violation!r}, end_violation={self.end_violation!r})")
 
 
-class HistoryPrefix(Sequence[T]):
-    """The first ``length`` items of ``items``, without copying them."""
-
-    __slots__ = ("_items", "_length")
-    _items: tuple[T, ...]
-    _length: int
-
-    def __init__(self, items: tuple[T, ...], length: int) -> None:
-        if not 0 <= length <= len(items):
-            raise ValueError(f"prefix length {length} outside 0..{len(items)}")
-        self._items = items
-        self._length = length
-
-    def __len__(self) -> int:
-        return self._length
-
-    @overload
-    def __getitem__(self, index: int) -> T: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[T]: ...
-
-    def __getitem__(self, index: int | slice) -> T | Sequence[T]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(self._length)
-            if step == 1 and start == 0:
-                return HistoryPrefix(self._items, max(stop, 0))
-            return tuple(self._items[i] for i in range(start, stop, step))
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError("prefix index out of range")
-        return self._items[index]
-
-    def __iter__(self) -> Iterator[T]:
-        items = self._items
-        return (items[i] for i in range(self._length))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
-            return NotImplemented
-        return len(other) == self._length and all(a == b for a, b in zip(self, other,
-                                                                          strict=True))
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"HistoryPrefix(<{self._length} of {len(self._items)} items>)"
+#: The view :func:`completed_turn_prefix` returns: the core's prefix of a sequence, here of
+#: the caller's own items.
+HistoryPrefix = SequencePrefix
 
 
 def completed_turn_cut(history: History[Any]) -> int:
@@ -174,7 +135,7 @@ def completed_turn_prefix(history: History[Any]) -> Sequence[Any]:
     cut = history.completed_prefix_length
     if cut == len(history.source):
         return history.source
-    return HistoryPrefix(history.source, cut)
+    return SequencePrefix(history.source, cut)
 
 
 def balance_of(history: History[ItemT]) -> Result[History[ItemT], FormatViolation]:
@@ -219,3 +180,51 @@ def read_items(data: Sequence[Any], item_type: type[ItemT], label: str,
         if problem is not None:
             return items[:index], problem
     return items, None
+
+
+#: A format's fold: the completed-turn cut, the first rule broken, the rule the end breaks.
+Fold: TypeAlias = Callable[[tuple[ItemT, ...]],
+                           tuple[int, FormatViolation | None, FormatViolation | None]]
+
+
+@unchecked
+def read_history(format: FormatName, data: Sequence[Any], item_type: type[ItemT], label: str, *,
+                 check: Callable[[int, ItemT], FormatViolation | None],
+                 fold: Fold[ItemT]) -> History[ItemT]:
+    """A format's one O(n) pass: :func:`read_items`, then ``fold`` over the items that read.
+
+    An item that cannot be read stops the pass: the rules of the items before it still count
+    first, and nothing is said of the end (the history has none that reads).
+    """
+    source = tuple(data)
+    items, problem = read_items(source, item_type, label, check)
+    cut, violation, end = fold(items)
+    if problem is not None:
+        violation, end = violation or problem, None
+    return History(format=format, source=source, items=items, completed_prefix_length=cut,
+                   violation=violation, end_violation=end)
+
+
+@unchecked
+def plain_text(blocks: tuple[ContentBlock, ...]) -> str:
+    """The text of content blocks, joined by blank lines; an image becomes
+    :data:`IMAGE_PLACEHOLDER`, anything else is left out."""
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ImageBlock):
+            parts.append(IMAGE_PLACEHOLDER)
+    return "\n\n".join(parts)
+
+
+def from_dsh_log(events: Sequence[Event],
+                 project: Callable[[Sequence[Message]], tuple[dict[str, Any], ...]],
+                 ) -> Result[tuple[dict[str, Any], ...], Violation]:
+    """A DSH log's model history projected into a format by ``project`` (the format's
+    ``from_model_history``). The log is traced first; a log that breaks a rule gives that
+    rule's ``Violation``."""
+    traced = trace_log(events)
+    if isinstance(traced, Failure):
+        return Failure(traced.failure())
+    return Success(project(model_history(traced.unwrap())))

@@ -25,27 +25,26 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-from returns.result import Failure, Result, Success
+from returns.result import Result
 
 from .._checking import unchecked
 from ..events import (
     AssistantMessage,
-    ContentBlock,
     Event,
-    ImageBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
     ToolResultMessage,
 )
-from ..history import Message, model_history
-from ..trace import Violation, trace_log
+from ..history import Message
+from ..trace import Violation
 from .common import (
-    IMAGE_PLACEHOLDER,
     FormatViolation,
     History,
     balance_of,
-    read_items,
+    from_dsh_log,
+    plain_text,
+    read_history,
 )
 from .common import completed_turn_prefix as _prefix
 
@@ -173,16 +172,8 @@ def decode_history(data: Sequence[Any]) -> History[ChatMessage]:
     >>> history.completed_prefix_length, history.end_violation.rule
     (0, 'unanswered-call')
     """
-    source = tuple(data)
-    items, problem = read_items(source, ChatMessage, "messages", _check)
-    if problem is not None:
-        cut, violation, _ = _fold(items)
-        return History(format="openai-chat", source=source, items=items,
-                       completed_prefix_length=cut, violation=violation or problem,
-                       end_violation=None)
-    cut, violation, end = _fold(items)
-    return History(format="openai-chat", source=source, items=items,
-                   completed_prefix_length=cut, violation=violation, end_violation=end)
+    return read_history("openai-chat", data, ChatMessage, "messages", check=_check,
+                        fold=_fold)
 
 
 def _history(history: History[ChatMessage] | Sequence[Any]) -> History[ChatMessage]:
@@ -208,17 +199,6 @@ def completed_turn_prefix(history: History[ChatMessage] | Sequence[Any]) -> Sequ
 # --------------------------------------------------------------------------- from DSH
 
 
-@unchecked
-def _text_of(blocks: tuple[ContentBlock, ...]) -> str:
-    parts: list[str] = []
-    for block in blocks:
-        if isinstance(block, TextBlock):
-            parts.append(block.text)
-        elif isinstance(block, ImageBlock):
-            parts.append(IMAGE_PLACEHOLDER)
-    return "\n\n".join(parts)
-
-
 def from_model_history(messages: Sequence[Message]) -> tuple[dict[str, Any], ...]:
     """Chat messages for what a model saw (``core.model_history``); the shell's projection.
 
@@ -238,10 +218,10 @@ def from_model_history(messages: Sequence[Message]) -> tuple[dict[str, Any], ...
                 out.append({"role": "assistant", "content": text})
         elif isinstance(message, ToolResultMessage):
             out.extend({"role": "tool", "tool_call_id": b.tool_call_id,
-                        "content": _text_of(b.content)}
+                        "content": plain_text(b.content)}
                        for b in message.content if isinstance(b, ToolResultBlock))
         else:
-            out.append({"role": "user", "content": _text_of(message.content)})
+            out.append({"role": "user", "content": plain_text(message.content)})
     return tuple(out)
 
 
@@ -250,7 +230,4 @@ def from_dsh(events: Sequence[Event]) -> Result[tuple[dict[str, Any], ...], Viol
 
     The log is traced first; a log that breaks a rule gives that rule's ``Violation``.
     """
-    traced = trace_log(events)
-    if isinstance(traced, Failure):
-        return Failure(traced.failure())
-    return Success(from_model_history(model_history(traced.unwrap())))
+    return from_dsh_log(events, from_model_history)

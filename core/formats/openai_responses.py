@@ -41,27 +41,26 @@ from types import MappingProxyType
 from typing import Any
 
 import msgspec
-from returns.result import Failure, Result, Success
+from returns.result import Result
 
 from .._checking import unchecked
 from ..events import (
     AssistantMessage,
-    ContentBlock,
     Event,
-    ImageBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
     ToolResultMessage,
 )
-from ..history import Message, model_history
-from ..trace import Violation, trace_log
+from ..history import Message
+from ..trace import Violation
 from .common import (
-    IMAGE_PLACEHOLDER,
     FormatViolation,
     History,
     balance_of,
-    read_items,
+    from_dsh_log,
+    plain_text,
+    read_history,
 )
 from .common import completed_turn_prefix as _prefix
 
@@ -250,15 +249,8 @@ def decode_history(data: Sequence[Any]) -> History[ResponsesItem]:
     >>> history.completed_prefix_length, history.is_balanced
     (5, True)
     """
-    source = tuple(data)
-    items, problem = read_items(source, ResponsesItem, "input", _check)
-    cut, violation, end = _fold(items)
-    if problem is not None:
-        return History(format="openai-responses", source=source, items=items,
-                       completed_prefix_length=cut, violation=violation or problem,
-                       end_violation=None)
-    return History(format="openai-responses", source=source, items=items,
-                   completed_prefix_length=cut, violation=violation, end_violation=end)
+    return read_history("openai-responses", data, ResponsesItem, "input", check=_check,
+                        fold=_fold)
 
 
 def _history(history: History[ResponsesItem] | Sequence[Any]) -> History[ResponsesItem]:
@@ -284,17 +276,6 @@ def completed_turn_prefix(history: History[ResponsesItem] | Sequence[Any]) -> Se
 # --------------------------------------------------------------------------- from DSH
 
 
-@unchecked
-def _text_of(blocks: tuple[ContentBlock, ...]) -> str:
-    parts: list[str] = []
-    for block in blocks:
-        if isinstance(block, TextBlock):
-            parts.append(block.text)
-        elif isinstance(block, ImageBlock):
-            parts.append(IMAGE_PLACEHOLDER)
-    return "\n\n".join(parts)
-
-
 def from_model_history(messages: Sequence[Message]) -> tuple[dict[str, Any], ...]:
     """Responses input items for what a model saw (``core.model_history``).
 
@@ -315,17 +296,14 @@ def from_model_history(messages: Sequence[Message]) -> tuple[dict[str, Any], ...
                        for b in message.content if isinstance(b, ToolCallBlock))
         elif isinstance(message, ToolResultMessage):
             out.extend({"type": "function_call_output", "call_id": b.tool_call_id,
-                        "output": _text_of(b.content)}
+                        "output": plain_text(b.content)}
                        for b in message.content if isinstance(b, ToolResultBlock))
         else:
             out.append({"type": "message", "role": "user",
-                        "content": [{"type": "input_text", "text": _text_of(message.content)}]})
+                        "content": [{"type": "input_text", "text": plain_text(message.content)}]})
     return tuple(out)
 
 
 def from_dsh(events: Sequence[Event]) -> Result[tuple[dict[str, Any], ...], Violation]:
     """The Responses input items of a DSH log's model history (a fork seed, typically)."""
-    traced = trace_log(events)
-    if isinstance(traced, Failure):
-        return Failure(traced.failure())
-    return Success(from_model_history(model_history(traced.unwrap())))
+    return from_dsh_log(events, from_model_history)

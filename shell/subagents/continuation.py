@@ -52,9 +52,7 @@ from ...core import (
     CancelUser,
     ContentBlock,
     MessageSource,
-    ParentView,
     PromptSection,
-    RuntimeOptions,
     SessionHeader,
     StartError,
     SubagentResult,
@@ -84,7 +82,7 @@ from ..clock import IdFactory
 from ..store import SessionNotFoundError
 from ..tools import ToolScope
 from .contract import INACTIVE_PARENT, SubagentAbortedError, SubagentError, SubagentHost
-from .providers import ContinuableRequest, ContinuableSeed
+from .providers import ContinuableRequest, ContinuableSeed, parent_view
 
 if TYPE_CHECKING:
     from ..logfile import LoadedLog
@@ -250,18 +248,6 @@ def _chain(error: BaseException) -> str:
     return failure_of(error).message
 
 
-def _parent_view(parent: Agent) -> ParentView:
-    session = parent.session
-    _, at_cut = session.completed_prefix()
-    return ParentView(
-        header=session.header,
-        options=RuntimeOptions(provider=parent.provider, model=parent.model,
-                               max_tokens=parent.max_tokens,
-                               subagent_depth=parent.subagent_depth),
-        events=session.events, trace=session.trace, completed=at_cut,
-        approval_in_use=parent.approval_composed)
-
-
 def _is_delegated(header: SessionHeader) -> bool:
     return header.origin == "subagent"
 
@@ -425,7 +411,7 @@ class ContinuationManager:
         prepare = getattr(found, "prepare_continuable", None)
         if not callable(prepare):
             raise _error(refusal("no-capability", provider))
-        checked = check_continuable(_parent_view(parent), request, provider_name=provider,
+        checked = check_continuable(parent_view(parent), request, provider_name=provider,
                                     known_tools=self.host.tools.names())
         if isinstance(checked, Failure):
             raise SubagentError(checked.failure())

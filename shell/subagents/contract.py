@@ -174,8 +174,8 @@ class SubagentProvider(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class SubagentStart:
-    """A run's child was published (DSH ``subagent/start``: runId, provider, id, local)."""
+class _RunRecord:
+    """What both lifecycle records say of the run (DSH: runId, provider, id, local)."""
 
     run: SubagentRunHandle
     #: A fresh id per run (never the child's id).
@@ -186,8 +186,6 @@ class SubagentStart:
     #: Whether the run has a local child agent.
     local: bool
     parent_id: str
-    label: str | None
-    seed_length: int
 
     @property
     def child_id(self) -> str:
@@ -195,24 +193,22 @@ class SubagentStart:
 
 
 @dataclass(frozen=True, slots=True)
-class SubagentEnd:
+class SubagentStart(_RunRecord):
+    """A run's child was published (DSH ``subagent/start``)."""
+
+    label: str | None
+    seed_length: int
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentEnd(_RunRecord):
     """A run settled (DSH ``subagent/end``). ``failure`` is the rejected result's error (then
     ``stop_reason`` is ``error`` and there is no last message)."""
 
-    run: SubagentRunHandle
-    run_id: str
-    provider: str
-    id: str
-    local: bool
-    parent_id: str
     stop_reason: str
     #: The run's output when it has one (DSH's ``lastAssistantMessage``).
     last_assistant_message: tuple[ContentBlock, ...] | None
     failure: BaseException | None = None
-
-    @property
-    def child_id(self) -> str:
-        return self.id
 
 
 SubagentEvent: TypeAlias = SubagentStart | SubagentEnd

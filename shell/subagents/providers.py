@@ -74,6 +74,7 @@ __all__ = [
     "ForkProvider",
     "SpawnProvider",
     "ChildSetup",
+    "parent_view",
     "plan_setup",
     "seed_history",
     "create_child_session",
@@ -169,7 +170,9 @@ class SpawnProvider(InProcessProvider):
 # ---------------------------------------------------------------------------- the driver
 
 
-def _parent_view(parent: Agent) -> ParentView:
+def parent_view(parent: Agent) -> ParentView:
+    """What the core's plans read of a live parent, read at once (before any await): its
+    header, route, depth, log and trace, and its trace at the completed-turn cut."""
     session = parent.session
     _, at_cut = session.completed_prefix()
     return ParentView(
@@ -216,7 +219,7 @@ def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
     """
     if signal is not None and signal.aborted:
         raise SubagentAbortedError()
-    planned = plan_child(_parent_view(parent), request, kind, provider_name=provider_name,
+    planned = plan_child(parent_view(parent), request, kind, provider_name=provider_name,
                          child_id=host.ids(), created_at=host.clock(),
                          known_tools=host.tools.names())
     raise_on_failure(planned)
