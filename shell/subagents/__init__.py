@@ -1,7 +1,10 @@
 """Subagents: the runtime registry, the in-process fork and spawn providers with their shared
 driver, the runs they return, and the parent's ``subagent`` tool.
 
-* :mod:`.registry`: ``SubagentRuntime`` (``host.subagents``), errors, lifecycle events.
+* :mod:`.contract`: what the runtime, the providers and the runs agree on: the refusal codes
+  and errors, the ``SubagentProvider``, ``SubagentRunHandle`` and ``SubagentHost`` protocols,
+  the lifecycle records ``SubagentStart`` and ``SubagentEnd`` (re-exported by :mod:`.registry`).
+* :mod:`.registry`: ``SubagentRuntime`` (``host.subagents``).
 * :mod:`.providers`: ``ForkProvider``, ``SpawnProvider`` and the driver that carries out the
   core's child plan.
 * :mod:`.run`: ``SubagentRun`` and the structured-output capture.
