@@ -242,19 +242,32 @@ def test_siblings_are_independent() -> None:
 
 
 class _FlakySink:
-    """A sink that takes ``after`` writes, then refuses ``failures`` (a disk that recovers)."""
+    """A sink that takes ``after`` writes, then refuses ``failures`` (a disk that recovers);
+    every event it took counts as durable at once (the whole Session sink protocol, so a sink
+    that never fails lets the test fail on its assertions)."""
 
     def __init__(self, failures: int, after: int = 0) -> None:
         self.failures = failures
         self.after = after
+        self.taken = 0
 
     def write(self, header: SessionHeader, events: Sequence[Event]) -> None:
         if self.after:
             self.after -= 1
-            return
-        if self.failures:
+        elif self.failures:
             self.failures -= 1
             raise OSError("disk full")
+        self.taken += len(events)
+
+    @property
+    def durable_length(self) -> int:
+        return self.taken
+
+    def commit(self) -> None:
+        pass
+
+    async def wait_durable(self, length: int) -> None:
+        pass
 
 
 def test_a_prompt_that_cannot_be_delivered_fails_the_result() -> None:
