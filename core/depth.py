@@ -54,36 +54,48 @@ class DepthError(msgspec.Struct, frozen=True, kw_only=True):
 _BAD_SUBAGENT_DEPTH = "agent subagentDepth must be a non-negative safe integer"
 
 
-def _is_depth(value: int | float) -> bool:
+def _as_depth(value: object) -> int | None:
     # DSH's Number.isSafeInteger, plus its refusal of -0: an integral number in the safe range
-    # (a float such as 2.0 counts, as every JS number is one); bool is not a number here.
+    # (a float such as 2.0 counts, as every JS number is one, and is read as that int); a bool,
+    # a string or any other object is not a number here. ``None``: not a depth.
     if type(value) is float:
-        return (math.isfinite(value) and value.is_integer() and 0 <= value <= MAX_SAFE_INTEGER
-                and math.copysign(1.0, value) > 0)
-    return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
+        if math.isfinite(value) and value.is_integer() and 0 <= value <= MAX_SAFE_INTEGER \
+                and math.copysign(1.0, value) > 0:
+            return int(value)
+        return None
+    if type(value) is int and 0 <= value <= MAX_SAFE_INTEGER:
+        return value
+    return None
 
 
-def validate_max_depth(max_depth: int | None) -> Result[None, DepthError]:
+def validate_max_depth(max_depth: object) -> Result[None, DepthError]:
     """Check a requested depth cap: absent, or a non-negative safe integer.
+
+    Any value is accepted and judged (a cap often comes from configuration, untyped): a
+    string, NaN, an infinity, a fraction, ``-0.0``, a bool or an integer outside the safe range
+    gets DSH's sentence, never a type error.
 
     >>> validate_max_depth(2)
     <Success: None>
     >>> validate_max_depth(-1).failure().message
     'subagent maxDepth must be a non-negative safe integer'
+    >>> validate_max_depth("1").failure().message
+    'subagent maxDepth must be a non-negative safe integer'
     """
-    if max_depth is None or _is_depth(max_depth):
+    if max_depth is None or _as_depth(max_depth) is not None:
         return Success(None)
     return Failure(DepthError(problem="invalid-max-depth",
                               message="subagent maxDepth must be a non-negative safe integer"))
 
 
-def parent_depth(header_depth: int | None,
-                 runtime_depth: int | float | None) -> Result[int, DepthError]:
+def parent_depth(header_depth: int | None, runtime_depth: object) -> Result[int, DepthError]:
     """The delegating agent's depth: the larger of its header's and its runtime option's.
 
     Args:
         header_depth: ``delegationDepth`` of the parent's session header (``None``: absent).
-        runtime_depth: the parent's runtime ``subagent_depth`` option (``None``: absent).
+        runtime_depth: the parent's runtime ``subagent_depth`` option (``None``: absent). Any
+            value is judged: one that is not a non-negative safe integer (NaN, ``1.5``,
+            ``-0.0``, ``"1"``, …) gets DSH's sentence, never a type error.
 
     Returns:
         The depth (0 for a top-level agent), or a :class:`DepthError` for a value that is not a
@@ -98,15 +110,16 @@ def parent_depth(header_depth: int | None,
     >>> parent_depth(0, float("nan")).failure().message
     'agent subagentDepth must be a non-negative safe integer'
     """
-    if runtime_depth is not None and not _is_depth(runtime_depth):
+    runtime = 0 if runtime_depth is None else _as_depth(runtime_depth)
+    if runtime is None:
         return Failure(DepthError(problem="invalid-subagent-depth", message=_BAD_SUBAGENT_DEPTH))
-    if header_depth is not None and not _is_depth(header_depth):
+    if header_depth is not None and _as_depth(header_depth) is None:
         # DSH validates headers where sessions are created or loaded; a header built in memory
         # reaches us unchecked, so it gets the same rule with its own name.
         return Failure(DepthError(problem="invalid-header-depth",
                                   message="session delegationDepth must be a non-negative "
                                           "safe integer"))
-    return Success(max(header_depth or 0, int(runtime_depth or 0)))
+    return Success(max(header_depth or 0, runtime))
 
 
 def child_depth(parent_depth: int, max_depth: int | None) -> Result[int, DepthError]:
@@ -130,7 +143,7 @@ def child_depth(parent_depth: int, max_depth: int | None) -> Result[int, DepthEr
     match validate_max_depth(max_depth):
         case Failure(error):
             return Failure(error)
-    if not _is_depth(parent_depth):
+    if _as_depth(parent_depth) is None:
         return Failure(DepthError(problem="invalid-subagent-depth", message=_BAD_SUBAGENT_DEPTH))
     depth = parent_depth + 1
     if depth > MAX_SAFE_INTEGER:
@@ -147,7 +160,8 @@ def resolve_child_depth(header_depth: int | None, runtime_depth: int | float | N
     """:func:`parent_depth` then :func:`child_depth`, in DSH's order of checks.
 
     The cap is checked for shape first (DSH does that before the provider runs), then the
-    parent's depth, then the child's.
+    parent's depth, then the child's. A cap given as an integral float (a JS number, e.g.
+    ``2.0``) counts as that integer, in the checks and in the text.
 
     >>> resolve_child_depth(1, None, 3)
     <Success: 2>
@@ -157,5 +171,6 @@ def resolve_child_depth(header_depth: int | None, runtime_depth: int | float | N
     match validate_max_depth(max_depth):
         case Failure(error):
             return Failure(error)
+    cap = None if max_depth is None else _as_depth(max_depth)
     return parent_depth(header_depth, runtime_depth).bind(
-        lambda depth: child_depth(depth, max_depth))
+        lambda depth: child_depth(depth, cap))

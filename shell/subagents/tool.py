@@ -150,7 +150,9 @@ class SubagentTool:
         self.provider_name = provider if isinstance(provider, str) else provider.provider_name
         self._bound: SubagentProvider | None = None if isinstance(provider, str) else provider
         self.tool_name = tool_name
-        self.max_depth = max_depth
+        # Validated above whatever its type (configuration is often untyped); an integral
+        # float such as 2.0 is DSH's number 2 and is kept as the int.
+        self.max_depth = None if max_depth is None else int(max_depth)
         self.persona = persona
         self.tool_filter = tool_filter
         self.agent_options = agent_options
