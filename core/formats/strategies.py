@@ -183,6 +183,11 @@ class _Rendered:
         self.servers: list[tuple[int, int]] = []  # (assistant message, block) of server uses
         self.thinking_at: list[int] = []  # first assistant message of each turn with thinking
 
+    def push(self, item: Item) -> None:
+        """Append an item after which a history may stop in flight."""
+        self.items.append(item)
+        self.points.append(len(self.items))
+
 
 class _Ids:
     __slots__ = ("count",)
@@ -212,8 +217,7 @@ def _render_chat(plan: _Plan) -> _Rendered:
             content = [{"type": "text", "text": turn.prompt},
                        {"type": "image_url", "image_url": {"url": "data:image/png;base64,"
                                                                   + _IMAGE_PNG}}]
-        items.append({"role": "user", "content": content})
-        out.points.append(len(items))
+        out.push({"role": "user", "content": content})
         for step in turn.steps:
             message: Item = {"role": "assistant", "content": step.text}
             if plan.extras:
@@ -229,18 +233,15 @@ def _render_chat(plan: _Plan) -> _Rendered:
                  "function": {"name": call.name, "arguments": call.arguments}}
                 for call_id, call in zip(call_ids, step.calls, strict=True)]
             call_at = len(items)
-            items.append(message)
-            out.points.append(len(items))
+            out.push(message)
             for position in step.order:
                 out.calls.append(_CallSite(call_at=call_at, step_at=call_at,
                                            result_at=len(items), call_id=call_ids[position],
                                            siblings=len(step.calls)))
-                items.append({"role": "tool", "tool_call_id": call_ids[position],
-                              "content": step.calls[position].result})
-                out.points.append(len(items))
+                out.push({"role": "tool", "tool_call_id": call_ids[position],
+                          "content": step.calls[position].result})
             if step.steer is not None:
-                items.append({"role": "user", "content": step.steer})
-                out.points.append(len(items))
+                out.push({"role": "user", "content": step.steer})
         out.turn_ends.append(len(items))
     return out
 
@@ -319,11 +320,9 @@ def _render_responses(plan: _Plan) -> _Rendered:
                 out.calls.append(_CallSite(call_at=call_at, step_at=step_at,
                                            result_at=len(items), call_id=call_id,
                                            siblings=len(step.calls)))
-                items.append(output)
-                out.points.append(len(items))
+                out.push(output)
             if step.steer is not None:
-                items.append({"role": "user", "content": step.steer})
-                out.points.append(len(items))
+                out.push({"role": "user", "content": step.steer})
         out.turn_ends.append(len(items))
     return out
 
@@ -350,8 +349,7 @@ def _render_anthropic(plan: _Plan) -> _Rendered:
             content = [{"type": "text", "text": turn.prompt},
                        {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                                     "data": _IMAGE_PNG}}]
-        items.append({"role": "user", "content": content})
-        out.points.append(len(items))
+        out.push({"role": "user", "content": content})
         for number, step in enumerate(turn.steps):
             head: list[Item] = []
             if plan.thinking and (number == 0 or step.reasoning):
@@ -377,8 +375,7 @@ def _render_anthropic(plan: _Plan) -> _Rendered:
                         for call_id, call in zip(call_ids, step.calls, strict=True))
             if step.server and step.paused:
                 out.servers.append((len(items), len(head) - 1))
-                items.append({"role": "assistant", "content": head})
-                out.points.append(len(items))
+                out.push({"role": "assistant", "content": head})
                 head = []
             elif step.server:
                 out.servers.append((len(items), len(head) - 1))
@@ -406,8 +403,7 @@ def _render_anthropic(plan: _Plan) -> _Rendered:
                                            siblings=len(step.calls)))
             if step.steer is not None:
                 results.append({"type": "text", "text": step.steer})
-            items.append({"role": "user", "content": results})
-            out.points.append(len(items))
+            out.push({"role": "user", "content": results})
         out.turn_ends.append(len(items))
     return out
 
@@ -477,13 +473,23 @@ def _turn_end(draw: DrawFn, rendered: _Rendered) -> int:
     return rendered.turn_ends[draw(st.integers(0, len(rendered.turn_ends) - 1))]
 
 
-# OpenAI Chat mutations.
+# Mutations of Chat and Responses alike (a result is one item of its own).
 
 @unchecked
-def _chat_drop_result(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tuple[int, Rule]:
+def _drop_result(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tuple[int, Rule]:
     site = _site(draw, rendered)
     del items[site.result_at]
     return site.call_at, "unanswered-call"
+
+
+@unchecked
+def _duplicate_result(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tuple[int, Rule]:
+    site = _site(draw, rendered)
+    items.insert(site.result_at + 1, dict(items[site.result_at]))
+    return site.result_at + 1, "duplicate-result"
+
+
+# OpenAI Chat mutations.
 
 
 @unchecked
@@ -492,14 +498,6 @@ def _chat_interleave(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tu
     role = _pick(draw, ("user", "system", "developer"))
     items.insert(site.call_at + 1, {"role": role, "content": "Be brief."})
     return site.call_at, "unanswered-call"
-
-
-@unchecked
-def _chat_duplicate_result(draw: DrawFn, items: list[Item], rendered: _Rendered,
-                           ) -> tuple[int, Rule]:
-    site = _site(draw, rendered)
-    items.insert(site.result_at + 1, dict(items[site.result_at]))
-    return site.result_at + 1, "duplicate-result"
 
 
 @unchecked
@@ -543,26 +541,10 @@ def _chat_no_call_id(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tu
 # OpenAI Responses mutations.
 
 @unchecked
-def _responses_drop_output(draw: DrawFn, items: list[Item], rendered: _Rendered,
-                           ) -> tuple[int, Rule]:
-    site = _site(draw, rendered)
-    del items[site.result_at]
-    return site.call_at, "unanswered-call"
-
-
-@unchecked
 def _responses_orphan(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tuple[int, Rule]:
     at = _turn_end(draw, rendered)
     items.insert(at, {"type": "function_call_output", "call_id": "call_stray", "output": "x"})
     return at, "orphan-result"
-
-
-@unchecked
-def _responses_duplicate_output(draw: DrawFn, items: list[Item], rendered: _Rendered,
-                                ) -> tuple[int, Rule]:
-    site = _site(draw, rendered)
-    items.insert(site.result_at + 1, dict(items[site.result_at]))
-    return site.result_at + 1, "duplicate-result"
 
 
 @unchecked
@@ -749,9 +731,9 @@ def _anthropic_strip_thinking(draw: DrawFn, items: list[Item], rendered: _Render
 
 _MUTATIONS: dict[str, dict[str, tuple[_Mutation, Callable[[_Rendered, list[Item]], bool]]]] = {
     "openai-chat": {
-        "drop-result": (_chat_drop_result, lambda r, i: bool(r.calls)),
+        "drop-result": (_drop_result, lambda r, i: bool(r.calls)),
         "interleave": (_chat_interleave, lambda r, i: bool(r.calls)),
-        "duplicate-result": (_chat_duplicate_result, lambda r, i: bool(r.calls)),
+        "duplicate-result": (_duplicate_result, lambda r, i: bool(r.calls)),
         "orphan": (_chat_orphan, lambda r, i: True),
         "result-first": (_chat_result_first, lambda r, i: bool(r.calls)),
         "duplicate-call": (_chat_duplicate_call,
@@ -759,9 +741,9 @@ _MUTATIONS: dict[str, dict[str, tuple[_Mutation, Callable[[_Rendered, list[Item]
         "no-call-id": (_chat_no_call_id, lambda r, i: bool(r.calls)),
     },
     "openai-responses": {
-        "drop-output": (_responses_drop_output, lambda r, i: bool(r.calls)),
+        "drop-output": (_drop_result, lambda r, i: bool(r.calls)),
         "orphan": (_responses_orphan, lambda r, i: True),
-        "duplicate-output": (_responses_duplicate_output, lambda r, i: bool(r.calls)),
+        "duplicate-output": (_duplicate_result, lambda r, i: bool(r.calls)),
         "output-first": (_responses_output_first, lambda r, i: bool(r.calls)),
         "wrong-output": (_responses_wrong_output, lambda r, i: bool(r.calls)),
         "lone-reasoning": (_responses_lone_reasoning, lambda r, i: True),
