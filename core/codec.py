@@ -752,11 +752,11 @@ def _decode_fast(data: bytes) -> tuple[Event, ...] | None:
     for at in negative_zero_candidates(data):
         if has_negative_zero(_line_around(data, at)):
             return None
-    if _has_deep_line(data):
-        return None
     lines = data.split(b"\n")
     if lines and not lines[-1]:
         lines.pop()
+    if _has_deep_line(lines):
+        return None
     records: list[Any] = []
     remaining = iter(lines)
     decode = _RECORD_DECODER.decode
@@ -787,33 +787,17 @@ def _line_around(data: bytes, at: int) -> bytes:
     return data[data.rfind(b"\n", 0, at) + 1:len(data) if end == -1 else end]
 
 
-_OPENING_BRACKETS = bytes.maketrans(b"[", b"{")
-_NOT_OPENING = bytes(c for c in range(256) if c not in b"[{\n")
-_TOO_MANY_OPENINGS = b"{" * (MAX_JSON_DEPTH + 1)
+#: A JSON value nested ``d`` levels deep is at least ``2 * d`` bytes long (its brackets open
+#: and close): only a line longer than this can be too deep and still decode.
+_DEEP_LINE_LENGTH = 2 * (MAX_JSON_DEPTH + 1)
 
 
 @unchecked
-def _has_deep_line(data: bytes) -> bool:
-    """Whether a line of ``data`` nests deeper than the limit. A line that deep has more
-    opening brackets than the limit: found as a run in the text's opening brackets and line
-    breaks, then checked exactly."""
-    openings = data.translate(_OPENING_BRACKETS, _NOT_OPENING)
-    at = openings.find(_TOO_MANY_OPENINGS)
-    counted, line_index, start = 0, 0, 0  # line breaks counted in openings[:counted]
-    while at != -1:
-        breaks = openings.count(b"\n", counted, at)
-        counted = at
-        for _ in range(breaks):
-            start = data.index(b"\n", start) + 1
-        line_index += breaks
-        end = data.find(b"\n", start)
-        if exceeds_depth(data[start:] if end == -1 else data[start:end]):
-            return True
-        next_line = openings.find(b"\n", at)
-        if next_line == -1:
-            return False
-        at = openings.find(_TOO_MANY_OPENINGS, next_line)
-    return False
+def _has_deep_line(lines: list[bytes]) -> bool:
+    """Whether one of ``lines`` nests deeper than the limit. A shorter line that deep cannot
+    be a whole JSON value (the decoder refuses it, and the line-by-line path names it)."""
+    limit = _DEEP_LINE_LENGTH
+    return any(exceeds_depth(line) for line in [line for line in lines if len(line) >= limit])
 
 
 def _split(data: bytes, first_line_no: int, first_byte: int) -> list[bytes] | DecodeError:
