@@ -29,9 +29,8 @@ most of any log, are checked inline.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from types import MappingProxyType
-from typing import Any, TypeAlias
+from collections.abc import Callable, Iterable
+from typing import Any, Final, TypeAlias
 
 import msgspec
 from msgspec import UNSET
@@ -596,10 +595,12 @@ _HANDLERS: dict[type, _Handler] = {
 }
 
 #: The grammar table (:mod:`.grammar`) per typed event class, read by the fold.
-_RULES: Mapping[type, _Rule] = MappingProxyType({
+#: A plain dict, never changed after import: the fold reads it once per event (a
+#: ``MappingProxyType``'s ``get`` costs a method call more).
+_RULES: Final[dict[type, _Rule]] = {
     cls: _Rule(str(cls.__struct_config__.tag), _HANDLERS.get(cls),
                placed_by_handler=cls is ToolResultEvent)
-    for cls in TYPED_EVENT_CLASSES})
+    for cls in TYPED_EVENT_CLASSES}
 
 
 @unchecked
