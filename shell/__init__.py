@@ -76,8 +76,6 @@ _FRONT_DOOR = {
     "SubagentTool": ".subagents",
     "SubagentStartError": ".subagents",
     "AbortController": ".abort",
-    "ManualClock": ".clock",
-    "CountingIds": ".clock",
 }
 
 #: Modules whose public names are importable from the package as well (their home stays the

@@ -23,6 +23,7 @@ from ...core import (
     trace_log,
 )
 from ..logfile import LoadedLog
+from .terminal import counted
 
 __all__ = ["Tail", "Assessment", "assess"]
 
@@ -48,12 +49,12 @@ class Tail(msgspec.Struct, frozen=True, kw_only=True):
             return "excluded: nothing (the log ends with turn/end)"
         parts = []
         if self.between_turn_events:
-            parts.append(_count(self.between_turn_events, "between-turn event"))
+            parts.append(counted(self.between_turn_events, "between-turn event"))
         if self.open_turn is not None:
             parts.append(f"in-flight turn {self.open_turn} "
-                         f"({_count(self.in_flight_events, 'event')} from seq "
+                         f"({counted(self.in_flight_events, 'event')} from seq "
                          f"{self.open_turn_seq})")
-        return (f"excluded: {_count(self.events, 'event')} after the last turn/end: "
+        return (f"excluded: {counted(self.events, 'event')} after the last turn/end: "
                 + ", then ".join(parts))
 
 
@@ -92,17 +93,13 @@ class Assessment(msgspec.Struct, frozen=True, kw_only=True):
                     f"(rule: {self.violation.rule})")
         assert self.trace is not None
         if self.trace.is_closed:
-            words = (f"valid and closed: {_count(total, 'event')}, "
-                     f"{_count(self.completed_turns, 'completed turn')}")
+            words = (f"valid and closed: {counted(total, 'event')}, "
+                     f"{counted(self.completed_turns, 'completed turn')}")
             if self.tail.between_turn_events:
-                words += (f"; {_count(self.tail.between_turn_events, 'between-turn event')} "
+                words += (f"; {counted(self.tail.between_turn_events, 'between-turn event')} "
                           "after the last turn/end")
             return words
         return f"open: {_open_words(self.trace, self.cut, total)}"
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _open_words(trace: Trace, cut: int, total: int) -> str:
@@ -116,8 +113,8 @@ def _open_words(trace: Trace, cut: int, total: int) -> str:
     elif pending:
         waiting = (f", with {len(pending)} calls still waiting for their tool/results "
                    f"({', '.join(pending)})")
-    after = (f"in-flight turn; {_count(total - cut, 'event')} after the last turn/end" if cut
-             else f"in-flight turn; no turn has completed, {_count(total, 'event')}")
+    after = (f"in-flight turn; {counted(total - cut, 'event')} after the last turn/end" if cut
+             else f"in-flight turn; no turn has completed, {counted(total, 'event')}")
     return f"the log ends inside {where}{waiting} ({after})"
 
 
