@@ -13,8 +13,10 @@ Rules of this module:
   ``sections`` it was made from. It is written at a step boundary, after the step's claimed
   input, only when its text differs from the snapshot the log retains; when every contribution
   is gone after one was written, the cleared text is written once. Earlier snapshots stay on
-  the surface; a surface replacement citing the retained one makes it no longer retained (the
-  trace keeps that state: :attr:`.trace.Trace.context_seen`, ``context_text``).
+  the surface. An agent instance built over an existing log (resumed, or a fork child over its
+  seed) retains the newest snapshot then on the surface; after that a snapshot written is
+  retained, and a surface replacement citing the retained one makes it no longer retained
+  (:meth:`.trace.Trace.retained_context`, DSH's ``RuntimeContextProjection``).
 * Session title: the fallback title of the log's first human message (source ``user``, with
   text left after cleaning), written once per log, after the step's user messages; a
   ``session/title`` already in the log (a fork child's seed) means none. Cleaning removes

@@ -114,7 +114,7 @@ from .events import (
 )
 from .grammar import Phase
 from .outcome import ToolOutcome
-from .trace import Trace, trace_log
+from .trace import EMPTY_TRACE, Trace, trace_log
 
 __all__ = [
     # inputs
@@ -328,6 +328,9 @@ class LoopState(msgspec.Struct, frozen=True, kw_only=True):
     park: bool = False
     #: How the machine last closed a turn, if the log may still show it open (a failed write).
     closing: TurnEndReason | None = None
+    #: The log's length when this instance was built over it: the runtime-context snapshot it
+    #: retains is restored from there (:meth:`.trace.Trace.retained_context`).
+    restored_at: int = 0
 
 
 class LoopStep(msgspec.Struct, frozen=True, kw_only=True):
@@ -342,15 +345,20 @@ class LoopProtocolError(ValueError):
 
 def initial_loop_state(*, preamble: tuple[SubagentDescriptorData, ...] = (),
                        max_steps: int | None = DEFAULT_MAX_STEPS,
-                       titles: bool = True) -> LoopState:
+                       titles: bool = True, trace: Trace = EMPTY_TRACE) -> LoopState:
     """The state of a new agent instance over any closed log.
+
+    ``trace``: the log's trace when the instance is built (a resumed session's, a fork
+    child's over its seed); the instance retains the newest runtime-context snapshot then on
+    the surface, as DSH's ``RuntimeContextProjection`` restores it.
 
     >>> initial_loop_state().awaiting
     'idle'
     """
     if max_steps is not None and max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, not {max_steps}")
-    return LoopState(preamble=preamble, max_steps=max_steps, titles=titles)
+    return LoopState(preamble=preamble, max_steps=max_steps, titles=titles,
+                     restored_at=trace.length)
 
 
 # --------------------------------------------------------------------------- the fold
@@ -542,9 +550,10 @@ def _open_step(state: LoopState, trace: Trace, out: _Writer, given: StepPrepared
     for message in progress.claimed:
         out.add(UserMessageEvent(seq=out.seq, time=out.time, data=message,
                                  surface_op="append"))
+    retained = trace.retained_context(state.restored_at)
     snapshot = context_message(given.context, seen=trace.context_seen,
-                               retained=trace.context_text if trace.context_seq is not None
-                               else None, message_id=given.context_id)
+                               retained=None if retained is None else retained.text,
+                               message_id=given.context_id)
     if snapshot is not None:
         out.add(UserMessageEvent(seq=out.seq, time=out.time, data=snapshot,
                                  surface_op="append"))

@@ -17,6 +17,12 @@ Rules checked (wire-format §1.1, §3.1, §6.1, §6.3, plus our stricter pairing
 * Message shapes: assistant messages come from a model with provider and model; a tool-result
   message holds exactly one ``tool-result`` block for its own call.
 
+Besides the rules, the fold keeps what later steps read of the log: among them the
+runtime-context snapshots still on the surface and when one was last released, from which
+:meth:`Trace.retained_context` answers, for an agent instance built over any prefix of the log,
+which snapshot it retains (DSH's ``RuntimeContextProjection``: restored once when the instance
+is built, then following the log).
+
 A :class:`Trace` is immutable and shares structure with its predecessor, so ``advance`` is O(1)
 and a trace can be kept as a snapshot (a fork child starts from its parent's snapshot at the
 cut without replaying the seed).
@@ -65,6 +71,7 @@ from .events import (
 from .grammar import Phase, phase_after
 
 __all__ = [
+    "ContextSnapshot",
     "PendingCall",
     "SurfaceNode",
     "Trace",
@@ -116,6 +123,20 @@ class SurfaceNode(msgspec.Struct, frozen=True, eq=False):
         return f"SurfaceNode(seq={self.seq})"
 
 
+class ContextSnapshot(msgspec.Struct, frozen=True):
+    """A runtime-context snapshot on the surface, linked to the older ones (newest first, by
+    seq). An older one a replacement shadowed stays linked until it would become the newest:
+    then it is dropped, so the head of the list is always on the surface."""
+
+    seq: int
+    #: Its text; ``None`` when its content is not exactly one text block (it equals no text).
+    text: str | None
+    older: ContextSnapshot | None = None
+
+    def __repr__(self) -> str:
+        return f"ContextSnapshot(seq={self.seq})"
+
+
 class Trace(msgspec.Struct, frozen=True, kw_only=True):
     """Where a log stands after the events folded so far."""
 
@@ -143,9 +164,11 @@ class Trace(msgspec.Struct, frozen=True, kw_only=True):
     request_context: tuple[str, str] | None = None
     #: Whether the log ever held a runtime-context snapshot.
     context_seen: bool = False
-    #: Seq and text of the snapshot the log retains (text ``None``: not one text block).
-    context_seq: int | None = None
-    context_text: str | None = None
+    #: The newest runtime-context snapshot still on the surface.
+    context_visible: ContextSnapshot | None = None
+    #: Seq of the last surface replacement that cited ``context_visible`` since the last
+    #: snapshot was written (``None``: none did).
+    context_released_at: int | None = None
     #: Whether the log holds a ``session/title``.
     titled: bool = False
     #: The log's first human message with a title in it: (seq, fallback title).
@@ -169,6 +192,21 @@ class Trace(msgspec.Struct, frozen=True, kw_only=True):
         """No open turn, no open step, no pending call."""
         return self.open_turn is None and self.open_step is None and not self.pending_calls
 
+    def retained_context(self, restored_at: int = 0) -> ContextSnapshot | None:
+        """The runtime-context snapshot that an agent instance built over the log's first
+        ``restored_at`` events retains now (``None``: none).
+
+        Built, the instance retains the newest snapshot then on the surface; after that it
+        follows the log: a snapshot written retains that one, and a surface replacement
+        citing the retained one retains none. So a replacement before the instance was built
+        releases nothing for it (DSH restores per instance), and with ``restored_at=0`` this
+        is the log's own fold from the start.
+        """
+        released = self.context_released_at
+        if released is not None and released >= restored_at:
+            return None
+        return self.context_visible
+
 
 EMPTY_TRACE = Trace()
 
@@ -180,9 +218,9 @@ class _Tracer:
     __slots__ = (
         "answered",
         "completed",
+        "context_released_at",
         "context_seen",
-        "context_seq",
-        "context_text",
+        "context_visible",
         "first_title",
         "last_time",
         "length",
@@ -218,8 +256,8 @@ class _Tracer:
         self.request_header = trace.request_header
         self.request_context = trace.request_context
         self.context_seen = trace.context_seen
-        self.context_seq = trace.context_seq
-        self.context_text = trace.context_text
+        self.context_visible = trace.context_visible
+        self.context_released_at = trace.context_released_at
         self.titled = trace.titled
         self.first_title = trace.first_title
 
@@ -233,7 +271,8 @@ class _Tracer:
             surface=self.surface if self.live is None else self.live.persistent(),
             sandbox_mode=self.sandbox_mode, request_header=self.request_header,
             request_context=self.request_context, context_seen=self.context_seen,
-            context_seq=self.context_seq, context_text=self.context_text, titled=self.titled,
+            context_visible=self.context_visible,
+            context_released_at=self.context_released_at, titled=self.titled,
             first_title=self.first_title)
 
     # -- helpers -----------------------------------------------------------------------
@@ -328,9 +367,10 @@ class _Tracer:
         if is_context_snapshot(message.source):
             blocks = message.content
             self.context_seen = True
-            self.context_seq = seq
-            self.context_text = (blocks[0].text if len(blocks) == 1
-                                 and isinstance(blocks[0], TextBlock) else None)
+            self.context_visible = ContextSnapshot(
+                seq, blocks[0].text if len(blocks) == 1 and isinstance(blocks[0], TextBlock)
+                else None, self.context_visible)
+            self.context_released_at = None
         elif message.source.kind == "user" and self.first_title is None:
             title = fallback_title("\n".join(block.text for block in message.content
                                              if isinstance(block, TextBlock)))
@@ -541,10 +581,22 @@ class _Tracer:
             return None
         cited_set = frozenset(() if cited is UNSET else cited)
         problem = self._replace(event, op, cited_set, seq)
-        if problem is None and self.context_seq is not None and self.context_seq in cited_set:
-            # The retained snapshot was shadowed: the next step writes one again.
-            self.context_seq = self.context_text = None
+        if problem is None and self.context_visible is not None:
+            self._context_replaced(cited_set, seq)
         return problem
+
+    def _context_replaced(self, cited: frozenset[int], seq: int) -> None:
+        """A replacement: citing the newest visible snapshot releases it (an instance that
+        retained it writes the snapshot again), and the snapshots it shadowed leave the
+        visible list (those shadowed below its head leave once they reach it)."""
+        visible = self.context_visible
+        assert visible is not None and self.live is not None
+        if visible.seq in cited:
+            self.context_released_at = seq
+        on_surface = self.live.by_seq
+        while visible is not None and visible.seq not in on_surface:
+            visible = visible.older
+        self.context_visible = visible
 
     def _replace(self, event: UserMessageEvent | AssistantMessageEvent | ToolResultEvent,
                  op: SurfaceReplace, cited: frozenset[int], seq: int) -> Violation | None:

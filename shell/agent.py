@@ -197,7 +197,7 @@ class Agent:
         #: The last failure of the loop itself, if any (see :meth:`when_idle`).
         self.failure: BaseException | None = None
         self._state: LoopState = initial_loop_state(preamble=preamble, max_steps=max_steps,
-                                                    titles=titles)
+                                                    titles=titles, trace=session.trace)
         self._task: asyncio.Task[None] | None = None
         self._disposed = False
         self._forgotten = False
