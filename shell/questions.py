@@ -17,8 +17,10 @@ Rules:
   no detail (``BAD_INTENT``); no answerer (``NO_PROVIDER``). Only then is the answerer asked.
 * Ownership is runtime ownership, not lineage: an agent is owned while it is the child of a
   live subagent run (a one-shot child, or a continuable child's residency) — its session
-  header names a parent and the host's subagent runtime holds the run. A session with lineage
-  resumed as a top-level agent (``host.create_agent(session_id=…)``) asks normally.
+  header names a parent and the host's subagent runtime holds the run, or the host is a
+  :class:`DelegateHost` that runs the child for a run held on another host (a Ray worker's
+  host: the run lives on the parent's host). A session with lineage resumed as a top-level
+  agent (``host.create_agent(session_id=…)``) asks normally.
 * The tool answers with the answer as compact JSON (``{"answers":[{"id",…,"selected":[…],
   "custom"?}]}``); a refusal is ``Error: <text>`` with ``error {name: "UserQuestionError",
   code}``.
@@ -29,7 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import msgspec
 
@@ -47,12 +49,14 @@ __all__ = [
     "Answerer",
     "AnswerItem",
     "Answers",
+    "DelegateHost",
     "Question",
     "QuestionIntent",
     "QuestionOption",
     "QuestionRequest",
     "UserQuestionError",
     "UserQuestions",
+    "owner_id",
     "owning_agent",
 ]
 
@@ -180,14 +184,37 @@ class QuestionRequest:
 Answerer: TypeAlias = Callable[[QuestionRequest], Awaitable[Answers]]
 
 
+@runtime_checkable
+class DelegateHost(Protocol):
+    """A host that runs agents for subagent runs held on another host (a Ray worker's host,
+    ``turnfork.shell.ray.WorkerHost``): it knows which of its agents are such children."""
+
+    def remote_owner(self, agent: CallingAgent) -> str | None:
+        """The id of the agent, on another host, whose live subagent run has ``agent`` as its
+        child, or ``None``."""
+        ...
+
+
 def owning_agent(host: SubagentHost, agent: CallingAgent) -> Agent | None:
-    """The live agent that owns ``agent`` at run time (the parent of the live subagent run
-    whose child it is), or ``None`` for a top-level agent."""
+    """The live agent of ``host`` that owns ``agent`` at run time (the parent of the live
+    subagent run of ``host`` whose child it is), or ``None``."""
     if not isinstance(agent.session.header.parent_session, str):
         return None  # every subagent child's header names its parent; this is no child
     for run in host.subagents.runs():
         if run.local_agent is agent:
             return run.parent
+    return None
+
+
+def owner_id(host: SubagentHost, agent: CallingAgent) -> str | None:
+    """The id of the live agent that owns ``agent`` at run time, on ``host``
+    (:func:`owning_agent`) or, for a :class:`DelegateHost`, on the host that holds the run;
+    ``None`` for a top-level agent."""
+    local = owning_agent(host, agent)
+    if local is not None:
+        return local.id
+    if isinstance(host, DelegateHost):
+        return host.remote_owner(agent)
     return None
 
 
@@ -268,7 +295,7 @@ class UserQuestions:
                 raise UserQuestionError(
                     "human interaction requires the exact live calling agent when an agent "
                     "is supplied", "CALLER_NOT_LIVE")
-            if owning_agent(host, live) is not None:
+            if owner_id(host, live) is not None:
                 raise UserQuestionError(_DELEGATED, "DELEGATED_CALLER")
         for question in questions:
             intent = question.intent

@@ -3,8 +3,8 @@
 * :mod:`.provider`: ``RayForkProvider``, ``RaySpawnProvider`` (registered like the in-process
   providers), the ``RayWorkerPool`` they run children on, and ``RemoteChild``, which carries a
   remote child's events into its session on the parent's host.
-* :mod:`.worker`: ``ChildWorker``, the pool actor's body, and what travels between host and
-  worker.
+* :mod:`.worker`: ``ChildWorker``, the pool actor's body, its ``WorkerHost``, and what travels
+  between host and worker.
 * :mod:`.cluster`: starting a private local cluster or joining a running one without Ray
   changing the host process's signal handler and excepthook.
 
@@ -32,7 +32,15 @@ from .provider import (
     RayWorkerPool,
     RemoteChild,
 )
-from .worker import ChildDone, ChildSpec, ChildWorker, EventsBatch, WorkerInfo, WorkerSetup
+from .worker import (
+    ChildDone,
+    ChildSpec,
+    ChildWorker,
+    EventsBatch,
+    WorkerHost,
+    WorkerInfo,
+    WorkerSetup,
+)
 
 __all__ = [
     "RayForkProvider",
@@ -47,6 +55,7 @@ __all__ = [
     "RAY_CLUSTER_LOST",
     "RAY_SEED_NOT_STORED",
     "WorkerSetup",
+    "WorkerHost",
     "WorkerInfo",
     "ChildWorker",
     "ChildSpec",

@@ -12,8 +12,12 @@ Rules:
   (:func:`~turnfork.shell.subagents.providers.create_child_session` and
   :func:`~turnfork.shell.subagents.providers.configure_child`) from the :class:`ChildSpec`
   its provider planned on the parent's host: nothing is decided here. Its host mirrors the
-  parent's host (prompt sections, sandbox mode, session titles) over the worker's models and
-  tools.
+  parent's host (prompt sections, sandbox mode, session titles) over the worker's models,
+  tools and live agents.
+* The worker's host (:class:`WorkerHost`, the one ``setup`` configures) holds every child it
+  runs as live and as the child of a run held on the parent's host, from the child's
+  publication to its disposal: a service installed there judges it as the parent's host
+  judges an in-process child (``ask_user_question`` refuses it as ``DELEGATED_CALLER``).
 * A fork child's seed arrives as an object-store reference, fetched, decoded and traced once
   per fork point on each worker and shared by every child seeded there (a view, as in
   process); the reference is nested in the call's arguments so Ray does not fetch it per
@@ -55,14 +59,16 @@ from ...core import (
     structured_output_contract,
     validate_output_schema,
 )
-from ..agent import SandboxMode
+from ..agent import Agent, SandboxMode
 from ..host import Host
 from ..session import Session
 from ..subagents.providers import ChildSetup, configure_child, create_child_session
+from ..tools import CallingAgent
 from ._ray import ray
 
 __all__ = [
     "WorkerSetup",
+    "WorkerHost",
     "ChildSpec",
     "EventsBatch",
     "ChildDone",
@@ -185,16 +191,46 @@ class _Seeds:
             self._loading.pop(stale, None)
 
 
+class WorkerHost(Host):
+    """A worker's host: the registries ``setup`` fills, shared by every child's host, and the
+    children the worker runs, each the child of a live subagent run held on its parent's host
+    (a :class:`~turnfork.shell.questions.DelegateHost`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._children: dict[str, Agent] = {}
+
+    def children(self) -> tuple[str, ...]:
+        """Ids of the children running here now."""
+        return tuple(self._children)
+
+    def child(self, child_id: str) -> Agent | None:
+        return self._children.get(child_id)
+
+    def add_child(self, agent: Agent) -> None:
+        """``agent`` runs here for its run on the parent's host (until :meth:`remove_child`)."""
+        self._children[agent.id] = agent
+
+    def remove_child(self, child_id: str) -> None:
+        self._children.pop(child_id, None)
+
+    def remote_owner(self, agent: CallingAgent) -> str | None:
+        """The parent (on its own host) of ``agent``, when ``agent`` is a child run here."""
+        if self._children.get(agent.id) is not agent:
+            return None
+        parent = agent.session.header.parent_session
+        return parent if isinstance(parent, str) else None
+
+
 class ChildWorker:
     """A pool actor's body: many children, each an agent on this actor's event loop."""
 
     def __init__(self, setup: WorkerSetup | None = None, *,
                  flush_interval: float = DEFAULT_FLUSH_INTERVAL) -> None:
-        self.host = Host()
+        self.host = WorkerHost()
         self._flush_interval = flush_interval
         if setup is not None:
             setup(self.host)
-        self._children: dict[str, Any] = {}
         self._early_cancels: dict[str, CancelCause] = {}
         self._seeds = _Seeds()
 
@@ -205,12 +241,12 @@ class ChildWorker:
 
     async def live_children(self) -> tuple[str, ...]:
         """Ids of the children running here now."""
-        return tuple(self._children)
+        return self.host.children()
 
     async def cancel_child(self, child_id: str, cause: CancelCause) -> bool:
         """Cancel a child's turn with ``cause``; ``False``: it had not started here yet (the
         cause is kept for its start)."""
-        agent = self._children.get(child_id)
+        agent = self.host.child(child_id)
         if agent is None:
             self._early_cancels.setdefault(child_id, cause)
             while len(self._early_cancels) > _EARLY_CANCELS:  # late ones for children gone
@@ -223,6 +259,7 @@ class ChildWorker:
         host = Host(session_titles=spec.session_titles, sandbox_mode=spec.sandbox_mode)
         host.models = self.host.models
         host.tools = self.host.tools
+        host.agents = self.host.agents
         for section in spec.host_sections:
             host.prompt_sections.add(section)
         return host
@@ -255,8 +292,8 @@ class ChildWorker:
             session = create_child_session(host, plan, history)
             agent, capture = configure_child(host, session, replace(spec.setup, plan=plan))
             host.agents.add(agent)
+            self.host.add_child(agent)
             session.listeners.append(forward)
-            self._children[child_id] = agent
             early = self._early_cancels.pop(child_id, None)
             if early is None:
                 agent.followup(prompt)
@@ -293,6 +330,6 @@ class ChildWorker:
                     agent.cancel(CancelDisposed())
                     await agent.dispose()
             finally:
-                self._children.pop(child_id, None)  # listed while anything of it runs
+                self.host.remove_child(child_id)  # listed while anything of it runs
                 if seed_key is not None:
                     self._seeds.release(seed_key)

@@ -32,6 +32,7 @@ from turnfork.core import (
 )
 from turnfork.shell import Host, ModelRequest, Reply, Tool, ToolContext
 from turnfork.shell.models.scripted import reply_chunks
+from turnfork.shell.questions import Answers, QuestionRequest, UserQuestions
 
 PROVIDER = "rules"
 _OBJECT = {"type": "object", "properties": {"text": {"type": "string"}}}
@@ -194,3 +195,14 @@ def stubborn_setup(host: Host) -> None:
     configure(host)
     host.tools.register(Tool("stubborn", "ignores cancellation", {"type": "object"},
                              _stubborn))
+
+
+async def tripwire(request: QuestionRequest) -> Answers:
+    """An answerer no delegated child may reach: it fails the tool call with its own text."""
+    raise RuntimeError("tripwire: a delegated child's question reached the answerer")
+
+
+def asking_setup(host: Host) -> None:
+    """:func:`configure`, plus the question service with the tripwire as its answerer."""
+    configure(host)
+    UserQuestions(tripwire).install(host)
