@@ -146,11 +146,11 @@ def _module_words() -> frozenset[str]:
 
 
 @cache
-def documented_calls() -> dict[str, tuple[tuple[str, ...], ...]]:
-    """Every call a page shows of a function or class (``name(...)`` or
+def documented_calls(pages: tuple[Path, ...] = API_PAGES) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """Every call ``pages`` show of a function or class (``name(...)`` or
     ``module.name(...)``, not a method ``obj.name(...)``), by name: its argument names."""
     calls: dict[str, list[tuple[str, ...]]] = {}
-    for span in spans_of(API_PAGES):
+    for span in spans_of(pages):
         for match in re.finditer(r"(?<![\w.])((?:\w+\.)*)(\w+)\(", span):
             if any(part not in _module_words() for part in match.group(1).split(".")[:-1]):
                 continue
@@ -198,13 +198,13 @@ def test_every_public_name_is_documented() -> None:
 def test_documented_calls_name_real_parameters() -> None:
     """Each documented call of a public name names only parameters it takes, and each function
     (and each class whose call is shown) is shown once with all of them."""
-    calls = documented_calls()
-    by_name: dict[str, list[PublicName]] = {}
+    by_name: dict[tuple[tuple[Path, ...], str], list[PublicName]] = {}
     for public in public_names():
         if _has_signature(public.value):
-            by_name.setdefault(public.name, []).append(public)
+            by_name.setdefault((_pages_for(public.module), public.name), []).append(public)
     wrong = []
-    for name, publics in sorted(by_name.items()):
+    for (pages, name), publics in sorted(by_name.items(), key=lambda item: item[0][1]):
+        calls = documented_calls(pages)
         real = {params for p in publics if (params := _parameters(p.value)) is not None}
         bases = set().union(*(_bases(p.value) for p in publics))
         shown = [call for call in calls.get(name, ()) if not (call and set(call) <= bases)]
