@@ -278,7 +278,7 @@ def run(settings: Settings) -> Section:
     loads = ((_Load(100, 100, rounds, False, None, None, False),
               _Load(100, 300, 1, True, None, None, False)) if settings.quick else
              (_Load(1000, 1000, rounds, False, 5.0, 500e6, True),
-              _Load(1000, 10_000, 1, True, 10.0, 1.5e9, True)))
+              _Load(1000, 10_000, settings.rounds(full=2, quick=1), True, 10.0, 1.5e9, True)))
     rows: list[Row] = []
     timings: dict[str, Timing] = {}
     workers: dict[str, Any] = {}
