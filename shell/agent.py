@@ -102,6 +102,8 @@ __all__ = [
     "Prompt",
     "user_message",
     "failure_of",
+    "IdleReporter",
+    "report_idle",
 ]
 
 SandboxMode: TypeAlias = Literal["read-only", "workspace-write", "danger-full-access"]
@@ -169,6 +171,31 @@ def failure_of(error: BaseException) -> LlmFailure:
         current = current.__cause__ or (None if current.__suppress_context__
                                         else current.__context__)
     return LlmFailure(message=": ".join(parts), code="UNKNOWN")
+
+
+class IdleReporter(Protocol):
+    """What :func:`report_idle` needs: an agent or a stand-in running one elsewhere."""
+
+    session: Session
+    #: A failure of the loop itself, kept until it is raised once.
+    failure: BaseException | None
+
+    @property
+    def id(self) -> str: ...
+
+
+async def report_idle(owner: IdleReporter) -> None:
+    """The end of ``when_idle`` once the loop is quiet: wait until the closed log is durable (a
+    turn reported done has reached the disk, not only the file; a refused commit becomes the
+    failure), then raise the kept failure once as :class:`AgentLoopError`."""
+    if owner.failure is None:
+        try:
+            await owner.session.wait_durable()
+        except OSError as exc:
+            owner.failure = exc
+    if owner.failure is not None:
+        failure, owner.failure = owner.failure, None
+        raise AgentLoopError(f"agent {owner.id}: {failure}") from failure
 
 
 class Agent:
@@ -340,14 +367,7 @@ class Agent:
             AgentLoopError: the loop itself failed (e.g. the disk refused a write); raised once.
         """
         await self._quiesce()
-        if self.failure is None:
-            try:  # a turn reported done has reached the disk, not only the file
-                await self.session.wait_durable()
-            except OSError as exc:
-                self.failure = exc
-        if self.failure is not None:
-            failure, self.failure = self.failure, None
-            raise AgentLoopError(f"agent {self.id}: {failure}") from failure
+        await report_idle(self)
 
     async def dispose(self) -> None:
         """Cancel with ``disposed``, wait for quiescence, dispose every child the agent

@@ -64,7 +64,7 @@ from ...core import (
     encode_log,
 )
 from ..abort import AbortSignal
-from ..agent import Agent, AgentLoopError, Prompt, user_message
+from ..agent import Agent, Prompt, report_idle, user_message
 from ..session import Session
 from ..subagents.providers import (
     create_child_session,
@@ -461,14 +461,7 @@ class RemoteChild:
         """
         if self._pump is not None:
             await asyncio.wait([self._pump])
-        if self.failure is None:
-            try:
-                await self.session.wait_durable()
-            except OSError as error:
-                self.failure = error
-        if self.failure is not None:
-            failure, self.failure = self.failure, None
-            raise AgentLoopError(f"agent {self.id}: {failure}") from failure
+        await report_idle(self)
 
     async def dispose(self) -> None:
         """Cancel with ``disposed``, wait for the child to stop (see the module rules), and
