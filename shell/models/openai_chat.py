@@ -89,7 +89,6 @@ from ...core import (
     FinishReason,
     FinishStop,
     FinishToolCalls,
-    ImageBlock,
     LlmFailure,
     Message,
     ReasoningBlock,
@@ -105,6 +104,7 @@ from ...core import (
     ToolSchema,
     UsageChunk,
 )
+from ...core.formats.common import plain_text
 from .base import ModelRequest
 
 if TYPE_CHECKING:
@@ -137,7 +137,6 @@ DEFAULT_MAX_EVENT_BYTES: Final = 16 * 1024 * 1024
 #: What the SDK is built with when no key is sent; it never reaches the wire.
 KEYLESS_PLACEHOLDER: Final = "turnfork-keyless-placeholder-never-sent"
 
-_IMAGE_PLACEHOLDER: Final = "[image omitted]"
 _TRUNCATED: Final = "SSE stream ended without [DONE]"
 _MAX_SAFE_INT: Final = 2**53 - 1
 _DRAIN_BYTES: Final = 64 * 1024
@@ -430,13 +429,7 @@ def _sendable(text: str) -> str:
 
 
 def _text_of(blocks: tuple[ContentBlock, ...]) -> str:
-    parts: list[str] = []
-    for block in blocks:
-        if isinstance(block, TextBlock):
-            parts.append(block.text)
-        elif isinstance(block, ImageBlock):
-            parts.append(_IMAGE_PLACEHOLDER)
-    return _sendable("\n\n".join(parts))
+    return _sendable(plain_text(blocks))
 
 
 def _chat_messages(system: str | None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 from _budget import examples
+from _trace_helpers import comparable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from returns.result import Failure, Result, Success
@@ -15,18 +16,6 @@ from turnfork.core.strategies import broken_logs, session_logs
 from turnfork.core.trace import _RULES
 
 Log = tuple[Event, ...]
-
-
-def _comparable(trace: Trace) -> tuple[dict[str, object], list[tuple[int, Event]]]:
-    """A trace's fields, with the surface (compared by identity in SurfaceNode) as a list."""
-    surface: list[tuple[int, Event]] = []
-    node = trace.surface
-    while node is not None:
-        surface.append((node.seq, node.event))
-        node = node.previous
-    fields = msgspec.structs.asdict(trace)
-    del fields["surface"]
-    return (fields, surface)
 
 
 def _one_at_a_time(events: Log, start: Trace = EMPTY_TRACE) -> Result[Trace, Violation]:
@@ -44,7 +33,7 @@ def _same(left: Result[Trace, Violation], right: Result[Trace, Violation]) -> No
         assert isinstance(left, Failure) and isinstance(right, Failure), (left, right)
         assert left.failure() == right.failure()
     else:
-        assert _comparable(left.unwrap()) == _comparable(right.unwrap())
+        assert comparable(left.unwrap()) == comparable(right.unwrap())
 
 
 @st.composite

@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-import msgspec
 from _budget import examples
+from _trace_helpers import comparable
 from hypothesis import given, settings
 from returns.result import Failure, Success
 
-from turnfork.core import EMPTY_TRACE, Event, Trace, advance, decode_log, encode_log, trace_log
+from turnfork.core import EMPTY_TRACE, Event, advance, decode_log, encode_log, trace_log
 from turnfork.core.strategies import broken_logs, session_logs
 
 Log = tuple[Event, ...]
-
-
-def _comparable(trace: Trace) -> tuple[dict[str, object], list[tuple[int, Event]]]:
-    """A trace's fields, with the surface (compared by identity in SurfaceNode) as a list."""
-    surface: list[tuple[int, Event]] = []
-    node = trace.surface
-    while node is not None:
-        surface.append((node.seq, node.event))
-        node = node.previous
-    fields = msgspec.structs.asdict(trace)
-    del fields["surface"]
-    return (fields, surface)
 
 
 @settings(max_examples=examples(300), deadline=None)
@@ -35,7 +23,7 @@ def test_generated_logs_trace_and_advance_agrees(log: Log) -> None:
     for event in log:
         trace = advance(trace, event).unwrap()
     whole = traced.unwrap()
-    assert _comparable(trace) == _comparable(whole)
+    assert comparable(trace) == comparable(whole)
     assert whole.length == len(log)
 
 
