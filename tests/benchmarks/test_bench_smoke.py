@@ -101,6 +101,7 @@ def test_quick_run_prints_a_table_and_writes_well_formed_json(tmp_path: Path) ->
     worker = workers["100 children of K=100"]
     assert worker["children"] == 100 and len(worker["rounds"]) == 1
     assert worker["peak_rss"] >= worker["before"]["rss"] > 0
+    assert worker["after"]["rss_pins_released"] > 0
     traced = workers["300 children of K=100, traced"]
     assert traced["traced"] and len(traced["rounds"]) == 2
     assert traced["before"]["traced"] > 0
