@@ -214,7 +214,8 @@ class SubagentRun:
         try:
             result = await self._deliver(prompt)
         except BaseException as error:
-            logger.warning("subagent %s failed: %s", self.id, error)
+            if not isinstance(error, asyncio.CancelledError):
+                logger.warning("subagent %s failed: %s", self.id, error)
             if self._span is not None:
                 self._span.end(None, error=error)
             raise
