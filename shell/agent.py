@@ -19,8 +19,9 @@ Rules:
   tells the agent's owner once the loop is quiet.
 * ``run(prompt)`` is a follow-up whose turn is watched: the turn that claims the message (its
   first step's claim) settles the run when its ``turn/end`` is appended, and input dropped
-  before any turn claimed it settles it ``aborted``. The result is read from the log by
-  :func:`turnfork.core.read_turn`, never kept alongside it.
+  before any turn claimed it settles it ``aborted``. The result is read by
+  :func:`turnfork.core.read_turn` from the turn's events as the agent appended them (the
+  agent keeps the latest turn's, references into its log, never copies).
 * What the agent appends is also what it reports: turn and step boundaries open and close its
   OpenTelemetry spans (``shell/telemetry.py``) and are logged (``turnfork.shell.agent``); a
   model request that fails is a WARNING. No prompt or model text is logged above DEBUG.
@@ -279,8 +280,10 @@ class Agent:
         #: Resolved when maintenance has ended and its deferred wake, if any, has started.
         self._maintenance_over: asyncio.Future[None] | None = None
         self._watches: list[_Watch] = []
-        #: The seq of the ``turn/start`` of the latest turn this instance ran.
-        self._last_turn_at: int | None = None
+        #: The events of the latest turn this instance ran, from its ``turn/start`` (what
+        #: ``when_idle`` and ``run`` read), and whether that turn is still open.
+        self._turn_events: list[Event] = []
+        self._turn_open = False
         #: The model failure last logged, so that its turn's end does not log it again.
         self._logged_failure: LlmFailure | None = None
         self._spans: AgentSpans | None = services.telemetry.agent_spans(session.id)
@@ -456,10 +459,9 @@ class Agent:
         """
         await self._quiesce()
         await report_idle(self)
-        start = self._last_turn_at
-        if start is None:
+        if not self._turn_events:
             return None
-        result = read_turn(self.session.events[start:])
+        result = read_turn(self._turn_events)
         if raise_on_failure and result.failure is not None:
             raise model_error(result.failure, result)
         return result
@@ -527,12 +529,16 @@ class Agent:
             kind = type(event)
             if kind is TurnStartEvent:
                 assert isinstance(event, TurnStartEvent)
-                self._last_turn_at = event.seq
+                self._turn_events = [event]
+                self._turn_open = True
                 if self._watches:
                     self._claimed(event)
                 logger.debug("agent %s: turn %d started", self.id, event.data.turn)
-            elif kind is TurnEndEvent:
+            elif self._turn_open:
+                self._turn_events.append(event)
+            if kind is TurnEndEvent:
                 assert isinstance(event, TurnEndEvent)
+                self._turn_open = False
                 self._turn_ended(event)
             elif kind is InboxSplicedEvent and self._watches:
                 assert isinstance(event, InboxSplicedEvent)
@@ -562,7 +568,7 @@ class Agent:
         for watch in list(self._watches):
             if watch.turn == end.data.turn and watch.start is not None:
                 watch.upto = end.seq + 1
-                self._settle(watch, read_turn(self.session.events[watch.start:watch.upto]))
+                self._settle(watch, read_turn(self._turn_events))
 
     def _dropped(self) -> None:
         """Watched input that a cancellation dropped before a turn claimed it."""
