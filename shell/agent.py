@@ -439,7 +439,7 @@ class Agent:
             if watch in self._watches:
                 self._watches.remove(watch)
         await report_idle(self, watch.upto)
-        if outcome is None:  # the turn was left open and the failure was raised already
+        if outcome is None:  # the turn was left open; another caller took the loop's failure
             assert watch.start is not None
             outcome = read_turn(self.session.events[watch.start:])
         if raise_on_failure and outcome.failure is not None:
