@@ -16,7 +16,7 @@ Rules of this module:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Literal, TypeAlias
 
@@ -24,9 +24,9 @@ import msgspec
 from msgspec import UnsetType
 
 from .delegation import StartError
-from .events import ContentBlock, TextBlock, ToolSchema
+from .events import TextBlock, ToolSchema  # noqa: F401 - TextBlock: the examples below
 from .outcome import ToolOutcome
-from .results import SubagentResult
+from .results import SubagentResult, output_text
 
 __all__ = [
     "BackgroundMode",
@@ -96,15 +96,6 @@ _BACKGROUND_PARAMETER: Mapping[BackgroundMode, str] = MappingProxyType({
 })
 #: The ``description`` parameter's description (it becomes the descriptor ``label``).
 SUBAGENT_LABEL_DESCRIPTION = "A short (3-5 word) description of the delegated task, for display."
-
-
-def output_text(output: Iterable[ContentBlock]) -> str:
-    """The text blocks of an output, concatenated without a separator.
-
-    >>> output_text((TextBlock(text="a"), TextBlock(text="b")))
-    'ab'
-    """
-    return "".join(block.text for block in output if isinstance(block, TextBlock))
 
 
 def stop_reason_headline(stop_reason: str) -> str | None:

@@ -17,15 +17,26 @@ Rules:
   :meth:`when_idle`. The turn a failed write left open is closed before the next one starts.
 * ``dispose`` is idempotent and safe to run concurrently: it cancels with ``disposed`` and
   tells the agent's owner once the loop is quiet.
+* ``run(prompt)`` is a follow-up whose turn is watched: the turn that claims the message (its
+  first step's claim) settles the run when its ``turn/end`` is appended, and input dropped
+  before any turn claimed it settles it ``aborted``. The result is read by
+  :func:`turnfork.core.read_turn` from the turn's events as the agent appended them (the
+  agent keeps the latest turn's, references into its log, never copies).
+* What the agent appends is also what it reports: turn and step boundaries open and close its
+  OpenTelemetry spans (``shell/telemetry.py``) and are logged (``turnfork.shell.agent``); a
+  model request that fails is a WARNING. No prompt or model text is logged above DEBUG.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, Protocol, TypeAlias, TypeVar
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal, Protocol, Self, TypeAlias, TypeVar
 
 from msgspec import UNSET
 
@@ -37,16 +48,28 @@ from ..core import (
     CancelUser,
     ContentBlock,
     EpochHeader,
+    Event,
+    FinishAborted,
+    FinishChunk,
+    FinishError,
+    InboxSplicedEvent,
     LlmCallConfig,
     LlmFailure,
     MessageSource,
     PromptSection,
+    RunResult,
     SubagentDescriptorData,
     TextBlock,
     ToolCallBlock,
+    TurnEndEvent,
+    TurnError,
+    TurnStartEvent,
     UserMessage,
     approval_policy_section,
+    describe_failure,
+    read_turn,
     sandbox_policy_section,
+    stop_reason_for,
 )
 from ..core.loop import (
     DEFAULT_MAX_STEPS,
@@ -76,8 +99,10 @@ from ..core.loop import (
 )
 from .approval import ApprovalPolicy, ApprovalRefusedError, Approver, request_approval
 from .clock import Clock, IdFactory
+from .errors import model_error
 from .models.base import Model, ModelRequest
 from .session import Session
+from .telemetry import AgentSpans, Telemetry
 from .tools import (
     PromptSections,
     Tool,
@@ -106,6 +131,8 @@ __all__ = [
     "report_idle",
 ]
 
+logger = logging.getLogger(__name__)
+
 SandboxMode: TypeAlias = Literal["read-only", "workspace-write", "danger-full-access"]
 #: Called before every ``step/start`` with (agent, turn, step); returning ``False`` blocks the
 #: step (the turn ends ``blocked``). May be sync or async.
@@ -130,6 +157,8 @@ class AgentServices(Protocol):
     sandbox_mode: SandboxMode | None
     #: The approval policy of an agent with an approval service, until its log sets another.
     approval_default: ApprovalPolicy
+    #: Where the agent's spans go (none without OpenTelemetry).
+    telemetry: Telemetry
 
     def model(self, provider: str) -> Model:
         """The model serving ``provider`` (raises ``UnknownProviderError``)."""
@@ -184,13 +213,14 @@ class IdleReporter(Protocol):
     def id(self) -> str: ...
 
 
-async def report_idle(owner: IdleReporter) -> None:
-    """The end of ``when_idle`` once the loop is quiet: wait until the closed log is durable (a
-    turn reported done has reached the disk, not only the file; a refused commit becomes the
-    failure), then raise the kept failure once as :class:`AgentLoopError`."""
+async def report_idle(owner: IdleReporter, upto: int | None = None) -> None:
+    """The end of ``when_idle`` once the loop is quiet: wait until the closed log (its first
+    ``upto`` events; default all) is durable (a turn reported done has reached the disk, not
+    only the file; a refused commit becomes the failure), then raise the kept failure once as
+    :class:`AgentLoopError`."""
     if owner.failure is None:
         try:
-            await owner.session.wait_durable()
+            await owner.session.wait_durable(upto)
         except OSError as exc:
             owner.failure = exc
     if owner.failure is not None:
@@ -198,8 +228,25 @@ async def report_idle(owner: IdleReporter) -> None:
         raise AgentLoopError(f"agent {owner.id}: {failure}") from failure
 
 
+@dataclass(slots=True)
+class _Watch:
+    """A run waiting for the turn that claims its message."""
+
+    message_id: str
+    #: The turn's result; ``None``: the turn was left open (the loop failed).
+    settled: asyncio.Future[RunResult | None]
+    #: The seq of the claiming turn's ``turn/start``, and its number, once claimed.
+    start: int | None = None
+    turn: int | None = None
+    #: The log's length through the turn's ``turn/end``.
+    upto: int | None = None
+
+
 class Agent:
-    """A model-driven agent over one session. Made by :meth:`turnfork.shell.Host.create_agent`."""
+    """A model-driven agent over one session. Made by :meth:`turnfork.shell.Host.create_agent`.
+
+    ``async with`` an agent disposes it on exit (on an exception too).
+    """
 
     def __init__(self, services: AgentServices, session: Session, *, provider: str | None,
                  model: str | None, max_tokens: int | None = None,
@@ -232,6 +279,14 @@ class Agent:
         self._maintenance: asyncio.Future[Any] | None = None
         #: Resolved when maintenance has ended and its deferred wake, if any, has started.
         self._maintenance_over: asyncio.Future[None] | None = None
+        self._watches: list[_Watch] = []
+        #: The events of the latest turn this instance ran, from its ``turn/start`` (what
+        #: ``when_idle`` and ``run`` read), and whether that turn is still open.
+        self._turn_events: list[Event] = []
+        self._turn_open = False
+        #: The model failure last logged, so that its turn's end does not log it again.
+        self._logged_failure: LlmFailure | None = None
+        self._spans: AgentSpans | None = services.telemetry.agent_spans(session.id)
 
     # ------------------------------------------------------------------ state
 
@@ -359,15 +414,57 @@ class Agent:
                                        keep_queued=keep_queued))
         task.cancel()
 
-    async def when_idle(self) -> None:
+    async def run(self, prompt: Prompt, *, raise_on_failure: bool = False) -> RunResult:
+        """Queue ``prompt`` as a follow-up and return the result of the turn that takes it,
+        once that turn is closed and durable.
+
+        A busy agent queues it as :meth:`followup` does: it gets a turn of its own after the
+        input queued before it, and the result is that turn's (input queued later is not
+        waited for). Input dropped before a turn took it (a cancellation, the agent's disposal)
+        returns ``stop_reason="aborted"`` with no turn. Cancelling the awaiting task stops the
+        wait, not the turn (use :meth:`cancel`).
+
+        Raises:
+            ModelError: ``raise_on_failure`` and the turn ended ``error``: the subclass of its
+                failure's code (:func:`turnfork.shell.errors.model_error`), holding the result.
+            AgentLoopError: the loop itself failed (e.g. the disk refused a write); raised once.
+            AgentDisposedError: the agent was disposed.
+        """
+        message = self.followup(prompt)
+        watch = _Watch(message.id, asyncio.get_running_loop().create_future())
+        self._watches.append(watch)
+        try:
+            outcome = await asyncio.shield(watch.settled)
+        finally:
+            if watch in self._watches:
+                self._watches.remove(watch)
+        await report_idle(self, watch.upto)
+        if outcome is None:  # the turn was left open; another caller took the loop's failure
+            assert watch.start is not None
+            outcome = read_turn(self.session.events[watch.start:])
+        if raise_on_failure and outcome.failure is not None:
+            raise model_error(outcome.failure, outcome)
+        return outcome
+
+    async def when_idle(self, *, raise_on_failure: bool = False) -> RunResult | None:
         """Wait until no turn is running or queued, the log is closed and durable (committed by
         the store: it survives a crash of the machine).
 
+        Returns the result of the latest turn this agent ran (``None`` before its first), so a
+        turn that failed is reported, not only logged; ``raise_on_failure`` raises its failure.
+
         Raises:
             AgentLoopError: the loop itself failed (e.g. the disk refused a write); raised once.
+            ModelError: ``raise_on_failure`` and the latest turn ended ``error``.
         """
         await self._quiesce()
         await report_idle(self)
+        if not self._turn_events:
+            return None
+        result = read_turn(self._turn_events)
+        if raise_on_failure and result.failure is not None:
+            raise model_error(result.failure, result)
+        return result
 
     async def dispose(self) -> None:
         """Cancel with ``disposed``, wait for quiescence, dispose every child the agent
@@ -382,6 +479,13 @@ class Agent:
                 self._forget()
         await self._quiesce()
         await self.host.release_children(self)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        traceback: TracebackType | None) -> None:
+        await self.dispose()
 
     # ------------------------------------------------------------------ approval
 
@@ -415,11 +519,74 @@ class Agent:
         self._state = step.state
         if step.events:
             self.session.extend(step.events)
+            self._observe(step.events)
         return step.command
+
+    def _observe(self, events: Sequence[Event]) -> None:
+        """Report what was appended: turns for runs, logs and spans."""
+        spans = self._spans
+        for event in events:
+            kind = type(event)
+            if kind is TurnStartEvent:
+                assert isinstance(event, TurnStartEvent)
+                self._turn_events = [event]
+                self._turn_open = True
+                if self._watches:
+                    self._claimed(event)
+                logger.debug("agent %s: turn %d started", self.id, event.data.turn)
+            elif self._turn_open:
+                self._turn_events.append(event)
+            if kind is TurnEndEvent:
+                assert isinstance(event, TurnEndEvent)
+                self._turn_open = False
+                self._turn_ended(event)
+            elif kind is InboxSplicedEvent and self._watches:
+                assert isinstance(event, InboxSplicedEvent)
+                if event.data.outcome == "canceled":
+                    self._dropped()
+            if spans is not None:
+                spans.observe(event)
+
+    def _claimed(self, start: TurnStartEvent) -> None:
+        progress = self._state.turn
+        if progress is None or progress.turn != start.data.turn:
+            return  # a turn that claimed nothing (and has ended already)
+        claimed = {message.id for message in progress.claimed}
+        for watch in self._watches:
+            if watch.start is None and watch.message_id in claimed:
+                watch.start, watch.turn = start.seq, start.data.turn
+
+    def _turn_ended(self, end: TurnEndEvent) -> None:
+        reason = end.data.reason
+        if isinstance(reason, TurnError) and reason.error is not self._logged_failure:
+            logger.warning("agent %s: turn %d failed: %s", self.id, end.data.turn,
+                           describe_failure(reason.error))
+        else:
+            logger.debug("agent %s: turn %d ended: %s", self.id, end.data.turn,
+                         stop_reason_for(reason))
+        self._logged_failure = None
+        for watch in list(self._watches):
+            if watch.turn == end.data.turn and watch.start is not None:
+                watch.upto = end.seq + 1
+                self._settle(watch, read_turn(self._turn_events))
+
+    def _dropped(self) -> None:
+        """Watched input that a cancellation dropped before a turn claimed it."""
+        pending = {message.id for message in self.pending}
+        for watch in list(self._watches):
+            if watch.start is None and watch.message_id not in pending:
+                self._settle(watch, RunResult(output="", stop_reason="aborted"))
+
+    def _settle(self, watch: _Watch, result: RunResult | None) -> None:
+        self._watches.remove(watch)
+        if not watch.settled.done():
+            watch.settled.set_result(result)
 
     # ------------------------------------------------------------------ task lifecycle
 
     def _start(self) -> None:
+        if self._spans is not None:
+            self._spans.woken()
         task = asyncio.get_running_loop().create_task(self._drive(), name=f"agent:{self.id}")
         self._task = task
         task.add_done_callback(self._reap)
@@ -455,14 +622,22 @@ class Agent:
             error = exc
         if error is not None:
             self.failure = error
+            logger.warning("agent %s: the loop failed: %s", self.id, error,
+                           exc_info=(type(error), error, error.__traceback__))
         elif isinstance(command, Wake) and not self._disposed:
             self._start()  # input queued after the cancel
+        if self._task is None and self._watches:
+            for watch in list(self._watches):
+                if watch.start is not None:  # claimed, and its turn was left open
+                    self._settle(watch, None)
         if self._disposed and self._task is None:
             self._forget()
 
     def _forget(self) -> None:
         if not self._forgotten:
             self._forgotten = True
+            if self._spans is not None:
+                self._spans.close()
             self.host.agent_disposed(self)
 
     # ------------------------------------------------------------------ carrying out
@@ -518,21 +693,48 @@ class Agent:
             system=header.system if isinstance(header.system, str) else None,
             tools=header.tools if isinstance(header.tools, tuple) else (),
             messages=self.session.history())
-        stream = self.host.model(header.config.provider).stream(request)
+        call = None if self._spans is None else self._spans.model_call(header.config)
+        error: BaseException | None = None
         try:
-            async for chunk in stream:
-                answer = self._feed(Chunk(chunk=chunk))
-                if isinstance(answer, EndStream | Stop):
-                    if isinstance(answer, Stop):
-                        return answer
-                    break
+            stream = self.host.model(header.config.provider).stream(request)
+            try:
+                async for chunk in stream:
+                    if call is not None:
+                        call.chunk(chunk)
+                    answer = self._feed(Chunk(chunk=chunk))
+                    if isinstance(answer, EndStream | Stop):
+                        if isinstance(answer, Stop):
+                            return answer
+                        self._request_ended(header.config, chunk)
+                        break
+            finally:
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+        except Exception as exc:
+            error = exc
+            raise
         finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            if call is not None:
+                call.end(error)
         return self._feed(StreamEnded(message_id=self.host.ids()))
 
+    def _request_ended(self, config: LlmCallConfig, finish: object) -> None:
+        """Log a model request that ended in failure (the finish chunk says so)."""
+        if isinstance(finish, FinishChunk) and isinstance(finish.reason,
+                                                          FinishError | FinishAborted):
+            failure = finish.reason.failure
+            self._logged_failure = failure
+            logger.warning("agent %s: model request to %s/%s failed: %s", self.id,
+                           config.provider, config.model, describe_failure(failure))
+
     async def _run_tools(self, command: RunTools) -> Command | None:
+        if self._spans is None:
+            return await self._run_calls(command)
+        with self._spans.tools():
+            return await self._run_calls(command)
+
+    async def _run_calls(self, command: RunTools) -> Command | None:
         calls = command.calls
         if len(calls) == 1:  # runs alone: no task needed
             outcome = await self._execute(calls[0], command)

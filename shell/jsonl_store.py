@@ -62,6 +62,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import logging
 import math
 import os
 import secrets
@@ -111,6 +112,8 @@ from .store import (
 
 __all__ = ["JsonlSessionStore", "Compression", "ForkSeeds", "SessionPathError",
            "check_session_id", "session_file_bytes"]
+
+logger = logging.getLogger(__name__)
 
 Compression = Literal["none", "zstd"]
 #: How a fork child's file holds its seed: a reference to its parent's file, or a full copy.
@@ -1026,10 +1029,14 @@ class JsonlSessionStore(_LiveSessions):
             raise SessionLoadError(shown, traced.failure())
         trace = traced.unwrap()
         closers = repair_closers(events)
+        if closers:
+            logger.warning("%s: closed turn %s, left open by a crash, as interrupted", shown,
+                           trace.open_turn)
         for closer in closers:
             trace = advance(trace, closer).unwrap()
         written, size = len(events), log.file_bytes
         if torn is not None:
+            logger.warning("%s: dropped %s", shown, torn.description)
             warnings.warn(f"{shown}: dropped {torn.description}", SessionRepairWarning,
                           stacklevel=4)
             size = torn.keep_bytes

@@ -178,6 +178,7 @@ def test_truncated_child_stream_gives_the_parent_an_error_result(tmp_path: Path)
     assert isinstance(block, ToolResultBlock) and block.is_error
     text = "".join(b.text for b in block.content if isinstance(b, TextBlock))
     assert text == ("Error: subagent run failed\n"
+                    f"Diagnostic: NETWORK: {TRUNCATED}\n"
                     "Partial output before the run ended:\nThe answer is")
     child_ends = [e.data.reason for e in child_events if isinstance(e, TurnEndEvent)]
     assert child_ends[-1] == TurnError(error=LlmFailure(message=TRUNCATED, code="NETWORK"))
