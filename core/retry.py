@@ -328,7 +328,8 @@ def check_retries(events: Iterable[Event]) -> Result[None, Violation]:
     True
     """
     turn: int | None = None
-    step: int | None = None
+    #: The open step as its step/start named it: (turn, step).
+    step: tuple[int, int] | None = None
     provider: str | None = None
     #: (turn, step, provider, policy key) -> the chain's last retry.
     chains: dict[tuple[int, int, str, str], LlmRetryData] = {}
@@ -345,7 +346,7 @@ def check_retries(events: Iterable[Event]) -> Result[None, Violation]:
         elif isinstance(event, TurnEndEvent):
             turn = step = None
         elif isinstance(event, StepStartEvent):
-            turn, step = event.data.turn, event.data.step
+            step = (event.data.turn, event.data.step)
         elif isinstance(event, StepEndEvent):
             step = None
         elif isinstance(event, RequestHeaderEvent):
@@ -360,16 +361,19 @@ def check_retries(events: Iterable[Event]) -> Result[None, Violation]:
             if step is None:
                 return broken(event.seq, f"llm/retry stands in turn {turn} outside any open "
                                          "step")
-            if (data.turn, data.step) != (turn, step):
+            if data.turn != turn:
+                return broken(event.seq, f"llm/retry names turn {data.turn}, but the open turn "
+                                         f"is {turn}")
+            if (data.turn, data.step) != step:
                 return broken(event.seq, f"llm/retry names turn {data.turn} step {data.step}, "
-                                         f"but the open step is turn {turn} step {step}")
+                                         f"but the open step is turn {step[0]} step {step[1]}")
             if provider is None:
                 return broken(event.seq, f"llm/retry names provider {data.provider!r}, but no "
                                          "request/header names the failed request's provider")
             if data.provider != provider:
                 return broken(event.seq, f"llm/retry names provider {data.provider!r}, but the "
                                          f"failed request went to {provider!r}")
-            key = (turn, step, data.provider, data.policy_key)
+            key = (data.turn, data.step, data.provider, data.policy_key)
             prior = chains.get(key)
             expected = 1 if prior is None else prior.retry + 1
             if data.retry != expected:
