@@ -46,7 +46,7 @@ DSH = Path(__file__).resolve().parent.parent / "fixtures" / "dsh"
 EMPTY_RESPONSE_RETRY = DSH / (
     "examples__acp-agent__tests__snapshots__empty-response-retry__session.jsonl")
 PROVIDER_RETRY = DSH / "streams" / (
-    "examples__headless-agent__tests__snapshots__provider-retry__stream-json.expected.jsonl")
+    "examples__headless-agent__tests__snapshots__provider-retry__stream-json.expected.jsonl.txt")
 
 FAILURE = LlmFailure(message="provider busy", code="RATE_LIMIT", status=429)
 NORMAL = LlmRetryData(retry_id="normal-retry-chain", turn=1, step=1, provider="mock",
