@@ -371,8 +371,8 @@ def test_unset_config_and_no_tools_are_not_sent() -> None:
     (400, {"error": {"message": "Invalid 'messages'"}}, "INVALID_REQUEST"),
     (422, {"error": {"message": "Unprocessable"}}, "INVALID_REQUEST"),
     (429, {"error": {"message": "quota", "code": "insufficient_quota"}}, "QUOTA"),
-    (500, {"error": {"message": "boom"}}, "SERVER_ERROR"),
-    (503, {"error": {"message": "overloaded"}}, "UNAVAILABLE"),
+    (500, {"error": {"message": "boom"}}, "SERVER"),
+    (503, {"error": {"message": "overloaded"}}, "SERVER"),
     (409, {"error": {"message": "conflict"}}, "UNKNOWN"),
 ])
 def test_http_status_maps_to_failure_code(status: int, body: dict[str, Any], code: str) -> None:
@@ -410,14 +410,15 @@ def test_retry_after_http_date_is_converted_to_a_delay() -> None:
     assert delays[1] == 0.0
 
 
-def test_connection_dropped_mid_stream_is_network_error() -> None:
-    """Ensures that a dropped connection keeps streamed deltas, then ends NETWORK (no block-end)."""
+def test_connection_dropped_mid_stream_is_a_transport_error() -> None:
+    """Ensures that a dropped connection keeps streamed deltas, then ends TRANSPORT (DSH's code,
+    which its default policy retries; no block-end)."""
     chunks, _ = _stream(Reply(events=(chunk({"content": "par"}), chunk({"content": "tial"})),
                               end="drop"))
     assert chunks[:3] == [BlockStart(index=0, block_type="text"),
                           TextDelta(index=0, text="par"), TextDelta(index=0, text="tial")]
     assert len(chunks) == 4
-    assert _failure(chunks).code == "NETWORK"
+    assert _failure(chunks).code == "TRANSPORT"
 
 
 def test_error_event_mid_stream_is_an_error_finish() -> None:
@@ -431,8 +432,8 @@ def test_error_event_mid_stream_is_an_error_finish() -> None:
     assert (failure.code, failure.request_id) == ("CONTEXT_WINDOW_EXCEEDED", "req-9")
 
 
-def test_connection_refused_is_network_error() -> None:
-    """Ensures that an endpoint nobody listens on ends the stream NETWORK."""
+def test_connection_refused_is_a_transport_error() -> None:
+    """Ensures that an endpoint nobody listens on ends the stream TRANSPORT."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -444,7 +445,7 @@ def test_connection_refused_is_network_error() -> None:
 
     chunks = asyncio.run(main())
     assert len(chunks) == 1
-    assert _failure(chunks).code == "NETWORK"
+    assert _failure(chunks).code == "TRANSPORT"
 
 
 def test_stalled_stream_times_out() -> None:
