@@ -956,15 +956,17 @@ def _failure_code(status: int | None, code: str | None, message: str) -> str:
 
 
 def _retry_after_ms(headers: Mapping[str, str]) -> float | None:
-    """``retry-after-ms`` (milliseconds), else ``retry-after`` (seconds or an HTTP date)."""
+    """``retry-after-ms`` (milliseconds), else ``retry-after`` (seconds or an HTTP date), as a
+    positive delay (DSH's rule: a zero, negative or past one is no instruction); one beyond
+    what a log holds is kept at its largest safe integer, still far over any cap."""
     raw_ms = headers.get("retry-after-ms")
     if raw_ms is not None:
         try:
             value = float(raw_ms)
         except ValueError:
             value = math.nan
-        if math.isfinite(value) and value >= 0:
-            return value
+        if math.isfinite(value) and value > 0:
+            return min(value, float(_MAX_SAFE_INT))
     raw = headers.get("retry-after")
     if raw is None:
         return None
@@ -975,8 +977,10 @@ def _retry_after_ms(headers: Mapping[str, str]) -> float | None:
             date = email.utils.parsedate_to_datetime(raw)
         except (TypeError, ValueError):
             return None
-        seconds = max(date.timestamp() - time.time(), 0.0)
-    return seconds * 1000 if math.isfinite(seconds) and seconds >= 0 else None
+        seconds = date.timestamp() - time.time()
+    if not (math.isfinite(seconds) and seconds > 0):
+        return None
+    return min(seconds * 1000, float(_MAX_SAFE_INT))
 
 
 def _stream_error(error: object, request_id: str | None) -> LlmFailure:

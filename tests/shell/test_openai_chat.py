@@ -21,6 +21,7 @@ from fake_openai_server import (
     resolve_to_loopback,
     usage_chunk,
 )
+from msgspec import UNSET
 
 from turnfork.core import (
     AssistantMessage,
@@ -397,7 +398,8 @@ def test_rate_limit_carries_retry_after(header: tuple[str, str], expected_ms: fl
 
 
 def test_retry_after_http_date_is_converted_to_a_delay() -> None:
-    """Ensures that an HTTP-date Retry-After becomes the delay to that date, never negative."""
+    """Ensures that an HTTP-date Retry-After becomes the delay to that date; a date already
+    past is no instruction at all (DSH's adapter: only a positive delay counts)."""
     soon = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=120), usegmt=True)
     past = "Wed, 21 Oct 2015 07:28:00 GMT"
     delays = []
@@ -407,7 +409,21 @@ def test_retry_after_http_date_is_converted_to_a_delay() -> None:
         delays.append(_failure(chunks).provider_retry_after_ms)
     assert isinstance(delays[0], float)
     assert 0 < delays[0] <= 120_000
-    assert delays[1] == 0.0
+    assert delays[1] is UNSET
+
+
+@pytest.mark.parametrize(("header", "expected"), [
+    (("retry-after", "0"), UNSET), (("retry-after-ms", "0"), UNSET),
+    (("retry-after", "-3"), UNSET), (("retry-after", "soon"), UNSET),
+    (("retry-after", "1e30"), float(2**53 - 1)),
+])
+def test_a_retry_after_that_is_no_positive_delay_is_left_out(header: tuple[str, str],
+                                                             expected: object) -> None:
+    """Zero, negative or unreadable: no providerRetryAfterMs (the failure stays one DSH's
+    retry invariant accepts); a huge one is kept as the largest delay a log can hold."""
+    chunks, _ = _stream(Reply(status=429, headers=(header,),
+                              body={"error": {"message": "slow down"}}))
+    assert _failure(chunks).provider_retry_after_ms == expected
 
 
 def test_connection_dropped_mid_stream_is_a_transport_error() -> None:
