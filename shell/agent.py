@@ -12,6 +12,8 @@ Rules:
   cancelled caller cannot skip — feeds ``Cancelled``: the log is balanced again before
   ``when_idle``/``dispose`` return. A tool that swallows the cancellation changes nothing: the
   machine answers it with ``Stop``.
+* A failed model call the route's retry policy retries (``Backoff``) is logged at WARNING,
+  made durable, then waited for on the host's clock (cancellably) before the call is made again.
 * A failure of the loop itself (a hook raising, a model call failing, a refused write) ends the
   turn ``error``; a write that still fails is kept in :attr:`Agent.failure` and raised once by
   :meth:`when_idle`. The turn a failed write left open is closed before the next one starts.
@@ -33,6 +35,7 @@ import asyncio
 import inspect
 import logging
 import os
+import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -73,6 +76,8 @@ from ..core import (
 )
 from ..core.loop import (
     DEFAULT_MAX_STEPS,
+    Backoff,
+    BackoffDone,
     Begin,
     CallModel,
     Cancelled,
@@ -97,8 +102,9 @@ from ..core.loop import (
     feed,
     initial_loop_state,
 )
+from ..core.retry import RetryPolicy
 from .approval import ApprovalPolicy, ApprovalRefusedError, Approver, request_approval
-from .clock import Clock, IdFactory
+from .clock import Clock, IdFactory, sleep
 from .errors import model_error
 from .models.base import Model, ModelRequest
 from .session import Session
@@ -162,6 +168,10 @@ class AgentServices(Protocol):
 
     def model(self, provider: str) -> Model:
         """The model serving ``provider`` (raises ``UnknownProviderError``)."""
+        ...
+
+    def retry_policy(self, provider: str) -> RetryPolicy | None:
+        """How ``provider``'s failed model requests are retried (``None``: they are not)."""
         ...
 
     def agent_disposed(self, agent: Agent) -> None:
@@ -660,6 +670,8 @@ class Agent:
         if isinstance(command, RunTools):
             await self.session.wait_durable()  # the calls are on disk before their effects
             return await self._run_tools(command)
+        if isinstance(command, Backoff):
+            return await self._back_off(command)
         raise AssertionError(f"unexpected command {command!r}")
 
     async def _prepare_step(self, command: PrepareStep) -> Command | None:
@@ -684,7 +696,7 @@ class Agent:
         return self._feed(StepPrepared(
             header=header, parallel_tools=parallel,
             context=self.runtime_context(),
-            context_id=self.host.ids()))
+            context_id=self.host.ids(), retry=self.host.retry_policy(self.provider)))
 
     async def _call_model(self, command: CallModel) -> Command | None:
         header = command.header
@@ -717,7 +729,18 @@ class Agent:
         finally:
             if call is not None:
                 call.end(error)
-        return self._feed(StreamEnded(message_id=self.host.ids()))
+        return self._feed(StreamEnded(message_id=self.host.ids(), draw=random.random()))
+
+    async def _back_off(self, command: Backoff) -> Command | None:
+        retry = command.retry
+        budget = f"{retry.retry} of {retry.max_retries}" if retry.mode == "normal" \
+            else f"{retry.retry} (always)"
+        logger.warning("agent %s: the request to %s failed (%s: %s); retry %s in %.0f ms "
+                     "(turn %d, step %d)", self.id, retry.provider, retry.failure.code,
+                     retry.failure.message, budget, command.delay_ms, retry.turn, retry.step)
+        await self.session.wait_durable()  # the scheduled retry is on disk before the wait
+        await sleep(self.host.clock, command.delay_ms)
+        return self._feed(BackoffDone())
 
     def _request_ended(self, config: LlmCallConfig, finish: object) -> None:
         """Log a model request that ended in failure (the finish chunk says so)."""

@@ -23,6 +23,7 @@ from ..core import (
     Trace,
 )
 from ..core.loop import DEFAULT_MAX_STEPS
+from ..core.retry import RetryPolicy
 from .agent import Agent, ApprovalPolicy, Approver, SandboxMode
 from .clock import Clock, IdFactory, system_clock, uuid_ids
 from .models.base import Model
@@ -200,6 +201,10 @@ class Host:
     def model(self, provider: str) -> Model:
         """The model registered for ``provider`` (raises :class:`UnknownProviderError`)."""
         return self.models.get(provider)
+
+    def retry_policy(self, provider: str) -> RetryPolicy | None:
+        """How ``provider``'s failed model requests are retried (see :class:`ModelRegistry`)."""
+        return self.models.retry_policy(provider)
 
     def agent_disposed(self, agent: Agent) -> None:
         """An agent of this host is disposed and quiet: it leaves the registries."""

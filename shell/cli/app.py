@@ -286,6 +286,10 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", metavar="SECONDS", type=float, default=None,
                         help="the longest one user turn may take, the child's run included, "
                              "before it is cancelled (default 300)")
+    parser.add_argument("--max-retries", metavar="N", type=int, default=None,
+                        help="how many times a failed model request (rate limit, server "
+                             "error, timeout, broken connection, empty answer) is retried, "
+                             "with backoff from 0.5 s to 10 s (default 5; 0: none)")
     parser.add_argument("--plain", action="store_true",
                         help="no colour, styling or progress spinner (colour is also off when "
                              "stdout is not a terminal or NO_COLOR is set)")
