@@ -27,7 +27,9 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, Protocol, TypeAlias, TypeVar
 
+import msgspec
 from msgspec import UNSET
+from returns.result import Failure
 
 from ..core import (
     ApprovalPolicyData,
@@ -46,6 +48,7 @@ from ..core import (
     ToolCallBlock,
     UserMessage,
     approval_policy_section,
+    interpolate_prompt,
     sandbox_policy_section,
 )
 from ..core.loop import (
@@ -130,6 +133,8 @@ class AgentServices(Protocol):
     sandbox_mode: SandboxMode | None
     #: The approval policy of an agent with an approval service, until its log sets another.
     approval_default: ApprovalPolicy
+    #: The sandbox policy's workspace for a session without a cwd (``None``: the process's).
+    workspace_root: str | None
 
     def model(self, provider: str) -> Model:
         """The model serving ``provider`` (raises ``UnknownProviderError``)."""
@@ -251,8 +256,10 @@ class Agent:
 
     @property
     def pending(self) -> tuple[UserMessage, ...]:
-        """Queued input not yet claimed by a turn."""
-        return self._state.inbox + self._state.steering
+        """Queued input not yet claimed by a turn (what a requested cancellation drops is no
+        longer pending)."""
+        state = self._state
+        return state.inbox[state.drop_inbox:] + state.steering[state.drop_steering:]
 
     @property
     def cancel_cause(self) -> CancelCause | None:
@@ -260,23 +267,53 @@ class Agent:
         return self._state.cancel
 
     def system_prompt(self) -> str:
-        return compose_system_prompt(self.host.prompt_sections, self.prompt_sections)
+        """The system prompt: the host's and the agent's sections (the agent's override the
+        host's by name), a ``tool:<name>`` guidance section empty when this agent's scope
+        hides that global tool, the prompt variables filled in.
+
+        Raises:
+            ValueError: a section references a prompt variable it cannot have.
+        """
+        merged = PromptSections()
+        for layer in (self.host.prompt_sections, self.prompt_sections):
+            for section in layer.sections():
+                merged.add(section)
+        for section in merged.sections():
+            tool = section.name.removeprefix("tool:")
+            hidden = tool != section.name and tool in self.tools.registry \
+                and not self.tools.permits(tool)
+            merged.add(msgspec.structs.replace(section, text="") if hidden
+                       else self._interpolated(section))
+        return compose_system_prompt(merged)
+
+    def _interpolated(self, section: PromptSection) -> PromptSection:
+        cwd = self.session.header.cwd
+        filled = interpolate_prompt(section.text, {
+            "provider": self.provider, "model": self.model,
+            "cwd": cwd if isinstance(cwd, str) else None}, name=section.name, kind=section.kind)
+        if isinstance(filled, Failure):
+            raise ValueError(filled.failure())
+        text = filled.unwrap()
+        return section if text == section.text else msgspec.structs.replace(section, text=text)
 
     def runtime_context(self) -> tuple[PromptSection, ...]:
         """What the next step's runtime-context snapshot holds: the deployment's file policy
-        (by the session's effective sandbox mode) and approval policy (with an approval
-        service), then the host's and the agent's own contributions, in order."""
+        (by the session's effective sandbox mode, over the session's cwd, else the host's
+        workspace root, else the process's cwd) and approval policy (with an approval
+        service), then the host's and the agent's own contributions, in order, the prompt
+        variables filled in."""
         own: list[PromptSection] = []
         if self.host.sandbox_mode is not None:
             override = self.session.trace.sandbox_mode
             mode = self.host.sandbox_mode if override is None else override.mode
-            own.append(sandbox_policy_section(mode, self.session.header.cwd
-                                              if isinstance(self.session.header.cwd, str)
-                                              else os.getcwd()))
+            cwd = self.session.header.cwd
+            own.append(sandbox_policy_section(
+                mode, cwd if isinstance(cwd, str) else self.host.workspace_root or os.getcwd()))
         if self.approval_composed:
             own.append(approval_policy_section(self.approval_policy))
         layered = runtime_context(self.host.prompt_sections, self.prompt_sections)
-        return tuple(sorted((*own, *layered), key=lambda section: section.order))
+        return tuple(self._interpolated(section) for section in
+                     sorted((*own, *layered), key=lambda section: section.order))
 
     # ------------------------------------------------------------------ control
 
@@ -304,10 +341,14 @@ class Agent:
         given = Followup(message=message) if kind is Followup else Steer(message=message,
                                                                           wake=wake)
         step = feed(self._state, self.session.trace, given, time=self.host.clock())
-        self.session.extend(step.events)  # a refused write queues nothing
-        self._state = step.state
+        before, self._state = self._state, step.state  # a listener of the splice sees it queued
+        try:
+            self.session.extend(step.events)
+        except BaseException:
+            self._state = before  # a refused write queues nothing
+            raise
         self._poll()
-        if isinstance(step.command, Wake) and self._maintenance is None:
+        if self._state.awaiting == "wake" and self._task is None and self._maintenance is None:
             self._start()  # during maintenance the wake waits for its end
         return message
 
@@ -351,8 +392,15 @@ class Agent:
             self._maintenance.cancel()
         task = self._task
         if task is None:
-            if not keep_queued and self.pending:
-                self._feed(CancelRequested(cause=CancelUser() if cause is None else cause))
+            if keep_queued:
+                return  # parked input stays; a wake maintenance deferred still follows it
+            given = CancelRequested(cause=CancelUser() if cause is None else cause)
+            if self._state.awaiting == "wake":
+                # Maintenance deferred the wake, so no task will stop: the drop happens now.
+                self._feed(given)
+                self._feed(Cancelled(message_id=self.host.ids()))
+            elif self.pending:
+                self._feed(given)
             return
         if self._state.cancel is None:
             self._feed(CancelRequested(cause=CancelUser() if cause is None else cause,
@@ -368,6 +416,12 @@ class Agent:
         """
         await self._quiesce()
         await report_idle(self)
+
+    async def when_quiet(self) -> None:
+        """Wait until no turn is running or queued and no maintenance job runs: what
+        :meth:`when_idle` waits for, without its durability wait and without raising the
+        kept :attr:`failure`."""
+        await self._quiesce()
 
     async def dispose(self) -> None:
         """Cancel with ``disposed``, wait for quiescence, dispose every child the agent

@@ -53,12 +53,15 @@ class Host:
             ``sandbox/mode``, else this). ``None``: no sandbox policy (no sentence).
         approval_default: the approval policy of an agent created with an approval service
             (``approval=True``) until its log sets another; its sentence joins the snapshot.
+        workspace_root: the sandbox policy's workspace for a session without a cwd (DSH's
+            ``workspaceRoot``); made absolute. ``None``: the process's working directory.
     """
 
     def __init__(self, *, store: SessionStore | None = None, clock: Clock | None = None,
                  ids: IdFactory | None = None, approver: Approver | None = None,
                  session_titles: bool = True, sandbox_mode: SandboxMode | None = None,
-                 approval_default: ApprovalPolicy = "ask") -> None:
+                 approval_default: ApprovalPolicy = "ask",
+                 workspace_root: str | None = None) -> None:
         self.clock: Clock = clock or system_clock
         self.ids: IdFactory = ids or uuid_ids
         self.models = ModelRegistry()
@@ -70,6 +73,7 @@ class Host:
         self.session_titles = session_titles
         self.sandbox_mode = sandbox_mode
         self.approval_default: ApprovalPolicy = approval_default
+        self.workspace_root = None if workspace_root is None else os.path.abspath(workspace_root)
         self._subagents: SubagentRuntime | None = None
 
     @property
