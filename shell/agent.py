@@ -602,6 +602,10 @@ class Agent:
         return answer
 
     async def _execute(self, call: ToolCallBlock, command: RunTools) -> ToolOutcome:
+        if self._state.cancel is not None:
+            # The turn is being cancelled: no call is dispatched any more (the closers answer
+            # it), so nothing it would have started exists.
+            return ToolOutcome("Error: tool call aborted before dispatch", is_error=True)
         tool: Tool | ToolRefusal = self.tools.resolve(call.name)
         context = ToolContext(agent=self, call_id=call.id, tool_name=call.name,
                               turn=command.turn, step=command.step, arguments=call.arguments)

@@ -23,17 +23,25 @@ Rules:
   child to its live parent.
 * Everything up to a message's acceptance is synchronous except one checkpoint in a child's
   unpublished creation window: an abort, a cancellation, the parent's disposal or a drain that
-  arrived meanwhile rolls the child back (its session deleted, nothing published). After
-  acceptance the caller's signal no longer matters.
+  arrived meanwhile rolls the child back (its session deleted, nothing published). Its
+  publication (``SubagentStart``) is checked again before the first message is accepted: an
+  observer that aborted or drained rolls the published child back too, unannounced. After
+  acceptance the caller's signal no longer matters. Deliveries to one child are taken one at a
+  time, so a second one waits for the first one's cold resume.
 * Disposal, in DSH's order: the admission cutoff, the child's turn cancelled and its queue
-  dropped (cause ``parent``), its own resident children disposed, its log made durable
+  dropped (cause ``parent``) and its own resident children's disposals begun (top-down, before
+  anything awaits), their release awaited (child-first), the child quiet, its log made durable
   (best-effort), the epoch's stop reason and closing message captured, the agent disposed, the
   parent notified (before the ownership is released), the ownership released, ``SubagentEnd``.
   A failure is logged at natural settlement and raised by drains; it never stops teardown.
+  Drains begin every chosen teardown before they return.
 * Each residency epoch is observable as one ``SubagentStart``/``SubagentEnd`` pair on
   ``host.subagents`` (the Activation is the event's run).
-* Continuable children need persistence: a store that can ``inspect`` a session (the JSONL
-  store).
+* Listing reads every session's header, then only the listed children's logs; a child that
+  cannot be read, is not the lifecycle its header was listed as, or has no valid identity is
+  reported as a diagnostic, never dropped.
+* Continuable children need persistence: a store that can ``inspect`` a session and read its
+  ``header`` (the JSONL store).
 """
 
 from __future__ import annotations
@@ -122,9 +130,9 @@ T = TypeVar("T")
 
 class PersistentStore(Protocol):
     """What continuable children need of a session store beyond ``SessionStore``: reading a
-    persisted session without taking it, and its header alone (the JSONL store has both).
-    A store whose reads are awaitable is awaited, and its read cancelled when the caller's
-    signal aborts."""
+    persisted session without taking it, and its header alone (the JSONL store has both; a
+    store without ``header`` has its sessions inspected to list them). A store whose reads are
+    awaitable is awaited, and its read cancelled when the caller's signal aborts."""
 
     def inspect(self, session_id: str) -> LoadedLog | Awaitable[LoadedLog]: ...
 
@@ -1011,7 +1019,7 @@ class ContinuationManager:
                 headers[session_id] = live.header
                 continue
             try:
-                header = await _read(self._persistence().header, session_id, signal=signal)
+                header = await self._header(session_id, signal)
             except _Aborted:
                 raise _error(refusal("listing-cancelled")) from None
             except Exception:
@@ -1020,6 +1028,15 @@ class ContinuationManager:
             headers[session_id] = header
         _check_listing(signal)
         return headers
+
+    async def _header(self, session_id: str, signal: AbortSignal | None) -> SessionHeader:
+        store = self._persistence()
+        if callable(getattr(store, "header", None)):
+            return await _read(store.header, session_id, signal=signal)
+        log = await _read(store.inspect, session_id, signal=signal)  # a store with no header read
+        if log.header is None:
+            raise SessionNotFoundError(session_id)
+        return log.header
 
     async def _resolve(self, header: SessionHeader, parents: set[str],
                        signal: AbortSignal | None) -> ListedChild | ListedDiagnostic | None:

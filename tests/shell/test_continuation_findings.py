@@ -15,6 +15,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+import pytest
 from _continuation_helpers import Lifecycle, eventually, user_texts
 from _continuation_spec import no_activation, persisted
 from _shell_helpers import make_host, of_type, run, scripted
@@ -135,6 +136,39 @@ def test_two_follow_ups_to_a_settled_child_are_both_queued(tmp_path: Path) -> No
         assert user_texts(persisted(host, started.child_id)) == [
             "task", "follow-up one", "follow-up two"]
         assert len(lifecycle.starts(started.child_id)) == 2  # one resume for both
+        await host.aclose()
+
+    run(main)
+
+
+@pytest.mark.parametrize("at_once", [2, 3, 4, 6, 8])
+def test_many_follow_ups_at_once_to_a_settled_child_all_run_in_order(tmp_path: Path,
+                                                                      at_once: int) -> None:
+    """G06, wider: ``at_once`` follow-ups sent together to a settled child, three times over
+    (the child settles between rounds): every one is accepted, one cold resume per round, and
+    the child's log holds them all in the order they were sent."""
+
+    async def main() -> None:
+        host, lifecycle = _host(tmp_path)
+        host.models.register("m", ScriptedModel([Reply.text(f"answer {i}")
+                                                 for i in range(1 + 3 * at_once)]))
+        parent = host.create_agent("parent", provider="m", model="m")
+        parent.pre_step_hooks.append(lambda *_: False)
+        manager = host.subagents.continuation
+        started = await manager.start_continuable(
+            "spawn", ContinuableStart(prompt=(TextBlock(text="task"),), label="task"),
+            parent=parent)
+        sent = ["task"]
+        for round_ in range(3):
+            await no_activation(host, started.child_id)
+            texts = [f"round {round_} message {i}" for i in range(at_once)]
+            ids = await asyncio.gather(*(manager.followup(parent, started.child_id, text)
+                                         for text in texts))
+            assert len(set(ids)) == at_once
+            sent.extend(texts)
+        await no_activation(host, started.child_id)
+        assert user_texts(persisted(host, started.child_id)) == sent
+        assert len(lifecycle.starts(started.child_id)) == 4
         await host.aclose()
 
     run(main)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from pathlib import Path
 from typing import Any
@@ -247,6 +248,7 @@ def test_a_failed_lifecycle_publication_rolls_the_child_back(tmp_path: Path) -> 
         with pytest.raises(RuntimeError, match="start publication failed"):
             await start(spec)
         await eventually(lambda: spec.host.agents.list() == (spec.parent,))
+        await asyncio.sleep(0.01)  # an end, were one owed, would have come by now
         assert spec.lifecycle.ends() == [] and spec.manager.activations() == ()
         assert spec.host.sessions.list() == (spec.parent.id,)
         await spec.manager.drain()

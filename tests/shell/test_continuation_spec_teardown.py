@@ -367,6 +367,7 @@ def test_disposing_a_one_shot_intermediate_disposes_its_continuable_child(
         await disposing
         assert spec.host.agents.get(intermediate.id) is None
         assert spec.host.agents.get(descendant.child_id) is None
+        await eventually(lambda: bool(spec.lifecycle.ends(descendant.child_id)))
         assert spec.lifecycle.ends(descendant.child_id)[0].stop_reason == "aborted"
         await spec.manager.drain_descendants([spec.parent])
         await spec.host.aclose()
@@ -418,6 +419,7 @@ def test_a_stale_scoped_root_is_ignored(tmp_path: Path) -> None:
         await spec.manager.drain_descendants([stale])
         started = await start(spec)
         await no_activation(spec.host, started.child_id)
+        await eventually(lambda: bool(spec.lifecycle.ends()))
         assert spec.lifecycle.ends()[0].stop_reason == "completed"
         await spec.host.aclose()
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from _continuation_spec import Spec, eventually, no_activation, park, persisted, spec_host
 from _shell_helpers import run, types
+from _subagent_helpers import result_texts
 
 from turnfork.core import (
     CheckedRequest,
@@ -117,6 +118,13 @@ def _until_aborted(error: Callable[[], BaseException]) -> Callable[..., Any]:
     return begin
 
 
+_JOBS: dict[int, BackgroundJobs] = {}
+
+
+def _jobs(spec: Spec) -> BackgroundJobs:
+    return _JOBS[id(spec.host)]
+
+
 def _jobs_host(tmp_path: Path, provider: _Scripted | None = None, *, tools: bool = True,
                **tool_options: Any) -> Spec:
     """The parent of DSH's ``backgroundSetup``: a job registry (and the job tools) and the
@@ -124,6 +132,7 @@ def _jobs_host(tmp_path: Path, provider: _Scripted | None = None, *, tools: bool
     spec = spec_host(tmp_path)
     park(spec.parent)
     jobs = BackgroundJobs(spec.host)
+    _JOBS[id(spec.host)] = jobs
     if tools:
         JobTools(jobs).install()
     scripted = provider or _Scripted("mock", _answer("child says hi"))
@@ -318,32 +327,29 @@ def test_background_without_a_job_registry_fails_loud(tmp_path: Path) -> None:
     run(main)
 
 
-def test_a_call_cancelled_before_it_runs_starts_nothing(tmp_path: Path) -> None:
-    """DSH tool-subagent.spec.ts:908 — a background call whose turn is cancelled before the
-    call is dispatched: no job, no provider start (DSH's tool runtime answers ``tool call
-    aborted before dispatch``; ours closes the cancelled turn as every cancelled turn is
-    closed)."""
+def test_a_call_whose_turn_is_already_cancelled_starts_nothing(tmp_path: Path) -> None:
+    """DSH tool-subagent.spec.ts:908 — a background call reached after its turn's cancellation
+    was requested (here: cancelled the moment the model's message announcing it is logged) is
+    not dispatched: no job, no provider start (on earlier code the job started). The model is
+    told ``Error: tool call aborted`` (the cancelled turn's closer; DSH's tool runtime says
+    ``tool call aborted before dispatch``)."""
 
     async def main() -> None:
         provider = _Scripted("mock", _answer("x"))
         spec = _jobs_host(tmp_path, provider)
         spec.parent.pre_step_hooks.clear()
-        reached = asyncio.Event()
-
-        async def hold(agent: Agent, turn: int, step: int) -> bool:
-            if step == 2:
-                return True
-            reached.set()
-            await asyncio.get_running_loop().create_future()
-            return True
-
-        spec.parent.pre_step_hooks.append(hold)
         spec.model.add(Reply.tool_call("subagent", _background()))
+
+        def cancel_at_the_message(events: Any) -> None:
+            if "assistant/message" in types(events):
+                spec.parent.cancel()
+
+        spec.parent.session.listeners.append(cancel_at_the_message)
         spec.parent.followup("go")
-        await reached.wait()
-        spec.parent.cancel()
         await spec.parent.when_idle()
-        assert provider.starts == [] and "tool/call" not in types(spec.parent.session.events)
+        assert provider.starts == []
+        assert result_texts(spec.parent.session.events) == ["Error: tool call aborted"]
+        assert _jobs(spec).list(spec.parent) == []
         await spec.host.aclose()
 
     run(main)
