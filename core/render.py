@@ -113,7 +113,7 @@ def render_tool_result(result: SubagentResult) -> ToolOutcome:
     """The parent's ``subagent`` tool result for a settled foreground run.
 
     >>> render_tool_result(SubagentResult(output=(TextBlock(text="OK"),), stop_reason="completed"))
-    ToolOutcome(content='OK', is_error=False, error=None, conclude_turn=False)
+    ToolOutcome(content='OK', is_error=False, error=None, conclude_turn=False, value=None)
     >>> render_tool_result(SubagentResult(output=(), stop_reason="refusal")).content
     'Error: subagent declined the task'
     """

@@ -41,7 +41,9 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, Protocol, Self, TypeAlias, TypeVar
 
+import msgspec
 from msgspec import UNSET
+from returns.result import Failure
 
 from ..core import (
     ApprovalPolicyData,
@@ -52,9 +54,6 @@ from ..core import (
     ContentBlock,
     EpochHeader,
     Event,
-    FinishAborted,
-    FinishChunk,
-    FinishError,
     InboxSplicedEvent,
     LlmCallConfig,
     LlmFailure,
@@ -70,6 +69,7 @@ from ..core import (
     UserMessage,
     approval_policy_section,
     describe_failure,
+    interpolate_prompt,
     read_turn,
     sandbox_policy_section,
     stop_reason_for,
@@ -165,6 +165,8 @@ class AgentServices(Protocol):
     approval_default: ApprovalPolicy
     #: Where the agent's spans go (none without OpenTelemetry).
     telemetry: Telemetry
+    #: The sandbox policy's workspace for a session without a cwd (``None``: the process's).
+    workspace_root: str | None
 
     def model(self, provider: str) -> Model:
         """The model serving ``provider`` (raises ``UnknownProviderError``)."""
@@ -295,7 +297,6 @@ class Agent:
         self._turn_events: list[Event] = []
         self._turn_open = False
         #: The model failure last logged, so that its turn's end does not log it again.
-        self._logged_failure: LlmFailure | None = None
         self._spans: AgentSpans | None = services.telemetry.agent_spans(session.id)
 
     # ------------------------------------------------------------------ state
@@ -316,8 +317,10 @@ class Agent:
 
     @property
     def pending(self) -> tuple[UserMessage, ...]:
-        """Queued input not yet claimed by a turn."""
-        return self._state.inbox + self._state.steering
+        """Queued input not yet claimed by a turn (what a requested cancellation drops is no
+        longer pending)."""
+        state = self._state
+        return state.inbox[state.drop_inbox:] + state.steering[state.drop_steering:]
 
     @property
     def cancel_cause(self) -> CancelCause | None:
@@ -325,23 +328,53 @@ class Agent:
         return self._state.cancel
 
     def system_prompt(self) -> str:
-        return compose_system_prompt(self.host.prompt_sections, self.prompt_sections)
+        """The system prompt: the host's and the agent's sections (the agent's override the
+        host's by name), a ``tool:<name>`` guidance section empty when this agent's scope
+        hides that global tool, the prompt variables filled in.
+
+        Raises:
+            ValueError: a section references a prompt variable it cannot have.
+        """
+        merged = PromptSections()
+        for layer in (self.host.prompt_sections, self.prompt_sections):
+            for section in layer.sections():
+                merged.add(section)
+        for section in merged.sections():
+            tool = section.name.removeprefix("tool:")
+            hidden = tool != section.name and tool in self.tools.registry \
+                and not self.tools.permits(tool)
+            merged.add(msgspec.structs.replace(section, text="") if hidden
+                       else self._interpolated(section))
+        return compose_system_prompt(merged)
+
+    def _interpolated(self, section: PromptSection) -> PromptSection:
+        cwd = self.session.header.cwd
+        filled = interpolate_prompt(section.text, {
+            "provider": self.provider, "model": self.model,
+            "cwd": cwd if isinstance(cwd, str) else None}, name=section.name, kind=section.kind)
+        if isinstance(filled, Failure):
+            raise ValueError(filled.failure())
+        text = filled.unwrap()
+        return section if text == section.text else msgspec.structs.replace(section, text=text)
 
     def runtime_context(self) -> tuple[PromptSection, ...]:
         """What the next step's runtime-context snapshot holds: the deployment's file policy
-        (by the session's effective sandbox mode) and approval policy (with an approval
-        service), then the host's and the agent's own contributions, in order."""
+        (by the session's effective sandbox mode, over the session's cwd, else the host's
+        workspace root, else the process's cwd) and approval policy (with an approval
+        service), then the host's and the agent's own contributions, in order, the prompt
+        variables filled in."""
         own: list[PromptSection] = []
         if self.host.sandbox_mode is not None:
             override = self.session.trace.sandbox_mode
             mode = self.host.sandbox_mode if override is None else override.mode
-            own.append(sandbox_policy_section(mode, self.session.header.cwd
-                                              if isinstance(self.session.header.cwd, str)
-                                              else os.getcwd()))
+            cwd = self.session.header.cwd
+            own.append(sandbox_policy_section(
+                mode, cwd if isinstance(cwd, str) else self.host.workspace_root or os.getcwd()))
         if self.approval_composed:
             own.append(approval_policy_section(self.approval_policy))
         layered = runtime_context(self.host.prompt_sections, self.prompt_sections)
-        return tuple(sorted((*own, *layered), key=lambda section: section.order))
+        return tuple(self._interpolated(section) for section in
+                     sorted((*own, *layered), key=lambda section: section.order))
 
     # ------------------------------------------------------------------ control
 
@@ -369,10 +402,14 @@ class Agent:
         given = Followup(message=message) if kind is Followup else Steer(message=message,
                                                                           wake=wake)
         step = feed(self._state, self.session.trace, given, time=self.host.clock())
-        self.session.extend(step.events)  # a refused write queues nothing
-        self._state = step.state
+        before, self._state = self._state, step.state  # a listener of the splice sees it queued
+        try:
+            self.session.extend(step.events)
+        except BaseException:
+            self._state = before  # a refused write queues nothing
+            raise
         self._poll()
-        if isinstance(step.command, Wake) and self._maintenance is None:
+        if self._state.awaiting == "wake" and self._task is None and self._maintenance is None:
             self._start()  # during maintenance the wake waits for its end
         return message
 
@@ -416,8 +453,15 @@ class Agent:
             self._maintenance.cancel()
         task = self._task
         if task is None:
-            if not keep_queued and self.pending:
-                self._feed(CancelRequested(cause=CancelUser() if cause is None else cause))
+            if keep_queued:
+                return  # parked input stays; a wake maintenance deferred still follows it
+            given = CancelRequested(cause=CancelUser() if cause is None else cause)
+            if self._state.awaiting == "wake":
+                # Maintenance deferred the wake, so no task will stop: the drop happens now.
+                self._feed(given)
+                self._feed(Cancelled(message_id=self.host.ids()))
+            elif self.pending:
+                self._feed(given)
             return
         if self._state.cancel is None:
             self._feed(CancelRequested(cause=CancelUser() if cause is None else cause,
@@ -475,6 +519,12 @@ class Agent:
         if raise_on_failure and result.failure is not None:
             raise model_error(result.failure, result)
         return result
+
+    async def when_quiet(self) -> None:
+        """Wait until no turn is running or queued and no maintenance job runs: what
+        :meth:`when_idle` waits for, without its durability wait and without raising the
+        kept :attr:`failure`."""
+        await self._quiesce()
 
     async def dispose(self) -> None:
         """Cancel with ``disposed``, wait for quiescence, dispose every child the agent
@@ -568,13 +618,12 @@ class Agent:
 
     def _turn_ended(self, end: TurnEndEvent) -> None:
         reason = end.data.reason
-        if isinstance(reason, TurnError) and reason.error is not self._logged_failure:
+        if isinstance(reason, TurnError):  # a retried failure was logged with its retry
             logger.warning("agent %s: turn %d failed: %s", self.id, end.data.turn,
                            describe_failure(reason.error))
         else:
             logger.debug("agent %s: turn %d ended: %s", self.id, end.data.turn,
                          stop_reason_for(reason))
-        self._logged_failure = None
         for watch in list(self._watches):
             if watch.turn == end.data.turn and watch.start is not None:
                 watch.upto = end.seq + 1
@@ -717,7 +766,6 @@ class Agent:
                     if isinstance(answer, EndStream | Stop):
                         if isinstance(answer, Stop):
                             return answer
-                        self._request_ended(header.config, chunk)
                         break
             finally:
                 aclose = getattr(stream, "aclose", None)
@@ -736,20 +784,11 @@ class Agent:
         budget = f"{retry.retry} of {retry.max_retries}" if retry.mode == "normal" \
             else f"{retry.retry} (always)"
         logger.warning("agent %s: the request to %s failed (%s: %s); retry %s in %.0f ms "
-                     "(turn %d, step %d)", self.id, retry.provider, retry.failure.code,
-                     retry.failure.message, budget, command.delay_ms, retry.turn, retry.step)
+                       "(turn %d, step %d)", self.id, retry.provider, retry.failure.code,
+                       retry.failure.message, budget, command.delay_ms, retry.turn, retry.step)
         await self.session.wait_durable()  # the scheduled retry is on disk before the wait
         await sleep(self.host.clock, command.delay_ms)
         return self._feed(BackoffDone())
-
-    def _request_ended(self, config: LlmCallConfig, finish: object) -> None:
-        """Log a model request that ended in failure (the finish chunk says so)."""
-        if isinstance(finish, FinishChunk) and isinstance(finish.reason,
-                                                          FinishError | FinishAborted):
-            failure = finish.reason.failure
-            self._logged_failure = failure
-            logger.warning("agent %s: model request to %s/%s failed: %s", self.id,
-                           config.provider, config.model, describe_failure(failure))
 
     async def _run_tools(self, command: RunTools) -> Command | None:
         if self._spans is None:
@@ -773,6 +812,10 @@ class Agent:
         return answer
 
     async def _execute(self, call: ToolCallBlock, command: RunTools) -> ToolOutcome:
+        if self._state.cancel is not None:
+            # The turn is being cancelled: no call is dispatched any more (the closers answer
+            # it), so nothing it would have started exists.
+            return ToolOutcome("Error: tool call aborted before dispatch", is_error=True)
         tool: Tool | ToolRefusal = self.tools.resolve(call.name)
         context = ToolContext(agent=self, call_id=call.id, tool_name=call.name,
                               turn=command.turn, step=command.step, arguments=call.arguments)

@@ -59,13 +59,16 @@ class Host:
             (``approval=True``) until its log sets another; its sentence joins the snapshot.
         tracer_provider: the OpenTelemetry ``TracerProvider`` the spans of turns, steps, model
             calls and child runs go to (needs the ``otel`` extra); default: the global one.
+        workspace_root: the sandbox policy's workspace for a session without a cwd (DSH's
+            ``workspaceRoot``); made absolute. ``None``: the process's working directory.
     """
 
     def __init__(self, *, store: SessionStore | None = None, clock: Clock | None = None,
                  ids: IdFactory | None = None, approver: Approver | None = None,
                  session_titles: bool = True, sandbox_mode: SandboxMode | None = None,
                  approval_default: ApprovalPolicy = "ask",
-                 tracer_provider: Any | None = None) -> None:
+                 tracer_provider: Any | None = None,
+                 workspace_root: str | None = None) -> None:
         self.clock: Clock = clock or system_clock
         self.ids: IdFactory = ids or uuid_ids
         self.models = ModelRegistry()
@@ -78,6 +81,7 @@ class Host:
         self.sandbox_mode = sandbox_mode
         self.approval_default: ApprovalPolicy = approval_default
         self.telemetry = Telemetry(tracer_provider)
+        self.workspace_root = None if workspace_root is None else os.path.abspath(workspace_root)
         self._subagents: SubagentRuntime | None = None
 
     @property

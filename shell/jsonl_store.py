@@ -93,7 +93,13 @@ from ..core import (
 )
 from ..core.codec import check_event, check_header
 from .clock import Clock
-from .logfile import LoadedLog, SeedRecord, read_session_file, seed_file_name
+from .logfile import (
+    LoadedLog,
+    SeedRecord,
+    read_session_file,
+    read_session_header,
+    seed_file_name,
+)
 from .session import Session
 from .store import (
     InvalidSessionIdError,
@@ -1064,6 +1070,32 @@ class JsonlSessionStore(_LiveSessions):
             try:
                 if directory.has_file(self.file_name):
                     return self._read(directory, session_id)
+            finally:
+                _close_quietly(directory.fd)
+        raise SessionNotFoundError(session_id)
+
+    def header(self, session_id: str) -> SessionHeader:
+        """A session's header: a live session's, or a persisted one's header line, read
+        without its events (what listing children enumerates).
+
+        Raises:
+            SessionNotFoundError, SessionLoadError.
+        """
+        live = self._live.get(session_id)
+        if live is not None:
+            return live.header
+        for project in self._locate(session_id):
+            with self._root(create=False) as root:
+                assert root is not None
+                directory = self._session_dir(root, project, session_id)
+            try:
+                if directory.has_file(self.file_name):
+                    shown = directory.path / self.file_name
+                    read = read_session_header(self.file_name, dir_fd=directory.fd,
+                                               shown=str(shown))
+                    if isinstance(read, Failure):
+                        raise SessionLoadError.from_read_error(read.failure())
+                    return read.unwrap()
             finally:
                 _close_quietly(directory.fd)
         raise SessionNotFoundError(session_id)

@@ -72,6 +72,7 @@ __all__ = [
     "read_log",
     "read_text",
     "read_session_file",
+    "read_session_header",
     "SESSION_FILE_NAMES",
 ]
 
@@ -1069,5 +1070,41 @@ def read_session_file(name: str, *, dir_fd: int, shown: str,
             format="session-jsonl-zstd" if compressed else "session-jsonl", projected=False,
             header=decoded.header, header_file=None, events=decoded.events, text=text,
             torn=torn, seed=decoded.seed, file_bytes=len(raw)))
+    except MemoryError:
+        return Failure(_out_of_memory(shown))
+
+
+def read_session_header(name: str, *, dir_fd: int, shown: str,
+                        limits: ReadLimits = DEFAULT_LIMITS) -> Result[SessionHeader, LogReadError]:
+    """The header line of a DSH session file (``name`` in the directory ``dir_fd``, no link
+    followed), read without its events: only the bytes that can hold the first line are read
+    (the first zstd frame for a compressed file), so enumerating a store costs one short read
+    per session."""
+    try:
+        reader = _Reader(limits, dir_fd, follow=False)
+        compressed = name.endswith(".zstd")
+        # A line of max_line bytes compresses to at most a little more than itself.
+        raw = reader.read_file(name, shown, size_cap=limits.max_line + (4096 if compressed
+                                                                          else 1))
+        if isinstance(raw, LogReadError):
+            return Failure(raw)
+        text = raw
+        if compressed:
+            if not raw.startswith(_ZSTD_MAGIC):
+                return Failure(LogReadError(file=shown, problem=(
+                    "not a zstd stream (the file does not start with the zstd magic number)")))
+            try:
+                text = _zstd_module().ZstdDecompressor().decompressobj().decompress(raw)
+            except Exception as exc:  # zstandard's ZstdError: a damaged first frame
+                return Failure(LogReadError(file=shown, line=1,
+                                            problem=f"the header line is unreadable: {exc}"))
+        newline = text.find(b"\n")
+        if newline < 0:
+            return Failure(LogReadError(file=shown, line=1,
+                                        problem="the header line is incomplete"))
+        parsed = decode_header_line(text[:newline].rstrip(b"\r"))
+        if isinstance(parsed, Failure):
+            return Failure(_from_decode_error(shown, parsed.failure()))
+        return Success(parsed.unwrap())
     except MemoryError:
         return Failure(_out_of_memory(shown))

@@ -672,8 +672,9 @@ async def run_demo_async(*, model: Model | None = None, provider: str = "model",
         options = None
     runtime = host.subagents
     runtime.register_provider(ForkProvider())
+    # A foreground fork, as DSH's subagent_fork (no background runs, no job registry).
     tool = SubagentTool(provider="fork", agent_options=options, persona=persona,
-                        tool_filter=tool_filter)
+                        tool_filter=tool_filter, enable_run_in_background=False)
     tool.install(host)
 
     starts: list[_Start] = []

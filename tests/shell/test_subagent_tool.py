@@ -108,7 +108,8 @@ def test_tool_schema_and_visibility_follow_the_provider() -> None:
         spawn_tool.install(host)
         registered = host.tools.get("subagent_fork")
         assert registered is not None and host.tools.get("subagent") is None
-        assert registered.schema == subagent_tool_schema(True, "subagent_fork")
+        # DSH's default offers run_in_background (tool-subagent.spec.ts:103)
+        assert registered.schema == subagent_tool_schema(True, "subagent_fork", "one-shot")
         assert registered.concurrency_safe
         host.subagents.unregister_provider("fork")
         assert "subagent_fork" not in host.tools and not tool.visible
