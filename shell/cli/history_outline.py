@@ -549,9 +549,9 @@ def select_history_turns(outline: HistoryOutline, *, turns: TurnRange | None = N
         chosen = {id(turn) for turn in every if turn.turn in turns}
         asked = f"--turns {turns}"
     else:
-        assert tail is not None
-        chosen = {id(turn) for turn in every[max(len(every) - tail, 0):]}
-        asked = f"--tail {tail}"
+        count = len(every) if tail is None else tail
+        chosen = {id(turn) for turn in every[max(len(every) - count, 0):]}
+        asked = f"--tail {count}"
     if not chosen:
         return f"{asked}: no such turn ({_which(every)})"
     entries: list[TurnNode | Item] = []
