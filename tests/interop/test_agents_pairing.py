@@ -8,9 +8,9 @@ from _capture import EXTRA
 
 pytest.importorskip("agents", reason=EXTRA)
 
-from agents.run_internal import items  # noqa: E402
+from agents.run_internal import items
 
-from turnfork.core.formats import openai_responses  # noqa: E402
+from turnfork.core.formats import openai_responses
 
 
 def test_openai_agents_pairs_program_with_program_output() -> None:
