@@ -193,7 +193,7 @@ class _Fold:
             call_id = block.id or ""  # _check refused a call block without one
             if kind == "tool_use":
                 if call_id in calls:
-                    return FormatViolation(index=index, rule="duplicate-call",
+                    return FormatViolation(index=index, rule="duplicate-call", call_id=call_id,
                                            problem=f"`tool_use` id {call_id} is used twice")
                 calls[call_id] = None
             elif kind in SERVER_CALL_TYPES:
@@ -202,7 +202,7 @@ class _Fold:
             elif _is_server_result(block):
                 if block.tool_use_id not in self.server_open:
                     return FormatViolation(
-                        index=index, rule="orphan-result",
+                        index=index, rule="orphan-result", call_id=block.tool_use_id,
                         problem=f"unexpected `tool_use_id` found in `{kind}` blocks: "
                                 f"{block.tool_use_id}. Each `{kind}` block must have a "
                                 "corresponding `server_tool_use` block before it")
@@ -220,7 +220,7 @@ class _Fold:
             if self.server_open:
                 call_id, name = next(iter(self.server_open.items()))
                 return FormatViolation(
-                    index=self.server_at[call_id], rule="server-call-unanswered",
+                    index=self.server_at[call_id], rule="server-call-unanswered", call_id=call_id,
                     problem=f"`{name}` tool use with id `{call_id}` was found without a "
                             "corresponding result block in its assistant turn")
             if not self.step_calls:
@@ -231,7 +231,7 @@ class _Fold:
         if not calls:
             if results:
                 return FormatViolation(
-                    index=index, rule="orphan-result",
+                    index=index, rule="orphan-result", call_id=results[0],
                     problem=f"unexpected `tool_use_id` found in `tool_result` blocks: "
                             f"{results[0]}: the previous message made no tool call")
             self.turn_start, self.loop_open = None, False
@@ -240,12 +240,12 @@ class _Fold:
         for call_id in results:
             if call_id not in calls:
                 return FormatViolation(
-                    index=index, rule="orphan-result",
+                    index=index, rule="orphan-result", call_id=call_id,
                     problem=f"unexpected `tool_use_id` found in `tool_result` blocks: "
                             f"{call_id}. Each `tool_result` block must have a corresponding "
                             "`tool_use` block in the previous message")
             if call_id in seen:
-                return FormatViolation(index=index, rule="duplicate-result",
+                return FormatViolation(index=index, rule="duplicate-result", call_id=call_id,
                                        problem=f"a second `tool_result` for {call_id}")
             seen.add(call_id)
         missing = {c: None for c in calls if c not in seen}
@@ -290,7 +290,7 @@ class _Fold:
 
 @unchecked
 def _unanswered(index: int, calls: dict[str, None]) -> FormatViolation:
-    return FormatViolation(index=index, rule="unanswered-call",
+    return FormatViolation(index=index, rule="unanswered-call", call_id=next(iter(calls)),
                            problem="`tool_use` ids were found without `tool_result` blocks "
                                    f"immediately after: {', '.join(calls)}. Each `tool_use` "
                                    "block must have a corresponding `tool_result` block in the "

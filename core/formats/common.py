@@ -79,11 +79,13 @@ ItemT = TypeVar("ItemT")
 
 
 class FormatViolation(msgspec.Struct, frozen=True, kw_only=True):
-    """A broken rule: the index of the item that breaks it, the rule code, and a sentence."""
+    """A broken rule: the index of the item that breaks it, the rule code, a sentence, and the
+    call id the rule is about (the first one, when several are), if any."""
 
     index: int
     rule: Rule
     problem: str
+    call_id: str | None = None
 
     @property
     def message(self) -> str:

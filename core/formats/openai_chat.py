@@ -139,7 +139,7 @@ def _check(index: int, message: ChatMessage, strict: bool) -> FormatViolation | 
 
 @unchecked
 def _unanswered(index: int, waiting: dict[str, None]) -> FormatViolation:
-    return FormatViolation(index=index, rule="unanswered-call",
+    return FormatViolation(index=index, rule="unanswered-call", call_id=next(iter(waiting)),
                            problem="an assistant message with 'tool_calls' must be followed by "
                                    "tool messages responding to each 'tool_call_id'; these did "
                                    f"not get one: {', '.join(waiting)}")
@@ -179,7 +179,7 @@ def _fold(items: tuple[ChatMessage, ...], strict: bool,
                 if len(set(ids)) != len(ids):
                     twice = next(i for n, i in enumerate(ids) if i in ids[:n])
                     return cut, FormatViolation(
-                        index=index, rule="duplicate-call",
+                        index=index, rule="duplicate-call", call_id=twice,
                         problem=f"tool call id {twice} is used twice in one message"), None
                 waiting = dict.fromkeys(ids)
                 answered = set()
@@ -201,11 +201,11 @@ def _fold(items: tuple[ChatMessage, ...], strict: bool,
                 continue
             if call_id in answered:
                 return cut, FormatViolation(
-                    index=index, rule="duplicate-result",
+                    index=index, rule="duplicate-result", call_id=call_id,
                     problem=f"a second tool message for tool_call_id {call_id} (\"Duplicate "
                             f"value for 'tool_call_id' of '{call_id}'\")"), None
             return cut, FormatViolation(
-                index=index, rule="orphan-result",
+                index=index, rule="orphan-result", call_id=call_id,
                 problem=f"tool message for {call_id} is not a response to a preceding "
                         "message with 'tool_calls' that made that call"), None
         if waiting:

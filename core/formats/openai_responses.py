@@ -162,7 +162,7 @@ def _check(index: int, item: ResponsesItem, klass: int) -> FormatViolation | Non
 
 @unchecked
 def _unanswered(index: int, call_id: str) -> FormatViolation:
-    return FormatViolation(index=index, rule="unanswered-call",
+    return FormatViolation(index=index, rule="unanswered-call", call_id=call_id,
                            problem=f"No tool output found for function call {call_id}")
 
 
@@ -208,7 +208,7 @@ def _fold(items: tuple[ResponsesItem, ...],
                 call_id = item.pairing_id or ""
                 if call_id in waiting or call_id in answered:
                     return cut, FormatViolation(
-                        index=index, rule="duplicate-call",
+                        index=index, rule="duplicate-call", call_id=call_id,
                         problem=f"call_id {call_id} is used by a second call"), None
                 waiting[call_id] = (index, _output_type(item.kind))
                 step_calls = True
@@ -232,15 +232,15 @@ def _fold(items: tuple[ResponsesItem, ...],
                 continue
             if call is not None:
                 return cut, FormatViolation(
-                    index=index, rule="orphan-result",
+                    index=index, rule="orphan-result", call_id=call_id,
                     problem=f"a `{kind}` answers call {call_id}, which is a "
                             f"`{items[call[0]].kind}` (its output is a `{call[1]}`)"), None
             if call_id in answered:
                 return cut, FormatViolation(
-                    index=index, rule="duplicate-result",
+                    index=index, rule="duplicate-result", call_id=call_id,
                     problem=f"a second output for call {call_id}"), None
             return cut, FormatViolation(
-                index=index, rule="orphan-result",
+                index=index, rule="orphan-result", call_id=call_id,
                 problem=f"No tool call found for function call output with call_id "
                         f"{call_id}"), None
     if in_step and reasoning_at is None and not step_calls and not waiting:
@@ -255,7 +255,7 @@ def _fold(items: tuple[ResponsesItem, ...],
     if approvals:
         request, at = next(iter(approvals.items()))
         return cut, None, FormatViolation(
-            index=at, rule="unanswered-call",
+            index=at, rule="unanswered-call", call_id=request,
             problem=f"mcp_approval_request {request} waits for its mcp_approval_response")
     return cut, None, None
 
