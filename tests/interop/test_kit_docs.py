@@ -28,8 +28,8 @@ def _promised(code: str) -> str:
 
 
 def test_the_page_holds_its_examples() -> None:
-    """Two for langchain-core, two for the Agents SDK, two for pydantic-ai, one fork."""
-    assert len(BLOCKS) == 7
+    """Two for langchain-core, three for the Agents SDK, two for pydantic-ai, one fork."""
+    assert len(BLOCKS) == 8
     assert all(_promised(code).strip() for code in BLOCKS)
 
 
