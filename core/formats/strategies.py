@@ -836,9 +836,9 @@ def broken_histories(fmt: FormatName, *, max_turns: int = 3) -> SearchStrategy[B
     Defects: a result dropped, answered twice, stray, or moved before its call; a message
     slipped between calls and their results; one id for two calls; a result without its
     ``tool_call_id`` (Chat); an output of the wrong type, a reasoning item alone, an item
-    repeated, an ``item_reference`` (Responses); text before the results, a server tool's result or use dropped, an
-    unsigned thinking block, an open tool loop whose turn lost its thinking (Anthropic). Every
-    item before ``index`` is untouched.
+    repeated, an ``item_reference`` (Responses); text before the results, a server tool's result
+    or use dropped, an unsigned thinking block, an open tool loop whose turn lost its thinking
+    (Anthropic). Every item before ``index`` is untouched.
     """
     return _broken(_name(fmt), max_turns)
 
