@@ -27,7 +27,14 @@ except ImportError:  # pragma: no cover - exercised in a subprocess by the tests
 
 from returns.result import Failure
 
-from .core.formats import FormatName, FormatViolation, History, anthropic, decode_history
+from .core.formats import (
+    FormatName,
+    FormatViolation,
+    History,
+    anthropic,
+    decode_history,
+    history_items,
+)
 from .core.formats.strategies import (
     BrokenSample,
     Sample,
@@ -69,7 +76,8 @@ def _decoded(history: Any, format: FormatName | None, strict: bool,
             raise AssertionError(f"a {history.format} history checked as {format}")
         format, history = history.format, history.source
     if format == "anthropic" and thinking is not None:
-        return anthropic.decode_history(history, thinking=thinking, strict=strict)
+        items = history_items(history)[0] if isinstance(history, dict) else history
+        return anthropic.decode_history(items, thinking=thinking, strict=strict)
     decoded = decode_history(history, format, strict=strict)
     if isinstance(decoded, Failure):
         raise AssertionError(f"not a history that can be checked: {decoded.failure()}")
