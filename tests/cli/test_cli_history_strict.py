@@ -102,3 +102,34 @@ def test_an_item_reference_is_cut_before(tmp_path: Path, cli: Callable[..., Run]
     seed = cli("seed", "--format", "openai-responses", path)
     assert seed.code == 0 and json.loads(seed.stdout) == items[:2]
     assert "stored-item" in seed.stderr
+
+
+def test_show_draws_the_pending_shapes(tmp_path: Path, cli: Callable[..., Run]) -> None:
+    """show: a legacy function_call answered by its function message, a program answered by its
+    program_output and an approval request still waiting (the history's open turn)."""
+    chat = [{"role": "user", "content": "q"},
+            {"role": "assistant", "content": None,
+             "function_call": {"name": "weather", "arguments": "{}"}},
+            {"role": "function", "name": "weather", "content": "sunny"},
+            {"role": "assistant", "content": "Sunny."}]
+    outline = cli("show", "--json", "--format", "openai-chat",
+                  _write(tmp_path / "c.json", chat)).json()
+    turns = [e for e in outline["entries"] if e["node"] == "turn"]
+    assert [t["reason"] for t in turns] == ["completed"] and outline["state"] == "closed"
+    items = [{"role": "user", "content": "q"},
+             {"type": "program", "id": "prg_1", "call_id": "c1", "code": "1",
+              "fingerprint": "f"},
+             {"type": "program_output", "id": "po_1", "call_id": "c1", "result": "1",
+              "status": "completed"},
+             {"type": "message", "role": "assistant", "content": "done"},
+             {"role": "user", "content": "deploy"},
+             {"type": "mcp_approval_request", "id": "mcpr_1", "name": "deploy",
+              "server_label": "ops", "arguments": "{}"}]
+    run = cli("show", "--plain", "--all", "--format", "openai-responses",
+              _write(tmp_path / "r.json", items))
+    assert run.code == 0, run  # show shows an open history as it shows a closed one
+    assert "mcp_approval_request mcpr_1" in run.stdout
+    assert "no result yet" in run.stdout
+    report = cli("show", "--json", "--format", "openai-responses", tmp_path / "r.json").json()
+    turns = [e for e in report["entries"] if e["node"] == "turn"]
+    assert [t["reason"] for t in turns] == ["completed", None] and report["cut"] == 4
