@@ -8,7 +8,7 @@ import ast
 import types
 from pathlib import Path
 
-import turnfork.core.formats as formats
+from turnfork.core import formats
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Where a history from outside is read: the tier (its strategies are test code) and the CLI's
