@@ -122,6 +122,10 @@ def _add_json(parser: argparse.ArgumentParser, what: str) -> None:
 def _check_arguments(parser: argparse.ArgumentParser) -> None:
     _add_input(parser, "the log to check")
     _add_json(parser, "print one JSON object (see docs/cli.md) instead of text")
+    parser.add_argument("--strict", action="store_true",
+                        help="a wire history only: check the provider's rules about each "
+                             "item's content too (an assistant message with no content, an "
+                             "empty text block, …; docs/formats/README.md lists them)")
 
 
 CHECK = Command(

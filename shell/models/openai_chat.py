@@ -115,7 +115,7 @@ from ...core import (
     ToolSchema,
     UsageChunk,
 )
-from ...core.formats.common import plain_text
+from ...core.wire_seed import plain_text
 from .base import ModelRequest
 
 if TYPE_CHECKING:

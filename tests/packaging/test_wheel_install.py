@@ -4,6 +4,7 @@ wheel that carries its licence and ``py.typed``."""
 
 from __future__ import annotations
 
+import os
 import zipfile
 from pathlib import Path
 
@@ -38,6 +39,9 @@ def test_the_wheel_holds_every_module_of_core_and_shell_and_nothing_else(wheel: 
     """Every `.py` under core/ and shell/ is in the wheel under turnfork/, and only sources."""
     package = {m for m in _members(wheel) if m.startswith("turnfork/")}
     expected = {"turnfork/__init__.py", "turnfork/__main__.py", "turnfork/py.typed"}
+    for folder, _, names in os.walk(ROOT / "turnfork"):  # its own modules (links not followed)
+        expected |= {f"turnfork/{(Path(folder) / n).relative_to(ROOT / 'turnfork').as_posix()}"
+                     for n in names if n.endswith(".py") and "__pycache__" not in folder}
     for part in ("core", "shell"):
         expected |= {f"turnfork/{part}/{p.relative_to(ROOT / part).as_posix()}"
                      for p in (ROOT / part).rglob("*.py") if "__pycache__" not in p.parts}
