@@ -1,0 +1,253 @@
+"""The mutation operators: every small change a test of the module should notice.
+
+A *site* is one node of the module's syntax tree and one way to change it. Sites are numbered
+by a pre-order walk of the tree, so a mutant is (its site's number, the module's source): the
+same source gives the same mutants, and a mutant is applied by parsing the source again and
+changing the node at that number. Line numbers are kept, so a mutant's tracebacks and its
+coverage point at the original lines.
+
+Operators (the issue's measurement used the same families):
+
+* comparisons: ``==``/``!=`` swapped, ``<``/``<=`` and ``>``/``>=`` moved across the boundary,
+  ``is``/``is not`` and ``in``/``not in`` swapped;
+* ``and``/``or`` swapped; ``not x`` becomes ``x``; the condition of an ``if``, ``while`` or
+  conditional expression negated (unless it is a ``not``, which the previous one covers);
+* integers ±1 (a default value too) and ``True``/``False`` swapped; the bounds of a slice ±1;
+* ``+``/``-`` swapped (not on strings), ``+=``/``-=`` swapped;
+* ``raise`` dropped; a ``return`` inside an ``if``/loop body dropped; a ``return x`` returning
+  ``None``; ``break``/``continue`` swapped;
+* one entry dropped from a tuple, list, set or dict literal of two or more entries.
+
+Never mutated: docstrings and other strings (messages are not behaviour), annotations,
+decorators, ``assert`` statements (the core's own invariants), ``__all__`` and ``__slots__``.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+__all__ = ["Mutant", "mutants", "mutated_tree"]
+
+_COMPARE_SWAPS: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
+_SKIPPED_NAMES = frozenset({"__all__", "__slots__"})
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One change to a module: where it is and what it does, in words and in source text."""
+
+    #: Its site's number in the module's pre-order walk (with ``variant``: its identity).
+    site: int
+    variant: int
+    line: int
+    #: The function or class it sits in, dotted (``<module>`` at the top).
+    scope: str
+    operator: str
+    before: str
+    after: str
+
+    @property
+    def key(self) -> str:
+        """How the mutant is named in the list of equivalent ones: stable while the code
+        around it changes (no line number)."""
+        return f"{self.scope}: `{self.before}` -> `{self.after}`"
+
+
+def _numbered(tree: ast.AST) -> Iterator[tuple[int, ast.AST, tuple[str, ...], bool]]:
+    """(number, node, its scope, whether it may be mutated) in pre-order."""
+    counter = 0
+    stack: list[tuple[ast.AST, tuple[str, ...], bool]] = [(tree, (), True)]
+    while stack:
+        node, scope, allowed = stack.pop()
+        yield counter, node, scope, allowed
+        counter += 1
+        children: list[tuple[ast.AST, tuple[str, ...], bool]] = []
+        inner = scope
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            inner = (*scope, node.name)
+        for field, value in ast.iter_fields(node):
+            nodes = value if isinstance(value, list) else [value]
+            for child in nodes:
+                if not isinstance(child, ast.AST):
+                    continue
+                children.append((child, inner, allowed and _may_mutate(node, field, child)))
+        stack.extend(reversed(children))
+
+
+def _is_type_expression(node: ast.Subscript) -> bool:
+    """``Sequence[T]``, ``tuple[str, ...]``, ``Callable[[A], B]``: a type, not an index."""
+    value = node.value
+    name = value.id if isinstance(value, ast.Name) else (
+        value.attr if isinstance(value, ast.Attribute) else "")
+    return name[:1].isupper() or name in _GENERIC_BUILTINS
+
+
+_GENERIC_BUILTINS = frozenset({"tuple", "list", "dict", "set", "frozenset", "type"})
+
+
+def _may_mutate(parent: ast.AST, field: str, child: ast.AST) -> bool:
+    if field in ("annotation", "returns", "decorator_list", "type_comment"):
+        return False
+    if isinstance(parent, ast.Assert):
+        return False
+    if isinstance(parent, ast.Subscript) and field == "slice" and _is_type_expression(parent):
+        return False
+    if (isinstance(parent, ast.AnnAssign) and isinstance(parent.annotation, ast.Name)
+            and parent.annotation.id == "TypeAlias"):
+        return False
+    if isinstance(parent, ast.Assign | ast.AnnAssign | ast.AugAssign):
+        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+        if any(isinstance(t, ast.Name) and t.id in _SKIPPED_NAMES for t in targets):
+            return False
+    is_docstring = (isinstance(child, ast.Expr) and isinstance(child.value, ast.Constant)
+                    and isinstance(child.value.value, str))
+    return not is_docstring
+
+
+def _is_text(node: ast.AST) -> bool:
+    return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant)
+                                               and isinstance(node.value, str | bytes))
+
+
+def _changes(node: ast.AST, parent_loop_or_if: bool) -> list[tuple[str, ast.AST]]:
+    """The ways to change ``node``: (operator name, the node that replaces it)."""
+    out: list[tuple[str, ast.AST]] = []
+    if isinstance(node, ast.Compare):
+        for index, op in enumerate(node.ops):
+            swap = _COMPARE_SWAPS.get(type(op))
+            if swap is not None:
+                changed = copy.deepcopy(node)
+                changed.ops[index] = swap()
+                out.append(("comparison", changed))
+    elif isinstance(node, ast.BoolOp):
+        changed = copy.deepcopy(node)
+        changed.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+        out.append(("and/or", changed))
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        out.append(("drop not", copy.deepcopy(node.operand)))
+    elif isinstance(node, ast.If | ast.While | ast.IfExp):
+        if not (isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)):
+            changed = copy.deepcopy(node)
+            changed.test = ast.UnaryOp(op=ast.Not(), operand=changed.test)
+            out.append(("negate condition", changed))
+    elif isinstance(node, ast.Constant) and type(node.value) is bool:
+        out.append(("true/false", ast.Constant(value=not node.value)))
+    elif isinstance(node, ast.Constant) and type(node.value) is int:
+        out.append(("integer +1", ast.Constant(value=node.value + 1)))
+        out.append(("integer -1", ast.Constant(value=node.value - 1)))
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
+        if not (_is_text(node.left) or _is_text(node.right)):
+            changed = copy.deepcopy(node)
+            changed.op = ast.Sub() if isinstance(node.op, ast.Add) else ast.Add()
+            out.append(("+/-", changed))
+    elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add | ast.Sub):
+        changed = copy.deepcopy(node)
+        changed.op = ast.Sub() if isinstance(node.op, ast.Add) else ast.Add()
+        out.append(("+=/-=", changed))
+    elif isinstance(node, ast.Slice):
+        for bound in ("lower", "upper"):
+            value = getattr(node, bound)
+            if value is None or isinstance(value, ast.Constant):
+                continue  # constants get ±1 above
+            for name, op in (("+1", ast.Add()), ("-1", ast.Sub())):
+                changed = copy.deepcopy(node)
+                setattr(changed, bound, ast.BinOp(left=copy.deepcopy(value), op=op,
+                                                  right=ast.Constant(value=1)))
+                out.append((f"slice bound {name}", changed))
+    elif isinstance(node, ast.Raise):
+        out.append(("drop raise", ast.Pass()))
+    elif isinstance(node, ast.Return):
+        if parent_loop_or_if:
+            out.append(("drop return", ast.Pass()))
+        if node.value is not None and not (isinstance(node.value, ast.Constant)
+                                           and node.value.value is None):
+            out.append(("return None", ast.Return(value=ast.Constant(value=None))))
+    elif isinstance(node, ast.Break):
+        out.append(("break/continue", ast.Continue()))
+    elif isinstance(node, ast.Continue):
+        out.append(("break/continue", ast.Break()))
+    elif isinstance(node, ast.Tuple | ast.List | ast.Set) and not isinstance(
+            getattr(node, "ctx", None), ast.Store):
+        if len(node.elts) >= 2 and not any(isinstance(e, ast.Starred) for e in node.elts):
+            for index in range(len(node.elts)):
+                changed = copy.deepcopy(node)
+                del changed.elts[index]
+                out.append(("drop entry", changed))
+    elif isinstance(node, ast.Dict) and len(node.keys) >= 2:
+        for index in range(len(node.keys)):
+            changed = copy.deepcopy(node)
+            del changed.keys[index]
+            del changed.values[index]
+            out.append(("drop entry", changed))
+    return out
+
+
+def _parents(tree: ast.AST) -> dict[int, ast.AST]:
+    return {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+
+def _sites(tree: ast.AST) -> Iterator[tuple[int, ast.AST, tuple[str, ...],
+                                            list[tuple[str, ast.AST]]]]:
+    parents = _parents(tree)
+    for number, node, scope, allowed in _numbered(tree):
+        if not allowed:
+            continue
+        parent = parents.get(id(node))
+        in_branch = isinstance(parent, ast.If | ast.For | ast.While | ast.With | ast.Try)
+        changes = _changes(node, in_branch)
+        if changes:
+            yield number, node, scope, changes
+
+
+def mutants(source: str) -> list[Mutant]:
+    """Every mutant of ``source``, in site order."""
+    tree = ast.parse(source)
+    found: list[Mutant] = []
+    for number, node, scope, changes in _sites(tree):
+        before = ast.get_source_segment(source, node) or ast.unparse(node)
+        for variant, (operator, changed) in enumerate(changes):
+            after = ast.unparse(changed)
+            found.append(Mutant(site=number, variant=variant, line=getattr(node, "lineno", 0),
+                                scope=".".join(scope) or "<module>", operator=operator,
+                                before=_one_line(before), after=_one_line(after)))
+    return found
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def mutated_tree(source: str, mutant: Mutant) -> ast.Module:
+    """The module's tree with ``mutant`` applied, line numbers kept (ready for ``compile``)."""
+    tree = ast.parse(source)
+    for number, node, _, changes in _sites(tree):
+        if number != mutant.site:
+            continue
+        _, changed = changes[mutant.variant]
+        ast.copy_location(changed, node)
+        replaced = _replace(tree, node, changed)
+        assert replaced, mutant
+        ast.fix_missing_locations(tree)
+        return tree
+    raise LookupError(f"no site {mutant.site} in the source (did it change?)")
+
+
+def _replace(tree: ast.AST, old: ast.AST, new: ast.AST) -> bool:
+    for parent in ast.walk(tree):
+        for field, value in ast.iter_fields(parent):
+            if value is old:
+                setattr(parent, field, new)
+                return True
+            if isinstance(value, list):
+                for index, item in enumerate(value):
+                    if item is old:
+                        value[index] = new
+                        return True
+    return False
