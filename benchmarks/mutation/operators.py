@@ -18,8 +18,10 @@ Operators (the issue's measurement used the same families):
   ``None``; ``break``/``continue`` swapped;
 * one entry dropped from a tuple, list, set or dict literal of two or more entries.
 
-Never mutated: docstrings and other strings (messages are not behaviour), annotations,
-decorators, ``assert`` statements (the core's own invariants), ``__all__`` and ``__slots__``.
+Never mutated: docstrings and other strings (messages are not behaviour), annotations and
+type expressions (``Sequence[T]``, a ``TypeAlias``), decorators, the keywords of a class
+statement (a struct's ``frozen=True``, ``tag=...``: declarations), ``assert`` statements (the
+core's own invariants), ``__all__`` and ``__slots__``.
 """
 
 from __future__ import annotations
@@ -95,6 +97,8 @@ _GENERIC_BUILTINS = frozenset({"tuple", "list", "dict", "set", "frozenset", "typ
 def _may_mutate(parent: ast.AST, field: str, child: ast.AST) -> bool:
     if field in ("annotation", "returns", "decorator_list", "type_comment"):
         return False
+    if isinstance(parent, ast.ClassDef) and field == "keywords":
+        return False  # a struct's configuration (frozen, tag, rename): declarations
     if isinstance(parent, ast.Assert):
         return False
     if isinstance(parent, ast.Subscript) and field == "slice" and _is_type_expression(parent):
@@ -123,19 +127,20 @@ def _changes(node: ast.AST, parent_loop_or_if: bool) -> list[tuple[str, ast.AST]
         for index, op in enumerate(node.ops):
             swap = _COMPARE_SWAPS.get(type(op))
             if swap is not None:
-                changed = copy.deepcopy(node)
+                changed = copy.copy(node)
+                changed.ops = [*node.ops]
                 changed.ops[index] = swap()
                 out.append(("comparison", changed))
     elif isinstance(node, ast.BoolOp):
-        changed = copy.deepcopy(node)
+        changed = copy.copy(node)
         changed.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
         out.append(("and/or", changed))
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        out.append(("drop not", copy.deepcopy(node.operand)))
+        out.append(("drop not", node.operand))
     elif isinstance(node, ast.If | ast.While | ast.IfExp):
         if not (isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)):
-            changed = copy.deepcopy(node)
-            changed.test = ast.UnaryOp(op=ast.Not(), operand=changed.test)
+            changed = copy.copy(node)
+            changed.test = ast.UnaryOp(op=ast.Not(), operand=node.test)
             out.append(("negate condition", changed))
     elif isinstance(node, ast.Constant) and type(node.value) is bool:
         out.append(("true/false", ast.Constant(value=not node.value)))
@@ -144,11 +149,11 @@ def _changes(node: ast.AST, parent_loop_or_if: bool) -> list[tuple[str, ast.AST]
         out.append(("integer -1", ast.Constant(value=node.value - 1)))
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
         if not (_is_text(node.left) or _is_text(node.right)):
-            changed = copy.deepcopy(node)
+            changed = copy.copy(node)
             changed.op = ast.Sub() if isinstance(node.op, ast.Add) else ast.Add()
             out.append(("+/-", changed))
     elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add | ast.Sub):
-        changed = copy.deepcopy(node)
+        changed = copy.copy(node)
         changed.op = ast.Sub() if isinstance(node.op, ast.Add) else ast.Add()
         out.append(("+=/-=", changed))
     elif isinstance(node, ast.Slice):
@@ -157,8 +162,8 @@ def _changes(node: ast.AST, parent_loop_or_if: bool) -> list[tuple[str, ast.AST]
             if value is None or isinstance(value, ast.Constant):
                 continue  # constants get ±1 above
             for name, op in (("+1", ast.Add()), ("-1", ast.Sub())):
-                changed = copy.deepcopy(node)
-                setattr(changed, bound, ast.BinOp(left=copy.deepcopy(value), op=op,
+                changed = copy.copy(node)
+                setattr(changed, bound, ast.BinOp(left=value, op=op,
                                                   right=ast.Constant(value=1)))
                 out.append((f"slice bound {name}", changed))
     elif isinstance(node, ast.Raise):
@@ -177,14 +182,14 @@ def _changes(node: ast.AST, parent_loop_or_if: bool) -> list[tuple[str, ast.AST]
             getattr(node, "ctx", None), ast.Store):
         if len(node.elts) >= 2 and not any(isinstance(e, ast.Starred) for e in node.elts):
             for index in range(len(node.elts)):
-                changed = copy.deepcopy(node)
-                del changed.elts[index]
+                changed = copy.copy(node)
+                changed.elts = [e for i, e in enumerate(node.elts) if i != index]
                 out.append(("drop entry", changed))
     elif isinstance(node, ast.Dict) and len(node.keys) >= 2:
         for index in range(len(node.keys)):
-            changed = copy.deepcopy(node)
-            del changed.keys[index]
-            del changed.values[index]
+            changed = copy.copy(node)
+            changed.keys = [k for i, k in enumerate(node.keys) if i != index]
+            changed.values = [v for i, v in enumerate(node.values) if i != index]
             out.append(("drop entry", changed))
     return out
 
@@ -206,18 +211,71 @@ def _sites(tree: ast.AST) -> Iterator[tuple[int, ast.AST, tuple[str, ...],
             yield number, node, scope, changes
 
 
+class _Segments:
+    """Source text by node position (``ast.get_source_segment`` splits the source on every
+    call: quadratic over a module's mutants)."""
+
+    def __init__(self, source: str) -> None:
+        self.lines = source.encode().splitlines(keepends=True)
+
+    def __call__(self, node: ast.AST) -> str | None:
+        first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        start, end = getattr(node, "col_offset", None), getattr(node, "end_col_offset", None)
+        if first is None or last is None or start is None or end is None:
+            return None
+        if first == last:
+            return self.lines[first - 1][start:end].decode()
+        parts = [self.lines[first - 1][start:], *self.lines[first:last - 1],
+                 self.lines[last - 1][:end]]
+        return b"".join(parts).decode()
+
+
 def mutants(source: str) -> list[Mutant]:
     """Every mutant of ``source``, in site order."""
+    segment = _Segments(source)
     tree = ast.parse(source)
     found: list[Mutant] = []
+    seen: dict[str, int] = {}
     for number, node, scope, changes in _sites(tree):
-        before = ast.get_source_segment(source, node) or ast.unparse(node)
         for variant, (operator, changed) in enumerate(changes):
-            after = ast.unparse(changed)
-            found.append(Mutant(site=number, variant=variant, line=getattr(node, "lineno", 0),
-                                scope=".".join(scope) or "<module>", operator=operator,
-                                before=_one_line(before), after=_one_line(after)))
+            before, after = _shown(segment, node, changed, operator)
+            mutant = Mutant(site=number, variant=variant, line=getattr(node, "lineno", 0),
+                            scope=".".join(scope) or "<module>", operator=operator,
+                            before=before, after=after)
+            seen[mutant.key] = seen.get(mutant.key, 0) + 1
+            if seen[mutant.key] > 1:  # the same change twice in one scope: number the rest
+                mutant = Mutant(**{**mutant.__dict__, "after": f"{after} #{seen[mutant.key]}"})
+            found.append(mutant)
     return found
+
+
+def _shown(segment: _Segments, node: ast.AST, changed: ast.AST, operator: str,
+           ) -> tuple[str, str]:
+    """The change in source text, only as much of it as changes: a negated condition shows
+    the condition, a dropped entry the entry."""
+    def text(part: ast.AST) -> str:
+        return _one_line(segment(part) or ast.unparse(part))
+
+    if operator == "negate condition":
+        assert isinstance(node, ast.If | ast.While | ast.IfExp)
+        return text(node.test), f"not ({text(node.test)})"
+    if operator == "drop entry":
+        if isinstance(node, ast.Dict):
+            assert isinstance(changed, ast.Dict)
+            entries = [f"{text(k)}: {text(v)}" if k is not None else f"**{text(v)}"
+                       for k, v in zip(node.keys, node.values, strict=True)]
+            left = [ast.dump(v) for v in changed.values]
+            olds = [ast.dump(v) for v in node.values]
+        else:
+            assert isinstance(node, ast.Tuple | ast.List | ast.Set)
+            assert isinstance(changed, ast.Tuple | ast.List | ast.Set)
+            entries = [text(e) for e in node.elts]
+            left = [ast.dump(e) for e in changed.elts]
+            olds = [ast.dump(e) for e in node.elts]
+        dropped = next((i for i, old in enumerate(olds) if i >= len(left) or old != left[i]),
+                       len(olds) - 1)
+        return entries[dropped], "(entry dropped)"
+    return text(node), _one_line(ast.unparse(changed))
 
 
 def _one_line(text: str) -> str:

@@ -72,6 +72,18 @@ class ModuleRun:
                              for o in self.outcomes]}
 
 
+def _warm() -> None:
+    """Import the test libraries and pytest's plugins here, once: each forked run then starts
+    with them loaded (seconds per mutant on a busy machine)."""
+    from importlib.metadata import entry_points
+
+    for library in _WARM:
+        importlib.import_module(library)
+    for plugin in entry_points(group="pytest11"):
+        with contextlib.suppress(Exception):
+            importlib.import_module(plugin.value.split(":")[0])
+
+
 def module_file(name: str) -> Path:
     """The source file of module ``name``, found without importing it or its package (only
     the top-level package is imported, to learn where it lives)."""
@@ -242,8 +254,7 @@ def run_module(name: str, tests: Sequence[str], *, seed: int = 0, jobs: int = 1,
                only: Callable[[Mutant], bool] | None = None,
                progress: Callable[[Outcome, int, int], None] | None = None) -> ModuleRun:
     """Every mutant of module ``name`` against ``tests`` (paths pytest takes)."""
-    for library in _WARM:
-        importlib.import_module(library)
+    _warm()
     path = module_file(name)
     source = path.read_text()
     found = [m for m in mutants(source) if only is None or only(m)]
