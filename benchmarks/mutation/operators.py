@@ -54,6 +54,10 @@ class Mutant:
     operator: str
     before: str
     after: str
+    #: The line of the statement it sits in, and whether that is in a function body (a
+    #: change elsewhere takes effect at import, for every test).
+    statement: int = 0
+    in_function: bool = False
 
     @property
     def key(self) -> str:
@@ -62,24 +66,39 @@ class Mutant:
         return f"{self.scope}: `{self.before}` -> `{self.after}`"
 
 
-def _numbered(tree: ast.AST) -> Iterator[tuple[int, ast.AST, tuple[str, ...], bool]]:
-    """(number, node, its scope, whether it may be mutated) in pre-order."""
+@dataclass(frozen=True)
+class _Place:
+    scope: tuple[str, ...]
+    allowed: bool
+    #: The line of the innermost statement holding the node (what the clean run records).
+    statement: int
+    #: Whether that statement is in a function body (else it runs at import).
+    in_function: bool
+
+
+def _numbered(tree: ast.AST) -> Iterator[tuple[int, ast.AST, _Place]]:
+    """(number, node, where it is) in pre-order."""
     counter = 0
-    stack: list[tuple[ast.AST, tuple[str, ...], bool]] = [(tree, (), True)]
+    stack: list[tuple[ast.AST, _Place]] = [(tree, _Place((), True, 0, False))]
     while stack:
-        node, scope, allowed = stack.pop()
-        yield counter, node, scope, allowed
+        node, place = stack.pop()
+        if isinstance(node, ast.stmt):
+            place = _Place(place.scope, place.allowed, node.lineno, place.in_function)
+        yield counter, node, place
         counter += 1
-        children: list[tuple[ast.AST, tuple[str, ...], bool]] = []
-        inner = scope
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            inner = (*scope, node.name)
+        children: list[tuple[ast.AST, _Place]] = []
+        function = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        scope = (*place.scope, node.name) if function or isinstance(node, ast.ClassDef) \
+            else place.scope
         for field, value in ast.iter_fields(node):
             nodes = value if isinstance(value, list) else [value]
+            inside = place.in_function or (function and field == "body")
             for child in nodes:
                 if not isinstance(child, ast.AST):
                     continue
-                children.append((child, inner, allowed and _may_mutate(node, field, child)))
+                children.append((child, _Place(
+                    scope, place.allowed and _may_mutate(node, field, child), place.statement,
+                    inside)))
         stack.extend(reversed(children))
 
 
@@ -198,17 +217,16 @@ def _parents(tree: ast.AST) -> dict[int, ast.AST]:
     return {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
 
-def _sites(tree: ast.AST) -> Iterator[tuple[int, ast.AST, tuple[str, ...],
-                                            list[tuple[str, ast.AST]]]]:
+def _sites(tree: ast.AST) -> Iterator[tuple[int, ast.AST, _Place, list[tuple[str, ast.AST]]]]:
     parents = _parents(tree)
-    for number, node, scope, allowed in _numbered(tree):
-        if not allowed:
+    for number, node, place in _numbered(tree):
+        if not place.allowed:
             continue
         parent = parents.get(id(node))
         in_branch = isinstance(parent, ast.If | ast.For | ast.While | ast.With | ast.Try)
         changes = _changes(node, in_branch)
         if changes:
-            yield number, node, scope, changes
+            yield number, node, place, changes
 
 
 class _Segments:
@@ -236,12 +254,13 @@ def mutants(source: str) -> list[Mutant]:
     tree = ast.parse(source)
     found: list[Mutant] = []
     seen: dict[str, int] = {}
-    for number, node, scope, changes in _sites(tree):
+    for number, node, place, changes in _sites(tree):
         for variant, (operator, changed) in enumerate(changes):
             before, after = _shown(segment, node, changed, operator)
             mutant = Mutant(site=number, variant=variant, line=getattr(node, "lineno", 0),
-                            scope=".".join(scope) or "<module>", operator=operator,
-                            before=before, after=after)
+                            scope=".".join(place.scope) or "<module>", operator=operator,
+                            before=before, after=after, statement=place.statement,
+                            in_function=place.in_function)
             seen[mutant.key] = seen.get(mutant.key, 0) + 1
             if seen[mutant.key] > 1:  # the same change twice in one scope: number the rest
                 mutant = Mutant(**{**mutant.__dict__, "after": f"{after} #{seen[mutant.key]}"})

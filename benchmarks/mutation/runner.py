@@ -7,10 +7,11 @@ the package lives: a link, a path mapping, an installed copy) from its source wi
 applied, compiled under the original file name. Then the child runs ``pytest.main`` on the
 mutant's tests and exits with pytest's status.
 
-Which tests. The clean run (the module unchanged, loaded the same way) runs the module's test
-paths once under a line tracer and records, per test, the module's lines it executes (lines
-run while the module is imported count for every test). A mutant then runs, fastest first and
-stopping at the first failure (``-x``), the tests that execute its line. It is *killed* when
+Which tests. The clean run (the module unchanged, loaded the same way, with a call recording
+each statement's line before it) runs the module's test paths once and records, per test, the
+module's statements it executes (what runs while the module is imported counts for every
+test). A mutant then runs, fastest first and stopping at the first failure (``-x``), the tests
+that execute its statement. It is *killed* when
 they fail (an import error, a collection error and a timeout count: the change was noticed),
 *survives* when they pass, and is *not covered* when no test executes its line.
 
@@ -22,6 +23,7 @@ must not steer the next mutant's run).
 from __future__ import annotations
 
 import ast
+import builtins
 import contextlib
 import importlib.machinery
 import importlib.util
@@ -35,7 +37,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import CodeType, FrameType
+from types import CodeType
 from typing import Any
 
 from .operators import Mutant, mutants, mutated_tree
@@ -130,36 +132,73 @@ class _OneModuleFinder:
         return None
 
 
-def _install(name: str, path: Path, tree: ast.Module) -> None:
+def _install(name: str, path: Path, tree: ast.Module,
+             hit: Callable[[int], None] | None = None) -> None:
+    if hit is not None:
+        tree = ast.fix_missing_locations(_Instrument().visit(tree))
+        # A builtin, so that the instrumented module finds it without a new global name.
+        setattr(builtins, _HIT, hit)
     code = compile(tree, str(path), "exec", dont_inherit=True)
     sys.meta_path.insert(0, _OneModuleFinder(name, path, code))
 
 
-class _LineRecorder:
-    """A pytest plugin: per test, the lines of one file it executes, and how long it takes."""
+#: The name the clean run's instrumented module calls with each statement's line.
+_HIT = "__mutation_statement_hit__"
 
-    def __init__(self, path: Path) -> None:
-        self.path = str(path)
+
+class _Instrument(ast.NodeTransformer):
+    """Before each statement inside a function, a call recording its line (a function's
+    docstring stays first). Module and class bodies run at import: not instrumented."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        super().generic_visit(node)
+        if self.depth == 0:
+            return node
+        for name in ("body", "orelse", "finalbody"):
+            statements = getattr(node, name, None)
+            if not isinstance(statements, list) or not statements or not isinstance(
+                    statements[0], ast.stmt):
+                continue
+            marked: list[ast.stmt] = []
+            for index, statement in enumerate(statements):
+                docstring = (index == 0 and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                             and isinstance(statement, ast.Expr)
+                             and isinstance(statement.value, ast.Constant)
+                             and isinstance(statement.value.value, str))
+                if not docstring:
+                    hit = ast.Expr(ast.Call(ast.Name(_HIT, ast.Load()),
+                                            [ast.Constant(statement.lineno)], []))
+                    marked.append(ast.copy_location(hit, statement))
+                marked.append(statement)
+            setattr(node, name, marked)
+        return node
+
+
+class _LineRecorder:
+    """A pytest plugin: per test, the statements of the module it runs (by line), and how
+    long it takes. The clean module is instrumented (:class:`_Instrument`) rather than traced:
+    a tracer would slow every call of every library the tests use."""
+
+    def __init__(self) -> None:
         self.current = "<import>"
         self.lines: dict[str, set[int]] = {"<import>": set()}
         self.seconds: dict[str, float] = {}
         self.failed: list[str] = []
+        self.started = 0.0
 
-    def trace(self, frame: FrameType, event: str, arg: Any) -> Callable[..., Any] | None:
-        if frame.f_code.co_filename != self.path:
-            return None
-        lines = self.lines.setdefault(self.current, set())
-        lines.add(frame.f_lineno)
-
-        def local(frame: FrameType, event: str, arg: Any) -> Callable[..., Any]:
-            if event == "line":
-                lines.add(frame.f_lineno)
-            return local
-
-        return local
-
-    def pytest_configure(self, config: Any) -> None:
-        sys.settrace(self.trace)
+    def hit(self, line: int) -> None:
+        self.lines[self.current].add(line)
 
     def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> None:
         self.current = item.nodeid
@@ -229,10 +268,9 @@ def _clean_run(name: str, path: Path, tests: Sequence[str], seed: int,
         def work() -> int:
             import pytest
 
-            _install(name, path, ast.parse(source))
-            recorder = _LineRecorder(path)
+            recorder = _LineRecorder()
+            _install(name, path, ast.parse(source), recorder.hit)
             status = int(pytest.main(_pytest_args(tests, seed), plugins=[recorder, _Profile()]))
-            sys.settrace(None)
             out.write_text(json.dumps({"lines": {k: sorted(v) for k, v in recorder.lines.items()},
                                        "seconds": recorder.seconds,
                                        "failed": recorder.failed, "status": status}))
@@ -267,8 +305,8 @@ def run_module(name: str, tests: Sequence[str], *, seed: int = 0, jobs: int = 1,
     total = len(found)
 
     def start(mutant: Mutant) -> None:
-        chosen = (ordered if mutant.line in at_import
-                  else [t for t in ordered if mutant.line in lines[t]])
+        chosen = (ordered if not mutant.in_function or mutant.statement in at_import
+                  else [t for t in ordered if mutant.statement in lines[t]])
         if not chosen:
             finish(Outcome(mutant, "not covered"))
             return
