@@ -301,16 +301,18 @@ def run_module(name: str, tests: Sequence[str], *, seed: int = 0, jobs: int = 1,
     run = ModuleRun(module=name, file=str(path), tests=list(tests), clean_seconds=clean)
     ordered = sorted(lines, key=lambda test: seconds.get(test, 0.0))
     queue = list(found)
-    running: dict[int, tuple[Mutant, list[str], float, float]] = {}
+    running: dict[int, tuple[Mutant, list[str], float, float, bool]] = {}
     total = len(found)
 
-    def start(mutant: Mutant) -> None:
+    def start(mutant: Mutant, by_file: bool = False) -> None:
         chosen = (ordered if not mutant.in_function or mutant.statement in at_import
                   else [t for t in ordered if mutant.statement in lines[t]])
         if not chosen:
             finish(Outcome(mutant, "not covered"))
             return
         budget = 60 + 5 * sum(seconds.get(t, 1.0) for t in chosen)
+        if by_file:  # the tests' files, collected as the mutant has them
+            chosen = list(dict.fromkeys(test.split("::")[0] for test in chosen))
         tree = mutated_tree(source, mutant)
         pid = os.fork()
         if pid == 0:
@@ -328,7 +330,7 @@ def run_module(name: str, tests: Sequence[str], *, seed: int = 0, jobs: int = 1,
                 status = 3
             finally:
                 os._exit(status)
-        running[pid] = (mutant, chosen, time.monotonic(), budget)
+        running[pid] = (mutant, chosen, time.monotonic(), budget, by_file)
 
     def finish(outcome: Outcome) -> None:
         run.outcomes.append(outcome)
@@ -341,7 +343,7 @@ def run_module(name: str, tests: Sequence[str], *, seed: int = 0, jobs: int = 1,
         if not running:
             continue
         time.sleep(0.02)
-        for pid, (mutant, chosen, began, budget) in list(running.items()):
+        for pid, (mutant, chosen, began, budget, by_file) in list(running.items()):
             done, raw = os.waitpid(pid, os.WNOHANG)
             elapsed = time.monotonic() - began
             if not done and elapsed > budget:
@@ -358,6 +360,10 @@ def run_module(name: str, tests: Sequence[str], *, seed: int = 0, jobs: int = 1,
                 elif status in (1, 2):
                     detail = "tests failed" if status == 1 else "collection or import failed"
                     finish(Outcome(mutant, "killed", detail, len(chosen), elapsed))
+                elif status == 4 and not by_file:
+                    # Test ids the mutant does not have (a parametrization read off the
+                    # module changed, or its import failed): run their files instead.
+                    start(mutant, by_file=True)
                 else:  # the run itself went wrong: neither a kill nor a survivor
                     finish(Outcome(mutant, "error", f"pytest exit {status}", len(chosen),
                                    elapsed))
