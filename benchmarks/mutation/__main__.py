@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 import time
 from pathlib import Path
@@ -89,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="print the mutants; run nothing")
     parser.add_argument("--line", type=int, action="append", default=[],
                         help="only the mutants on this line (repeatable; for one module)")
+    parser.add_argument("--sample", type=int, default=0,
+                        help="only N mutants per module, drawn at random with --seed (an "
+                             "estimate: the table says so)")
     args = parser.parse_args(argv)
     chosen = _pick(args.module)
     if args.list:
@@ -111,10 +115,17 @@ def main(argv: list[str] | None = None) -> int:
                       flush=True)
 
             only = (lambda m: m.line in args.line) if args.line else None
+            if args.sample:
+                every = mutants(module_file(name).read_text())
+                drawn = {(m.site, m.variant) for m in random.Random(args.seed).sample(
+                    every, min(args.sample, len(every)))}
+                only = lambda m, drawn=drawn: (m.site, m.variant) in drawn  # noqa: E731
             run = run_module(name, MODULES[name], seed=args.seed, jobs=args.jobs, only=only,
                              progress=progress)
             data = {**run.to_json(), "seed": args.seed,
                     "minutes": round((time.monotonic() - started) / 60, 1)}
+            if args.sample:
+                data["sample_of"] = len(every)
             if not args.line:
                 RESULTS.mkdir(parents=True, exist_ok=True)
                 target.write_text(json.dumps(data, indent=1))
@@ -125,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
             status = 1
             continue
         row, notes = _summary(data)
+        if "sample_of" in data:
+            row["module"] += f" (random {row['mutants']} of {data['sample_of']})"
         rows.append(row)
         print(f"{row['module']}: {row['killed']} of {row['mutants']} killed, "
               f"{row['equivalent']} equivalent, score {row['score']:.2f}"
