@@ -60,8 +60,9 @@ def _summary(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if status != "killed":
             mutant = outcome["mutant"]
             notes.append(f"  {status}: line {mutant['line']} {key}")
+    existing = {m.key for m in mutants(module_file(data["module"]).read_text())}
     notes.extend(f"  stale equivalent (no such mutant): {key}"
-                 for key in listed if key not in seen)
+                 for key in listed if key not in existing)
     judged = counts["mutants"] - counts["equivalent"]
     counts["score"] = counts["killed"] / judged if judged else 1.0
     counts["module"] = module

@@ -21,4 +21,20 @@ EQUIVALENT: dict[str, dict[str, str]] = {
             "zip's strict check fires only on sequences of different lengths, and the "
             "length comparison before it has already returned False for those",
     },
+    "trace": {
+        # `len(blocks) != 1 or not isinstance(blocks[0], ...) or blocks[0].tool_call_id != ...`
+        "_Tracer._tool_result: `0` -> `-1`":
+            "len(blocks) != 1 is tested first, so blocks[-1] is blocks[0]",
+        "_Tracer._tool_result: `0` -> `-1 #2`":
+            "len(blocks) != 1 is tested first, so blocks[-1] is blocks[0]",
+        "_Tracer._tool_result: `0` -> `-1 #3`":
+            "blocks holds exactly one block here (the shape rule above), so blocks[-1] is "
+            "blocks[0]",
+    },
+    "grammar": {
+        # `while frontier and Phase.IDLE not in paths:` in the breadth-first search
+        "_walk: `frontier and Phase.IDLE not in paths` -> `frontier or Phase.IDLE not in paths`":
+            "searching on once IDLE is reached only adds phases not reached yet, so IDLE's "
+            "path stays as found (and the search still ends: the frontier empties)",
+    },
 }
