@@ -30,6 +30,10 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "_Tracer._tool_result: `0` -> `-1 #3`":
             "blocks holds exactly one block here (the shape rule above), so blocks[-1] is "
             "blocks[0]",
+        # `(data.turn, data.step, data.message.id, data.message.source, block.tool_call_id, …)`
+        "_without_result_content: `block.tool_call_id` -> `(entry dropped)`":
+            "the shape rule, checked first, makes a result's block.tool_call_id its message "
+            "source's callId, and the source is still compared",
     },
     "grammar": {
         # `while frontier and Phase.IDLE not in paths:` in the breadth-first search
