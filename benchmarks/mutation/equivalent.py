@@ -35,6 +35,24 @@ EQUIVALENT: dict[str, dict[str, str]] = {
             "the shape rule, checked first, makes a result's block.tool_call_id its message "
             "source's callId, and the source is still compared",
     },
+    "codec": {
+        # `if not projected: fast = _decode_fast(data) ...` in _decode_body
+        "_decode_body: `not projected` -> `projected`":
+            "the fast path only ever answers as the line-by-line path does (or gives up); "
+            "skipping it, or trying it on projected records, which have no seq and always "
+            "make it give up, leaves every answer the same",
+        # `data[data.rfind(b"\n", 0, at) + 1:...]`, the line a -0 candidate sits on
+        "_line_around: `0` -> `1`":
+            "the line differs only by a leading newline when the data starts with one; its "
+            "one reader, the fast path's -0 check, may then give up where it went on, and "
+            "the line-by-line path gives the same answer",
+    },
+    "closers": {
+        # `if turn is None: return ()` at the top of closing_events
+        "closing_events: `return ()` -> `pass`":
+            "with no open turn a trace has no pending call and its phase is IDLE, whose "
+            "closing walk is empty: the rest of the function returns () as well",
+    },
     "grammar": {
         # `while frontier and Phase.IDLE not in paths:` in the breadth-first search
         "_walk: `frontier and Phase.IDLE not in paths` -> `frontier or Phase.IDLE not in paths`":
