@@ -60,3 +60,26 @@ def test_a_line_only_this_codec_cannot_read_is_still_json() -> None:
     line = '{"t":"\\ud800","u":"\U000f0001"}'.encode()
     assert is_json_line(line)
     assert not is_json_line(line[:-1])
+
+
+def test_an_event_or_header_that_cannot_be_encoded_is_a_wire_error() -> None:
+    """A value msgspec will not encode (a payload that is no JSON at all) is refused as a
+    WireError naming the event, never raised."""
+    import msgspec
+
+    from turnfork.core import OpaqueEvent, SessionHeader
+    from turnfork.core.codec import check_event, check_header
+
+    unwritable = OpaqueEvent(type="plugin/x", seq=4, time=1,
+                             data=object())  # type: ignore[arg-type]
+    refused = check_event(unwritable)
+    assert isinstance(refused, Failure)
+    error = refused.failure()
+    assert (error.seq, error.event_type) == (4, "plugin/x")
+    assert error.problem.startswith("cannot be written: ")
+    header = SessionHeader(id="s", created_at=0, cwd=object())  # type: ignore[arg-type]
+    refused_header = check_header(header)
+    assert isinstance(refused_header, Failure)
+    assert refused_header.failure().problem.startswith("cannot be written: ")
+    assert check_event(OpaqueEvent(type="plugin/x", seq=4, time=1, data=msgspec.Raw(b"{}"),
+                                   ignorable=True)).unwrap().type == "plugin/x"
