@@ -83,3 +83,18 @@ def test_an_event_or_header_that_cannot_be_encoded_is_a_wire_error() -> None:
     assert refused_header.failure().problem.startswith("cannot be written: ")
     assert check_event(OpaqueEvent(type="plugin/x", seq=4, time=1, data=msgspec.Raw(b"{}"),
                                    ignorable=True)).unwrap().type == "plugin/x"
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(session_logs(), st.booleans())
+def test_any_iterable_of_events_encodes_as_its_tuple(log: Log, surrogate: bool) -> None:
+    """A generator encodes like the tuple of its events, also when a text holds a lone
+    surrogate (the encoder then starts again on the slow path)."""
+    from turnfork.core import AssistantChunkData, AssistantChunkEvent, TextDelta
+
+    if surrogate:
+        log = (*log, AssistantChunkEvent(seq=len(log), time=0, data=AssistantChunkData(
+            turn=1, step=1, chunk=TextDelta(index=0, text="half \ud800 a pair"))))
+    for pack in (False, True):
+        assert encode_log(iter(log), pack_chunks=pack) == encode_log(log, pack_chunks=pack)
+        assert encode_log(list(log), pack_chunks=pack) == encode_log(log, pack_chunks=pack)
