@@ -108,6 +108,7 @@ from .clock import Clock, IdFactory, sleep
 from .errors import model_error
 from .models.base import Model, ModelRequest
 from .session import Session
+from .store import SessionEventError
 from .telemetry import AgentSpans, Telemetry
 from .tools import (
     PromptSections,
@@ -116,6 +117,7 @@ from .tools import (
     ToolRefusal,
     ToolScope,
     compose_system_prompt,
+    error_outcome,
     execute_call,
     runtime_context,
 )
@@ -573,12 +575,24 @@ class Agent:
         """One input into the machine; its events are appended before its command returns.
 
         The new state is kept even if the write fails: the machine re-reads the log's trace
-        and closes whatever the failed write left open.
+        and closes whatever the failed write left open. A tool result the store will not
+        hold (its loader could not read it back) becomes that call's error result instead.
         """
-        step = feed(self._state, self.session.trace, given, time=self.host.clock())
+        before = self._state
+        step = feed(before, self.session.trace, given, time=self.host.clock())
         self._state = step.state
         if step.events:
-            self.session.extend(step.events)
+            try:
+                self.session.extend(step.events)
+            except SessionEventError as refused:
+                if not isinstance(given, ToolDone):
+                    raise
+                unstored = error_outcome(f"the tool result was not stored: {refused.problem}")
+                step = feed(before, self.session.trace,
+                            msgspec.structs.replace(given, outcome=unstored),
+                            time=self.host.clock())
+                self._state = step.state
+                self.session.extend(step.events)
             self._observe(step.events)
         return step.command
 
