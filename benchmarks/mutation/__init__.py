@@ -28,9 +28,9 @@ _FORMATS = "tests/formats/"
 
 #: module -> the test paths that exercise it, in the order the run takes them (formats last).
 MODULES: dict[str, tuple[str, ...]] = {
-    "turnfork.core.seed": (*(_CORE + name for name in (
+    "turnfork.core.seed": tuple(_CORE + name for name in (
         "test_seed_views.py", "test_seed_properties.py", "test_trace_properties.py",
-        "test_doctests.py")), _FORMATS + "test_prefix_view.py"),
+        "test_doctests.py")),
     "turnfork.core.grammar": tuple(_CORE + name for name in (
         "test_grammar.py", "test_trace.py", "test_trace_fold.py", "test_trace_properties.py",
         "test_closers.py", "test_repair.py", "test_strategies.py", "test_doctests.py")),
@@ -48,6 +48,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "turnfork.core.formats.openai_chat": (_FORMATS,),
     "turnfork.core.formats.openai_responses": (_FORMATS,),
     "turnfork.core.formats.anthropic": (_FORMATS,),
+    "turnfork.core.formats.detect": (_FORMATS,),
 }
 
 
