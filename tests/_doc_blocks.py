@@ -4,8 +4,8 @@ A block is a fenced block whose info string is ``python``. It is one of three ki
 
 * a doctest (its first line starts with ``>>>``): run with doctest, in one namespace shared by
   the document's doctest blocks, in order (as ``doctest.testfile`` would);
-* a test module (it defines ``test_*`` functions at its top level): run by pytest, as the page
-  tells a reader to;
+* a test module (it defines ``test_*`` functions at its top level and does not call them):
+  run by pytest, as the page tells a reader to;
 * a script: run as ``python block.py`` from the repository's root; each
   ``print(...)  # TEXT`` line claims that it prints the line TEXT (``...`` in TEXT stands for
   any text).
@@ -53,12 +53,18 @@ class Block:
 
     @cached_property
     def test_functions(self) -> tuple[str, ...]:
-        """The ``test_*`` functions it defines at its top level (none for a doctest)."""
+        """The ``test_*`` functions it defines at its top level and leaves to pytest (none for a
+        doctest, nor for a block that calls them itself: that one is a script)."""
         if self.is_doctest:
             return ()
-        return tuple(node.name for node in ast.parse(self.code).body
-                     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-                     and node.name.startswith("test_"))
+        body = ast.parse(self.code).body
+        defined = tuple(node.name for node in body
+                        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                        and node.name.startswith("test_"))
+        called = {node.value.func.id for node in body
+                  if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                  and isinstance(node.value.func, ast.Name)}
+        return () if called & set(defined) else defined
 
     @property
     def claimed_output(self) -> list[str]:
