@@ -5,7 +5,6 @@ site-packages gets nothing but that package and its dist-info."""
 
 from __future__ import annotations
 
-import os
 import zipfile
 from email.parser import Parser
 from pathlib import Path
