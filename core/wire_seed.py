@@ -31,20 +31,22 @@ from typing import Any
 import msgspec
 from returns.result import Failure, Result, Success
 
-from ._checking import check_public, unchecked
-from .events import (
+from ._checking import checked, unchecked
+from .formats import FormatName
+from .log import (
     AssistantMessage,
     ContentBlock,
     Event,
     ImageBlock,
+    Message,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
     ToolResultMessage,
+    Violation,
+    model_history,
+    trace_log,
 )
-from .formats.common import FormatName
-from .history import Message, model_history
-from .trace import Violation, trace_log
 
 __all__ = ["IMAGE_PLACEHOLDER", "plain_text", "from_model_history", "from_dsh"]
 
@@ -55,6 +57,7 @@ IMAGE_PLACEHOLDER = "[image omitted]"
 _JSON = msgspec.json.Decoder()
 
 
+@checked
 def plain_text(blocks: tuple[ContentBlock, ...]) -> str:
     """The text of content blocks, joined by blank lines; an image becomes
     :data:`IMAGE_PLACEHOLDER`, anything else is left out."""
@@ -173,12 +176,14 @@ _PROJECTIONS: Mapping[FormatName, Callable[[Sequence[Message]], list[dict[str, A
 }
 
 
+@checked
 def from_model_history(messages: Sequence[Message], format_name: FormatName,
                        ) -> list[dict[str, Any]]:
     """What a model saw (``core.model_history``) as a ``format_name`` history (rules above)."""
     return _PROJECTIONS[format_name](messages)
 
 
+@checked
 def from_dsh(events: Sequence[Event], format_name: FormatName,
              ) -> Result[list[dict[str, Any]], Violation]:
     """The ``format_name`` history of a DSH log's model history (a fork seed, typically).
@@ -189,6 +194,3 @@ def from_dsh(events: Sequence[Event], format_name: FormatName,
     if isinstance(traced, Failure):
         return Failure(traced.failure())
     return Success(from_model_history(model_history(traced.unwrap()), format_name))
-
-
-check_public(globals())

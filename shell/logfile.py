@@ -56,8 +56,8 @@ from ..core import (
     decode_header_line,
     decode_log,
     decode_session,
+    is_json_line,
 )
-from ..core.codec import is_json_line
 
 __all__ = [
     "LogFormat",

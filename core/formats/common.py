@@ -25,7 +25,7 @@ from typing import Any, Generic, Literal, TypeAlias, TypeVar
 import msgspec
 from returns.result import Failure, Result, Success
 
-from .._checking import check_public, unchecked
+from .._checking import checked, unchecked
 
 __all__ = [
     "FormatName",
@@ -133,11 +133,13 @@ class History(msgspec.Struct, Generic[ItemT], frozen=True, kw_only=True):
                 f"strict={self.strict!r})")
 
 
+@checked
 def completed_turn_cut(history: History[Any]) -> int:
     """Index just past the last completed turn of a balanced prefix (0 when none). O(1)."""
     return history.completed_prefix_length
 
 
+@checked
 def completed_turn_prefix(history: History[Any]) -> list[Any]:
     """The caller's own items through the completed-turn cut, as a new ``list``.
 
@@ -147,12 +149,14 @@ def completed_turn_prefix(history: History[Any]) -> list[Any]:
     return list(history.source[:history.completed_prefix_length])
 
 
+@checked
 def balance_of(history: History[ItemT]) -> Result[History[ItemT], FormatViolation]:
     """``Success(history)`` when a provider would accept it, else the violation it reports."""
     problem = history.violation or history.end_violation
     return Success(history) if problem is None else Failure(problem)
 
 
+@checked
 def as_history(history: History[ItemT] | Sequence[Any],
                decode: Callable[..., History[ItemT]], *, strict: bool | None = None,
                again: bool = False) -> History[ItemT]:
@@ -222,6 +226,3 @@ def read_history(format: FormatName, data: Sequence[Any], item_type: type[ItemT]
         violation, end = violation or unreadable, None
     return History(format=format, source=source, items=items, completed_prefix_length=cut,
                    violation=violation, end_violation=end, strict=strict)
-
-
-check_public(globals())

@@ -12,8 +12,8 @@ from returns.result import Failure, Result, Success
 from turnfork.core import EMPTY_TRACE, Event, Trace, Violation, advance, trace_log
 from turnfork.core.events import TYPED_EVENT_CLASSES, OpaqueEvent, ToolResultEvent, event_type
 from turnfork.core.grammar import Phase, phase_after
+from turnfork.core.log.trace import _RULES
 from turnfork.core.strategies import broken_logs, session_logs
-from turnfork.core.trace import _RULES
 
 Log = tuple[Event, ...]
 
