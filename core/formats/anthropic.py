@@ -49,13 +49,13 @@ turn completes where a step ends with no client tool call and no server call sti
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from returns.result import Result
 
 from .._checking import checked, unchecked
-from .common import FormatViolation, History, as_history, balance_of, read_history
+from .common import FormatViolation, History, as_history, balance_of, moved_name, read_history
 from .common import completed_turn_prefix as _prefix
 
 __all__ = [
@@ -361,3 +361,8 @@ def completed_turn_cut(history: History[AnthropicMessage] | Sequence[Any]) -> in
 def completed_turn_prefix(history: History[AnthropicMessage] | Sequence[Any]) -> list[Any]:
     """The caller's messages through the last completed turn, as a new list."""
     return _prefix(as_history(history, decode_history))
+
+
+if not TYPE_CHECKING:  # the type checker sees only this module's own names
+    def __getattr__(name: str) -> Any:
+        return moved_name(__name__, __package__, name)

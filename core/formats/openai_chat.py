@@ -35,13 +35,13 @@ calls ends. The completed-turn cut is the end of the last such step before anyth
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from returns.result import Result
 
 from .._checking import checked, unchecked
-from .common import FormatViolation, History, as_history, balance_of, read_history
+from .common import FormatViolation, History, as_history, balance_of, moved_name, read_history
 from .common import completed_turn_prefix as _prefix
 
 __all__ = [
@@ -262,3 +262,8 @@ def completed_turn_cut(history: History[ChatMessage] | Sequence[Any]) -> int:
 def completed_turn_prefix(history: History[ChatMessage] | Sequence[Any]) -> list[Any]:
     """The caller's messages through the last completed turn, as a new list."""
     return _prefix(as_history(history, decode_history))
+
+
+if not TYPE_CHECKING:  # the type checker sees only this module's own names
+    def __getattr__(name: str) -> Any:
+        return moved_name(__name__, __package__, name)

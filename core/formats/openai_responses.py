@@ -48,13 +48,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from returns.result import Result
 
 from .._checking import checked, unchecked
-from .common import FormatViolation, History, as_history, balance_of, read_history
+from .common import FormatViolation, History, as_history, balance_of, moved_name, read_history
 from .common import completed_turn_prefix as _prefix
 
 __all__ = [
@@ -305,3 +305,8 @@ def completed_turn_cut(history: History[ResponsesItem] | Sequence[Any]) -> int:
 def completed_turn_prefix(history: History[ResponsesItem] | Sequence[Any]) -> list[Any]:
     """The caller's items through the last completed turn, as a new list."""
     return _prefix(as_history(history, decode_history))
+
+
+if not TYPE_CHECKING:  # the type checker sees only this module's own names
+    def __getattr__(name: str) -> Any:
+        return moved_name(__name__, __package__, name)

@@ -421,6 +421,12 @@ except Exception as exc:
     assert type(exc).__name__ == "BeartypeCallHintParamViolation", exc
 else:
     raise SystemExit("the copied tier is not type-checked")
+try:
+    chat.from_dsh
+except AttributeError as exc:  # an earlier name of the bridge, which this copy does not hold
+    assert "moved to wire_seed" in str(exc), exc
+else:
+    raise SystemExit("the formats copied alone reached the bridge")
 strategies = importlib.import_module(pkg + ".formats.strategies")
 from hypothesis import given, settings
 
@@ -536,6 +542,7 @@ seed = log.completed_turn_prefix(events)
 chat = wire_seed.from_dsh(seed, "openai-chat").unwrap()
 assert formats.openai_chat.check_balance(chat).unwrap().ends_at_completed_turn
 assert wire_seed.from_dsh(events, "anthropic").unwrap()
+assert formats.openai_chat.from_dsh(seed).unwrap() == chat  # an earlier path, the bridge's
 """
 
 #: Appended to every tier's script: it loaded nothing of turnfork and nothing it did not copy.
@@ -671,3 +678,44 @@ def test_a_tier_works_copied_alone_under_another_name(tier: Tier, tmp_path: Path
     own = {"vendored_tier." + ".".join(p.relative_to(CORE).with_suffix("").parts)
            .removesuffix(".__init__") for p in own_files(tier)}
     assert loaded & own, "the script did not load the tier"
+
+
+ARCHITECTURE = CORE.parent / "docs" / "architecture.md"
+#: The table's first column, by tier name.
+TABLE_NAMES = {"`formats/`": "formats", "`log/`": "log", "`delegation/`": "delegation",
+               "`machine/`": "machine", "`wire_seed.py`": "wire-seed"}
+
+
+def _documented_sizes() -> dict[str, tuple[int | None, ...]]:
+    """The rows of docs/architecture.md's *Tier sizes* table: own, copy, budget, strategies."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    section = text.split("### Tier sizes\n", 1)[1].split("\n#", 1)[0]
+    rows: dict[str, tuple[int | None, ...]] = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if cells[0] in TABLE_NAMES:
+            rows[TABLE_NAMES[cells[0]]] = tuple(
+                None if cell == "—" else int(cell.replace(",", "")) for cell in cells[1:])
+    return rows
+
+
+def _close(documented: int | None, measured: int) -> bool:
+    return documented is not None and abs(documented - measured) <= max(50, measured * 3 // 100)
+
+
+def test_the_architecture_table_gives_the_measured_sizes() -> None:
+    """docs/architecture.md's tier sizes are what this file measures (within 3% or 50 lines),
+    and its budgets are the ones checked above."""
+    rows = _documented_sizes()
+    assert set(rows) == set(TIERS_BY_NAME), rows
+    for tier in TIERS:
+        own, copy, budget, strategies = rows[tier.name]
+        optional = {CORE / path for path in tier.optional}
+        assert _close(own, _lines(own_files(tier) - optional)), (tier.name, "own", own)
+        assert _close(copy, _lines(_closure_of(tier))), (tier.name, "copy", copy)
+        assert budget == tier.max_lines, (tier.name, "budget", budget)
+        if optional:
+            assert _close(strategies, _lines(optional)), (tier.name, "strategies", strategies)
+        else:
+            assert strategies is None, tier.name
+    assert not _close(1_000, 1_509) and _close(1_443, 1_480)
