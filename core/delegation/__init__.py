@@ -21,6 +21,7 @@ from .child_plan import (
     SUBAGENT_DELEGATION_CONTEXT,
     CheckedRequest,
     ChildPlan,
+    CompletedPrefix,
     DelegatedPolicy,
     ParentView,
     check_request,
@@ -127,7 +128,8 @@ __all__ = [
     "resolve_child_depth",
     # child_plan
     "CheckedRequest", "check_request", "SUBAGENT_DELEGATION_CONTEXT", "DELEGATION_SECTION",
-    "PERSONA_SECTION_NAME", "PERSONA_SECTION_ORDER", "DelegatedPolicy", "ParentView", "ChildPlan",
+    "PERSONA_SECTION_NAME", "PERSONA_SECTION_ORDER", "DelegatedPolicy", "CompletedPrefix",
+    "ParentView", "ChildPlan",
     "resolve_child_options", "child_header", "delegated_policy", "one_shot_descriptor", "fork_seed",
     "plan_child",
     # results

@@ -83,6 +83,7 @@ __all__ = [
     "PERSONA_SECTION_NAME",
     "PERSONA_SECTION_ORDER",
     "DelegatedPolicy",
+    "CompletedPrefix",
     "ParentView",
     "ChildPlan",
     "resolve_child_options",
@@ -108,6 +109,16 @@ PERSONA_SECTION_ORDER = 0
 DelegatedPolicy: TypeAlias = SandboxModeData | ApprovalPolicyData
 
 
+class CompletedPrefix(msgspec.Struct, frozen=True, kw_only=True):
+    """A log's completed-turn prefix and the trace there, read together (as a live session
+    keeps them): a fork's seed and seed trace, handed on as they are."""
+
+    #: The log through its last ``turn/end`` (a view, never a copy).
+    events: Sequence[Event]
+    #: The trace of exactly ``events``.
+    trace: Trace
+
+
 class ParentView(msgspec.Struct, frozen=True, kw_only=True):
     """What delegation reads of the parent, at the moment it delegates."""
 
@@ -121,8 +132,9 @@ class ParentView(msgspec.Struct, frozen=True, kw_only=True):
     agent_preset: str | None = None
     #: The parent's trace over exactly ``events``, if kept: the fork cut is then O(1).
     trace: Trace | None = None
-    #: The parent's trace at its completed-turn cut, if kept: the child's seed trace.
-    completed: Trace | None = None
+    #: The parent's completed-turn prefix with its trace, if kept: the child's seed and seed
+    #: trace, as they are (read once with ``trace``).
+    completed: CompletedPrefix | None = None
 
 
 class CheckedRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -350,12 +362,9 @@ def plan_child(parent: ParentView, request: StartRequest | CheckedRequest,
 
 
 def _fork_cut(parent: ParentView) -> tuple[Sequence[Event] | None, Trace | None]:
-    """The seed and its trace: from the parent's kept trace at the cut in O(1), else found."""
+    """The seed and its trace: the parent's kept prefix as it is, else found in its log."""
     kept = parent.completed
     if kept is not None and parent.trace is not None \
-            and kept.length == parent.trace.completed_prefix_length:
-        if kept.length == 0:
-            return None, None
-        events = parent.events
-        return (events if kept.length == len(events) else PrefixView(events, kept.length)), kept
+            and kept.trace.length == parent.trace.completed_prefix_length == len(kept.events):
+        return (kept.events, kept.trace) if kept.trace.length else (None, None)
     return fork_seed(parent.events, parent.trace), None
