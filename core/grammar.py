@@ -16,9 +16,10 @@ from .log.grammar import (
     allowed_phases,
     closing_walk,
     phase_after,
+    phase_of,
 )
 
 __all__ = [
     "Phase", "TURN_START", "TURN_END", "STEP_START", "STEP_END", "PHASE_CHANGES", "CONFINED",
-    "STEP_ORDER", "phase_after", "allowed_phases", "closing_walk",
+    "STEP_ORDER", "phase_of", "phase_after", "allowed_phases", "closing_walk",
 ]

@@ -7,6 +7,7 @@ code imports from the tier's front door.
 from .log.trace import (
     EMPTY_TRACE,
     TOOL_NOT_STARTED,
+    CallPairing,
     ContextSnapshot,
     PendingCall,
     SurfaceNode,
@@ -18,6 +19,7 @@ from .log.trace import (
 )
 
 __all__ = [
-    "ContextSnapshot", "PendingCall", "SurfaceNode", "Trace", "Violation", "EMPTY_TRACE", "advance",
+    "ContextSnapshot", "PendingCall", "CallPairing", "SurfaceNode", "Trace", "Violation",
+    "EMPTY_TRACE", "advance",
     "trace_log", "check_balance", "TOOL_NOT_STARTED",
 ]

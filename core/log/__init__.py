@@ -166,6 +166,7 @@ from .grammar import (
     allowed_phases,
     closing_walk,
     phase_after,
+    phase_of,
 )
 from .history import (
     EMPTY_HISTORY,
@@ -195,6 +196,7 @@ from .seed import (
 from .trace import (
     EMPTY_TRACE,
     TOOL_NOT_STARTED,
+    CallPairing,
     ContextSnapshot,
     PendingCall,
     SurfaceNode,
@@ -236,9 +238,10 @@ __all__ = [
     "is_descriptor_event", "fold_subagent_descriptor", "identity_descriptor",
     # grammar
     "Phase", "TURN_START", "TURN_END", "STEP_START", "STEP_END", "PHASE_CHANGES", "CONFINED",
-    "STEP_ORDER", "phase_after", "allowed_phases", "closing_walk",
+    "STEP_ORDER", "phase_of", "phase_after", "allowed_phases", "closing_walk",
     # trace
-    "ContextSnapshot", "PendingCall", "SurfaceNode", "Trace", "Violation", "EMPTY_TRACE", "advance",
+    "ContextSnapshot", "PendingCall", "CallPairing", "SurfaceNode", "Trace", "Violation",
+    "EMPTY_TRACE", "advance",
     "trace_log", "check_balance", "TOOL_NOT_STARTED",
     # seed
     "SequencePrefix", "PrefixView", "SeededLog", "completed_turn_prefix", "completed_turn_cut",

@@ -16,16 +16,17 @@ Two situations need them, and the pending calls are answered differently in each
   that was never dispatched gets its ``tool/call`` and an ``ABORTED_BEFORE_DISPATCH`` result,
   appended together, as DSH's scheduler does.
 
-Then the grammar's walk back to idle (:func:`.grammar.closing_walk`): ``step/end`` if a step is
-open, then ``turn/end`` with the given reason. The result always passes ``check_balance`` when
-appended to the log the trace was folded from.
+Then, for both, one path: the grammar's walk back to idle (:func:`.grammar.closing_walk`) from
+the log's phase (:func:`.grammar.phase_of`): ``step/end`` if a step is open, then ``turn/end``
+with the given reason. Both read the calls through the one pairing fold
+(:class:`.trace.CallPairing`): the trace's, or repair's lenient scan of it. The result always
+passes ``check_balance`` when appended to the log the trace was folded from.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-import msgspec
 from msgspec import UNSET
 
 from .._checking import checked, plain
@@ -51,12 +52,13 @@ from .events import (
     TurnInterrupted,
     TurnStartEvent,
 )
-from .grammar import STEP_END, TURN_END, closing_walk
-from .trace import PendingCall, Trace
+from .grammar import STEP_END, TURN_END, closing_walk, phase_of
+from .trace import CallPairing, PendingCall, Trace
 
 # The generator closes turns inside hypothesis draws, where a checked call would touch the
 # global random module: the walk's plain form.
 _closing_walk = plain(closing_walk)
+_phase_of = plain(phase_of)
 
 __all__ = [
     "TOOL_NOT_STARTED_TEXT",
@@ -160,25 +162,29 @@ def close_open_turn(trace: Trace, events: Sequence[Event], reason: TurnEndReason
 def closing_events(trace: Trace, reason: TurnEndReason, time: int | None = None,
                    ) -> tuple[Event, ...]:
     """:func:`close_open_turn` for a log known only by its trace (numbered from its length)."""
-    turn = trace.open_turn
-    if turn is None:
+    if trace.open_turn is None:
         return ()
-    stamp = trace.last_time if time is None else time
+    return _closing(trace.open_turn, trace.open_step, trace.pending_calls, seq=trace.length,
+                    time=trace.last_time if time is None else time, reason=reason)
+
+
+def _closing(turn: int, step: int | None, pending: Iterable[PendingCall], *, seq: int,
+             time: int, reason: TurnEndReason) -> tuple[Event, ...]:
+    """The one way a turn is closed: each pending call answered (as the reason says), then
+    the grammar's walk back to idle from where the log stands."""
     repair = isinstance(reason, TurnInterrupted)
     closing: list[Event] = []
-    seq = trace.length
-    for call in trace.pending_calls:
-        answered = _answer(call, turn, seq, stamp, repair)
+    for call in pending:
+        answered = _answer(call, turn, seq, time, repair)
         closing.extend(answered)
         seq += len(answered)
-    for kind in _closing_walk(trace.phase):
+    for kind in _closing_walk(_phase_of(turn, step)):
         if kind == STEP_END:
-            assert trace.open_step is not None
-            closing.append(StepEndEvent(seq=seq, time=stamp,
-                                        data=StepData(turn=turn, step=trace.open_step)))
+            assert step is not None
+            closing.append(StepEndEvent(seq=seq, time=time, data=StepData(turn=turn, step=step)))
         else:
             assert kind == TURN_END, kind
-            closing.append(TurnEndEvent(seq=seq, time=stamp,
+            closing.append(TurnEndEvent(seq=seq, time=time,
                                         data=TurnEndData(turn=turn, reason=reason)))
         seq += 1
     return tuple(closing)
@@ -203,46 +209,34 @@ def repair_closers(events: Sequence[Event]) -> tuple[Event, ...]:
     """
     turn: int | None = None
     step: int | None = None
-    pending: dict[str, PendingCall] = {}
+    calls = CallPairing()
     for event in events:
         if isinstance(event, TurnStartEvent):
-            turn, step, pending = event.data.turn, None, {}
+            turn, step = event.data.turn, None
+            calls.clear()
         elif isinstance(event, TurnEndEvent):
-            turn, step, pending = None, None, {}
+            turn, step = None, None
+            calls.clear()
         elif isinstance(event, StepStartEvent):
             step = event.data.step
         elif isinstance(event, StepEndEvent):
-            step, pending = None, {}
+            step = None
+            calls.clear()
         elif isinstance(event, AssistantMessageEvent):
             for block in event.data.message.content:
                 if isinstance(block, ToolCallBlock):
-                    pending[block.id] = PendingCall(call_id=block.id, name=block.name,
-                                                    arguments=block.arguments,
-                                                    step=event.data.step)
+                    calls.announce(block.id, block.name, block.arguments, event.data.step)
         elif isinstance(event, ToolCallEvent):
-            data = event.data
-            known = pending.get(data.call_id)
             # A call no message announced still started: unlike DSH's repair, it gets an
             # outcome too (the balance rule answers every started call).
-            pending[data.call_id] = (
-                PendingCall(call_id=data.call_id, name=data.name, arguments=data.arguments,
-                            step=data.step, call_seq=event.seq)
-                if known is None else msgspec.structs.replace(known, call_seq=event.seq))
+            data = event.data
+            calls.start(data.call_id, data.name, data.arguments, data.step, event.seq)
         elif isinstance(event, ToolResultEvent):
             call_id = event.data.message.source.call_id
             if call_id is not None:
-                pending.pop(call_id, None)
+                calls.answer(call_id)
     if turn is None or not events:
         return ()
     last = events[-1]
-    seq, stamp = last.seq + 1, last.time
-    closing: list[Event] = []
-    for call in pending.values():
-        closing.extend(_answer(call, turn, seq, stamp, repair=True))
-        seq += 1
-    if step is not None:
-        closing.append(StepEndEvent(seq=seq, time=stamp, data=StepData(turn=turn, step=step)))
-        seq += 1
-    closing.append(TurnEndEvent(seq=seq, time=stamp,
-                                data=TurnEndData(turn=turn, reason=TurnInterrupted())))
-    return tuple(closing)
+    return _closing(turn, step, calls.pending.values(), seq=last.seq + 1, time=last.time,
+                    reason=TurnInterrupted())

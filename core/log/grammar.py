@@ -44,6 +44,7 @@ __all__ = [
     "PHASE_CHANGES",
     "CONFINED",
     "STEP_ORDER",
+    "phase_of",
     "phase_after",
     "allowed_phases",
     "closing_walk",
@@ -59,6 +60,10 @@ class Phase(enum.Enum):
     TURN = "inside a turn"
     #: A step of the open turn is open.
     STEP = "inside a step"
+
+    # Members are singletons, equal only to themselves: hashed by identity, in C (the trace
+    # looks a phase up per event; Enum's own hash is a Python call).
+    __hash__ = object.__hash__
 
 
 TURN_START = "turn/start"
@@ -111,6 +116,23 @@ STEP_ORDER: tuple[str, ...] = (
 )
 
 _ANYWHERE = frozenset(Phase)
+# The members as module globals: an enum's class attribute costs far more to read, and the
+# trace asks for the phase per event.
+_IDLE, _TURN, _STEP = Phase.IDLE, Phase.TURN, Phase.STEP
+
+
+@checked
+def phase_of(open_turn: int | None, open_step: int | None) -> Phase:
+    """The phase of a log whose open turn and open step are these (``None``: none open): the
+    one statement of it, which the trace, its ``Trace.phase``, the closers and the turn
+    machine read.
+
+    >>> phase_of(None, None), phase_of(3, None), phase_of(3, 1)
+    (<Phase.IDLE: 'between turns'>, <Phase.TURN: 'inside a turn'>, <Phase.STEP: 'inside a step'>)
+    """
+    if open_step is not None:
+        return _STEP
+    return _IDLE if open_turn is None else _TURN
 
 
 @checked

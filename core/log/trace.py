@@ -68,16 +68,18 @@ from .events import (
     UserMessageEvent,
     event_type,
 )
-from .grammar import Phase, phase_after
+from .grammar import Phase, phase_after, phase_of
 
 # Called per event by the fold, behind its checked entry points: their plain forms.
 _phase_after = plain(phase_after)
+_phase_of = plain(phase_of)
 _is_context_snapshot = plain(is_context_snapshot)
 _fallback_title = plain(fallback_title)
 
 __all__ = [
     "ContextSnapshot",
     "PendingCall",
+    "CallPairing",
     "SurfaceNode",
     "Trace",
     "Violation",
@@ -115,6 +117,61 @@ class PendingCall(msgspec.Struct, frozen=True, kw_only=True):
     step: int
     #: Seq of its ``tool/call``; ``None`` while only the assistant message announced it.
     call_seq: int | None = None
+
+
+@unchecked
+class CallPairing:
+    """The one pairing of tool calls with their results: the calls of the open step waiting for
+    a ``tool/result`` (announced by a ``tool-call`` block of its ``assistant/message``, started
+    by a ``tool/call``) and those answered.
+
+    Each event's method names the pairing rule it breaks (``None``: none) and applies the event
+    all the same: the trace refuses on the first problem, crash repair's lenient scan
+    (:func:`.closers.repair_closers`) reads on. Mutable, and never escapes a fold.
+    """
+
+    __slots__ = ("answered", "pending")
+
+    def __init__(self, pending: Iterable[PendingCall] = (), answered: Iterable[str] = ()) -> None:
+        self.pending = {call.call_id: call for call in pending}
+        self.answered = list(answered)
+
+    def announce(self, call_id: str, name: str, arguments: str, step: int) -> str | None:
+        """A ``tool-call`` block of the step's ``assistant/message``; ``"repeated"`` when the
+        step already knows the call."""
+        problem = "repeated" if call_id in self.pending or call_id in self.answered else None
+        self.pending[call_id] = PendingCall(call_id=call_id, name=name, arguments=arguments,
+                                            step=step)
+        return problem
+
+    def start(self, call_id: str, name: str, arguments: str, step: int, call_seq: int,
+              ) -> str | None:
+        """A ``tool/call`` at ``call_seq``; ``"started twice"`` when the call was started or
+        answered already in the step."""
+        known = self.pending.get(call_id)
+        problem = ("started twice" if (known is not None and known.call_seq is not None)
+                   or call_id in self.answered else None)
+        self.pending[call_id] = PendingCall(call_id=call_id, name=name, arguments=arguments,
+                                            step=step, call_seq=call_seq)
+        return problem
+
+    def answer(self, call_id: str, *, not_started: bool = False) -> str | None:
+        """A ``tool/result`` for ``call_id``; ``"answered twice"``, or ``"not started"`` when no
+        ``tool/call`` started it (unless it is DSH's ``TOOL_NOT_STARTED`` repair result,
+        ``not_started``)."""
+        pending = self.pending.pop(call_id, None)
+        problem = None
+        if call_id in self.answered:
+            problem = "answered twice"
+        elif (pending is None or pending.call_seq is None) and not not_started:
+            problem = "not started"
+        self.answered.append(call_id)
+        return problem
+
+    def clear(self) -> None:
+        """A step or turn boundary: no call is waiting or answered any more."""
+        self.pending = {}
+        self.answered = []
 
 
 class SurfaceNode(msgspec.Struct, frozen=True, eq=False):
@@ -187,10 +244,8 @@ class Trace(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def phase(self) -> Phase:
-        """Where the log stands in the turn grammar."""
-        if self.open_step is not None:
-            return Phase.STEP
-        return Phase.IDLE if self.open_turn is None else Phase.TURN
+        """Where the log stands in the turn grammar (:func:`.grammar.phase_of`)."""
+        return _phase_of(self.open_turn, self.open_step)
 
     @property
     def is_closed(self) -> bool:
@@ -221,7 +276,7 @@ class _Tracer:
     """Mutable working copy of a Trace for folding many events fast; never escapes."""
 
     __slots__ = (
-        "answered",
+        "calls",
         "completed",
         "context_released_at",
         "context_seen",
@@ -235,7 +290,7 @@ class _Tracer:
         "open_step",
         "open_turn",
         "open_turn_seq",
-        "pending",
+        "phase",
         "request_context",
         "request_header",
         "sandbox_mode",
@@ -247,10 +302,12 @@ class _Tracer:
         self.length = trace.length
         self.open_turn = trace.open_turn
         self.open_step = trace.open_step
+        #: Where the log stands (:func:`.grammar.phase_of`), set again when a turn or step
+        #: opens or closes.
+        self.phase = _phase_of(trace.open_turn, trace.open_step)
         self.next_turn = trace.next_turn
         self.next_step = trace.next_step
-        self.pending = {call.call_id: call for call in trace.pending_calls}
-        self.answered = list(trace.answered_calls)
+        self.calls = CallPairing(trace.pending_calls, trace.answered_calls)
         self.completed = trace.completed_prefix_length
         self.open_turn_seq = trace.open_turn_seq
         self.last_time = trace.last_time
@@ -270,7 +327,8 @@ class _Tracer:
         return Trace(
             length=self.length, open_turn=self.open_turn, open_step=self.open_step,
             next_turn=self.next_turn, next_step=self.next_step,
-            pending_calls=tuple(self.pending.values()), answered_calls=tuple(self.answered),
+            pending_calls=tuple(self.calls.pending.values()),
+            answered_calls=tuple(self.calls.answered),
             completed_prefix_length=self.completed, open_turn_seq=self.open_turn_seq,
             last_time=self.last_time,
             surface=self.surface if self.live is None else self.live.persistent(),
@@ -320,14 +378,8 @@ class _Tracer:
                 if rule is None:
                     problem = self._fold_opaque(event, seq)
                 else:
-                    # The grammar's placement, as a row of the table indexed by phase.
-                    if self.open_step is not None:
-                        allowed = rule.in_step
-                    elif self.open_turn is None:
-                        allowed = rule.idle
-                    else:
-                        allowed = rule.in_turn
-                    if not allowed:
+                    # The grammar's placement: the class's row of the table, by phase.
+                    if self.phase not in rule.placed:
                         return self._misplaced(event, rule.kind, seq)
                     handler = rule.handler
                     problem = None if handler is None else handler(self, event, seq)
@@ -344,16 +396,11 @@ class _Tracer:
         """An event outside the typed model: placed by its type (``TypeError`` for anything
         that is not an event at all)."""
         kind = event_type(event)
-        if _phase_after(self._phase(), kind) is None:
+        if _phase_after(self.phase, kind) is None:
             return self._misplaced(event, kind, seq)
         assert isinstance(event, OpaqueEvent)
         self._opaque(event)
         return None
-
-    def _phase(self) -> Phase:
-        if self.open_step is not None:
-            return Phase.STEP
-        return Phase.IDLE if self.open_turn is None else Phase.TURN
 
     def _user_message_event(self, event: UserMessageEvent, seq: int) -> Violation | None:
         problem = self._surface(event, seq)
@@ -442,10 +489,10 @@ class _Tracer:
                              problem=f"turn/start for turn {turn}, expected turn "
                                      f"{self.next_turn}")
         self.open_turn = turn
+        self.phase = _phase_of(turn, self.open_step)
         self.open_turn_seq = seq
         self.next_step = 1
-        self.pending = {}
-        self.answered = []
+        self.calls.clear()
         return None
 
     def _turn_end(self, event: TurnEndEvent, seq: int) -> Violation | None:
@@ -454,6 +501,7 @@ class _Tracer:
             return Violation(seq=seq, rule="turn",
                              problem=f"turn/end for turn {turn} but turn {self.open_turn} is open")
         self.open_turn = None
+        self.phase = _phase_of(None, self.open_step)
         self.open_turn_seq = None
         self.next_turn = turn + 1
         self.completed = seq + 1
@@ -468,20 +516,22 @@ class _Tracer:
                              problem=f"step/start for turn {turn} step {step}, expected step "
                                      f"{self.next_step}")
         self.open_step = step
+        self.phase = _phase_of(turn, step)
         return None
 
     def _step_end(self, event: StepEndEvent, seq: int) -> Violation | None:
         turn, step = event.data.turn, event.data.step
         if turn != self.open_turn or step != self.open_step:
             return self._step_end_elsewhere(seq, turn, step)
-        if self.pending:
-            waiting = ", ".join(self.pending)
+        if self.calls.pending:
+            waiting = ", ".join(self.calls.pending)
             return Violation(seq=seq, rule="pairing",
                              problem=f"step/end for turn {turn} step {step} while {waiting} "
                                      "still has no tool/result")
         self.open_step = None
+        self.phase = _phase_of(turn, None)
         self.next_step = step + 1
-        self.answered = []
+        self.calls.clear()
         return None
 
     def _assistant_message(self, event: AssistantMessageEvent, seq: int) -> Violation | None:
@@ -500,13 +550,11 @@ class _Tracer:
         if problem is not None:
             return problem
         for block in data.message.content:
-            if isinstance(block, ToolCallBlock):
-                if block.id in self.pending or block.id in self.answered:
-                    return Violation(seq=seq, rule="pairing",
-                                     problem=f"assistant/message repeats tool call {block.id} "
-                                             f"in turn {data.turn} step {data.step}")
-                self.pending[block.id] = PendingCall(call_id=block.id, name=block.name,
-                                                     arguments=block.arguments, step=data.step)
+            if isinstance(block, ToolCallBlock) and self.calls.announce(
+                    block.id, block.name, block.arguments, data.step) is not None:
+                return Violation(seq=seq, rule="pairing",
+                                 problem=f"assistant/message repeats tool call {block.id} "
+                                         f"in turn {data.turn} step {data.step}")
         return None
 
     def _tool_call(self, event: ToolCallEvent, seq: int) -> Violation | None:
@@ -514,14 +562,10 @@ class _Tracer:
         problem = self._in_step(seq, "tool/call", data.turn, data.step)
         if problem is not None:
             return problem
-        known = self.pending.get(data.call_id)
-        if (known is not None and known.call_seq is not None) or data.call_id in self.answered:
+        if self.calls.start(data.call_id, data.name, data.arguments, data.step, seq) is not None:
             return Violation(seq=seq, rule="pairing",
                              problem=f"tool/call {data.call_id} was already started in turn "
                                      f"{data.turn} step {data.step}")
-        self.pending[data.call_id] = PendingCall(call_id=data.call_id, name=data.name,
-                                                 arguments=data.arguments, step=data.step,
-                                                 call_seq=seq)
         return None
 
     def _tool_result(self, event: ToolResultEvent, seq: int) -> Violation | None:
@@ -547,20 +591,18 @@ class _Tracer:
             return problem
         repair = (blocks[0].is_error is True and isinstance(data.error, ToolErrorInfo)
                   and data.error.code == TOOL_NOT_STARTED)
-        pending = self.pending.get(call_id)
-        if call_id in self.answered:
+        unpaired = self.calls.answer(call_id, not_started=repair)
+        if unpaired == "answered twice":
             return Violation(seq=seq, rule="pairing",
                              problem=f"second tool/result for {call_id} in turn {data.turn} "
                                      f"step {data.step}")
-        if (pending is None or pending.call_seq is None) and not repair:
+        if unpaired is not None:
             return Violation(seq=seq, rule="pairing",
                              problem=f"tool/result for {call_id} has no tool/call in turn "
                                      f"{data.turn} step {data.step}")
         problem = self._surface(event, seq)
         if problem is not None:
             return problem
-        self.pending.pop(call_id, None)
-        self.answered.append(call_id)
         return None
 
     def _surface(self, event: UserMessageEvent | AssistantMessageEvent | ToolResultEvent,
@@ -630,15 +672,14 @@ class _Rule:
     """How the fold treats one event class: its type, whether the grammar lets it stand in
     each phase, and the code for what it must say (``None``: nothing beyond its place)."""
 
-    __slots__ = ("handler", "idle", "in_step", "in_turn", "kind")
+    __slots__ = ("handler", "kind", "placed")
 
     def __init__(self, kind: str, handler: _Handler | None, *, placed_by_handler: bool) -> None:
         self.kind = kind
         self.handler = handler
         # tool/result checks its shape first and may replace between steps: its own placement.
-        self.idle, self.in_turn, self.in_step = (
-            placed_by_handler or _phase_after(phase, kind) is not None
-            for phase in (Phase.IDLE, Phase.TURN, Phase.STEP))
+        self.placed = frozenset(phase for phase in Phase
+                                if placed_by_handler or _phase_after(phase, kind) is not None)
 
 
 _HANDLERS: dict[type, _Handler] = {

@@ -838,7 +838,7 @@ def _cancelled(state: LoopState, trace: Trace, out: _Writer, new_id: str) -> Loo
                 source_event_seqs=stream.chunk_seqs, surface_op="append"))
     reason = TurnAborted(reason=cause)
     closing: tuple[Event, ...] = ()
-    if trace.open_turn is not None:
+    if trace.phase is not Phase.IDLE:
         # The interrupted message (if any) is part of the log the closers follow.
         after = _trace_log(out.events, trace).unwrap()
         closing = _closing_events(after, reason, time=out.time)
