@@ -23,15 +23,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import io
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
 from ... import __version__
-from .terminal import PROG, error, inert
+from .terminal import PROG, WholeWrites, error, inert
 
 __all__ = [
     "EXIT_OK",
@@ -411,9 +412,40 @@ def _tolerate_narrow_encodings() -> None:
                 reconfigure(errors="replace")
 
 
+@contextlib.contextmanager
+def _whole_stdout() -> Iterator[None]:
+    """The process's stdout, written whole or not at all while the command runs: a write a
+    closed pipe cut short raises ``BrokenPipeError`` instead of being dropped in silence (a
+    buffered stream may report a short write of a large piece and lose the rest)."""
+    stdout = sys.stdout
+    if stdout is not sys.__stdout__ or not isinstance(stdout, io.TextIOWrapper):
+        yield  # embedded, or captured: left as it is
+        return
+    try:
+        descriptor = stdout.fileno()
+    except (OSError, ValueError):
+        yield
+        return
+    stdout.flush()
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(WholeWrites(descriptor)), encoding=stdout.encoding,
+        errors="replace", line_buffering=stdout.line_buffering)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        sys.stdout = stdout
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (see the module docstring)."""
     _tolerate_narrow_encodings()
+    with _whole_stdout():
+        return _run(argv)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(None if argv is None else list(argv))
@@ -423,8 +455,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status = command.run(args)
         sys.stdout.flush()
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(f"{PROG}: interrupted" + (f": {exc}" if str(exc) else ""), file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`turnfork show x | head`): stop quietly, as a pipe stage
