@@ -52,7 +52,7 @@ import errno
 import itertools
 import os
 import stat
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, TypeAlias
 
@@ -951,7 +951,8 @@ class _Text:
                 cut, final = len(self.buffer), True
                 break
             if size is not None and len(self.buffer) >= size and self._before_last >= 0:
-                cut, final = self._before_last + 1, False
+                newline = self.buffer.find(b"\n", size - 1, self._before_last + 1)
+                cut, final = (self._before_last if newline < 0 else newline) + 1, False
                 break
             self.pull()
         if self.error is not None:
@@ -1422,13 +1423,17 @@ class LogStream:
                              dropped_bytes=len(chunk_text) - start, cause=cause)
         return chunk_text[:start]
 
-    def read_all(self) -> Result[LoadedLog, LogReadError]:
-        """Every event, gathered into a :class:`LoadedLog`."""
+    def read_all(self, *, tick: Callable[[], object] | None = None,
+                 ) -> Result[LoadedLog, LogReadError]:
+        """Every event, gathered into a :class:`LoadedLog` (``tick`` is called after each
+        chunk, for a progress bar)."""
         parts: list[tuple[Event, ...]] = []
         texts: list[bytes] = []
         for piece in self.chunks():
             if isinstance(piece, LogReadError):
                 return Failure(piece)
+            if tick is not None:
+                tick()
             parts.append(piece.events)
             if piece.file == self.file:
                 texts.append(piece.text)

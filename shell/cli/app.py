@@ -447,12 +447,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
+    args: argparse.Namespace | None = None
     try:
-        args = parser.parse_args(None if argv is None else list(argv))
-    except SystemExit as exc:  # --help and --version exit 0, usage errors 2
-        return exc.code if isinstance(exc.code, int) else EXIT_UNREADABLE
-    command: Command = args.command
-    try:
+        try:
+            args = parser.parse_args(None if argv is None else list(argv))
+        except SystemExit as exc:  # --help and --version exit 0, usage errors 2
+            sys.stdout.flush()  # argparse ignores a failed write: the flush says it
+            return exc.code if isinstance(exc.code, int) else EXIT_UNREADABLE
+        command: Command = args.command
         status = command.run(args)
         sys.stdout.flush()
     except KeyboardInterrupt as exc:
@@ -466,7 +468,7 @@ def _run(argv: Sequence[str] | None) -> int:
             os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
     except MemoryError:
-        path = getattr(args, "path", None)
+        path = None if args is None else getattr(args, "path", None)
         where = f"{'<stdin>' if path == '-' else path}: " if path is not None else ""
         error(f"{where}out of memory: the input is larger than this machine can hold")
         return EXIT_UNREADABLE

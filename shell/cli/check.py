@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import TYPE_CHECKING
 
 from ..logfile import LogReadError, LogStream
@@ -110,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_log(args: argparse.Namespace, log: LogStream) -> int:
-    assessment = assess_stream(log, what=f"checking {log.file}")
+    assessment = assess_stream(log, what=f"checking {os.path.basename(log.file)}")
     if isinstance(assessment, LogReadError):
         error(assessment.message)
         if args.json:

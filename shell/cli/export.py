@@ -99,7 +99,7 @@ def _layout(output: str, headers: int, *, zstd: bool) -> tuple[str, bool, str]:
 
 
 def _read(path: str) -> LoadedLog | _Problem:
-    loaded = read_input(path, "dsh")
+    loaded = read_input(path, "dsh", progress=f"reading {os.path.basename(path)}")
     if isinstance(loaded, LogReadError):
         return _Problem(loaded.message, EXIT_UNREADABLE, error_json(loaded))
     assert isinstance(loaded, LoadedLog)  # --format dsh reads nothing else

@@ -30,7 +30,7 @@ import msgspec
 from returns.result import Failure
 
 from ..logfile import DEFAULT_LIMITS, LoadedLog, LogReadError, LogStream, open_log, read_text
-from .terminal import error
+from .terminal import Progress, error
 
 if TYPE_CHECKING:
     from .histories import LoadedHistory
@@ -98,10 +98,11 @@ def opened_input(args: argparse.Namespace, *, stdin: BinaryIO | None = None,
 
 def read_input(path: str, format_name: InputFormat | None = None, *,
                thinking: bool | None = None, stdin: BinaryIO | None = None,
-               limit: int = STDIN_LIMIT) -> Loaded | LogReadError:
+               limit: int = STDIN_LIMIT, progress: str | None = None) -> Loaded | LogReadError:
     """``path`` read whole by the shared reader; ``-`` reads ``stdin`` (default
     ``sys.stdin``). ``format_name`` is ``--format`` (see the module docstring); ``thinking``
-    is ``--thinking``, refused for anything but an Anthropic history."""
+    is ``--thinking``, refused for anything but an Anthropic history; ``progress`` says
+    what is done, on a progress bar when the read runs long."""
     with _located(path, stdin, limit) as located:
         if isinstance(located, LogReadError):
             return located
@@ -109,8 +110,9 @@ def read_input(path: str, format_name: InputFormat | None = None, *,
         opened = _open(location, shown, format_name, thinking)
         if not isinstance(opened, LogStream):
             return opened
-        with opened:
-            read = opened.read_all()
+        with opened, Progress(lambda: opened.progress, progress or "reading",
+                              enabled=progress is not None) as bar:
+            read = opened.read_all(tick=bar.tick)
         if isinstance(read, Failure):
             failure: LogReadError = read.failure()
             return failure

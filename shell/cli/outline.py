@@ -402,7 +402,8 @@ class OutlineBuilder:
         self._waiting: list[tuple[Event, int]] = []
         self.numbers: tuple[int, int] | None = None
         self.numbers_distinct = False
-        self.drawn: tuple[int, int] | None = None
+        self._first_drawn: int | None = None
+        self._stop_drawn = 0
         self.seed_turn_ends = 0
 
     # ------------------------------------------------------------------ entries out
@@ -482,9 +483,17 @@ class OutlineBuilder:
             self.hide(event, position, "elided")
 
     def _draw(self, event: Event, position: int) -> None:
-        first = position if self.drawn is None else self.drawn[0]
-        self.drawn = (first, position + 1)
+        if self._first_drawn is None:
+            self._first_drawn = position
+        self._stop_drawn = position + 1
         self.feed(event, position)
+
+    @property
+    def drawn(self) -> tuple[int, int] | None:
+        """The positions drawn, ``(first, stop)``; ``None`` when nothing is."""
+        if self._first_drawn is None:
+            return None
+        return self._first_drawn, self._stop_drawn
 
     # ------------------------------------------------------------------ entries
 

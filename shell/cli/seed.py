@@ -10,6 +10,7 @@ rule or the log cannot be read to its end.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -186,7 +187,8 @@ def _seed_log(args: argparse.Namespace, output: str | None, log: LogStream) -> i
         return _cannot_write(output, exc, report, args.json)
     writer = _PrefixWriter(sink)
     try:
-        assessment = assess_stream(log, what=f"seeding from {log.file}", each=writer)
+        assessment = assess_stream(log, what=f"seeding from {os.path.basename(log.file)}",
+                                   each=writer)
     except BaseException:
         sink.abort()
         raise

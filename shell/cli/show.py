@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 def _turn_count(log: LogStream) -> int | LogReadError:
     """How many turns the log has (a ``turn/start`` opens one): the first of ``--tail``'s
     two reads."""
-    counted = assess_stream(log, what=f"counting the turns of {log.file}")
+    counted = assess_stream(log, what=f"counting the turns of {os.path.basename(log.file)}")
     return counted if isinstance(counted, LogReadError) else counted.turns
 
 
@@ -135,7 +136,7 @@ def _show_log(args: argparse.Namespace, read: Input) -> int:
             builder.feed_chunk(chunk, assessor.violation)
             writer.entries(builder.take())
 
-        assessment = assess_stream(log, what=f"reading {log.file}", each=each,
+        assessment = assess_stream(log, what=f"reading {os.path.basename(log.file)}", each=each,
                                    progress=writer.progress)
         if isinstance(assessment, LogReadError):
             if writer.cut_short(assessment):
