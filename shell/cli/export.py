@@ -193,7 +193,9 @@ def _words(export: _Export, replaced: bool) -> str:
         what += f"; {log.torn.words}"
     destination = "stdout" if export.to_stdout else str(export.target)
     return (f"exported {export.path} → {destination}: {what}"
-            + ("; replaced the file that was there" if replaced else ""))
+            + (("; replaced the file that was there" if export.target.is_file()
+                else "; written into what was there (a FIFO or a device is never replaced)")
+               if replaced else ""))
 
 
 def _refuse(args: argparse.Namespace, problems: list[_Problem]) -> int:

@@ -129,16 +129,18 @@ def _located(path: str, stdin: BinaryIO | None,
         yield path, None
         return
     source = sys.stdin.buffer if stdin is None else stdin
-    try:
-        with tempfile.TemporaryDirectory(prefix="turnfork-stdin-") as directory:
+    with contextlib.ExitStack() as stack:
+        try:
+            directory = stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="turnfork-stdin-"))
             spool = os.path.join(directory, "stdin")
             problem = _spool(source, spool, limit)
-            if problem is not None:
-                yield LogReadError(file=STDIN_NAME, problem=problem)
-                return
-            yield spool, STDIN_NAME
-    except OSError as exc:  # reading stdin, or keeping what it gave (a full disk)
-        yield LogReadError(file=STDIN_NAME, problem=f"cannot read stdin: {exc.strerror or exc}")
+        except OSError as exc:  # reading stdin, or keeping what it gave (a full disk)
+            problem = f"cannot read stdin: {exc.strerror or exc}"
+        if problem is not None:
+            yield LogReadError(file=STDIN_NAME, problem=problem)
+            return
+        yield spool, STDIN_NAME
 
 
 def _open(location: str, shown: str | None, format_name: InputFormat | None,

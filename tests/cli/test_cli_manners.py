@@ -30,14 +30,17 @@ def k1000(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _into_a_closed_pipe(*args: str | os.PathLike[str]) -> tuple[int, str]:
-    """``turnfork ARGS`` with stdout a pipe whose reader has gone before anything is written."""
+def _into_a_closed_pipe(*args: str | os.PathLike[str],
+                        stdin: Path | None = None) -> tuple[int, str]:
+    """``turnfork ARGS`` with stdout a pipe whose reader has gone before anything is written
+    (and stdin redirected from ``stdin``)."""
     read, write = os.pipe()
     os.close(read)
     try:
-        done = subprocess.run([sys.executable, "-m", "turnfork", *map(str, args)], cwd=REPO,
-                              stdout=write, stderr=subprocess.PIPE, text=True, timeout=120,
-                              check=False)
+        with open(os.devnull if stdin is None else stdin, "rb") as source:
+            done = subprocess.run([sys.executable, "-m", "turnfork", *map(str, args)],
+                                  cwd=REPO, stdin=source, stdout=write, stderr=subprocess.PIPE,
+                                  text=True, timeout=120, check=False)
     finally:
         os.close(write)
     return done.returncode, done.stderr
@@ -58,12 +61,13 @@ def test_seed_into_head_exits_141_and_claims_nothing(k1000: Path) -> None:
 @pytest.mark.parametrize("args", [
     ("check", "{log}"), ("check", "--json", "{log}"), ("seed", "{log}"), ("show", "{log}"),
     ("show", "--all", "{log}"), ("show", "--json", "{log}"), ("export", "{session}", "-o", "-"),
-    ("demo", "--plain"), ("--help",),
+    ("demo", "--plain"), ("--help",), ("show", "--all", "-"), ("seed", "-"),
 ], ids=" ".join)
 def test_every_command_into_a_closed_pipe_exits_141(args: tuple[str, ...], k1000: Path) -> None:
-    """Every command whose stdout has no reader: 141, nothing on stderr but nothing claimed."""
+    """Every command whose stdout has no reader: 141, nothing on stderr but nothing claimed;
+    the log on stdin too (before, `show -` into a closed pipe ended in a traceback)."""
     filled = [arg.format(log=k1000, session=FORK_PARENT) for arg in args]
-    code, err = _into_a_closed_pipe(*filled)
+    code, err = _into_a_closed_pipe(*filled, stdin=k1000 if "-" in args else None)
     assert code == 141, err
     assert "Traceback" not in err
     assert not re.search(r"^(seed|exported)", err, re.MULTILINE), err
