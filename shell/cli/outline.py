@@ -824,9 +824,9 @@ def _other_item(event: Event) -> Item:
         parts = [f"inbox splice → {data.target}"]
         if data.inserted:
             first = _blocks_text(data.inserted[0].content)
-            parts.append(f"+{len(data.inserted)}: {_quoted(first, 70)}")
+            parts.append(f"+{len(data.inserted):,}: {_quoted(first, 70)}")
         if not isinstance(data.removed_count, UnsetType):
-            parts.append(f"{data.removed_count} claimed")
+            parts.append(f"{data.removed_count:,} claimed")
         if data.outcome == "canceled":
             parts.append("canceled")
         return Item(seq=seq, kind="splice", text=", ".join(parts))

@@ -298,7 +298,7 @@ def _turn_figures(drawing: Drawing, turn: TurnNode) -> str:
         calls += f" ({', '.join(names)})"
     figures.append(calls)
     if turn.waiting_calls:
-        figures.append(f"{turn.waiting_calls} waiting")
+        figures.append(f"{turn.waiting_calls:,} waiting")
     if turn.error_results:
         figures.append(counted(turn.error_results, "error result"))
     if turn.violation_seq is not None:

@@ -19,7 +19,6 @@ from _cli_helpers import FORK_PARENT, OPEN_LOG, REPO, event, run_cli, turn_lines
 from benchmarks.workloads import parent_log
 from turnfork.core import decode_log
 from turnfork.shell.cli import main, terminal
-from turnfork.shell.cli.terminal import CUT_NOTICE
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +116,7 @@ def test_ctrl_c_in_the_pager_says_the_document_was_cut(
     monkeypatch.setattr(render.TreeStream, "draw", interrupted)
     assert main(["show", "--all", "--plain", str(k1000)]) == 130
     text = paged.read_text()
-    assert text.rstrip("\n").splitlines()[-1] == CUT_NOTICE
+    assert text.rstrip("\n").splitlines()[-1] == terminal.CUT_NOTICE
     assert "Turn 1 · completed" in text and "Turn 1000 " not in text
     assert capsys.readouterr().err == ("turnfork: interrupted: the document in the pager was "
                                        "cut short\n")

@@ -10,6 +10,8 @@ forked process, when root may, and reads there for real."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import traceback
 from pathlib import Path
 
@@ -59,8 +61,11 @@ def test_a_mode_000_directory_read_without_privilege(tmp_path: Path) -> None:
             directory.chmod(0o755)
         assert problem == f"{directory}: cannot read: permission denied"
         return
-    tmp_path.chmod(0o755)
-    directory = _session_dir(tmp_path)
+    # Every directory above it must let `nobody` through (pytest's own are private).
+    public = Path(tempfile.mkdtemp(prefix="turnfork-mode-000-", dir="/tmp"))
+    public.chmod(0o755)
+    directory = _session_dir(public)
+    assert os.path.isdir(directory)
     directory.chmod(0)
     read, write = os.pipe()
     pid = os.fork()
@@ -79,6 +84,7 @@ def test_a_mode_000_directory_read_without_privilege(tmp_path: Path) -> None:
         reported = pipe.read().decode()
     os.waitpid(pid, 0)
     directory.chmod(0o755)
+    shutil.rmtree(public)
     assert reported == f"{directory}: cannot read: permission denied"
 
 
