@@ -194,20 +194,24 @@ class TornTail(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def description(self) -> str:
         if self.rewrite_from is None:
-            return f"a torn tail ({self.dropped_bytes:,} bytes from line {self.line})"
-        return (f"an incomplete final zstd frame ({self.frame_text_bytes:,} bytes of text, "
+            return f"a torn tail ({_bytes(self.dropped_bytes)} from line {self.line})"
+        return (f"an incomplete final zstd frame ({_bytes(self.frame_text_bytes)} of text, "
                 f"{self.dropped_bytes:,} of them a torn tail)")
 
     @property
     def words(self) -> str:
         """What was left out and why, in one sentence for a reader of the log."""
         if self.rewrite_from is None:
-            return (f"left out line {self.line} ({self.dropped_bytes:,} bytes): "
+            return (f"left out line {self.line} ({_bytes(self.dropped_bytes)}): "
                     f"{_CAUSE_WORDS[self.cause]}, a write cut short (the torn-tail rule)")
-        torn = (f", and dropped {self.dropped_bytes:,} bytes of a torn final line from line "
+        torn = (f", and dropped {_bytes(self.dropped_bytes)} of a torn final line from line "
                 f"{self.line}" if self.dropped_bytes else "")
-        return (f"read {self.frame_text_bytes - self.dropped_bytes:,} bytes of whole lines from "
+        return (f"read {_bytes(self.frame_text_bytes - self.dropped_bytes)} of whole lines from "
                 f"an incomplete final zstd frame{torn} (the torn-tail rule)")
+
+
+def _bytes(count: int) -> str:
+    return f"{count:,} byte{'' if count == 1 else 's'}"
 
 
 #: The record type of a seed taken from another file (a turnfork extension DSH does not read).
@@ -374,7 +378,7 @@ def _size_words(size: int) -> str:
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if size >= 1 << shift:
             return f"{size / (1 << shift):.3g} {unit}"
-    return f"{size:,} bytes"
+    return _bytes(size)
 
 
 class _Progress:
@@ -688,7 +692,8 @@ def _frame_pieces(context: Any, zstandard: Any, data: bytes, frame: _Frame, *,
         if group >= _PIECE:
             stops.append(end)
             group = 0
-    stops.append(frame.end)
+    if not stops or stops[-1] != frame.end:  # the checksum, or the blocks since the last stop
+        stops.append(frame.end)
     start = frame.start
     try:
         for stop in stops:
@@ -913,8 +918,8 @@ class _Text:
                 searched = len(self.buffer)
                 if self.pull():
                     continue
-                if self.error is not None or at >= len(self.buffer):
-                    return None
+                if self.error is not None or index > 0 or at >= len(self.buffer):
+                    return None  # fewer lines than that
                 return bytes(self.buffer[at:]), False
             if index == 0:
                 return bytes(self.buffer[at:newline]), True
@@ -1152,7 +1157,7 @@ def _seed_chain(top: _Level, reader: _Reader) -> list[_Level] | LogReadError:
         try:
             if status.st_size < record.size:
                 return _seed_refused(above.shown, record, (
-                    f"the file holds {status.st_size:,} bytes, the record needs "
+                    f"the file holds {_bytes(status.st_size)}, the record needs "
                     f"{record.size:,}"))
             level = _read_head(text, record.file, where, status, expect_header=True,
                                tolerate_torn=False, size_cap=record.size)
