@@ -22,6 +22,7 @@ from turnfork.core.events import SessionEndSeedData, SessionEndSeedEvent
 from turnfork.shell import JsonlSessionStore
 from turnfork.shell.cli import main
 from turnfork.shell.cli.demo import DemoResult, run_demo
+from turnfork.shell.logfile import read_log
 
 SEED = OPEN_LOG.read_bytes()
 SEED_OF_OPEN_LOG = b"".join(SEED.splitlines(keepends=True)[:232])
@@ -183,6 +184,24 @@ def test_export_into_a_live_session_is_refused(tmp_path: Path,
     session.flush()
     store.release("s")
     assert len(JsonlSessionStore(tmp_path / "root").inspect("s").events) == 2
+
+
+def test_export_into_a_live_stores_root_is_refused(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """`export X -o STORE --force`, STORE the root of a live store writing X's session: the
+    session's file would be replaced under its writer; refused."""
+    header = read_log(FORK_PARENT).unwrap().header
+    assert header is not None
+    root = tmp_path / "root"
+    store = JsonlSessionStore(root)
+    session = store.create(header)
+    session.append(SessionEndSeedEvent, SessionEndSeedData())
+    session.flush()
+    before = store.path_for(header).read_bytes()
+    assert main(["export", str(FORK_PARENT), "-o", str(root), "--force"]) == 2
+    assert "writer lock is held" in capsys.readouterr().err
+    assert store.path_for(header).read_bytes() == before
+    store.release(header.id)
 
 
 def test_seed_into_a_live_session_is_refused(tmp_path: Path,
