@@ -132,9 +132,16 @@ def _show_log(args: argparse.Namespace, read: Input) -> int:
         else:
             writer = _SummaryWriter(args, stack, log)
 
+        # Nothing is written before a chosen turn is seen: a choice that names no turn is an
+        # error, with nothing drawn (the lines of what was not drawn before it wait).
+        waiting: list[TurnNode | Item] = []
+
         def each(chunk: LogChunk, assessor: Assessor) -> None:
             builder.feed_chunk(chunk, assessor.violation)
-            writer.entries(builder.take())
+            waiting.extend(builder.take())
+            if choose is None or builder.drawn is not None:
+                writer.entries(waiting)
+                waiting.clear()
 
         assessment = assess_stream(log, what=f"reading {os.path.basename(log.file)}", each=each,
                                    progress=writer.progress)
@@ -146,7 +153,7 @@ def _show_log(args: argparse.Namespace, read: Input) -> int:
         outline = builder.finish(assessment, path=log.path, source=log.description,
                                  left_out=None if assessment.torn is None
                                  else assessment.torn.words)
-        last = builder.take()
+        last = waiting + builder.take()
         if choose is not None and builder.drawn is None:
             asked = f"--turns {args.turns}" if args.turns is not None else f"--tail {args.tail}"
             error(f"{log.path}: {asked}: no such turn ({builder.which()})")

@@ -148,3 +148,14 @@ def test_a_summary_keeps_the_turns_it_lists_only(k1000: Path,
     lines = capsys.readouterr().out.splitlines()
     turns = [line.split(" · ")[0] for line in lines if line.startswith("Turn ")]
     assert turns == ["Turn 1", "Turn 2", "Turn 3", *(f"Turn {n}" for n in range(996, 1002))]
+
+
+def test_a_choice_naming_no_turn_draws_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    """Streamed, `--turns` still draws nothing when it names no turn: not even the line of a
+    fork child's seed read before the end shows that there was none."""
+    child = OPEN_LOG.with_name("K10-child0.events.jsonl")
+    assert main(["show", "--turns", "50..60", str(child)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"turnfork: error: {child}: --turns 50..60: no such turn (the log "
+                            "has turns 1..11)\n")
