@@ -402,6 +402,8 @@ class OutlineBuilder:
         self._waiting: list[tuple[Event, int]] = []
         self.numbers: tuple[int, int] | None = None
         self.numbers_distinct = False
+        #: A turn was chosen (it may lie in a seed that is not drawn).
+        self.chose = False
         self._first_drawn: int | None = None
         self._stop_drawn = 0
         self.seed_turn_ends = 0
@@ -465,6 +467,7 @@ class OutlineBuilder:
             self.numbers_distinct = self.numbers_distinct or number != low
             self.numbers = (min(low, number), max(high, number))
         chosen = self.choose is None or self.choose(number, self.spans)
+        self.chose = self.chose or chosen
         self.spans += 1
         self._in_span = True
         self._span_chosen = chosen

@@ -139,7 +139,7 @@ def _show_log(args: argparse.Namespace, read: Input) -> int:
         def each(chunk: LogChunk, assessor: Assessor) -> None:
             builder.feed_chunk(chunk, assessor.violation)
             waiting.extend(builder.take())
-            if choose is None or builder.drawn is not None:
+            if choose is None or builder.chose:
                 writer.entries(waiting)
                 waiting.clear()
 
@@ -154,7 +154,7 @@ def _show_log(args: argparse.Namespace, read: Input) -> int:
                                  left_out=None if assessment.torn is None
                                  else assessment.torn.words)
         last = waiting + builder.take()
-        if choose is not None and builder.drawn is None:
+        if choose is not None and not builder.chose:
             asked = f"--turns {args.turns}" if args.turns is not None else f"--tail {args.tail}"
             error(f"{log.path}: {asked}: no such turn ({builder.which()})")
             return EXIT_UNREADABLE
