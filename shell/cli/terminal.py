@@ -291,7 +291,8 @@ class TrimmedLines(io.TextIOBase):
         return len(text)
 
     def flush(self) -> None:
-        self._stream.flush()
+        if not getattr(self._stream, "closed", False):
+            self._stream.flush()
 
     def close(self) -> None:
         """Pass on what is held (it ends no line) and flush; ``stream`` stays open."""
@@ -300,7 +301,8 @@ class TrimmedLines(io.TextIOBase):
                 self._stream.write(self._held)
                 self._stream.flush()
             self._held = ""
-        super().close()
+        with contextlib.suppress(OSError, ValueError):
+            super().close()
 
     def writable(self) -> bool:
         return True
