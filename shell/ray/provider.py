@@ -231,6 +231,8 @@ class RayWorker:
     reachable: bool = True
     #: Why it died or would not start.
     problem: str | None = None
+    #: The incarnation its lifeline follows (none while no lifeline is out).
+    watched: str | None = None
     links: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Link] = field(
         default_factory=weakref.WeakKeyDictionary)
 
@@ -457,11 +459,13 @@ class RayWorkerPool:
             worker.problem = f"a Ray worker could not start: {_first_line(error)}"
             self._drop(worker)
         else:
-            worker.info = future.result()
+            info = worker.info = future.result()
             worker.reachable = True
-            with contextlib.suppress(Exception):  # killed meanwhile: nothing to follow
-                lifeline = worker.handle.lifeline.remote().future()
-                self._when_answered(lifeline, self._lifeline_ended, worker)
+            if worker.watched != info.incarnation:
+                worker.watched = info.incarnation
+                with contextlib.suppress(Exception):  # killed meanwhile: nothing to follow
+                    lifeline = worker.handle.lifeline.remote().future()
+                    self._when_answered(lifeline, self._lifeline_ended, worker)
         self._changed()
 
     def _ask_ready(self, worker: RayWorker) -> None:
@@ -477,6 +481,7 @@ class RayWorkerPool:
         """(The pool's thread) The call that never answers did: the worker is gone, or Ray lost
         touch with it for a while (then it is asked again whether it is ready)."""
         error = None if future.cancelled() else future.exception()
+        worker.watched = None
         if self._closed or not worker.alive:
             return
         if isinstance(error, exceptions.ActorUnavailableError):
@@ -764,6 +769,8 @@ class _Link:
         self._generation = 0
         self.id = ""
         self.children: dict[str, RemoteChild] = {}
+        #: The worker incarnation that started each child (what its start call answered).
+        self._started_on: dict[str, str] = {}
         self._starts: list[tuple[ChildStart, Any]] = []
         self._cancels: list[tuple[str, CancelCause]] = []
         self._stops: list[str] = []
@@ -790,6 +797,7 @@ class _Link:
 
     def forget(self, child_id: str) -> None:
         self.children.pop(child_id, None)
+        self._started_on.pop(child_id, None)
 
     def _schedule(self) -> None:
         # What the loop's current tick asks of this worker goes in one call of each kind.
@@ -845,9 +853,13 @@ class _Link:
     def _starts_answered(self, call: _StartCall, future: concurrent.futures.Future[Any],
                          ) -> None:
         error = future.exception()
+        if error is None:
+            for child_id in call.ids:
+                self._started_on[child_id] = future.result()
+            return
         unavailable = isinstance(error, exceptions.ActorUnavailableError)
-        if error is None or (isinstance(error, exceptions.RayActorError) and not unavailable):
-            return  # started, or the worker died: its poll says so
+        if isinstance(error, exceptions.RayActorError) and not unavailable:
+            return  # the worker died: its poll says so
         loop = self._loop()
         if unavailable and call.attempt < _RETRIES and loop is not None:
             # The same start again: the worker runs each child once.
@@ -885,6 +897,7 @@ class _Link:
         worker, pool = self._worker, self._pool
         loop = asyncio.get_running_loop()
         acked = 0
+        incarnation: str | None = None
         unavailable_since: float | None = None
         try:
             while self.children:
@@ -924,6 +937,13 @@ class _Link:
                 except msgspec.DecodeError as error:
                     self._fail_all(f"a batch from the Ray worker cannot be decoded: {error}")
                     return
+                if batch.incarnation != incarnation:
+                    # A restarted worker's batches count from the start again.
+                    acked = 0 if incarnation is not None else acked
+                    incarnation = batch.incarnation
+                    self._restarted(incarnation)
+                    if worker.info is not None and worker.info.incarnation != incarnation:
+                        pool._ask_ready(worker)  # what the pool knows of it is stale
                 if batch.seq == acked + 1:
                     acked = batch.seq
                     self._deliver(batch)
@@ -931,6 +951,17 @@ class _Link:
             if self._poller is asyncio.current_task():
                 self._poller = None
             self._control("close_link", link)
+
+    def _restarted(self, incarnation: str) -> None:
+        """Ray restarted the worker (``max_restarts``): what its last process ran is lost."""
+        gone = [child_id for child_id, started_on in self._started_on.items()
+                if started_on != incarnation]
+        for child_id in gone:
+            self._started_on.pop(child_id, None)
+            child = self.children.pop(child_id, None)
+            if child is not None:
+                child.lost(f"the Ray worker{self._worker.where()} running this child was "
+                           "restarted by Ray before the child finished", recoverable=True)
 
     def _deliver(self, batch: EventsBatch) -> None:
         decoded = decode_log(batch.jsonl)
@@ -953,14 +984,18 @@ class _Link:
                 child.finish(done)
 
     def _lose_all(self, reason: str, *, recoverable: bool = False) -> None:
-        for child in list(self.children.values()):
-            child.lost(reason, recoverable=recoverable)
+        children = list(self.children.values())
         self.children.clear()
+        self._started_on.clear()
+        for child in children:
+            child.lost(reason, recoverable=recoverable)
 
     def _fail_all(self, problem: str) -> None:
-        for child in list(self.children.values()):
-            child.fail(_HostSideError(problem))
+        children = list(self.children.values())
         self.children.clear()
+        self._started_on.clear()
+        for child in children:
+            child.fail(_HostSideError(problem))
 
 
 # ---------------------------------------------------------------------------- a remote child

@@ -50,6 +50,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -228,9 +229,11 @@ class ChildDone(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
 class EventsBatch(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     """One poll's answer: events of many children (JSONL, grouped by child in ``counts``'
     order), then the children gone idle. ``seq`` counts a link's batches (an empty answer
-    repeats the last)."""
+    repeats the last); ``incarnation`` is the worker process's (a restarted actor has a new
+    one, and none of the children its last one ran)."""
 
     seq: int
+    incarnation: str
     jsonl: bytes = b""
     #: ``(child id, number of its events)``, in ``jsonl``'s order.
     counts: tuple[tuple[str, int], ...] = ()
@@ -245,6 +248,8 @@ class WorkerInfo:
     node_id: str
     models: tuple[str, ...]
     tools: tuple[str, ...]
+    #: This process's own id: a restarted worker has a new one.
+    incarnation: str
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -362,7 +367,8 @@ class WorkerHost(Host):
 class _Outbox:
     """What a link's children committed and not yet sent, and its last batch until acked."""
 
-    def __init__(self) -> None:
+    def __init__(self, incarnation: str) -> None:
+        self.incarnation = incarnation
         self.pending: dict[str, list[Event]] = {}
         self.done: list[ChildDone] = []
         self.children: set[str] = set()
@@ -402,8 +408,9 @@ class _Outbox:
         done = [finished for finished in self.done if finished.id not in self.pending]
         self.done = [finished for finished in self.done if finished.id in self.pending]
         self.seq += 1
-        data = encode_wire(EventsBatch(seq=self.seq, jsonl=b"".join(parts),
-                                       counts=tuple(counts), done=tuple(done)))
+        data = encode_wire(EventsBatch(seq=self.seq, incarnation=self.incarnation,
+                                       jsonl=b"".join(parts), counts=tuple(counts),
+                                       done=tuple(done)))
         if self.empty():
             self.wake.clear()
         self.sent = (self.seq, data)
@@ -425,6 +432,7 @@ class ChildWorker:
                  flush_interval: float = DEFAULT_FLUSH_INTERVAL,
                  poll_wait: float = DEFAULT_POLL_WAIT) -> None:
         self.host = WorkerHost()
+        self.incarnation = uuid.uuid4().hex
         self._flush_interval = flush_interval
         self._poll_wait = poll_wait
         if setup is not None:
@@ -442,21 +450,21 @@ class ChildWorker:
         """Where this worker runs and what its setup registered (the pool awaits it once)."""
         self._loop = asyncio.get_running_loop()
         return WorkerInfo(pid=os.getpid(), node_id=str(ray.get_runtime_context().get_node_id()),
-                          models=self.host.models.list(), tools=self.host.tools.names())
+                          models=self.host.models.list(), tools=self.host.tools.names(),
+                          incarnation=self.incarnation)
 
     def _outbox(self, link: str) -> _Outbox:
         outbox = self._outboxes.get(link)
         if outbox is None:
-            outbox = self._outboxes[link] = _Outbox()
+            outbox = self._outboxes[link] = _Outbox(self.incarnation)
         return outbox
 
-    async def start_children(self, link: str, batch: bytes, seeds: Sequence[Any]) -> int:
+    async def start_children(self, link: str, batch: bytes, seeds: Sequence[Any]) -> str:
         """Start every child of ``batch`` (:class:`ChildStart` records) on this loop, their
         events going to ``link``; ``seeds``: the references the records' ``seed`` index.
-        Returns how many were new here (a repeated start is not run twice)."""
+        A repeated start is not run twice. Returns this process's incarnation."""
         self._loop = asyncio.get_running_loop()
         outbox = self._outbox(link)
-        started = 0
         for start in _starts.decode(batch):
             child_id = start.spec.header.id
             if child_id in self._started:
@@ -468,8 +476,7 @@ class ChildWorker:
             seed = None if start.seed is None else seeds[start.seed]
             self._tasks[child_id] = self._loop.create_task(
                 self._run_child(outbox, start, seed), name=f"child:{child_id}")
-            started += 1
-        return started
+        return self.incarnation
 
     async def poll(self, link: str, acked: int) -> bytes:
         """The next :class:`EventsBatch` of ``link`` after ``acked`` (MessagePack); see the
@@ -485,7 +492,7 @@ class ChildWorker:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(outbox.wake.wait(), self._poll_wait)
             if outbox.empty():
-                return encode_wire(EventsBatch(seq=outbox.seq))
+                return encode_wire(EventsBatch(seq=outbox.seq, incarnation=self.incarnation))
             if not outbox.backlog:
                 # Events wait up to the flush interval for more to join them: one call costs
                 # Ray far more than many more events in it.
