@@ -450,8 +450,8 @@ class RayWorkerPool:
     def _answered_ready(self, worker: RayWorker, future: concurrent.futures.Future[Any]) -> None:
         """(The pool's thread) The worker's ``ready`` call ended."""
         error = future.exception()
-        if self._closed or not worker.alive:
-            return
+        if self._closed or not worker.alive or not ray.is_initialized():
+            return  # (a Ray call after ray.shutdown() would start a cluster)
         if isinstance(error, exceptions.ActorUnavailableError):
             worker.reachable = False
             self._later(self._ask_ready, worker)
@@ -469,7 +469,7 @@ class RayWorkerPool:
         self._changed()
 
     def _ask_ready(self, worker: RayWorker) -> None:
-        if self._closed or not worker.alive:
+        if self._closed or not worker.alive or not ray.is_initialized():
             return
         try:
             ready = worker.handle.ready.remote().future()
@@ -482,7 +482,7 @@ class RayWorkerPool:
         touch with it for a while (then it is asked again whether it is ready)."""
         error = None if future.cancelled() else future.exception()
         worker.watched = None
-        if self._closed or not worker.alive:
+        if self._closed or not worker.alive or not ray.is_initialized():
             return
         if isinstance(error, exceptions.ActorUnavailableError):
             worker.reachable = False
@@ -501,7 +501,7 @@ class RayWorkerPool:
     def _drop(self, worker: RayWorker) -> None:
         if worker.alive:
             worker.alive = False
-            if worker.handle is not None:
+            if worker.handle is not None and ray.is_initialized():
                 with contextlib.suppress(Exception):
                     ray.kill(worker.handle)
 
@@ -833,7 +833,7 @@ class _Link:
             self._control("stop_children", stops)
 
     def _send_starts(self, call: _StartCall) -> None:
-        if not self._worker.alive:
+        if not self._worker.alive or not ray.is_initialized():
             return  # its poll fails, which loses (or recovers) the children
         ids = call.ids
         name = (f"start child {ids[0]}" if len(ids) == 1
@@ -876,7 +876,7 @@ class _Link:
                            f"{_first_line(error)}")
 
     def _control(self, method: str, argument: Any, attempt: int = 0) -> None:
-        if not self._worker.alive:
+        if not self._worker.alive or not ray.is_initialized():
             return
         try:
             future = getattr(self._worker.handle, method).remote(argument).future()
@@ -906,6 +906,11 @@ class _Link:
                 try:
                     data = await asyncio.wrap_future(future)
                 except exceptions.ActorUnavailableError as error:
+                    if not worker.alive:  # its lifeline says it died (its node was lost)
+                        self._lose_all(f"the Ray worker{worker.where()} running this child "
+                                       f"died before it finished: {worker.problem}",
+                                       recoverable=True)
+                        return
                     now = loop.time()
                     unavailable_since = unavailable_since or now
                     pool._reachable(worker, False)
