@@ -237,3 +237,17 @@ def env_setup(host: Host) -> None:
     """:func:`configure`, plus :func:`add_env`."""
     configure(host)
     add_env(host)
+
+
+async def _task_name(args: dict[str, object], ctx: object) -> str:
+    from turnfork.shell.ray._ray import ray
+
+    return str(ray.get_runtime_context().get_task_name())
+
+
+def naming_setup(host: Host) -> None:
+    """:func:`configure`, plus a ``task`` tool that answers the name of the Ray call the child
+    was started by (what the dashboard shows)."""
+    configure(host)
+    host.tools.register(Tool("task", "the Ray task's name", {"type": "object"}, _task_name,
+                             concurrency_safe=True))

@@ -3,7 +3,8 @@ is sent to it (D3); a start never waits for a worker the cluster cannot place wh
 ready, and leaves no unread future behind (D4); control calls answer however many children a
 worker runs (D6); the Ray options the pool owns are refused or honoured, never silently
 replaced (D7); a worker Ray calls transiently unavailable keeps its children and loses none of
-their events (before, the pool killed it, failing every child on it)."""
+their events (before, the pool killed it, failing every child on it); the dashboard tells the
+workers and the children's calls apart by name."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from _ray_host import assert_balanced, close, contract_host, request, run, text,
 from test_ray_cancel import turn_started, until
 
 from turnfork.core import CancelDisposed, TurnAborted, TurnInterrupted
+from turnfork.shell import Tool
 
 
 async def results_of(host: Any, parent: Any, tasks: list[str], kind: str = "spawn") -> list[Any]:
@@ -245,3 +247,33 @@ def test_a_transiently_unavailable_worker_keeps_its_children(pool: Any, kind: st
         await close(host)
 
     run(main)
+
+
+def test_the_dashboard_tells_workers_and_children_apart(ray_cluster: str) -> None:
+    """A pool's worker is the named actor ``<pool>-<i>``; the call that started a child is
+    named after it, and a batch's after its first and last child."""
+    from turnfork.shell.ray import RayWorkerPool
+    from turnfork.shell.ray._ray import ray
+
+    named = RayWorkerPool(_ray_rules.naming_setup, size=1, name="named")
+
+    async def main() -> None:
+        host, parent, _ = contract_host(named)
+        host.tools.register(Tool("task", "the Ray task's name", {"type": "object"},
+                                 _ray_rules._task_name))
+        (worker,) = await named.wait_ready()
+        assert worker.name == "named-0" and ray.get_actor("named-0") is not None
+        ((alone, answer),) = await results_of(host, parent, ["tool task {}"])
+        assert text(answer.output) == f"tool said: start child {alone.id}"
+        batch = await asyncio.gather(*(host.subagents.start("ray-spawn",
+                                                            request("tool task {}"),
+                                                            parent=parent)
+                                       for _ in range(3)))
+        names = {text((await run_.result).output) for run_ in batch}
+        assert names == {f"tool said: start 3 children: {batch[0].id} … {batch[-1].id}"}
+        await close(host)
+
+    try:
+        run(main)
+    finally:
+        named.close()
