@@ -19,13 +19,17 @@ import msgspec
 from msgspec import UnsetType
 
 __all__ = ["ray", "exceptions", "client", "placement_group", "remove_placement_group",
-           "PlacementGroupSchedulingStrategy", "unset"]
+           "PlacementGroupSchedulingStrategy", "driver", "log_dispatcher", "bootstrap_address",
+           "unset"]
 
 _host_excepthook = sys.excepthook
 try:
     import ray as _ray
     import ray.exceptions as _exceptions
     import ray.util.client as _client
+    from ray._private import ray_logging as _ray_logging
+    from ray._private import services as _services
+    from ray._private import worker as _driver
     from ray.util.placement_group import placement_group as _placement_group
     from ray.util.placement_group import remove_placement_group as _remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy as _strategy
@@ -43,6 +47,12 @@ client: Any = _client.ray
 placement_group: Any = _placement_group
 remove_placement_group: Any = _remove_placement_group
 PlacementGroupSchedulingStrategy: Any = _strategy
+#: What Ray keeps of this process as a driver (``ray._private.worker``), its handlers of the
+#: workers' log lines, and its lookup of a cluster's address (``"auto"``): internals of Ray's,
+#: used by :mod:`.cluster` only.
+driver: Any = _driver
+log_dispatcher: Any = _ray_logging.global_worker_stdstream_dispatcher
+bootstrap_address: Any = _services.canonicalize_bootstrap_address_or_die
 
 
 def unset() -> UnsetType:

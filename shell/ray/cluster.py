@@ -37,7 +37,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ._ray import client, ray
+from ._ray import bootstrap_address, client, driver, log_dispatcher, ray
 
 __all__ = [
     "RayUnavailableError",
@@ -121,15 +121,13 @@ def _quiet_defaults(init: dict[str, Any]) -> dict[str, Any]:
 
 
 def _logs_to_driver() -> bool:
-    dispatcher = ray._private.ray_logging.global_worker_stdstream_dispatcher
-    return any(name == "ray_print_logs" for name, _ in dispatcher.handlers)
+    return any(name == "ray_print_logs" for name, _ in log_dispatcher.handlers)
 
 
 def _keep_cluster_errors_off_stdout() -> None:
     """Route the messages Ray publishes to every driver (its error listener prints them to
     stdout whatever ``log_to_driver`` says) to the logger while logs stay off the driver."""
-    module = ray._private.worker
-    printer = getattr(module, "print_to_stdstream", None)
+    printer = getattr(driver, "print_to_stdstream", None)
     if printer is None or getattr(printer, "turnfork_quiet", False):
         return
 
@@ -141,7 +139,7 @@ def _keep_cluster_errors_off_stdout() -> None:
         printer(data, ignore_prefix)
 
     quiet.turnfork_quiet = True  # type: ignore[attr-defined]
-    module.print_to_stdstream = quiet
+    driver.print_to_stdstream = quiet
 
 
 def start_local_cluster(*, num_cpus: int | None = None,
@@ -184,8 +182,7 @@ def _resolved(address: str | None, temp_dir: str | None) -> str:
                                       "RAY_ADDRESS")
     if address == "auto":
         try:
-            return str(ray._private.services.canonicalize_bootstrap_address_or_die(
-                "auto", temp_dir))
+            return str(bootstrap_address("auto", temp_dir))
         except ConnectionError as error:
             raise RayUnavailableError(f"no running Ray cluster found for address 'auto' "
                                       f"(ray start --head on this machine): {error}") from error

@@ -798,6 +798,12 @@ class _Link:
     def forget(self, child_id: str) -> None:
         self.children.pop(child_id, None)
         self._started_on.pop(child_id, None)
+        poller = self._poller
+        if not self.children and poller is not None and poller is not asyncio.current_task():
+            # Its last child left (given up on, or resumed elsewhere): the poll in flight is
+            # for no one, and the next start polls a new generation.
+            self._poller = None
+            poller.cancel()
 
     def _schedule(self) -> None:
         # What the loop's current tick asks of this worker goes in one call of each kind.
