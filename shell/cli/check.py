@@ -17,7 +17,7 @@ from .reports import (
     violation_json,
     where,
 )
-from .terminal import counted, print_json, say
+from .terminal import counted, error, print_json, say
 
 if TYPE_CHECKING:
     from .histories import LoadedHistory
@@ -96,12 +96,19 @@ def _check_history(args: argparse.Namespace, loaded: LoadedHistory) -> int:
 def run(args: argparse.Namespace) -> int:
     """Check ``args.path``; exit 0 closed, 1 open, 2 unreadable, 3 invalid."""
     loaded = load_arguments(args)
+    if args.strict and isinstance(loaded, LoadedLog):
+        loaded = LogReadError(file=loaded.path, problem=(
+            "--strict checks a wire history's items against the provider's rules, and this "
+            "is a DSH log"))
+        error(loaded.message)
     if isinstance(loaded, LogReadError):
         if args.json:
             print_json(check_json(args.path, None, None, loaded))
         return EXIT_UNREADABLE
     if not isinstance(loaded, LoadedLog):
-        return _check_history(args, loaded)
+        from .histories import strictly  # noqa: PLC0415
+
+        return _check_history(args, strictly(loaded) if args.strict else loaded)
     log = loaded
     assessment = assess(log)
     if args.json:

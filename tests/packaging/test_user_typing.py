@@ -1,13 +1,14 @@
-"""A user's `mypy --strict` against an installed turnfork, from the wheel and editable (issue
-11.2): turnfork's types are found (py.typed, no missing stubs, no import hook to get lost in)
-and are precise enough to catch a wrong call."""
+"""A user's `mypy --strict` against turnfork installed from its wheel (issue 11.2): turnfork's
+types are found (py.typed, no missing stubs) and are precise enough to catch a wrong call."""
 
 from __future__ import annotations
 
+import doctest
 import re
 
 import pytest
-from _packaging import Venv, run
+from _doc_blocks import ROOT, python_blocks
+from _packaging import Venv, WheelInstall, run
 
 pytestmark = pytest.mark.slow
 
@@ -59,15 +60,13 @@ NOT_FOUND = re.compile(r"import-not-found|import-untyped|missing library stubs|"
                        r"Cannot find implementation|Skipping analyzing", re.IGNORECASE)
 
 
-@pytest.fixture(scope="module", params=["wheel", "editable"])
-def typing_venv(request: pytest.FixtureRequest) -> Venv:
-    """An environment with turnfork installed (the wheel; or editable from the checkout, next
-    to the rivals' `core` and `shell`) and mypy added, as a user's project would have it."""
-    if request.param == "wheel":
-        venv: Venv = request.getfixturevalue("wheel_install").venv
-    else:
-        venv = request.getfixturevalue("rivals_then_editable")
-    venv.pip("mypy>=1.11")
+@pytest.fixture(scope="module")
+def typing_venv(wheel_install: WheelInstall) -> Venv:
+    """An environment with turnfork's wheel installed and mypy added, as a user's project would
+    have it. (An editable install maps turnfork with an import hook, which static checkers do not
+    run: DEVELOPERS.md says how the project's own mypy check works instead.)"""
+    venv = wheel_install.venv
+    venv.pip("mypy>=1.11", "hypothesis>=6.100")  # hypothesis: the README's property test
     return venv
 
 
@@ -102,3 +101,31 @@ def test_mypy_strict_catches_wrong_uses_of_turnfork(typing_venv: Venv) -> None:
     assert re.search(rf'user_mistakes\.py:{agent_line + 1}: error: Argument "provider" .*'
                      r'"int".* "str".*\[arg-type\]', output), output
     assert "Found 2 errors in 1 file" in output
+
+
+def _readme_modules() -> dict[str, str]:
+    """The README's Python examples as modules a user would save: its doctest blocks together,
+    in order (they share one namespace), and each other block on its own."""
+    blocks = python_blocks(ROOT / "README.md")
+    examples = [example for block in blocks if block.is_doctest
+                for example in doctest.DocTestParser().get_examples(block.code)]
+    modules = {"readme_doctests.py": "".join(example.source for example in examples)}
+    modules |= {f"readme_block_{block.line}.py": block.code for block in blocks
+                if not block.is_doctest}
+    return modules
+
+
+def test_the_readme_examples_pass_mypy_strict(typing_venv: Venv) -> None:
+    """The README's examples, saved as a user would save them, pass `mypy --strict` against the
+    installed wheel: no error, nothing missing (issue 22)."""
+    modules = _readme_modules()
+    assert len(modules) >= 2 and "completed_turn_prefix" in modules["readme_doctests.py"]
+    for name, source in modules.items():
+        (typing_venv.scratch / name).write_text(source, encoding="utf-8")
+    done = run([typing_venv.script("mypy"), "--strict", "--no-incremental",
+                "--cache-dir", typing_venv.scratch / ".mypy_cache", *sorted(modules)],
+               cwd=typing_venv.scratch, check=False)
+    output = done.stdout + done.stderr
+    assert not NOT_FOUND.search(output), output
+    assert done.returncode == 0, output
+    assert f"Success: no issues found in {len(modules)} source files" in output

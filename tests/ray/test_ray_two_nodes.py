@@ -1,6 +1,7 @@
 """On a 2-node ``ray.cluster_utils.Cluster`` (loopback, a process of its own:
 ``_ray_two_nodes.py``, run once for this module): ``connect_cluster`` joins through
-``RAY_ADDRESS``, a ``ray://`` address (Ray Client) and ``"auto"``; a ``STRICT_SPREAD`` pool
+``RAY_ADDRESS``, a ``ray://`` address (Ray Client) and ``"auto"`` (the ways docs/ray.md's
+"Joining a running cluster" names); a ``STRICT_SPREAD`` pool
 has one worker per node and its children spread over both; a child on a node that is lost
 resumes on the other node's worker (``recover=1``) while its sibling goes on."""
 
