@@ -88,16 +88,21 @@ def _warm() -> None:
 
 def module_file(name: str) -> Path:
     """The source file of module ``name``, found without importing it or its package (only
-    the top-level package is imported, to learn where it lives)."""
+    the top-level package is imported, to learn where it lives). Every finder on
+    ``sys.meta_path`` is asked, as the import system asks them, so a package mapped by an
+    editable install's finder (``turnfork.core`` from the checkout's ``core/``) is found too."""
     top, *rest = name.split(".")
     spec = importlib.util.find_spec(top)
     if spec is None:
         raise LookupError(f"no module {top!r}")
-    for index, part in enumerate(rest):
+    for index in range(len(rest)):
         locations = spec.submodule_search_locations if spec is not None else None
         if locations is None:
             raise LookupError(f"{'.'.join([top, *rest[:index]])} is not a package")
-        spec = importlib.machinery.PathFinder.find_spec(part, list(locations))
+        qualified = ".".join([top, *rest[:index + 1]])
+        spec = next((found for finder in sys.meta_path
+                     if (find := getattr(finder, "find_spec", None)) is not None
+                     and (found := find(qualified, list(locations))) is not None), None)
         if spec is None:
             raise LookupError(f"no module {name!r}")
     assert spec is not None and spec.origin is not None

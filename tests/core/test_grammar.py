@@ -43,6 +43,8 @@ EXPECTED: dict[str, tuple[frozenset[Phase], Phase | None]] = {
     "request/header": (frozenset({TURN, STEP}), None),
     "request/context": (frozenset({TURN, STEP}), None),
     "todo/write": (frozenset({TURN, STEP}), None),
+    "llm/retry": (frozenset({STEP}), None),  # DSH's retry companion: a retry is a step's
+    "llm/retry-started": (frozenset({STEP}), None),
 }
 
 #: Confined types the core reads as opaque events (placed by their type alone).
@@ -115,9 +117,11 @@ def test_the_phases_in_words() -> None:
 
 def test_step_order_is_dshs_loop_order() -> None:
     """Wire-format §6.4, every entry: step/start, the claimed input, the request header,
-    the model's chunks, its message, each tool call and its result, step/end."""
+    the model's chunks (a failed call's, then its retry's scheduling and start, then the retried
+    call's), its message, each tool call and its result, step/end."""
     assert STEP_ORDER == ("step/start", "user/message", "request/header", "assistant/chunk",
-                          "assistant/message", "tool/call", "tool/result", "step/end")
+                          "llm/retry", "llm/retry-started", "assistant/message", "tool/call",
+                          "tool/result", "step/end")
 
 
 def _step_kinds(log: tuple[Event, ...]) -> list[list[str]]:
