@@ -14,7 +14,7 @@ where its import time goes, grouped by package (the smallest self time of each m
 few runs, summed).
 
 The notes say how turnfork is installed where it was measured (``wheel`` or ``editable``; an
-editable install is one ``.pth`` path, so both start alike).
+editable install imports its small finder, ``.editable/_turnfork_editable.py``, at every start).
 """
 
 from __future__ import annotations

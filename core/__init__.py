@@ -8,9 +8,9 @@ call (importing the core decorates nothing).
 The front door (``__all__``) is what a vendor needs. The rest lives in its module and is
 importable from there (and from this package): the event model is its own namespace,
 ``turnfork.core.events``; the grammar tables ``.grammar``; the turn machine's inputs and
-commands ``.loop``; the delegation rules ``.depth``, ``.delegation``, ``.child_plan``,
-``.results``, ``.render``, ``.structured``; the hypothesis strategies ``.strategies`` (needs the
-``hypothesis`` extra; never imported here).
+commands ``.loop``; model-request retries ``.retry``; the delegation rules ``.depth``,
+``.delegation``, ``.child_plan``, ``.results``, ``.render``, ``.structured``; the hypothesis
+strategies ``.strategies`` (needs the ``hypothesis`` extra; never imported here).
 """
 
 from . import (
@@ -33,6 +33,7 @@ from . import (
     outcome,
     render,
     results,
+    retry,
     schema_subset,
     seed,
     structured,
@@ -42,7 +43,7 @@ from ._checking import check_public
 
 for _module in (arguments, assembly, child_plan, closers, codec, context, delegation, depth, events,
                 grammar, history, loop, outcome, render, results, schema_subset, seed, structured,
-                trace, continuation, control, jobs, descriptor):
+                trace, continuation, control, jobs, descriptor, retry):
     check_public(vars(_module))
 del _module
 
@@ -62,6 +63,7 @@ from .history import *  # noqa: E402, F403
 from .outcome import *  # noqa: E402, F403
 from .render import *  # noqa: E402, F403
 from .results import *  # noqa: E402, F403
+from .retry import *  # noqa: E402, F403
 from .schema_subset import *  # noqa: E402, F403
 from .seed import *  # noqa: E402, F403
 from .structured import *  # noqa: E402, F403

@@ -32,6 +32,7 @@ __all__ = [
     "json_string_literal",
     "lossless_problem",
     "mask_lone_surrogates",
+    "plain_lone_surrogates",
     "may_be_lossy",
     "unmask_json",
     "unmask_text",
@@ -201,6 +202,13 @@ def mask_lone_surrogates(text: bytes) -> bytes | str | None:
         return ("a lone surrogate escape cannot be read in a record that also holds "
                 "characters U+F0000-U+F0FFF (they stand in for lone surrogates while reading)")
     return masked
+
+
+def plain_lone_surrogates(text: bytes) -> bytes:
+    """``text`` with every lone-surrogate escape rewritten as ``\\u0000``: the same JSON
+    syntax, readable by a decoder that refuses lone surrogates (for a syntax check only)."""
+    return _ESCAPE.sub(lambda lone: lone.group(0) if lone.group(1) is None else b"\\u0000",
+                       text)
 
 
 @unchecked

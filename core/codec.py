@@ -55,6 +55,7 @@ from ._json import (
     mask_lone_surrogates,
     may_be_lossy,
     negative_zero_candidates,
+    plain_lone_surrogates,
     unmask_json,
     unmask_text,
 )
@@ -918,8 +919,8 @@ def is_json_line(line: bytes) -> bool:
     if exceeds_depth(line):
         return brackets_close(line)
     masked = mask_lone_surrogates(line)
-    if isinstance(masked, str):  # JSON.parse reads it; only this codec cannot
-        return True
+    if isinstance(masked, str):  # stand-ins in it too: JSON.parse reads what this codec
+        masked = plain_lone_surrogates(line)  # cannot, so only its syntax is checked
     try:
         _ANY_DECODER.decode(line if masked is None else masked)
     except msgspec.ValidationError:

@@ -24,15 +24,25 @@ Rules of this module:
   the first 5 words, at most 40 UTF-8 bytes.
 * Request context: ``{provider, model}`` after the request header whenever it differs from the
   log's last ``request/context``.
+* Prompt variables (DSH's system-prompt plugin): every section and runtime-context text may
+  reference ``{{provider}}``, ``{{model}}`` and ``{{cwd}}`` (the agent's route and its session's
+  working directory), filled in when the step is assembled (:func:`interpolate_prompt`). A
+  reference is strict: a malformed group, an unknown name or a variable without a value for
+  this agent fails the step; a lone ``{{`` with no later ``}}`` is prose; a filled-in value is
+  not scanned again.
+* DSH opens every system prompt with its harness identity (:data:`HARNESS_IDENTITY`, order
+  −100, before the persona at 0); a deployment that wants DSH's exact prompt adds it to the
+  host's sections, where every child inherits it beside its own persona.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import msgspec
+from returns.result import Failure, Result, Success
 
 from .delegation import PromptSection
 from .events import MessageSource, OpaqueEvent, TextBlock, UserMessage
@@ -52,6 +62,9 @@ __all__ = [
     "fallback_title",
     "title_event",
     "request_context_event",
+    "HARNESS_IDENTITY",
+    "PROMPT_VARIABLES",
+    "interpolate_prompt",
 ]
 
 #: The plugin that owns runtime-context snapshots.
@@ -65,6 +78,12 @@ TITLE_MAX_WORDS = 5
 TITLE_MAX_BYTES = 40
 
 _ENCODE = msgspec.json.Encoder()
+
+#: DSH's harness identity section (its system-prompt plugin's ``harness:identity``).
+HARNESS_IDENTITY = PromptSection(name="harness:identity", order=-100,
+                                 text="You are an AI agent powered by DeepSeek Harness.")
+#: The prompt variables an agent fills in (DSH's agent loop registers these three).
+PROMPT_VARIABLES = ("provider", "model", "cwd")
 
 #: Where the deployment's policy contributions sit in a snapshot (the delegation statement is
 #: at 120).
@@ -213,3 +232,57 @@ def request_context_event(*, seq: int, time: int, provider: str, model: str) -> 
     """A ``request/context`` event for a model call's route."""
     return OpaqueEvent(type="request/context", seq=seq, time=time,
                        data=msgspec.Raw(_ENCODE.encode({"provider": provider, "model": model})))
+
+
+_VARIABLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_GROUP = re.compile(r"\{\{([^{}]*)\}\}")
+
+
+def interpolate_prompt(text: str, variables: Mapping[str, str | None], *, name: str,
+                       kind: Literal["section", "context"] = "section") -> Result[str, str]:
+    """``text`` with its ``{{variable}}`` references filled in, or DSH's error text.
+
+    Args:
+        text: a section's or a runtime-context contribution's text.
+        variables: the variables known to this assembly, ``None`` for one without a value.
+        name: the contribution's name (the error names it).
+        kind: what the contribution is (the error says so).
+
+    >>> interpolate_prompt("You run {{model}}.", {"model": "m1"}, name="p").unwrap()
+    'You run m1.'
+    >>> interpolate_prompt("a {{ lone", {}, name="p").unwrap()
+    'a {{ lone'
+    >>> interpolate_prompt("{{nope}}", {"model": "m1"}, name="p").failure()
+    'unknown prompt variable "{{nope}}" in section "p"; registered variables: model'
+    """
+    parts: list[str] = []
+    last = 0
+    open_at = text.find("{{")
+    while open_at >= 0:
+        group = _GROUP.match(text, open_at)
+        if group is None:
+            if text.find("}}", open_at + 2) >= 0:
+                return Failure(f'malformed prompt variable reference at '
+                               f'"{text[open_at:open_at + 16]}…" in {kind} "{name}" (references '
+                               "are complete simple {{name}} groups)")
+            parts.append(text[last:open_at + 2])
+            last = open_at + 2
+        else:
+            variable = group.group(1)
+            if _VARIABLE_NAME.fullmatch(variable) is None:
+                return Failure(f'malformed prompt variable reference "{{{{{variable}}}}}" in '
+                               f'{kind} "{name}" (variable names match /^[a-z][a-z0-9_]*$/)')
+            if variable not in variables:
+                known = ", ".join(variables) or "(none)"
+                return Failure(f'unknown prompt variable "{{{{{variable}}}}}" in {kind} '
+                               f'"{name}"; registered variables: {known}')
+            value = variables[variable]
+            if value is None:
+                return Failure(f'prompt variable "{{{{{variable}}}}}" has no value for this '
+                               f'assembly ({kind} "{name}")')
+            parts.append(text[last:open_at])
+            parts.append(value)
+            last = group.end()
+        open_at = text.find("{{", last)
+    parts.append(text[last:])
+    return Success("".join(parts))

@@ -18,8 +18,9 @@ log after it settled or the process restarted. Rules of this module (DSH
   descriptor. No preamble, no one-shot capability check, no output schema.
 * Resume needs only the child's log (:func:`resume_terms`): the header's lineage and depth, the
   first descriptor of the own suffix (a fork seed may replay an ancestor's), which must be
-  continuable; the last ``approval/policy`` of the log governs (the delegation pinned
-  ``never``; a later switch in the child wins). Nothing is read of the parent again.
+  continuable; the last ``approval/policy`` of the own suffix governs (the delegation pinned
+  ``never``; a later switch in the child wins), ``never`` when it has none: a policy in a fork
+  seed is the parent's, never the child's. Nothing is read of the parent again.
 * An epoch (one residency of a child) ends with the stop reason of :func:`epoch_stop_reason`
   over its own events, and its closing message is the final-output rule over them
   (:func:`~.results.final_assistant_output`).
@@ -96,6 +97,7 @@ __all__ = [
     "PARENT_UNAVAILABLE",
     "DRAINING",
     "ACTIVATION_TEARDOWN_FAILED",
+    "CANCELLED",
     "MALFORMED_DESCRIPTOR",
     "SUMMARY_MAX_CHARS",
     "ContinuableStart",
@@ -108,6 +110,7 @@ __all__ = [
     "plan_continuable",
     "resume_terms",
     "child_identity",
+    "same_lifecycle",
     "epoch_stop_reason",
     "bound_summary",
     "settlement_summary",
@@ -127,6 +130,7 @@ ACTIVATION_CLOSING = "ACTIVATION_CLOSING"
 PARENT_UNAVAILABLE = "PARENT_UNAVAILABLE"
 DRAINING = "DRAINING"
 ACTIVATION_TEARDOWN_FAILED = "ACTIVATION_TEARDOWN_FAILED"
+CANCELLED = "CANCELLED"
 #: ``StartError.code`` of a resume whose first own descriptor is malformed (a plain error in
 #: DSH: its parse text, no ``error`` key).
 MALFORMED_DESCRIPTOR = "MALFORMED_DESCRIPTOR"
@@ -172,6 +176,7 @@ _TEXTS: dict[str, tuple[str, str]] = {
     "draining-below": (DRAINING,
                        'continuable subagents below parent "{id}" are draining; the operation '
                        "was not admitted"),
+    "listing-cancelled": (CANCELLED, "subagent listing was cancelled"),
 }
 
 RefusalKind: TypeAlias = Literal[
@@ -179,7 +184,7 @@ RefusalKind: TypeAlias = Literal[
     "not-continuable", "exact-parent", "other-parent", "exact-ancestor", "self-interrupt",
     "not-descendant", "cannot-report", "teardown-parent", "not-direct-child",
     "closing-message", "closing-report", "closing-parent", "parent-unavailable", "draining",
-    "draining-below"]
+    "draining-below", "listing-cancelled"]
 
 
 def refusal(kind: RefusalKind, subject: str = "", other: str = "") -> StartError:
@@ -353,8 +358,8 @@ class ResumeTerms(msgspec.Struct, frozen=True, kw_only=True):
     options: RuntimeOptions
     persona: str | None
     tool_filter: ToolRestriction | None
-    #: The policy of the log's last ``approval/policy`` event (``never`` when it has none: a
-    #: delegated child never asks).
+    #: The policy of the last ``approval/policy`` event of the child's own suffix (``never``
+    #: when it has none: a delegated child never asks; a fork seed's events are its parent's).
     approval_policy: Literal["ask", "never"]
     #: The header's ``delegationDepth`` (the floor of every later depth check).
     depth: int | None
@@ -362,8 +367,8 @@ class ResumeTerms(msgspec.Struct, frozen=True, kw_only=True):
     context: tuple[PromptSection, ...]
 
 
-def _last_approval(events: Sequence[Event]) -> Literal["ask", "never"] | None:
-    for index in range(len(events) - 1, -1, -1):
+def _last_approval(events: Sequence[Event], start: int) -> Literal["ask", "never"] | None:
+    for index in range(len(events) - 1, start - 1, -1):
         event = events[index]
         if isinstance(event, ApprovalPolicyEvent):
             return event.data.policy
@@ -408,7 +413,7 @@ def resume_terms(header: SessionHeader,
         persona=persona,
         tool_filter=None if isinstance(descriptor.tool_filter, UnsetType)
         else descriptor.tool_filter,
-        approval_policy=_last_approval(events) or "never",
+        approval_policy=_last_approval(events, start) or "never",
         depth=None if isinstance(depth, UnsetType) else depth,
         sections=_own_sections(persona), context=(DELEGATION_SECTION,)))
 
@@ -439,6 +444,21 @@ def child_identity(events: Sequence[Event]) -> ChildIdentity | None:
     label = found.data.label
     return ChildIdentity(mode=found.data.mode, seq=found.seq,
                          label=None if isinstance(label, UnsetType) else label)
+
+
+def same_lifecycle(inspected: SessionHeader, enumerated: SessionHeader) -> bool:
+    """Whether a session read now is still the one its header was listed as (a session id
+    names a slot, not a lifecycle: a child deleted and created again under another parent, say,
+    is another one): the same version, id, ``createdAt``, cwd, parent, ``seedLength`` and
+    ``delegationDepth`` (DSH's lifecycle witnesses).
+
+    >>> from turnfork.core import SessionHeader
+    >>> same_lifecycle(SessionHeader(id="c", created_at=1), SessionHeader(id="c", created_at=2))
+    False
+    """
+    return all(getattr(inspected, key) == getattr(enumerated, key) for key in (
+        "version", "id", "created_at", "cwd", "parent_session", "seed_length",
+        "delegation_depth"))
 
 
 # --------------------------------------------------------------------------- an epoch ends

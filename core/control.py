@@ -14,6 +14,9 @@ Rules of this module:
   (with ``parent=<id> depth=<n>`` for the descendants scope), a diagnostic as
   ``<id> [diagnostic: <reason>]``; ``(no subagents)`` when empty. One-shot children are not
   listed (they cannot be continued).
+* Beside its text, a ``subagent`` call's outcome carries its typed value (DSH's ``value``): the
+  foreground run's id and output, the background job's id, or the continuable child's id
+  (:data:`SubagentToolValue`); a ``list_agents`` call's, the entries it rendered.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from .delegation import PromptSection
-from .events import ToolSchema
+from .events import ContentBlock, ToolSchema
 
 __all__ = [
     "SEND_MESSAGE",
@@ -40,6 +43,10 @@ __all__ = [
     "DiagnosticReason",
     "AgentListEntry",
     "AgentListDiagnostic",
+    "ForegroundValue",
+    "BackgroundValue",
+    "ContinuableValue",
+    "SubagentToolValue",
     "send_message_schema",
     "interrupt_agent_schema",
     "list_agents_schema",
@@ -129,6 +136,33 @@ class AgentListDiagnostic(msgspec.Struct, frozen=True, kw_only=True):
     reason: DiagnosticReason
     parent: str | None = None
     depth: int | None = None
+
+
+class ForegroundValue(msgspec.Struct, frozen=True, kw_only=True, tag="foreground",
+                      tag_field="kind"):
+    """A ``subagent`` call that waited for its child: the run's id and the child's output."""
+
+    run_id: str
+    output: tuple[ContentBlock, ...]
+
+
+class BackgroundValue(msgspec.Struct, frozen=True, kw_only=True, tag="background",
+                      tag_field="kind"):
+    """A ``subagent`` call that started a one-shot background job: the job's id."""
+
+    job_id: str
+
+
+class ContinuableValue(msgspec.Struct, frozen=True, kw_only=True, tag="continuable",
+                       tag_field="kind"):
+    """A ``subagent`` call that started a continuable child: its durable id."""
+
+    subagent_id: str
+
+
+#: The typed value of a ``subagent`` call (DSH's ``{kind: 'foreground' | 'background' |
+#: 'continuable', …}``).
+SubagentToolValue: TypeAlias = ForegroundValue | BackgroundValue | ContinuableValue
 
 
 def object_tool_schema(name: str, description: str, properties: dict[str, object],

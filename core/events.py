@@ -105,6 +105,8 @@ __all__ = [
     "SandboxModeData",
     "ApprovalPolicyData",
     "InboxSplicedData",
+    "LlmRetryData",
+    "LlmRetryStartedData",
     # events
     "TurnStartEvent",
     "TurnEndEvent",
@@ -121,6 +123,8 @@ __all__ = [
     "SandboxModeEvent",
     "ApprovalPolicyEvent",
     "InboxSplicedEvent",
+    "LlmRetryEvent",
+    "LlmRetryStartedEvent",
     "OpaqueEvent",
     "TypedEvent",
     "Event",
@@ -680,6 +684,33 @@ class InboxSplicedData(_Wire, frozen=True, kw_only=True):
     outcome: Literal["canceled"] | UnsetType = UNSET
 
 
+class LlmRetryData(_Wire, frozen=True, kw_only=True):
+    """A model request retry, scheduled before its wait (DSH's llm-retry, key order its).
+
+    ``max_retries`` is present for ``mode="normal"`` and absent for ``"always"``; the rules a
+    log of them must keep are :func:`.retry.check_retries`'."""
+
+    retry_id: str
+    turn: NonNegInt
+    step: NonNegInt
+    provider: str
+    mode: Literal["normal", "always"]
+    policy_key: str
+    retry: NonNegInt
+    max_retries: NonNegInt | UnsetType = UNSET
+    delay_ms: _SafeFloat
+    failure: LlmFailure
+
+
+class LlmRetryStartedData(_Wire, frozen=True, kw_only=True):
+    """The wait of a scheduled retry is over; the retried request starts."""
+
+    retry_id: str
+    turn: NonNegInt
+    step: NonNegInt
+    retry: NonNegInt
+
+
 # --------------------------------------------------------------------------- events
 
 
@@ -778,6 +809,16 @@ class InboxSplicedEvent(_Event, frozen=True, kw_only=True, tag="agent/inbox/spli
     ignorable: Literal[True] | UnsetType = UNSET
 
 
+class LlmRetryEvent(_Event, frozen=True, kw_only=True, tag="llm/retry"):
+    data: LlmRetryData
+    ignorable: Literal[True] | UnsetType = UNSET
+
+
+class LlmRetryStartedEvent(_Event, frozen=True, kw_only=True, tag="llm/retry-started"):
+    data: LlmRetryStartedData
+    ignorable: Literal[True] | UnsetType = UNSET
+
+
 class OpaqueEvent(_Wire, frozen=True, kw_only=True):
     """An event turnfork does not interpret: DSH vocabulary outside the subagent contract
     (``session/title``, ``request/context``, ``todo/write``, …) or an unknown type marked
@@ -806,6 +847,8 @@ TypedEvent: TypeAlias = (
     | SandboxModeEvent
     | ApprovalPolicyEvent
     | InboxSplicedEvent
+    | LlmRetryEvent
+    | LlmRetryStartedEvent
 )
 
 Event: TypeAlias = TypedEvent | OpaqueEvent
@@ -826,6 +869,8 @@ TYPED_EVENT_CLASSES: tuple[type[TypedEvent], ...] = (
     SandboxModeEvent,
     ApprovalPolicyEvent,
     InboxSplicedEvent,
+    LlmRetryEvent,
+    LlmRetryStartedEvent,
 )
 
 _TAG_OF: dict[type, str] = {cls: str(cls.__struct_config__.tag) for cls in TYPED_EVENT_CLASSES}
@@ -858,7 +903,7 @@ def event_type(event: Event) -> str:
     """The wire ``type`` of an event.
 
     Checked by hand (a ``TypeError`` for anything else): the trace asks it of every event, and
-    a run-time check of the 16-class ``Event`` union would cost four times the lookup.
+    a run-time check of the 18-class ``Event`` union would cost four times the lookup.
 
     >>> event_type(TurnStartEvent(seq=0, time=0, data=TurnStartData(turn=1)))
     'turn/start'

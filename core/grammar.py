@@ -83,19 +83,25 @@ CONFINED: Mapping[str, frozenset[Phase]] = MappingProxyType({
     "assistant/message": _IN_STEP,
     "tool/call": _IN_STEP,
     "tool/result": _IN_STEP,
+    # A retry belongs to the step whose model call failed (DSH's llm-retry invariant).
+    "llm/retry": _IN_STEP,
+    "llm/retry-started": _IN_STEP,
     "request/header": _IN_TURN,
     "request/context": _IN_TURN,
     "todo/write": _IN_TURN,
 })
 
 #: The order DSH's loop writes inside a step, one entry per kind of event (wire-format §6.4):
-#: the turn's claimed input and the runtime context, the request header, the model's chunks,
-#: its assembled message, then each tool call with its result.
+#: the turn's claimed input and the runtime context, the request header, the model's chunks
+#: (a failed call's are followed by the retry it schedules, the end of its wait, and the
+#: retried call's chunks), its assembled message, then each tool call with its result.
 STEP_ORDER: tuple[str, ...] = (
     STEP_START,
     "user/message",
     "request/header",
     "assistant/chunk",
+    "llm/retry",
+    "llm/retry-started",
     "assistant/message",
     "tool/call",
     "tool/result",

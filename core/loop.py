@@ -21,6 +21,7 @@ Rules of this module:
   ``StepBlocked``       after ``PrepareStep``: a hook refused the step
   ``Chunk``             after ``CallModel``: one streamed chunk
   ``StreamEnded``       after ``CallModel`` or ``EndStream``: the stream is over
+  ``BackoffDone``       after ``Backoff``: the wait before a retried model call is over
   ``ToolDone``          after ``RunTools``: one outcome per call, in the calls' order
   ``Failed``            instead of any answer: the loop itself failed
   ``CancelRequested``   any time; then ``Cancelled`` once the shell's task has stopped
@@ -35,6 +36,13 @@ Rules of this module:
   ``tool/result``s, ``step/end``. Another step follows while the model called tools and none
   concluded the turn, or while steering input waits; then ``turn/end``, and the next turn if
   input is queued.
+* Retries (DSH's llm-retry): a model call that failed (an ``error`` or ``aborted`` finish, or
+  a stream cut before any finish) is retried when the route's policy (``StepPrepared.retry``)
+  says so (:func:`.retry.schedule_retry`): ``llm/retry`` is written, ``Backoff`` asks the
+  shell to wait, and after ``BackoffDone`` come ``llm/retry-started`` and a ``CallModel`` with
+  the same header over the same history, in the same turn and step. The failed call's chunks
+  stay in the log and become no message. Otherwise the failure ends the turn ``error``.
+  Cancellation during the wait writes no ``llm/retry-started``.
 * Endings: ``completed``; ``max-tokens`` (sticky: a later completed step keeps it, and the
   truncated step's tool calls never run); ``blocked`` (a hook refused a step, or the step would
   exceed ``max_steps``); ``error`` (an error finish, or ``Failed``); ``aborted`` (cancellation).
@@ -83,6 +91,10 @@ from .events import (
     InboxSplicedData,
     InboxSplicedEvent,
     LlmFailure,
+    LlmRetryData,
+    LlmRetryEvent,
+    LlmRetryStartedData,
+    LlmRetryStartedEvent,
     MessageSource,
     RequestHeaderData,
     RequestHeaderEvent,
@@ -114,6 +126,7 @@ from .events import (
 )
 from .grammar import Phase
 from .outcome import ToolOutcome
+from .retry import RetryPolicy, schedule_retry
 from .trace import EMPTY_TRACE, Trace, trace_log
 
 __all__ = [
@@ -125,6 +138,7 @@ __all__ = [
     "StepBlocked",
     "Chunk",
     "StreamEnded",
+    "BackoffDone",
     "ToolDone",
     "Failed",
     "CancelRequested",
@@ -135,6 +149,7 @@ __all__ = [
     "PrepareStep",
     "CallModel",
     "EndStream",
+    "Backoff",
     "RunTools",
     "Stop",
     "Command",
@@ -195,6 +210,8 @@ class StepPrepared(_Value, frozen=True, kw_only=True):
     context: tuple[PromptSection, ...] = ()
     #: The id of the runtime-context snapshot, if the step writes one.
     context_id: str = ""
+    #: How the serving route retries a failed model call (``None``: it does not).
+    retry: RetryPolicy | None = None
 
 
 class StepBlocked(_Value, frozen=True, kw_only=True):
@@ -208,8 +225,16 @@ class Chunk(_Value, frozen=True, kw_only=True):
 class StreamEnded(_Value, frozen=True, kw_only=True):
     """The model's stream is over (exhausted, or closed after ``EndStream``)."""
 
-    #: The id of the assistant message it assembles into.
+    #: The id of the assistant message it assembles into; when the call failed and a retry
+    #: chain starts, the chain's ``retryId``.
     message_id: str
+    #: A uniform draw in [0, 1] for the jitter of a retry's backoff (the shell's randomness;
+    #: 0.5 is the backoff without jitter).
+    draw: float = 0.5
+
+
+class BackoffDone(_Value, frozen=True, kw_only=True):
+    """The wait ``Backoff`` asked for is over: the retried call starts."""
 
 
 class ToolDone(_Value, frozen=True, kw_only=True):
@@ -240,7 +265,8 @@ class Cancelled(_Value, frozen=True, kw_only=True):
 
 
 LoopInput: TypeAlias = (Followup | Steer | Begin | StepPrepared | StepBlocked | Chunk
-                        | StreamEnded | ToolDone | Failed | CancelRequested | Cancelled)
+                        | StreamEnded | BackoffDone | ToolDone | Failed | CancelRequested
+                        | Cancelled)
 
 # --------------------------------------------------------------------------- commands
 
@@ -266,6 +292,14 @@ class EndStream(_Value, frozen=True, kw_only=True):
     """A finish chunk arrived: nothing may follow it. Close the stream, feed ``StreamEnded``."""
 
 
+class Backoff(_Value, frozen=True, kw_only=True):
+    """A failed model call will be retried: wait ``delay_ms`` (cancellably), feed
+    ``BackoffDone``. ``retry`` is the ``llm/retry`` payload just written."""
+
+    delay_ms: float
+    retry: LlmRetryData
+
+
 class RunTools(_Value, frozen=True, kw_only=True):
     """Run these calls (together when several), feed one ``ToolDone`` each, in this order."""
 
@@ -278,11 +312,12 @@ class Stop(_Value, frozen=True, kw_only=True):
     """Nothing left to do: the task may end."""
 
 
-Command: TypeAlias = Wake | PrepareStep | CallModel | EndStream | RunTools | Stop
+Command: TypeAlias = Wake | PrepareStep | CallModel | EndStream | Backoff | RunTools | Stop
 
 # --------------------------------------------------------------------------- state
 
-Awaiting: TypeAlias = Literal["idle", "wake", "prepare", "stream", "tools", "cancel"]
+Awaiting: TypeAlias = Literal["idle", "wake", "prepare", "stream", "backoff", "tools",
+                              "cancel"]
 
 
 class TurnProgress(msgspec.Struct, frozen=True, kw_only=True):
@@ -301,6 +336,9 @@ class TurnProgress(msgspec.Struct, frozen=True, kw_only=True):
     #: Groups after the running one.
     later: tuple[tuple[ToolCallBlock, ...], ...] = ()
     concluded: bool = False
+    #: The open step's retry policy (from ``StepPrepared``) and the retries it scheduled.
+    retry_policy: RetryPolicy | None = None
+    retries: tuple[LlmRetryData, ...] = ()
 
 
 class LoopState(msgspec.Struct, frozen=True, kw_only=True):
@@ -457,7 +495,10 @@ def feed(state: LoopState, trace: Trace, given: LoopInput, *, time: int) -> Loop
         return _chunk(state, trace, out, given.chunk)
     if isinstance(given, StreamEnded):
         _expect(state, "stream", given)
-        return _stream_ended(state, trace, out, given.message_id)
+        return _stream_ended(state, trace, out, given)
+    if isinstance(given, BackoffDone):
+        _expect(state, "backoff", given)
+        return _retry_started(state, trace, out)
     _expect(state, "tools", given)
     return _tool_done(state, trace, out, given)
 
@@ -578,7 +619,8 @@ def _open_step(state: LoopState, trace: Trace, out: _Writer, given: StepPrepared
         out.add(request_context_event(seq=out.seq, time=out.time, provider=route[0],
                                       model=route[1]))
     progress = msgspec.structs.replace(progress, claimed=(), stream=EMPTY_ASSEMBLY,
-                                       parallel_tools=given.parallel_tools)
+                                       parallel_tools=given.parallel_tools,
+                                       retry_policy=given.retry, retries=())
     state = _replace(state, awaiting="stream", header_logged=True, turn=progress)
     return _step_of(state, out, CallModel(header=header))
 
@@ -603,18 +645,19 @@ def _model_source(header: EpochHeader, replay: object = UNSET) -> MessageSource:
     return MessageSource(kind="model", provider=config.provider, model=config.model)
 
 
-def _stream_ended(state: LoopState, trace: Trace, out: _Writer, new_id: str) -> LoopStep:
+def _stream_ended(state: LoopState, trace: Trace, out: _Writer,
+                  given: StreamEnded) -> LoopStep:
     progress = state.turn
     assert progress is not None and progress.stream is not None
     stream = progress.stream
     turn, step = progress.turn, trace.open_step or 0
-    if stream.finish is None:
+    new_id = given.message_id
+    finish = stream.finish
+    if finish is None or isinstance(finish, FinishError | FinishAborted):
         # A stream cut before its finish is not an answer (DSH's assembler would call it a
         # stop; its adapters never end without one).
-        return _close(state, trace, out, TurnError(error=_UNFINISHED))
-    finish = stream.finish
-    if isinstance(finish, FinishError | FinishAborted):
-        return _close(state, trace, out, TurnError(error=finish.failure))
+        failure = _UNFINISHED if finish is None else finish.failure
+        return _retry_or_fail(state, trace, out, failure, given)
     blocks, replay = assembled_blocks(stream)
     header = trace.request_header
     assert header is not None  # the step wrote or inherited one before calling the model
@@ -633,6 +676,40 @@ def _stream_ended(state: LoopState, trace: Trace, out: _Writer, new_id: str) -> 
     groups = _start_groups(calls, progress.parallel_tools)
     progress = msgspec.structs.replace(progress, later=groups[1:])
     return _run_group(_replace(state, turn=progress), out, turn, step, groups[0])
+
+
+def _retry_or_fail(state: LoopState, trace: Trace, out: _Writer, failure: LlmFailure,
+                   given: StreamEnded) -> LoopStep:
+    """Schedule a retry of the failed call if the route's policy says so, else end the turn."""
+    progress = state.turn
+    header = trace.request_header
+    assert progress is not None and header is not None and trace.open_step is not None
+    if not 0 <= given.draw <= 1:
+        raise LoopProtocolError(f"StreamEnded.draw must be in [0, 1], not {given.draw!r}")
+    retry = schedule_retry(progress.retry_policy, failure, turn=progress.turn,
+                           step=trace.open_step, provider=header.config.provider,
+                           earlier=progress.retries, draw=given.draw,
+                           retry_id=given.message_id)
+    if retry is None:
+        return _close(state, trace, out, TurnError(error=failure))
+    out.add(LlmRetryEvent(seq=out.seq, time=out.time, data=retry))
+    progress = msgspec.structs.replace(progress, stream=None,
+                                       retries=(*progress.retries, retry))
+    state = _replace(state, awaiting="backoff", turn=progress)
+    return _step_of(state, out, Backoff(delay_ms=retry.delay_ms, retry=retry))
+
+
+def _retry_started(state: LoopState, trace: Trace, out: _Writer) -> LoopStep:
+    """The wait is over: the failed call again, with the same header over the same history."""
+    progress = state.turn
+    header = trace.request_header
+    assert progress is not None and progress.retries and header is not None
+    retry = progress.retries[-1]
+    out.add(LlmRetryStartedEvent(seq=out.seq, time=out.time, data=LlmRetryStartedData(
+        retry_id=retry.retry_id, turn=retry.turn, step=retry.step, retry=retry.retry)))
+    progress = msgspec.structs.replace(progress, stream=EMPTY_ASSEMBLY)
+    return _step_of(_replace(state, awaiting="stream", turn=progress), out,
+                    CallModel(header=header))
 
 
 def _start_groups(calls: tuple[ToolCallBlock, ...], parallel: frozenset[str],

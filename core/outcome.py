@@ -16,7 +16,7 @@ __all__ = ["ToolOutcome"]
 
 class ToolOutcome(msgspec.Struct, frozen=True):
     """A tool call's result: its content, whether it is an error, the optional ``error`` key of
-    its ``tool/result``, and whether it ends the turn after the step's calls.
+    its ``tool/result``, whether it ends the turn after the step's calls, and its typed value.
 
     >>> ToolOutcome("Error: no", is_error=True).blocks
     (TextBlock(text='Error: no'),)
@@ -26,6 +26,9 @@ class ToolOutcome(msgspec.Struct, frozen=True):
     is_error: bool = False
     error: ToolErrorInfo | None = None
     conclude_turn: bool = False
+    #: The tool's typed result beside its rendered content, for programs (never logged; the
+    #: ``subagent`` tool's is a :class:`~.control.SubagentToolValue`).
+    value: object = None
 
     @property
     def blocks(self) -> tuple[ContentBlock, ...]:

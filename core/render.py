@@ -16,7 +16,7 @@ Rules of this module:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Literal, TypeAlias
 
@@ -24,9 +24,9 @@ import msgspec
 from msgspec import UnsetType
 
 from .delegation import StartError
-from .events import ContentBlock, TextBlock, ToolSchema
+from .events import TextBlock, ToolSchema  # noqa: F401 - TextBlock: the examples below
 from .outcome import ToolOutcome
-from .results import SubagentResult
+from .results import SubagentResult, output_text
 
 __all__ = [
     "BackgroundMode",
@@ -98,15 +98,6 @@ _BACKGROUND_PARAMETER: Mapping[BackgroundMode, str] = MappingProxyType({
 SUBAGENT_LABEL_DESCRIPTION = "A short (3-5 word) description of the delegated task, for display."
 
 
-def output_text(output: Iterable[ContentBlock]) -> str:
-    """The text blocks of an output, concatenated without a separator.
-
-    >>> output_text((TextBlock(text="a"), TextBlock(text="b")))
-    'ab'
-    """
-    return "".join(block.text for block in output if isinstance(block, TextBlock))
-
-
 def stop_reason_headline(stop_reason: str) -> str | None:
     """The error headline for a stop reason; ``None`` for ``completed``.
 
@@ -122,7 +113,7 @@ def render_tool_result(result: SubagentResult) -> ToolOutcome:
     """The parent's ``subagent`` tool result for a settled foreground run.
 
     >>> render_tool_result(SubagentResult(output=(TextBlock(text="OK"),), stop_reason="completed"))
-    ToolOutcome(content='OK', is_error=False, error=None, conclude_turn=False)
+    ToolOutcome(content='OK', is_error=False, error=None, conclude_turn=False, value=None)
     >>> render_tool_result(SubagentResult(output=(), stop_reason="refusal")).content
     'Error: subagent declined the task'
     """

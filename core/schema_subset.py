@@ -104,10 +104,20 @@ class SupportedSchema(msgspec.Struct, frozen=True, eq=False):
 # --------------------------------------------------------------------------- JSON values
 
 
+#: The largest array index JavaScript orders first, 2^32 - 2, as its decimal digits.
+_MAX_INDEX_KEY = str(2**32 - 2)
+
+
 def _is_index_key(key: str) -> bool:
-    """Whether JavaScript orders ``key`` as an array index (``Object.keys``)."""
-    return key.isascii() and key.isdigit() and (key == "0" or key[0] != "0") \
-        and int(key) < 2**32 - 1
+    """Whether JavaScript orders ``key`` as an array index (``Object.keys``).
+
+    Classified by its digits, never converted: a key is untrusted text of any length.
+    """
+    if not (key.isascii() and key.isdigit()) or (key[0] == "0" and key != "0"):
+        return False
+    # Canonical digit strings of one length compare as their numbers do.
+    return len(key) < len(_MAX_INDEX_KEY) or (len(key) == len(_MAX_INDEX_KEY)
+                                              and key <= _MAX_INDEX_KEY)
 
 
 def _js_keys(record: dict[Any, Any]) -> list[Any]:

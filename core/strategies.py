@@ -12,6 +12,9 @@ Rules of this module:
   ``request/header``, the model call's ``assistant/chunk`` run, its ``assistant/message``
   citing the chunk seqs, ``tool/call`` / ``tool/result`` pairs (results cite ``[call seq]``;
   parallel calls start together), then ``step/end``; more steps while the model called tools.
+  Now and then a step's model call is preceded by calls that failed and were retried: their
+  chunks, ``llm/retry``, ``llm/retry-started`` (DSH's llm-retry, same turn and step), each log
+  keeping :func:`.retry.check_retries`.
 * Where an event may stand comes from the grammar (:mod:`.grammar`): the builder folds each
   event it writes over :func:`.grammar.phase_after`, and refuses one the table bars. Every
   turn is closed as the core closes one: a live ending by :func:`.closers.closing_events` —
@@ -91,6 +94,10 @@ from .events import (
     InboxSplicedEvent,
     LlmCallConfig,
     LlmFailure,
+    LlmRetryData,
+    LlmRetryEvent,
+    LlmRetryStartedData,
+    LlmRetryStartedEvent,
     MessageSource,
     OpaqueEvent,
     ReasoningBlock,
@@ -136,6 +143,7 @@ from .events import (
     event_type,
 )
 from .grammar import CONFINED, PHASE_CHANGES, STEP_END, STEP_START, TURN_END, TURN_START, Phase
+from .retry import RetryPolicy, backoff_delay_ms, retry_policy_key
 from .trace import PendingCall, Trace
 
 __all__ = [
@@ -192,6 +200,19 @@ _FAILURES = (
                provider_retry_after_ms=1500.0, request_id="req_123"),
     LlmFailure(message="Error: snapshot disk full", code="UNKNOWN"),
 )
+#: Failures DSH's default policy retries, and two policies a route may have (their keys are
+#: what a retry names; an always policy's retries carry no maxRetries).
+_RETRIED_FAILURES = (
+    LlmFailure(message="model returned a completed response with no content",
+               code="EMPTY_RESPONSE"),
+    LlmFailure(message="rate limited", code="RATE_LIMIT", status=429,
+               provider_retry_after_ms=1500.0),
+    LlmFailure(message="upstream overloaded", code="SERVER", status=503, request_id="req_9"),
+    LlmFailure(message="the provider stopped sending", code="TIMEOUT"),
+    LlmFailure(message="the connection broke mid-response", code="TRANSPORT"),
+)
+_RETRY_POLICIES = (RetryPolicy(), RetryPolicy(mode="always", initial_delay_ms=1_000,
+                                              max_delay_ms=30_000, jitter_ratio=0.2))
 _TOOL_ERRORS = (None, None, ToolErrorInfo(name="ToolArgsError", code="INVALID_ARGS"),
                 ToolErrorInfo(name="SubagentError", code="NOT_RESUMABLE"))
 _HEADER_REASONS: tuple[Literal["change", "resume"] | None, ...] = (
@@ -500,6 +521,8 @@ class _Log:
         elif replacement == 1 and self.surface:
             self.compaction()
         self.request_header()
+        if self.chance(2):
+            self.retried_calls(turn, step)
         if plan in ("tools", "abort-tools"):
             calls = self.model_call(turn, step, tool_calls=self.between(1, 3),
                                     finish="tool-calls")
@@ -586,6 +609,36 @@ class _Log:
                                      id=self.new_id()),
             usage=UNSET if usage is None else usage))
         return [b for b in blocks if isinstance(b, ToolCallBlock)]
+
+    def retried_calls(self, turn: int, step: int) -> None:
+        """One or two model calls that failed and were retried (DSH's llm-retry): each call's
+        chunks up to its error finish, the ``llm/retry`` scheduled for it, then the
+        ``llm/retry-started`` after the wait, all in the step of the call."""
+        policy = self.pick(_RETRY_POLICIES)
+        retry_id = self.new_id()
+        for retry in range(1, self.between(1, 2) + 1):
+            planned: list[tuple[str, list[str], str, str]] = []
+            if self.chance(1):
+                planned.append(("text", self.pieces(), "", ""))
+            if self.chance(2):
+                planned.append(("tool-call", [self.pick(_ARG_PIECES)], self.new_call_id(),
+                                self.pick(_TOOLS)))
+            chunks, _ = self.stream(planned, half_streamed_last=self.chance(1))
+            failure = self.pick(_RETRIED_FAILURES)
+            chunks.append(FinishChunk(reason=FinishError(failure=failure)))
+            for chunk in chunks:
+                self.add(AssistantChunkEvent, gap=_CHUNK_PACE, data=AssistantChunkData(
+                    turn=turn, step=step, chunk=chunk))
+            delay = (failure.provider_retry_after_ms
+                     if isinstance(failure.provider_retry_after_ms, float)
+                     else backoff_delay_ms(policy, retry, self.bits(8) / 255))
+            self.add(LlmRetryEvent, data=LlmRetryData(
+                retry_id=retry_id, turn=turn, step=step, provider=self.provider,
+                mode=policy.mode, policy_key=retry_policy_key(policy), retry=retry,
+                max_retries=policy.max_retries if policy.mode == "normal" else UNSET,
+                delay_ms=delay, failure=failure))
+            self.add(LlmRetryStartedEvent, gap=int(delay), data=LlmRetryStartedData(
+                retry_id=retry_id, turn=turn, step=step, retry=retry))
 
     def stream(self, planned: list[tuple[str, list[str], str, str]], *,
                half_streamed_last: bool) -> tuple[list[StreamChunk], list[ContentBlock]]:

@@ -414,6 +414,9 @@ class _Tracer:
             return self._step_end_elsewhere(seq, event.data.turn, event.data.step)
         if isinstance(event, AssistantChunkEvent | AssistantMessageEvent | ToolCallEvent):
             return self._outside_step(seq, kind, event.data.turn, event.data.step)
+        if self.open_turn is not None:  # a type the grammar confines to steps
+            return Violation(seq=seq, rule="enclosure",
+                             problem=f"{kind} must be inside a step; the log is {self._where()}")
         return Violation(seq=seq, rule="enclosure",
                          problem=f"{kind} must be inside a turn, but no turn is open")
 

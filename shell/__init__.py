@@ -9,22 +9,35 @@ endpoint.
 
 The front door below is what a host needs; everything else lives in its module
 (``turnfork.shell.agent``, ``.session``, ``.store``, ``.jsonl_store``, ``.tools``,
-``.subagents``, ``.models``, ``.clock``, ``.abort``) and stays importable from this package
-too. Importing the package costs nothing: each name is loaded on first use.
+``.subagents``, ``.models``, ``.clock``, ``.abort``, ``.errors``, ``.telemetry``) and stays
+importable from this package too. Importing the package costs next to nothing: each name is
+loaded on first use. The library's loggers (``turnfork`` and its children, one per module) are
+silent until the application configures logging: ``turnfork`` has a ``NullHandler``.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
 
+logging.getLogger("turnfork").addHandler(logging.NullHandler())
+
 if TYPE_CHECKING:
+    from ..core import RunResult as RunResult
     from .abort import AbortController as AbortController
     from .agent import Agent as Agent
     from .agent import AgentDisposedError as AgentDisposedError
     from .agent import AgentLoopError as AgentLoopError
     from .clock import CountingIds as CountingIds
     from .clock import ManualClock as ManualClock
+    from .errors import ModelAuthenticationError as ModelAuthenticationError
+    from .errors import ModelError as ModelError
+    from .errors import ModelNotFoundError as ModelNotFoundError
+    from .errors import ModelRateLimitedError as ModelRateLimitedError
+    from .errors import ModelServerError as ModelServerError
+    from .errors import ModelTimeoutError as ModelTimeoutError
+    from .errors import ModelTransportError as ModelTransportError
     from .host import Host as Host
     from .jsonl_store import JsonlSessionStore as JsonlSessionStore
     from .models.base import Model as Model
@@ -54,6 +67,8 @@ _FRONT_DOOR = {
     "Agent": ".agent",
     "AgentLoopError": ".agent",
     "AgentDisposedError": ".agent",
+    "RunResult": "..core",
+    "ModelError": ".errors",
     "Session": ".session",
     "SessionStore": ".store",
     "MemorySessionStore": ".store",
@@ -81,7 +96,8 @@ _FRONT_DOOR = {
 #: Modules whose public names are importable from the package as well (their home stays the
 #: module; they are not part of the front door).
 _MODULES = (".agent", ".approval", ".abort", ".clock", ".host", ".registries", ".session", ".store",
-            ".jsonl_store", ".tools", ".subagents", ".models.base", ".models.scripted")
+            ".jsonl_store", ".tools", ".subagents", ".models.base", ".models.scripted", ".errors",
+            ".telemetry")
 
 __all__ = list(_FRONT_DOOR)
 

@@ -12,22 +12,38 @@ Rules:
   cancelled caller cannot skip — feeds ``Cancelled``: the log is balanced again before
   ``when_idle``/``dispose`` return. A tool that swallows the cancellation changes nothing: the
   machine answers it with ``Stop``.
+* A failed model call the route's retry policy retries (``Backoff``) is logged at WARNING,
+  made durable, then waited for on the host's clock (cancellably) before the call is made again.
 * A failure of the loop itself (a hook raising, a model call failing, a refused write) ends the
   turn ``error``; a write that still fails is kept in :attr:`Agent.failure` and raised once by
   :meth:`when_idle`. The turn a failed write left open is closed before the next one starts.
 * ``dispose`` is idempotent and safe to run concurrently: it cancels with ``disposed`` and
   tells the agent's owner once the loop is quiet.
+* ``run(prompt)`` is a follow-up whose turn is watched: the turn that claims the message (its
+  first step's claim) settles the run when its ``turn/end`` is appended, and input dropped
+  before any turn claimed it settles it ``aborted``. The result is read by
+  :func:`turnfork.core.read_turn` from the turn's events as the agent appended them (the
+  agent keeps the latest turn's, references into its log, never copies).
+* What the agent appends is also what it reports: turn and step boundaries open and close its
+  OpenTelemetry spans (``shell/telemetry.py``) and are logged (``turnfork.shell.agent``); a
+  model request that fails is a WARNING. No prompt or model text is logged above DEBUG.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import os
+import random
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, Protocol, TypeAlias, TypeVar
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal, Protocol, Self, TypeAlias, TypeVar
 
+import msgspec
 from msgspec import UNSET
+from returns.result import Failure
 
 from ..core import (
     ApprovalPolicyData,
@@ -37,19 +53,31 @@ from ..core import (
     CancelUser,
     ContentBlock,
     EpochHeader,
+    Event,
+    InboxSplicedEvent,
     LlmCallConfig,
     LlmFailure,
     MessageSource,
     PromptSection,
+    RunResult,
     SubagentDescriptorData,
     TextBlock,
     ToolCallBlock,
+    TurnEndEvent,
+    TurnError,
+    TurnStartEvent,
     UserMessage,
     approval_policy_section,
+    describe_failure,
+    interpolate_prompt,
+    read_turn,
     sandbox_policy_section,
+    stop_reason_for,
 )
 from ..core.loop import (
     DEFAULT_MAX_STEPS,
+    Backoff,
+    BackoffDone,
     Begin,
     CallModel,
     Cancelled,
@@ -74,10 +102,14 @@ from ..core.loop import (
     feed,
     initial_loop_state,
 )
+from ..core.retry import RetryPolicy
 from .approval import ApprovalPolicy, ApprovalRefusedError, Approver, request_approval
-from .clock import Clock, IdFactory
+from .clock import Clock, IdFactory, sleep
+from .errors import model_error
 from .models.base import Model, ModelRequest
 from .session import Session
+from .store import SessionEventError
+from .telemetry import AgentSpans, Telemetry
 from .tools import (
     PromptSections,
     Tool,
@@ -85,6 +117,7 @@ from .tools import (
     ToolRefusal,
     ToolScope,
     compose_system_prompt,
+    error_outcome,
     execute_call,
     runtime_context,
 )
@@ -105,6 +138,8 @@ __all__ = [
     "IdleReporter",
     "report_idle",
 ]
+
+logger = logging.getLogger(__name__)
 
 SandboxMode: TypeAlias = Literal["read-only", "workspace-write", "danger-full-access"]
 #: Called before every ``step/start`` with (agent, turn, step); returning ``False`` blocks the
@@ -130,9 +165,17 @@ class AgentServices(Protocol):
     sandbox_mode: SandboxMode | None
     #: The approval policy of an agent with an approval service, until its log sets another.
     approval_default: ApprovalPolicy
+    #: Where the agent's spans go (none without OpenTelemetry).
+    telemetry: Telemetry
+    #: The sandbox policy's workspace for a session without a cwd (``None``: the process's).
+    workspace_root: str | None
 
     def model(self, provider: str) -> Model:
         """The model serving ``provider`` (raises ``UnknownProviderError``)."""
+        ...
+
+    def retry_policy(self, provider: str) -> RetryPolicy | None:
+        """How ``provider``'s failed model requests are retried (``None``: they are not)."""
         ...
 
     def agent_disposed(self, agent: Agent) -> None:
@@ -184,13 +227,14 @@ class IdleReporter(Protocol):
     def id(self) -> str: ...
 
 
-async def report_idle(owner: IdleReporter) -> None:
-    """The end of ``when_idle`` once the loop is quiet: wait until the closed log is durable (a
-    turn reported done has reached the disk, not only the file; a refused commit becomes the
-    failure), then raise the kept failure once as :class:`AgentLoopError`."""
+async def report_idle(owner: IdleReporter, upto: int | None = None) -> None:
+    """The end of ``when_idle`` once the loop is quiet: wait until the closed log (its first
+    ``upto`` events; default all) is durable (a turn reported done has reached the disk, not
+    only the file; a refused commit becomes the failure), then raise the kept failure once as
+    :class:`AgentLoopError`."""
     if owner.failure is None:
         try:
-            await owner.session.wait_durable()
+            await owner.session.wait_durable(upto)
         except OSError as exc:
             owner.failure = exc
     if owner.failure is not None:
@@ -198,8 +242,25 @@ async def report_idle(owner: IdleReporter) -> None:
         raise AgentLoopError(f"agent {owner.id}: {failure}") from failure
 
 
+@dataclass(slots=True)
+class _Watch:
+    """A run waiting for the turn that claims its message."""
+
+    message_id: str
+    #: The turn's result; ``None``: the turn was left open (the loop failed).
+    settled: asyncio.Future[RunResult | None]
+    #: The seq of the claiming turn's ``turn/start``, and its number, once claimed.
+    start: int | None = None
+    turn: int | None = None
+    #: The log's length through the turn's ``turn/end``.
+    upto: int | None = None
+
+
 class Agent:
-    """A model-driven agent over one session. Made by :meth:`turnfork.shell.Host.create_agent`."""
+    """A model-driven agent over one session. Made by :meth:`turnfork.shell.Host.create_agent`.
+
+    ``async with`` an agent disposes it on exit (on an exception too).
+    """
 
     def __init__(self, services: AgentServices, session: Session, *, provider: str | None,
                  model: str | None, max_tokens: int | None = None,
@@ -232,6 +293,13 @@ class Agent:
         self._maintenance: asyncio.Future[Any] | None = None
         #: Resolved when maintenance has ended and its deferred wake, if any, has started.
         self._maintenance_over: asyncio.Future[None] | None = None
+        self._watches: list[_Watch] = []
+        #: The events of the latest turn this instance ran, from its ``turn/start`` (what
+        #: ``when_idle`` and ``run`` read), and whether that turn is still open.
+        self._turn_events: list[Event] = []
+        self._turn_open = False
+        #: The model failure last logged, so that its turn's end does not log it again.
+        self._spans: AgentSpans | None = services.telemetry.agent_spans(session.id)
 
     # ------------------------------------------------------------------ state
 
@@ -251,8 +319,10 @@ class Agent:
 
     @property
     def pending(self) -> tuple[UserMessage, ...]:
-        """Queued input not yet claimed by a turn."""
-        return self._state.inbox + self._state.steering
+        """Queued input not yet claimed by a turn (what a requested cancellation drops is no
+        longer pending)."""
+        state = self._state
+        return state.inbox[state.drop_inbox:] + state.steering[state.drop_steering:]
 
     @property
     def cancel_cause(self) -> CancelCause | None:
@@ -260,23 +330,53 @@ class Agent:
         return self._state.cancel
 
     def system_prompt(self) -> str:
-        return compose_system_prompt(self.host.prompt_sections, self.prompt_sections)
+        """The system prompt: the host's and the agent's sections (the agent's override the
+        host's by name), a ``tool:<name>`` guidance section empty when this agent's scope
+        hides that global tool, the prompt variables filled in.
+
+        Raises:
+            ValueError: a section references a prompt variable it cannot have.
+        """
+        merged = PromptSections()
+        for layer in (self.host.prompt_sections, self.prompt_sections):
+            for section in layer.sections():
+                merged.add(section)
+        for section in merged.sections():
+            tool = section.name.removeprefix("tool:")
+            hidden = tool != section.name and tool in self.tools.registry \
+                and not self.tools.permits(tool)
+            merged.add(msgspec.structs.replace(section, text="") if hidden
+                       else self._interpolated(section))
+        return compose_system_prompt(merged)
+
+    def _interpolated(self, section: PromptSection) -> PromptSection:
+        cwd = self.session.header.cwd
+        filled = interpolate_prompt(section.text, {
+            "provider": self.provider, "model": self.model,
+            "cwd": cwd if isinstance(cwd, str) else None}, name=section.name, kind=section.kind)
+        if isinstance(filled, Failure):
+            raise ValueError(filled.failure())
+        text = filled.unwrap()
+        return section if text == section.text else msgspec.structs.replace(section, text=text)
 
     def runtime_context(self) -> tuple[PromptSection, ...]:
         """What the next step's runtime-context snapshot holds: the deployment's file policy
-        (by the session's effective sandbox mode) and approval policy (with an approval
-        service), then the host's and the agent's own contributions, in order."""
+        (by the session's effective sandbox mode, over the session's cwd, else the host's
+        workspace root, else the process's cwd) and approval policy (with an approval
+        service), then the host's and the agent's own contributions, in order, the prompt
+        variables filled in."""
         own: list[PromptSection] = []
         if self.host.sandbox_mode is not None:
             override = self.session.trace.sandbox_mode
             mode = self.host.sandbox_mode if override is None else override.mode
-            own.append(sandbox_policy_section(mode, self.session.header.cwd
-                                              if isinstance(self.session.header.cwd, str)
-                                              else os.getcwd()))
+            cwd = self.session.header.cwd
+            own.append(sandbox_policy_section(
+                mode, cwd if isinstance(cwd, str) else self.host.workspace_root or os.getcwd()))
         if self.approval_composed:
             own.append(approval_policy_section(self.approval_policy))
         layered = runtime_context(self.host.prompt_sections, self.prompt_sections)
-        return tuple(sorted((*own, *layered), key=lambda section: section.order))
+        return tuple(self._interpolated(section) for section in
+                     sorted((*own, *layered), key=lambda section: section.order))
 
     # ------------------------------------------------------------------ control
 
@@ -304,10 +404,14 @@ class Agent:
         given = Followup(message=message) if kind is Followup else Steer(message=message,
                                                                           wake=wake)
         step = feed(self._state, self.session.trace, given, time=self.host.clock())
-        self.session.extend(step.events)  # a refused write queues nothing
-        self._state = step.state
+        before, self._state = self._state, step.state  # a listener of the splice sees it queued
+        try:
+            self.session.extend(step.events)
+        except BaseException:
+            self._state = before  # a refused write queues nothing
+            raise
         self._poll()
-        if isinstance(step.command, Wake) and self._maintenance is None:
+        if self._state.awaiting == "wake" and self._task is None and self._maintenance is None:
             self._start()  # during maintenance the wake waits for its end
         return message
 
@@ -351,23 +455,78 @@ class Agent:
             self._maintenance.cancel()
         task = self._task
         if task is None:
-            if not keep_queued and self.pending:
-                self._feed(CancelRequested(cause=CancelUser() if cause is None else cause))
+            if keep_queued:
+                return  # parked input stays; a wake maintenance deferred still follows it
+            given = CancelRequested(cause=CancelUser() if cause is None else cause)
+            if self._state.awaiting == "wake":
+                # Maintenance deferred the wake, so no task will stop: the drop happens now.
+                self._feed(given)
+                self._feed(Cancelled(message_id=self.host.ids()))
+            elif self.pending:
+                self._feed(given)
             return
         if self._state.cancel is None:
             self._feed(CancelRequested(cause=CancelUser() if cause is None else cause,
                                        keep_queued=keep_queued))
         task.cancel()
 
-    async def when_idle(self) -> None:
+    async def run(self, prompt: Prompt, *, raise_on_failure: bool = False) -> RunResult:
+        """Queue ``prompt`` as a follow-up and return the result of the turn that takes it,
+        once that turn is closed and durable.
+
+        A busy agent queues it as :meth:`followup` does: it gets a turn of its own after the
+        input queued before it, and the result is that turn's (input queued later is not
+        waited for). Input dropped before a turn took it (a cancellation, the agent's disposal)
+        returns ``stop_reason="aborted"`` with no turn. Cancelling the awaiting task stops the
+        wait, not the turn (use :meth:`cancel`).
+
+        Raises:
+            ModelError: ``raise_on_failure`` and the turn ended ``error``: the subclass of its
+                failure's code (:func:`turnfork.shell.errors.model_error`), holding the result.
+            AgentLoopError: the loop itself failed (e.g. the disk refused a write); raised once.
+            AgentDisposedError: the agent was disposed.
+        """
+        message = self.followup(prompt)
+        watch = _Watch(message.id, asyncio.get_running_loop().create_future())
+        self._watches.append(watch)
+        try:
+            outcome = await asyncio.shield(watch.settled)
+        finally:
+            if watch in self._watches:
+                self._watches.remove(watch)
+        await report_idle(self, watch.upto)
+        if outcome is None:  # the turn was left open; another caller took the loop's failure
+            assert watch.start is not None
+            outcome = read_turn(self.session.events[watch.start:])
+        if raise_on_failure and outcome.failure is not None:
+            raise model_error(outcome.failure, outcome)
+        return outcome
+
+    async def when_idle(self, *, raise_on_failure: bool = False) -> RunResult | None:
         """Wait until no turn is running or queued, the log is closed and durable (committed by
         the store: it survives a crash of the machine).
 
+        Returns the result of the latest turn this agent ran (``None`` before its first), so a
+        turn that failed is reported, not only logged; ``raise_on_failure`` raises its failure.
+
         Raises:
             AgentLoopError: the loop itself failed (e.g. the disk refused a write); raised once.
+            ModelError: ``raise_on_failure`` and the latest turn ended ``error``.
         """
         await self._quiesce()
         await report_idle(self)
+        if not self._turn_events:
+            return None
+        result = read_turn(self._turn_events)
+        if raise_on_failure and result.failure is not None:
+            raise model_error(result.failure, result)
+        return result
+
+    async def when_quiet(self) -> None:
+        """Wait until no turn is running or queued and no maintenance job runs: what
+        :meth:`when_idle` waits for, without its durability wait and without raising the
+        kept :attr:`failure`."""
+        await self._quiesce()
 
     async def dispose(self) -> None:
         """Cancel with ``disposed``, wait for quiescence, dispose every child the agent
@@ -382,6 +541,13 @@ class Agent:
                 self._forget()
         await self._quiesce()
         await self.host.release_children(self)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        traceback: TracebackType | None) -> None:
+        await self.dispose()
 
     # ------------------------------------------------------------------ approval
 
@@ -409,17 +575,91 @@ class Agent:
         """One input into the machine; its events are appended before its command returns.
 
         The new state is kept even if the write fails: the machine re-reads the log's trace
-        and closes whatever the failed write left open.
+        and closes whatever the failed write left open. A tool result the store will not
+        hold (its loader could not read it back) becomes that call's error result instead.
         """
-        step = feed(self._state, self.session.trace, given, time=self.host.clock())
+        before = self._state
+        step = feed(before, self.session.trace, given, time=self.host.clock())
         self._state = step.state
         if step.events:
-            self.session.extend(step.events)
+            try:
+                self.session.extend(step.events)
+            except SessionEventError as refused:
+                if not isinstance(given, ToolDone):
+                    raise
+                unstored = error_outcome(f"the tool result was not stored: {refused.problem}")
+                step = feed(before, self.session.trace,
+                            msgspec.structs.replace(given, outcome=unstored),
+                            time=self.host.clock())
+                self._state = step.state
+                self.session.extend(step.events)
+            self._observe(step.events)
         return step.command
+
+    def _observe(self, events: Sequence[Event]) -> None:
+        """Report what was appended: turns for runs, logs and spans."""
+        spans = self._spans
+        for event in events:
+            kind = type(event)
+            if kind is TurnStartEvent:
+                assert isinstance(event, TurnStartEvent)
+                self._turn_events = [event]
+                self._turn_open = True
+                if self._watches:
+                    self._claimed(event)
+                logger.debug("agent %s: turn %d started", self.id, event.data.turn)
+            elif self._turn_open:
+                self._turn_events.append(event)
+            if kind is TurnEndEvent:
+                assert isinstance(event, TurnEndEvent)
+                self._turn_open = False
+                self._turn_ended(event)
+            elif kind is InboxSplicedEvent and self._watches:
+                assert isinstance(event, InboxSplicedEvent)
+                if event.data.outcome == "canceled":
+                    self._dropped()
+            if spans is not None:
+                spans.observe(event)
+
+    def _claimed(self, start: TurnStartEvent) -> None:
+        progress = self._state.turn
+        if progress is None or progress.turn != start.data.turn:
+            return  # a turn that claimed nothing (and has ended already)
+        claimed = {message.id for message in progress.claimed}
+        for watch in self._watches:
+            if watch.start is None and watch.message_id in claimed:
+                watch.start, watch.turn = start.seq, start.data.turn
+
+    def _turn_ended(self, end: TurnEndEvent) -> None:
+        reason = end.data.reason
+        if isinstance(reason, TurnError):  # a retried failure was logged with its retry
+            logger.warning("agent %s: turn %d failed: %s", self.id, end.data.turn,
+                           describe_failure(reason.error))
+        else:
+            logger.debug("agent %s: turn %d ended: %s", self.id, end.data.turn,
+                         stop_reason_for(reason))
+        for watch in list(self._watches):
+            if watch.turn == end.data.turn and watch.start is not None:
+                watch.upto = end.seq + 1
+                self._settle(watch, read_turn(self._turn_events))
+
+    def _dropped(self) -> None:
+        """Watched input that a cancellation dropped before a turn claimed it."""
+        pending = {message.id for message in self.pending}
+        for watch in list(self._watches):
+            if watch.start is None and watch.message_id not in pending:
+                self._settle(watch, RunResult(output="", stop_reason="aborted"))
+
+    def _settle(self, watch: _Watch, result: RunResult | None) -> None:
+        self._watches.remove(watch)
+        if not watch.settled.done():
+            watch.settled.set_result(result)
 
     # ------------------------------------------------------------------ task lifecycle
 
     def _start(self) -> None:
+        if self._spans is not None:
+            self._spans.woken()
         task = asyncio.get_running_loop().create_task(self._drive(), name=f"agent:{self.id}")
         self._task = task
         task.add_done_callback(self._reap)
@@ -455,14 +695,22 @@ class Agent:
             error = exc
         if error is not None:
             self.failure = error
+            logger.warning("agent %s: the loop failed: %s", self.id, error,
+                           exc_info=(type(error), error, error.__traceback__))
         elif isinstance(command, Wake) and not self._disposed:
             self._start()  # input queued after the cancel
+        if self._task is None and self._watches:
+            for watch in list(self._watches):
+                if watch.start is not None:  # claimed, and its turn was left open
+                    self._settle(watch, None)
         if self._disposed and self._task is None:
             self._forget()
 
     def _forget(self) -> None:
         if not self._forgotten:
             self._forgotten = True
+            if self._spans is not None:
+                self._spans.close()
             self.host.agent_disposed(self)
 
     # ------------------------------------------------------------------ carrying out
@@ -485,6 +733,8 @@ class Agent:
         if isinstance(command, RunTools):
             await self.session.wait_durable()  # the calls are on disk before their effects
             return await self._run_tools(command)
+        if isinstance(command, Backoff):
+            return await self._back_off(command)
         raise AssertionError(f"unexpected command {command!r}")
 
     async def _prepare_step(self, command: PrepareStep) -> Command | None:
@@ -509,7 +759,7 @@ class Agent:
         return self._feed(StepPrepared(
             header=header, parallel_tools=parallel,
             context=self.runtime_context(),
-            context_id=self.host.ids()))
+            context_id=self.host.ids(), retry=self.host.retry_policy(self.provider)))
 
     async def _call_model(self, command: CallModel) -> Command | None:
         header = command.header
@@ -518,21 +768,49 @@ class Agent:
             system=header.system if isinstance(header.system, str) else None,
             tools=header.tools if isinstance(header.tools, tuple) else (),
             messages=self.session.history())
-        stream = self.host.model(header.config.provider).stream(request)
+        call = None if self._spans is None else self._spans.model_call(header.config)
+        error: BaseException | None = None
         try:
-            async for chunk in stream:
-                answer = self._feed(Chunk(chunk=chunk))
-                if isinstance(answer, EndStream | Stop):
-                    if isinstance(answer, Stop):
-                        return answer
-                    break
+            stream = self.host.model(header.config.provider).stream(request)
+            try:
+                async for chunk in stream:
+                    if call is not None:
+                        call.chunk(chunk)
+                    answer = self._feed(Chunk(chunk=chunk))
+                    if isinstance(answer, EndStream | Stop):
+                        if isinstance(answer, Stop):
+                            return answer
+                        break
+            finally:
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+        except Exception as exc:
+            error = exc
+            raise
         finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
-        return self._feed(StreamEnded(message_id=self.host.ids()))
+            if call is not None:
+                call.end(error)
+        return self._feed(StreamEnded(message_id=self.host.ids(), draw=random.random()))
+
+    async def _back_off(self, command: Backoff) -> Command | None:
+        retry = command.retry
+        budget = f"{retry.retry} of {retry.max_retries}" if retry.mode == "normal" \
+            else f"{retry.retry} (always)"
+        logger.warning("agent %s: the request to %s failed (%s: %s); retry %s in %.0f ms "
+                       "(turn %d, step %d)", self.id, retry.provider, retry.failure.code,
+                       retry.failure.message, budget, command.delay_ms, retry.turn, retry.step)
+        await self.session.wait_durable()  # the scheduled retry is on disk before the wait
+        await sleep(self.host.clock, command.delay_ms)
+        return self._feed(BackoffDone())
 
     async def _run_tools(self, command: RunTools) -> Command | None:
+        if self._spans is None:
+            return await self._run_calls(command)
+        with self._spans.tools():
+            return await self._run_calls(command)
+
+    async def _run_calls(self, command: RunTools) -> Command | None:
         calls = command.calls
         if len(calls) == 1:  # runs alone: no task needed
             outcome = await self._execute(calls[0], command)
@@ -548,6 +826,10 @@ class Agent:
         return answer
 
     async def _execute(self, call: ToolCallBlock, command: RunTools) -> ToolOutcome:
+        if self._state.cancel is not None:
+            # The turn is being cancelled: no call is dispatched any more (the closers answer
+            # it), so nothing it would have started exists.
+            return ToolOutcome("Error: tool call aborted before dispatch", is_error=True)
         tool: Tool | ToolRefusal = self.tools.resolve(call.name)
         context = ToolContext(agent=self, call_id=call.id, tool_name=call.name,
                               turn=command.turn, step=command.step, arguments=call.arguments)

@@ -2,18 +2,21 @@
 
 A :class:`~shell.host.Host` takes a clock (epoch milliseconds, as DSH's ``Date.now()``) and an
 id factory (random UUID v4 strings, as DSH mints them). Tests pass the deterministic versions
-below so logs come out the same on every run.
+below so logs come out the same on every run. Waiting is done on the clock too
+(:func:`sleep`): a :class:`ManualClock`'s waits end only when it is moved on.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 import uuid
 from collections.abc import Callable
 from typing import TypeAlias
 
-__all__ = ["Clock", "IdFactory", "system_clock", "uuid_ids", "ManualClock", "CountingIds"]
+__all__ = ["Clock", "IdFactory", "system_clock", "uuid_ids", "sleep", "ManualClock",
+           "CountingIds"]
 
 #: Returns epoch milliseconds.
 Clock: TypeAlias = Callable[[], int]
@@ -31,27 +34,65 @@ def uuid_ids() -> str:
     return str(uuid.uuid4())
 
 
+async def sleep(clock: Clock, ms: float) -> None:
+    """Wait ``ms`` milliseconds of ``clock``'s time: on the clock's own ``sleep`` when it has one
+    (a :class:`ManualClock` waits until it is moved on), else on the event loop's timer."""
+    own = getattr(clock, "sleep", None)
+    if own is not None:
+        await own(ms)
+    else:
+        await asyncio.sleep(max(ms, 0) / 1000)
+
+
 class ManualClock:
-    """A clock that moves only when told to, or by ``step`` ms on every reading.
+    """A clock that moves only when told to, or by ``step`` ms on every reading. A wait on it
+    (:meth:`sleep`) ends once the clock has moved that far, never on its own.
 
     >>> clock = ManualClock(1000, step=1)
     >>> clock(), clock()
     (1000, 1001)
     """
 
-    __slots__ = ("now", "step")
+    __slots__ = ("_waits", "now", "step")
 
     def __init__(self, start: int = 0, *, step: int = 0) -> None:
         self.now = start
         self.step = step
+        self._waits: list[tuple[float, asyncio.Future[None]]] = []
 
     def __call__(self) -> int:
         value = self.now
         self.now += self.step
+        if self.step and self._waits:
+            self._wake()
         return value
 
     def advance(self, ms: int) -> None:
+        """Move the clock on; the waits it reaches end."""
         self.now += ms
+        self._wake()
+
+    @property
+    def waiting(self) -> int:
+        """How many :meth:`sleep` calls are waiting."""
+        return sum(1 for _, future in self._waits if not future.done())
+
+    async def sleep(self, ms: float) -> None:
+        """Wait until the clock has moved ``ms`` on (at once for ``ms <= 0``)."""
+        if ms <= 0:
+            await asyncio.sleep(0)
+            return
+        entry = (self.now + ms, asyncio.get_running_loop().create_future())
+        self._waits.append(entry)
+        try:
+            await entry[1]
+        finally:
+            self._waits.remove(entry)
+
+    def _wake(self) -> None:
+        for deadline, future in self._waits:
+            if deadline <= self.now and not future.done():
+                future.set_result(None)
 
 
 class CountingIds:

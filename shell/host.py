@@ -3,6 +3,7 @@
 ``Host`` owns models (by provider name), the global tool registry, the session store, the live
 agents and the host-level prompt sections, plus the injectable clock and id factory every event
 and message is stamped with. ``host.subagents`` is filled in by the subagent runtime (shell II).
+``async with Host(...) as host`` closes it on exit (on an exception too).
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 from ..core import (
     PERSONA_SECTION_NAME,
@@ -21,6 +23,7 @@ from ..core import (
     Trace,
 )
 from ..core.loop import DEFAULT_MAX_STEPS
+from ..core.retry import RetryPolicy
 from .agent import Agent, ApprovalPolicy, Approver, SandboxMode
 from .clock import Clock, IdFactory, system_clock, uuid_ids
 from .models.base import Model
@@ -29,6 +32,7 @@ from .session import Session
 from .store import MemorySessionStore, SessionStore
 from .subagents import SubagentRuntime
 from .subagents.continuation import apply_resume_terms, delegated_resume_terms, resumed_scope
+from .telemetry import Telemetry
 from .tools import PromptSections, ToolRegistry, ToolScope
 
 __all__ = ["Host", "ModelRegistry", "AgentRegistry", "UnknownProviderError", "AgentExistsError"]
@@ -53,12 +57,18 @@ class Host:
             ``sandbox/mode``, else this). ``None``: no sandbox policy (no sentence).
         approval_default: the approval policy of an agent created with an approval service
             (``approval=True``) until its log sets another; its sentence joins the snapshot.
+        tracer_provider: the OpenTelemetry ``TracerProvider`` the spans of turns, steps, model
+            calls and child runs go to (needs the ``otel`` extra); default: the global one.
+        workspace_root: the sandbox policy's workspace for a session without a cwd (DSH's
+            ``workspaceRoot``); made absolute. ``None``: the process's working directory.
     """
 
     def __init__(self, *, store: SessionStore | None = None, clock: Clock | None = None,
                  ids: IdFactory | None = None, approver: Approver | None = None,
                  session_titles: bool = True, sandbox_mode: SandboxMode | None = None,
-                 approval_default: ApprovalPolicy = "ask") -> None:
+                 approval_default: ApprovalPolicy = "ask",
+                 tracer_provider: Any | None = None,
+                 workspace_root: str | None = None) -> None:
         self.clock: Clock = clock or system_clock
         self.ids: IdFactory = ids or uuid_ids
         self.models = ModelRegistry()
@@ -70,6 +80,8 @@ class Host:
         self.session_titles = session_titles
         self.sandbox_mode = sandbox_mode
         self.approval_default: ApprovalPolicy = approval_default
+        self.telemetry = Telemetry(tracer_provider)
+        self.workspace_root = None if workspace_root is None else os.path.abspath(workspace_root)
         self._subagents: SubagentRuntime | None = None
 
     @property
@@ -194,6 +206,10 @@ class Host:
         """The model registered for ``provider`` (raises :class:`UnknownProviderError`)."""
         return self.models.get(provider)
 
+    def retry_policy(self, provider: str) -> RetryPolicy | None:
+        """How ``provider``'s failed model requests are retried (see :class:`ModelRegistry`)."""
+        return self.models.retry_policy(provider)
+
     def agent_disposed(self, agent: Agent) -> None:
         """An agent of this host is disposed and quiet: it leaves the registries."""
         self.agents.remove(agent)
@@ -209,3 +225,10 @@ class Host:
         if self._subagents is not None:
             await self._subagents.aclose()
         await asyncio.gather(*(agent.dispose() for agent in self.agents.list()))
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        traceback: TracebackType | None) -> None:
+        await self.aclose()

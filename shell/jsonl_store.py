@@ -17,8 +17,13 @@ Writing: nothing is on disk before a session's first append (as in DSH), so ``cr
 no file-system work but a look for the id; the first append reserves the directory
 (``mkdir``, then the lock), and the file appears whole (written under a temporary name,
 linked into place); every later batch is appended with one ``write`` as the append runs.
-Before anything is written, the batch is encoded and read back through the typed decoder: an
-event the loader would refuse is refused here (:class:`~shell.store.SessionEventError`). A
+Before anything is written, the batch is encoded and read back through the typed decoder, and
+measured against the loader's read limits (the store's ``limits``): an event the loader would
+refuse, or a batch that would take the file past what the loader reads (a line over
+``max_line``; text, file bytes or events over ``max_bytes`` or ``max_events``, the seed's files
+counted as the reader counts them), is refused here (:class:`~shell.store.SessionEventError`).
+A batch that does not end its turn must also leave room for closing one
+(:func:`closing_room`), so an open turn can always be closed and the session loaded again. A
 write that fails is cut back off the file (the writer knows the file's length; it never cuts
 what it did not write), so a batch is on disk whole or not at all, and the session stays as
 it was. *Group commit:* written batches are
@@ -62,6 +67,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import logging
 import math
 import os
 import secrets
@@ -69,10 +75,10 @@ import stat
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import msgspec
 from returns.result import Failure
@@ -92,7 +98,17 @@ from ..core import (
 )
 from ..core.codec import check_event, check_header
 from .clock import Clock
-from .logfile import LoadedLog, SeedRecord, read_session_file, seed_file_name
+from .logfile import (
+    DEFAULT_LIMITS,
+    LoadedLog,
+    ReadLimits,
+    SeedRecord,
+    _size_words,
+    counted_events,
+    read_session_file,
+    read_session_header,
+    seed_file_name,
+)
 from .session import Session
 from .store import (
     InvalidSessionIdError,
@@ -110,7 +126,9 @@ from .store import (
 )
 
 __all__ = ["JsonlSessionStore", "Compression", "ForkSeeds", "SessionPathError",
-           "check_session_id", "session_file_bytes", "held_directory_lock"]
+           "check_session_id", "session_file_bytes", "closing_room", "held_directory_lock"]
+
+logger = logging.getLogger(__name__)
 
 Compression = Literal["none", "zstd"]
 #: How a fork child's file holds its seed: a reference to its parent's file, or a full copy.
@@ -166,6 +184,51 @@ def session_file_bytes(header: SessionHeader, events: Sequence[Event], *,
     data: bytes = compressor.compress(text[:header_end]) + compressor.compress(
         text[header_end:])
     return data
+
+
+class _Spent(NamedTuple):
+    """What reading a session file back spends against the read limits: bytes of text
+    (``max_bytes``) and counted events (``max_events``), its seed's files included."""
+
+    text_bytes: int
+    events: int
+
+    def plus(self, text: bytes) -> _Spent:
+        return _Spent(self.text_bytes + len(text), self.events + counted_events(text))
+
+
+class _Cut(NamedTuple):
+    """Just after the last ``turn/end`` in a file: a child's seed ends there."""
+
+    events: int
+    size: int
+    #: What reading the file through the cut spends (a child's seed costs its reader that).
+    spent: _Spent
+
+
+def closing_room(limits: ReadLimits) -> tuple[int, int]:
+    """(bytes of text, events) a batch that does not end its turn must leave free under
+    ``limits``, for the events that close a turn (results for its pending calls, ``step/end``,
+    ``turn/end``): an eighth of each limit, at most 1 MiB and 4,096 events."""
+    return min(1 << 20, limits.max_bytes // 8), min(4096, limits.max_events // 8)
+
+
+def _line_over(text: bytes, limit: int) -> bool:
+    """Whether a line of ``text`` (a newline not counted) is longer than ``limit`` bytes."""
+    if len(text) <= limit:
+        return False
+    begin = 0
+    while begin < len(text):
+        end = text.find(b"\n", begin)
+        end = len(text) if end < 0 else end
+        if end - begin > limit:
+            return True
+        begin = end + 1
+    return False
+
+
+def _line_length(line: bytes) -> int:
+    return len(line) - 1  # its newline not counted, as the reader counts
 
 
 def _is_link_error(exc: OSError) -> bool:
@@ -357,6 +420,8 @@ class _SeedPlan:
     """A fork child's seed as a reference to its parent's file (see the module rules)."""
 
     record: SeedRecord
+    #: What reading the seed costs (the parent's file through the cut, its seeds included).
+    spent: _Spent
     #: The parent's session directory (a descriptor of the child's own, so that the parent
     #: may be released meanwhile), until the child's first write links its files.
     source: int
@@ -412,8 +477,10 @@ class _SessionFile:
         self.size = 0  # bytes of the file, all written by this writer or loaded
         self.written = 0  # events in the file
         self.durable = 0
-        #: (events, bytes) just after the last ``turn/end`` in the file: a child's seed cut.
-        self.cut: tuple[int, int] | None = None
+        #: Just after the last ``turn/end`` in the file: a child's seed cut.
+        self.cut: _Cut | None = None
+        #: What reading the file back spends against the store's limits.
+        self.spent = _Spent(0, 0)
         self.failure: OSError | None = None
         self.closed = False
         #: Whether the committer holds a commit of this file in its schedule.
@@ -514,21 +581,82 @@ class _SessionFile:
     def _failed(self, what: str, cause: OSError | None = None) -> SessionWriteError:
         return SessionWriteError(self.session_id, what, cause)
 
-    def _encode(self, events: Sequence[Event]) -> tuple[bytes, tuple[int, int] | None]:
+    def _encode(self, events: Sequence[Event], spent: _Spent, size: int,
+                ) -> tuple[bytes, _Cut | None, _Spent]:
         """The bytes of ``events`` (a frame per part for zstd, parts split after each
-        ``turn/end``) and the (events, bytes) offset after the last ``turn/end`` in them."""
+        ``turn/end``) for a file of ``size`` bytes whose reading spends ``spent``: the bytes,
+        the cut after the last ``turn/end`` in them (its size counted from the batch's start)
+        and what reading the file spends after them. Refused when the loader could not read
+        the file back, or a turn could not be closed in it (see the module rules)."""
         payload: list[bytes] = []
-        cut: tuple[int, int] | None = None
-        size, start = 0, 0
+        cut: _Cut | None = None
+        written, start, before = 0, 0, spent
+        limits = self.store.limits
+        unreadable = "the session could not be loaded again"
         for index, event in enumerate(events):
             if isinstance(event, TurnEndEvent) or index == len(events) - 1:
-                data = self._frame(self._checked(events[start:index + 1]))
+                part = events[start:index + 1]
+                text = self._checked(part)
+                if _line_over(text, limits.max_line):
+                    raise self._unreadable(
+                        part, f"a line is longer than the read limit of "
+                              f"{_size_words(limits.max_line)} (ReadLimits.max_line): "
+                              f"{unreadable}", _line_length, 0, limits.max_line, alone=True)
+                after = spent.plus(text)
+                if after.text_bytes > limits.max_bytes:
+                    raise self._unreadable(
+                        part, f"the session's text would pass the read limit of "
+                              f"{_size_words(limits.max_bytes)} (ReadLimits.max_bytes): "
+                              f"{unreadable}", len, spent.text_bytes, limits.max_bytes)
+                if after.events > limits.max_events:
+                    raise self._unreadable(
+                        part, f"the session would pass the read limit of "
+                              f"{limits.max_events:,} events (ReadLimits.max_events): "
+                              f"{unreadable}", counted_events, spent.events, limits.max_events)
+                spent = after
+                data = self._frame(text)
                 payload.append(data)
-                size += len(data)
+                written += len(data)
                 start = index + 1
                 if isinstance(event, TurnEndEvent):
-                    cut = (event.seq + 1, size)
-        return b"".join(payload), cut
+                    cut = _Cut(event.seq + 1, written, spent)
+        if size + written > limits.max_bytes:
+            raise self._unreadable(
+                events, f"the session file would pass the read limit of "
+                        f"{_size_words(limits.max_bytes)} (ReadLimits.max_bytes): {unreadable}",
+                len, size, limits.max_bytes)
+        if not isinstance(events[-1], TurnEndEvent):
+            room_bytes, room_events = closing_room(limits)
+            closing = "kept free for closing a turn: it could not be closed"
+            if max(spent.text_bytes, size + written) > limits.max_bytes - room_bytes:
+                raise self._unreadable(
+                    events, f"it would leave less than {_size_words(room_bytes)} of the read "
+                            f"limit of {_size_words(limits.max_bytes)} (ReadLimits.max_bytes) "
+                            f"{closing}", len, max(before.text_bytes, size),
+                    limits.max_bytes - room_bytes)
+            if spent.events > limits.max_events - room_events:
+                raise self._unreadable(
+                    events, f"it would leave less than {room_events:,} of the read limit of "
+                            f"{limits.max_events:,} events (ReadLimits.max_events) {closing}",
+                    counted_events, before.events, limits.max_events - room_events)
+        return b"".join(payload), cut, spent
+
+    def _unreadable(self, events: Sequence[Event], problem: str,
+                    measure: Callable[[bytes], int], before: int, limit: int, *,
+                    alone: bool = False) -> SessionEventError:
+        """The refusal of a batch, naming the event at which ``before`` plus the ``measure`` of
+        each event's own line passes ``limit`` (``alone``: the first event whose own line
+        does); the last event when only the batch as a whole passes it."""
+        culprit, total = events[-1], before
+        for event in events:
+            measured = measure(encode_log((event,)))
+            total = measured if alone else total + measured
+            if total > limit:
+                culprit = event
+                break
+        kind = culprit.__struct_config__.tag
+        return SessionEventError(self.session_id, culprit.seq,
+                                 kind if isinstance(kind, str) else None, problem)
 
     def _checked(self, events: Sequence[Event]) -> bytes:
         """The JSONL of ``events``, read back through the typed decoder first: what the
@@ -570,7 +698,7 @@ class _SessionFile:
         return bytes(self._compressor.compress(text))
 
     def _append(self, events: Sequence[Event]) -> None:
-        payload, cut = self._encode(events)
+        payload, cut, spent = self._encode(events, self.spent, self.size)
         fd = self.fd
         assert fd is not None
         with self._lock:
@@ -579,8 +707,9 @@ class _SessionFile:
             except OSError as exc:
                 raise self._rolled_back(fd, exc, len(payload)) from exc
             if cut is not None:
-                self.cut = (cut[0], self.size + cut[1])
+                self.cut = cut._replace(size=self.size + cut.size)
             self.size += len(payload)
+            self.spent = spent
             self.written = events[-1].seq + 1
 
     def _rolled_back(self, fd: int, exc: OSError, attempted: int) -> SessionWriteError:
@@ -620,17 +749,23 @@ class _SessionFile:
         if self.seed is not None and not self.seed.link(
                 directory, self.name, self.store.compression == "zstd"):
             self.seed = None  # the file system will not link: the seed is written in full
-        head = self._frame(encode_header_line(header) + b"\n")
+        header_line = encode_header_line(header) + b"\n"
+        head = self._frame(header_line)
+        spent = _Spent(0, 0).plus(header_line)
         own: Sequence[Event] = events
-        cut: tuple[int, int] | None = None
+        cut: _Cut | None = None
         if self.seed is not None:
             record = self.seed.record
-            head += self._frame(msgspec.json.encode(record) + b"\n")
+            record_line = msgspec.json.encode(record) + b"\n"
+            head += self._frame(record_line)
+            spent = self.seed.spent.plus(header_line + record_line)
             own = events[record.events:]
-            cut = (record.events, len(head))  # a seed ends with its turn/end
-        body, body_cut = self._encode(own) if own else (b"", None)
+            cut = _Cut(record.events, len(head), spent)  # a seed ends with its turn/end
+        body, body_cut = b"", None
+        if own:
+            body, body_cut, spent = self._encode(own, spent, len(head))
         if body_cut is not None:
-            cut = (body_cut[0], len(head) + body_cut[1])
+            cut = body_cut._replace(size=len(head) + body_cut.size)
         payload = head + body
         temporary = f"{_TEMPORARY_PREFIX}{os.getpid()}.{secrets.token_hex(4)}.tmp"
         flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW
@@ -656,6 +791,7 @@ class _SessionFile:
             raise self._failed("the session file was not created", exc) from exc
         with self._lock:
             self.fd, self.size, self.written, self.cut = fd, len(payload), len(events), cut
+            self.spent = spent
             self.chain = 0 if self.seed is None else len(self.seed.links)
 
     # -- opening an existing file (load)
@@ -682,9 +818,10 @@ class _SessionFile:
         if log.seed is not None:
             number = log.seed.file.removeprefix("seed-").split(".", 1)[0]
             self.chain = int(number) + 1
+        self.spent = _loaded_spend(log)
         events = log.events
         if events and isinstance(events[-1], TurnEndEvent) and written == len(events):
-            self.cut = (len(events), size)
+            self.cut = _Cut(len(events), size, self.spent)
 
     # -- the end
 
@@ -717,6 +854,20 @@ class _SessionFile:
             os.close(fd)
 
 
+def _loaded_spend(log: LoadedLog) -> _Spent:
+    """What reading a loaded file spends once its torn tail is cut off (the read counted the
+    tail; a zstd tail's whole lines are written again, and counted then)."""
+    torn = log.torn
+    spent = _Spent(log.spent_bytes, log.spent_events)
+    if torn is None:
+        return spent
+    if torn.rewrite_from is None:
+        return spent._replace(text_bytes=spent.text_bytes - torn.dropped_bytes)
+    kept = log.text[len(log.text) - (torn.frame_text_bytes - torn.dropped_bytes):]
+    return _Spent(spent.text_bytes - torn.frame_text_bytes,
+                  spent.events - (counted_events(kept) if kept else 0))
+
+
 def _settle(loop: Any, future: Any, error: BaseException | None) -> None:
     """Resolve an awaiting future from any thread (a no-op when it is gone)."""
 
@@ -745,11 +896,14 @@ class JsonlSessionStore(_LiveSessions):
         commit_window: the longest a written batch waits for its commit (seconds).
         fork_seeds: ``"reference"`` (default): a fork child's seed stays in its parent's file
             (O(1) per fork; :meth:`export` for DSH); ``"inline"``: written in full.
+        limits: what ``load`` reads; a batch that would take a file past them is refused
+            when it is written.
     """
 
     def __init__(self, root: str | os.PathLike[str], *, compression: Compression = "none",
                  pack_chunks: bool = False, clock: Clock | None = None,
-                 commit_window: float = 0.005, fork_seeds: ForkSeeds = "reference") -> None:
+                 commit_window: float = 0.005, fork_seeds: ForkSeeds = "reference",
+                 limits: ReadLimits = DEFAULT_LIMITS) -> None:
         super().__init__(clock)
         if compression not in _FILE_NAMES:
             raise ValueError(f"compression must be 'none' or 'zstd', not {compression!r}")
@@ -765,6 +919,7 @@ class JsonlSessionStore(_LiveSessions):
         self.file_name = _FILE_NAMES[compression]
         self.commit_window = commit_window
         self.fork_seeds: ForkSeeds = fork_seeds
+        self.limits = limits
         self._writers: dict[str, _SessionFile] = {}
 
     def path_for(self, header: SessionHeader) -> Path:
@@ -952,14 +1107,14 @@ class JsonlSessionStore(_LiveSessions):
         if (parent is None or writer is None or writer.fd is None or writer.failure
                 or writer.directory is None):
             return None
-        if writer.cut is None or writer.cut[0] != len(seed):
+        if writer.cut is None or writer.cut.events != len(seed):
             return None
         if parent.completed_prefix()[1] is not seed_trace:
             return None  # the same length, but not provably the parent's own prefix
         name = seed_file_name(writer.chain, compressed=self.compression == "zstd")
-        record = SeedRecord(file=name, size=writer.cut[1], events=len(seed),
+        record = SeedRecord(file=name, size=writer.cut.size, events=len(seed),
                             last_time=seed[-1].time)
-        return _SeedPlan(record=record, source=os.dup(writer.directory.fd),
+        return _SeedPlan(record=record, spent=writer.cut.spent, source=os.dup(writer.directory.fd),
                          parent_chain=writer.chain)
 
     def exists(self, session_id: str) -> bool:
@@ -1017,7 +1172,8 @@ class JsonlSessionStore(_LiveSessions):
 
     def _read(self, directory: _Directory, session_id: str) -> LoadedLog:
         shown = directory.path / self.file_name
-        read = read_session_file(self.file_name, dir_fd=directory.fd, shown=str(shown))
+        read = read_session_file(self.file_name, dir_fd=directory.fd, shown=str(shown),
+                                 limits=self.limits)
         if isinstance(read, Failure):
             raise SessionLoadError.from_read_error(read.failure())
         log = read.unwrap()
@@ -1039,10 +1195,14 @@ class JsonlSessionStore(_LiveSessions):
             raise SessionLoadError(shown, traced.failure())
         trace = traced.unwrap()
         closers = repair_closers(events)
+        if closers:
+            logger.warning("%s: closed turn %s, left open by a crash, as interrupted", shown,
+                           trace.open_turn)
         for closer in closers:
             trace = advance(trace, closer).unwrap()
         written, size = len(events), log.file_bytes
         if torn is not None:
+            logger.warning("%s: dropped %s", shown, torn.description)
             warnings.warn(f"{shown}: dropped {torn.description}", SessionRepairWarning,
                           stacklevel=4)
             size = torn.keep_bytes
@@ -1070,6 +1230,32 @@ class JsonlSessionStore(_LiveSessions):
             try:
                 if directory.has_file(self.file_name):
                     return self._read(directory, session_id)
+            finally:
+                _close_quietly(directory.fd)
+        raise SessionNotFoundError(session_id)
+
+    def header(self, session_id: str) -> SessionHeader:
+        """A session's header: a live session's, or a persisted one's header line, read
+        without its events (what listing children enumerates).
+
+        Raises:
+            SessionNotFoundError, SessionLoadError.
+        """
+        live = self._live.get(session_id)
+        if live is not None:
+            return live.header
+        for project in self._locate(session_id):
+            with self._root(create=False) as root:
+                assert root is not None
+                directory = self._session_dir(root, project, session_id)
+            try:
+                if directory.has_file(self.file_name):
+                    shown = directory.path / self.file_name
+                    read = read_session_header(self.file_name, dir_fd=directory.fd,
+                                               shown=str(shown))
+                    if isinstance(read, Failure):
+                        raise SessionLoadError.from_read_error(read.failure())
+                    return read.unwrap()
             finally:
                 _close_quietly(directory.fd)
         raise SessionNotFoundError(session_id)

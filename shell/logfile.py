@@ -86,8 +86,10 @@ __all__ = [
     "read_log",
     "read_text",
     "read_session_file",
+    "read_session_header",
     "session_file_in",
     "SESSION_FILE_NAMES",
+    "counted_events",
 ]
 
 LogFormat: TypeAlias = Literal["events-jsonl", "events-jsonl-zstd", "session-jsonl",
@@ -288,6 +290,10 @@ class LoadedLog(msgspec.Struct, frozen=True, kw_only=True):
     file_bytes: int = 0
     #: Every file the read opened: the log, its header file, its seed files.
     files: tuple[str, ...] = ()
+    #: What the read spent against :class:`ReadLimits` (the seed's files included, a torn
+    #: tail too): bytes of text (``max_bytes``) and :func:`counted_events` (``max_events``).
+    spent_bytes: int = 0
+    spent_events: int = 0
 
     @property
     def description(self) -> str:
@@ -775,18 +781,9 @@ _ROW_MARK = b'-chunks"'
 _TIME_GAPS = b'"dt":['
 
 
-def _check_events(text: bytes, shown: str, reader: _Reader,
-                  first_line: int = 1) -> LogReadError | None:
-    """Refuse a log that would expand to more than ``max_events`` events (a seed's files
-    count too): one per line, plus the extra members of packed rows (counted from their
-    ``dt`` arrays)."""
-    limits = reader.limits
-    budget = limits.max_events - reader.spent_events
-    events = text.count(b"\n") + (0 if text.endswith(b"\n") or not text else 1)
-    # Every member of a row after its first costs a comma: lines + commas bound the events.
-    if events + text.count(b",") <= budget:
-        reader.spent_events += events
-        return None
+def _packed_rows(text: bytes) -> Iterator[tuple[int, int]]:
+    """(where its line begins, the members it counts) for each packed chunk row of ``text``,
+    the members counted from its ``dt`` array."""
     mark = text.find(_ROW_MARK)
     while mark >= 0:
         begin = text.rfind(b"\n", 0, mark) + 1
@@ -799,7 +796,34 @@ def _check_events(text: bytes, shown: str, reader: _Reader,
         close = text.find(b"]", gaps, end)
         if close < 0:
             continue
-        events += text.count(b",", gaps, close) + (0 if close == gaps + len(_TIME_GAPS) else 1)
+        yield begin, text.count(b",", gaps, close) + (0 if close == gaps + len(_TIME_GAPS)
+                                                     else 1)
+
+
+def counted_events(text: bytes) -> int:
+    """What ``text`` counts against :attr:`ReadLimits.max_events`: one per line, plus the
+    members of its packed rows (a writer that must stay readable counts what it writes so)."""
+    lines = text.count(b"\n") + (0 if text.endswith(b"\n") or not text else 1)
+    if _ROW_MARK not in text:
+        return lines
+    return lines + sum(members for _, members in _packed_rows(text))
+
+
+def _check_events(text: bytes, shown: str, reader: _Reader,
+                  first_line: int = 1) -> LogReadError | None:
+    """Refuse a log that would expand to more than ``max_events`` events (a seed's files
+    count too): :func:`counted_events`."""
+    limits = reader.limits
+    budget = limits.max_events - reader.spent_events
+    events = text.count(b"\n") + (0 if text.endswith(b"\n") or not text else 1)
+    # Every member of a row after its first costs a comma: lines + commas bound the events.
+    # Within that bound the text is let through, but what it spends is its exact count: the
+    # seed's files read next get only what is left.
+    if events + text.count(b",") <= budget:
+        reader.spent_events += counted_events(text)
+        return None
+    for begin, members in _packed_rows(text):
+        events += members
         if events > budget:
             return LogReadError(
                 file=shown, line=first_line + text.count(b"\n", 0, begin), problem=(
@@ -1447,7 +1471,8 @@ class LogStream:
             projected=self.projected and self.seed is None, header=self.header,
             header_file=self.header_file, events=tuple(itertools.chain.from_iterable(parts)),
             text=self.head_text + b"".join(texts), torn=self.torn, seed=self.seed,
-            file_bytes=self.file_bytes, files=self.files))
+            file_bytes=self.file_bytes, files=self.files,
+            spent_bytes=self._reader.spent_bytes, spent_events=self._reader.spent_events))
 
 
 def _out_of_memory(file: str) -> LogReadError:
@@ -1656,5 +1681,41 @@ def read_session_file(name: str, *, dir_fd: int, shown: str,
             return Failure(stream)
         with stream:
             return stream.read_all()
+    except MemoryError:
+        return Failure(_out_of_memory(shown))
+
+
+def read_session_header(name: str, *, dir_fd: int, shown: str,
+                        limits: ReadLimits = DEFAULT_LIMITS) -> Result[SessionHeader, LogReadError]:
+    """The header line of a DSH session file (``name`` in the directory ``dir_fd``, no link
+    followed), read without its events: only the bytes that can hold the first line are read
+    (the first zstd frame for a compressed file), so enumerating a store costs one short read
+    per session."""
+    try:
+        reader = _Reader(limits, dir_fd, follow=False)
+        compressed = name.endswith(".zstd")
+        # A line of max_line bytes compresses to at most a little more than itself.
+        raw = reader.read_file(name, shown, size_cap=limits.max_line + (4096 if compressed
+                                                                          else 1))
+        if isinstance(raw, LogReadError):
+            return Failure(raw)
+        text = raw
+        if compressed:
+            if not raw.startswith(_ZSTD_MAGIC):
+                return Failure(LogReadError(file=shown, problem=(
+                    "not a zstd stream (the file does not start with the zstd magic number)")))
+            try:
+                text = _zstd_module().ZstdDecompressor().decompressobj().decompress(raw)
+            except Exception as exc:  # zstandard's ZstdError: a damaged first frame
+                return Failure(LogReadError(file=shown, line=1,
+                                            problem=f"the header line is unreadable: {exc}"))
+        newline = text.find(b"\n")
+        if newline < 0:
+            return Failure(LogReadError(file=shown, line=1,
+                                        problem="the header line is incomplete"))
+        parsed = decode_header_line(text[:newline].rstrip(b"\r"))
+        if isinstance(parsed, Failure):
+            return Failure(_from_decode_error(shown, parsed.failure()))
+        return Success(parsed.unwrap())
     except MemoryError:
         return Failure(_out_of_memory(shown))

@@ -1,13 +1,16 @@
 """The host's registries of models and live agents.
 
 Rules: a model serves every model name of its provider and is registered once per provider
-name; an agent is live from its publication until it is disposed and quiet, one per id.
+name, with the retry policy of that route (DSH's provider ``retryPolicy``; by default DSH's
+normal policy); an agent is live from its publication until it is disposed and quiet, one per
+id.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..core.retry import DEFAULT_RETRY_POLICY, RetryPolicy
 from .models.base import Model
 
 if TYPE_CHECKING:
@@ -33,17 +36,30 @@ class ModelRegistry:
 
     def __init__(self) -> None:
         self._models: dict[str, Model] = {}
+        self._retry: dict[str, RetryPolicy | None] = {}
 
-    def register(self, provider: str, model: Model) -> None:
+    def register(self, provider: str, model: Model, *,
+                 retry: RetryPolicy | None = DEFAULT_RETRY_POLICY) -> None:
+        """Serve ``provider`` with ``model``; a failed request of its is retried by ``retry``
+        (``None``: never)."""
         if not provider:
             raise ValueError("a provider name must not be empty")
         if provider in self._models:
             raise ValueError(f"a model is already registered for provider {provider!r}")
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise TypeError(f"retry must be a RetryPolicy or None, not {type(retry).__name__}")
         self._models[provider] = model
+        self._retry[provider] = retry
 
     def unregister(self, provider: str) -> None:
         if self._models.pop(provider, None) is None:
             raise UnknownProviderError(provider)
+        del self._retry[provider]
+
+    def retry_policy(self, provider: str) -> RetryPolicy | None:
+        """How ``provider``'s failed requests are retried; ``None`` when they are not, or no
+        model serves it (a request that reaches no model has no route to retry on)."""
+        return self._retry.get(provider)
 
     def get(self, provider: str) -> Model:
         model = self._models.get(provider)

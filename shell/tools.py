@@ -120,7 +120,10 @@ async def execute_call(tool: Tool | ToolRefusal, arguments: str, context: ToolCo
     if isinstance(parsed, Failure):
         return error_outcome(f"invalid arguments: {parsed.failure()}", _INVALID_ARGS)
     args = parsed.unwrap()
-    problems = tool.violations(args)
+    try:
+        problems = tool.violations(args)
+    except Exception as exc:  # a failing check fails this call only, like a failing handler
+        return error_outcome(f"invalid arguments: {str(exc) or type(exc).__name__}", _INVALID_ARGS)
     if problems:
         return error_outcome(f"invalid arguments: {'; '.join(problems)}", _INVALID_ARGS)
     try:

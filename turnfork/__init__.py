@@ -2,8 +2,9 @@
 
 ``turnfork.core`` is the pure, vendorable core (events, codec, balance, the fork seed, the
 delegation rules); ``turnfork.shell`` is the asyncio runtime (hosts, agents, stores, models,
-subagent providers) and the ``turnfork`` command. In a source checkout, ``turnfork/core`` and
-``turnfork/shell`` are links to the top-level ``core/`` and ``shell/`` folders.
+subagent providers) and the ``turnfork`` command. In a source checkout they are the top-level
+``core/`` and ``shell/`` folders, which the build maps into this package (see
+docs/architecture.md).
 """
 
 __version__ = "0.2.0"

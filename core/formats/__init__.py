@@ -1,6 +1,7 @@
 """The completed-turn cut and balance checking for the wire histories other runtimes hold.
 
-``turnfork.core.formats`` is its own namespace (the core's front door does not export it):
+``turnfork.core.formats`` is a tier of its own: it imports nothing of the DSH event model, so a
+runtime can copy this folder (with ``core/_checking.py``) alone. Its modules:
 
 * :mod:`.openai_chat` — Chat Completions ``messages``;
 * :mod:`.openai_responses` — Responses ``input`` items;
@@ -8,41 +9,29 @@
 
 Each module reads a history of plain JSON-shaped items (dicts, or the SDKs' objects) in one
 O(n) pass into a :class:`~.common.History`, and offers ``check_balance`` (a ``returns`` Result
-whose failure names the item index, the rule and the provider's complaint),
-``completed_turn_prefix`` (O(1) once read: a view of the caller's own items through the last
-completed turn), and ``from_dsh`` (a DSH log's model history in that format, so one fork seed
-can feed a model of any of these APIs). :func:`detect_format` tells the formats apart where the
-items allow it, and :func:`decode_history` reads a history in a named or detected format.
+whose failure names the item index, the rule and the provider's complaint; ``strict=True`` adds
+the rules about one item's content), and ``completed_turn_prefix`` (a new list of the caller's
+own items through the last completed turn, ready for any SDK). :func:`detect_format` tells the
+formats apart where the items allow it, and :func:`decode_history` reads a history or a request
+body in a named or detected format; :func:`server_side_history` says when a request body's
+history is kept by the provider rather than held in the body.
 
 Pure like the rest of the core: relative imports, no I/O; ``formats.strategies`` (hypothesis)
-is not imported here.
+is not imported here. A DSH log becomes one of these formats through :mod:`core.wire_seed`.
 """
 
-from __future__ import annotations
-
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-from returns.result import Failure, Result, Success
-
-from .._checking import check_public
-from . import anthropic, common, openai_chat, openai_responses
-
-for _module in (anthropic, common, openai_chat, openai_responses):
-    check_public(vars(_module))
-del _module
-
-from .common import (  # noqa: E402
+from . import anthropic, openai_chat, openai_responses
+from .common import (
     FORMAT_NAMES,
-    IMAGE_PLACEHOLDER,
+    STRICT_RULES,
     FormatName,
     FormatViolation,
     History,
-    HistoryPrefix,
     Rule,
     completed_turn_cut,
     completed_turn_prefix,
 )
+from .detect import decode_history, detect_format, history_items, server_side_history
 
 __all__ = [
     "anthropic",
@@ -52,136 +41,12 @@ __all__ = [
     "FormatName",
     "FormatViolation",
     "History",
-    "HistoryPrefix",
-    "IMAGE_PLACEHOLDER",
     "Rule",
+    "STRICT_RULES",
     "completed_turn_cut",
     "completed_turn_prefix",
     "decode_history",
     "detect_format",
     "history_items",
+    "server_side_history",
 ]
-
-_ALL: frozenset[FormatName] = frozenset(FORMAT_NAMES)
-_CHAT: frozenset[FormatName] = frozenset({"openai-chat"})
-_RESPONSES: frozenset[FormatName] = frozenset({"openai-responses"})
-_ANTHROPIC: frozenset[FormatName] = frozenset({"anthropic"})
-_NOT_ANTHROPIC: frozenset[FormatName] = frozenset({"openai-chat", "openai-responses"})
-_CHAT_OR_ANTHROPIC: frozenset[FormatName] = frozenset({"openai-chat", "anthropic"})
-_PART_FORMATS: Mapping[str, frozenset[FormatName]] = {
-    "text": _CHAT_OR_ANTHROPIC, "image_url": _CHAT, "input_audio": _CHAT, "file": _CHAT,
-    "input_text": _RESPONSES, "output_text": _RESPONSES, "input_image": _RESPONSES,
-    "input_file": _RESPONSES, "summary_text": _RESPONSES, "refusal": _NOT_ANTHROPIC,
-}
-
-
-def _get(item: Any, key: str) -> Any:
-    if isinstance(item, Mapping):
-        return item.get(key)
-    return getattr(item, key, None)
-
-
-def _formats_of_part(part: Any) -> frozenset[FormatName]:
-    kind = _get(part, "type")
-    if not isinstance(kind, str):
-        return _ALL
-    if kind in _PART_FORMATS:
-        return _PART_FORMATS[kind]
-    # Every other typed block is Anthropic's (tool_use, tool_result, thinking, image, document,
-    # server_tool_use, web_search_tool_result, …).
-    return _ANTHROPIC
-
-
-def _formats_of(item: Any) -> frozenset[FormatName]:
-    """The formats in which this one item can stand."""
-    role = _get(item, "role")
-    kind = _get(item, "type")
-    if kind is not None or _get(item, "call_id") is not None:
-        # Only Responses items carry a top-level `type` (or a `call_id`).
-        return _RESPONSES
-    if role in ("tool", "function") or _get(item, "tool_calls") or _get(item, "tool_call_id"):
-        return _CHAT
-    fits = _NOT_ANTHROPIC if role in ("system", "developer") else _ALL
-    content = _get(item, "content")
-    if isinstance(content, Sequence) and not isinstance(content, str | bytes):
-        for part in content:
-            fits = fits & _formats_of_part(part)
-    return fits
-
-
-def history_items(data: Any) -> tuple[Sequence[Any], frozenset[FormatName]]:
-    """The item list of a history or a request body, and the formats the wrapping allows.
-
-    A request body holds its history under ``input`` (Responses) or ``messages`` (Chat,
-    Anthropic); anything else is taken as the item list itself.
-    """
-    if isinstance(data, Mapping):
-        if isinstance(data.get("input"), Sequence) and not isinstance(data["input"], str):
-            return data["input"], _RESPONSES
-        if isinstance(data.get("messages"), Sequence):
-            return data["messages"], _CHAT_OR_ANTHROPIC
-        return (), frozenset()
-    if isinstance(data, Sequence) and not isinstance(data, str | bytes):
-        return data, _ALL
-    return (), frozenset()
-
-
-def detect_format(data: Any) -> Result[FormatName, str]:
-    """The one format a history (or a request body) can be in, or why it cannot be told.
-
-    Detection reads markers only a format has (a ``tool`` role, a ``type`` on items, a
-    ``tool_use`` block, …); a history of plain user and assistant text is valid in all three,
-    so it is ambiguous, and a history mixing markers of two formats is refused.
-
-    >>> detect_format([{"role": "tool", "tool_call_id": "c1", "content": "ok"}])
-    <Success: openai-chat>
-    >>> detect_format([{"role": "user", "content": "hi"}]).failure()
-    'ambiguous: plain user and assistant messages are valid in openai-chat, openai-responses, \
-anthropic; name the format'
-    """
-    items, fits = history_items(data)
-    if not fits:
-        return Failure("not a history: expected a list of items, or a request body with "
-                       "`messages` or `input`")
-    narrowed = fits
-    for index, item in enumerate(items):
-        kind = _get(item, "type")
-        if isinstance(kind, str) and "/" in kind and _get(item, "seq") is not None:
-            return Failure(f"a DSH event log, not a wire history: item {index} is a "
-                           f"{kind!r} event")
-        mine = _formats_of(item)
-        if not narrowed & mine:
-            return Failure(f"mixed formats: item {index} fits only "
-                           f"{', '.join(sorted(mine)) or 'none of them'}, the items before it "
-                           f"only {', '.join(sorted(narrowed))}")
-        narrowed = narrowed & mine
-    if len(narrowed) == 1:
-        return Success(next(iter(narrowed)))
-    names = ", ".join(name for name in FORMAT_NAMES if name in narrowed)
-    return Failure(f"ambiguous: plain user and assistant messages are valid in {names}; "
-                   "name the format")
-
-
-def decode_history(data: Any, format_name: FormatName | None = None,
-                   ) -> Result[History[Any], str]:
-    """Read a history (or request body) in the named format, or the detected one.
-
-    The failure is a sentence when the format cannot be told; a history that breaks a rule
-    still reads (its ``violation`` says which).
-    """
-    if format_name is None:
-        detected = detect_format(data)
-        if isinstance(detected, Failure):
-            return Failure(detected.failure())
-        format_name = detected.unwrap()
-    items, fits = history_items(data)
-    if format_name not in fits:
-        return Failure(f"not a {format_name} history")
-    if format_name == "openai-chat":
-        return Success(openai_chat.decode_history(items))
-    if format_name == "openai-responses":
-        return Success(openai_responses.decode_history(items))
-    return Success(anthropic.decode_history(items))
-
-
-check_public(globals())

@@ -30,8 +30,17 @@ blocks. The rules (with Anthropic's error texts):
   say it with ``thinking=True`` (or ``False``); left unsaid, the rule is checked when the
   history holds any thinking block.
   A thinking block carries its ``signature`` and a redacted one its ``data`` (``shape``).
-* Roles are ``user`` and ``assistant`` (the system prompt is the request's ``system``
-  parameter); ``tool_use`` belongs in assistant messages, ``tool_result`` in user ones.
+* Roles are ``user`` and ``assistant``, and ``system``: anthropic 2.15's ``MessageParam``
+  accepts a system message (text only) in the list, which the rules take as the caller's, like a
+  user message without results (so one between a ``tool_use`` and its result breaks the pairing).
+  ``tool_use`` belongs in assistant messages, ``tool_result`` in user ones.
+
+The strict level (``strict=True``) adds the requests Anthropic refuses for one message's content:
+"messages.N: all messages must have non-empty content except for the optional final assistant
+message" (``empty-content``: an empty string or list, but in the final assistant message);
+"messages: text content blocks must be non-empty" and "… must contain non-whitespace text"
+(``empty-text``); "messages.N.content.K.tool_use.input: Input should be a valid dictionary"
+(``input-type``).
 
 A *step* is a run of assistant messages (Anthropic joins consecutive ones into one turn); a
 turn completes where a step ends with no client tool call and no server call still running.
@@ -45,27 +54,8 @@ from typing import Any
 import msgspec
 from returns.result import Result
 
-from .._checking import unchecked
-from ..events import (
-    AssistantMessage,
-    ContentBlock,
-    Event,
-    ImageBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    ToolResultMessage,
-)
-from ..history import Message
-from ..trace import Violation
-from .common import (
-    IMAGE_PLACEHOLDER,
-    FormatViolation,
-    History,
-    balance_of,
-    from_dsh_log,
-    read_history,
-)
+from .._checking import check_public, unchecked
+from .common import FormatViolation, History, as_history, balance_of, read_history
 from .common import completed_turn_prefix as _prefix
 
 __all__ = [
@@ -76,10 +66,7 @@ __all__ = [
     "check_balance",
     "completed_turn_cut",
     "completed_turn_prefix",
-    "from_model_history",
-    "from_dsh",
 ]
-
 #: Blocks that start a tool run by Anthropic's servers inside the assistant turn; their result
 #: is a block whose type ends in ``_tool_result`` (``web_search_tool_result``, ``mcp_tool_result``,
 #: ``code_execution_tool_result``, …) in the same turn.
@@ -96,6 +83,8 @@ class AnthropicBlock(msgspec.Struct, frozen=True, kw_only=True):
     name: str | None = None
     signature: str | None = None
     data: str | None = None
+    text: Any = None
+    input: Any = None
 
 
 class AnthropicMessage(msgspec.Struct, frozen=True, kw_only=True):
@@ -113,16 +102,34 @@ def _is_server_result(block: AnthropicBlock) -> bool:
 
 
 @unchecked
-def _check(index: int, message: AnthropicMessage) -> FormatViolation | None:
-    role = message.role
-    if role not in ("user", "assistant"):
-        hint = (" (the system prompt is the request's top-level `system` parameter)"
-                if role == "system" else "")
-        return FormatViolation(index=index, rule="shape",
-                               problem=f"unexpected role {role!r}: messages alternate 'user' and "
-                                       f"'assistant'{hint}")
+def _strict(index: int, message: AnthropicMessage, final: bool) -> FormatViolation | None:
     content = message.content
-    for position, block in enumerate(() if isinstance(content, str) else content):
+    if not content and not (final and message.role == "assistant"):
+        return FormatViolation(index=index, rule="empty-content",
+                               problem=f"messages.{index}: all messages must have non-empty "
+                                       "content except for the optional final assistant message")
+    for position, block in enumerate(message.blocks):
+        if block.type == "text" and isinstance(block.text, str) and not block.text.strip():
+            what = "be non-empty" if not block.text else "contain non-whitespace text"
+            return FormatViolation(index=index, rule="empty-text",
+                                   problem=f"messages: text content blocks must {what} "
+                                           f"(messages.{index}.content.{position})")
+        if block.type == "tool_use" and not isinstance(block.input, dict):
+            return FormatViolation(index=index, rule="input-type",
+                                   problem=f"messages.{index}.content.{position}.tool_use.input: "
+                                           "Input should be a valid dictionary")
+    return None
+
+
+@unchecked
+def _check(index: int, message: AnthropicMessage, strict: bool, final: bool,
+           ) -> FormatViolation | None:
+    role = message.role
+    if role not in ("user", "assistant", "system"):
+        return FormatViolation(index=index, rule="shape",
+                               problem=f"unexpected role {role!r}: messages are 'user', "
+                                       "'assistant' or 'system'")
+    for position, block in enumerate(message.blocks):
         where = f"messages.{index}.content.{position}"
         kind = block.type
         if kind == "tool_use" or kind in SERVER_CALL_TYPES:
@@ -147,7 +154,7 @@ def _check(index: int, message: AnthropicMessage) -> FormatViolation | None:
         elif kind == "redacted_thinking" and block.data is None:
             return FormatViolation(index=index, rule="shape",
                                    problem=f"{where}.redacted_thinking.data: Field required")
-    return None
+    return _strict(index, message, final) if strict else None
 
 
 @unchecked
@@ -181,23 +188,21 @@ class _Fold:
         if self.turn_start is None:
             self.turn_start = index
         calls: dict[str, None] = {}
-        content = message.content
-        for block in () if isinstance(content, str) else content:
+        for block in message.blocks:
             kind = block.type
+            call_id = block.id or ""  # _check refused a call block without one
             if kind == "tool_use":
-                assert block.id is not None
-                if block.id in calls:
-                    return FormatViolation(index=index, rule="duplicate-call",
-                                           problem=f"`tool_use` id {block.id} is used twice")
-                calls[block.id] = None
+                if call_id in calls:
+                    return FormatViolation(index=index, rule="duplicate-call", call_id=call_id,
+                                           problem=f"`tool_use` id {call_id} is used twice")
+                calls[call_id] = None
             elif kind in SERVER_CALL_TYPES:
-                assert block.id is not None
-                self.server_open[block.id] = block.name or kind
-                self.server_at[block.id] = index
+                self.server_open[call_id] = block.name or kind
+                self.server_at[call_id] = index
             elif _is_server_result(block):
                 if block.tool_use_id not in self.server_open:
                     return FormatViolation(
-                        index=index, rule="orphan-result",
+                        index=index, rule="orphan-result", call_id=block.tool_use_id,
                         problem=f"unexpected `tool_use_id` found in `{kind}` blocks: "
                                 f"{block.tool_use_id}. Each `{kind}` block must have a "
                                 "corresponding `server_tool_use` block before it")
@@ -215,18 +220,18 @@ class _Fold:
             if self.server_open:
                 call_id, name = next(iter(self.server_open.items()))
                 return FormatViolation(
-                    index=self.server_at[call_id], rule="server-call-unanswered",
+                    index=self.server_at[call_id], rule="server-call-unanswered", call_id=call_id,
                     problem=f"`{name}` tool use with id `{call_id}` was found without a "
                             "corresponding result block in its assistant turn")
             if not self.step_calls:
                 self.cut = index
-        blocks = () if isinstance(message.content, str) else message.content
+        blocks = message.blocks
         results = [b.tool_use_id or "" for b in blocks if b.type == "tool_result"]
         calls = self.calls
         if not calls:
             if results:
                 return FormatViolation(
-                    index=index, rule="orphan-result",
+                    index=index, rule="orphan-result", call_id=results[0],
                     problem=f"unexpected `tool_use_id` found in `tool_result` blocks: "
                             f"{results[0]}: the previous message made no tool call")
             self.turn_start, self.loop_open = None, False
@@ -235,12 +240,12 @@ class _Fold:
         for call_id in results:
             if call_id not in calls:
                 return FormatViolation(
-                    index=index, rule="orphan-result",
+                    index=index, rule="orphan-result", call_id=call_id,
                     problem=f"unexpected `tool_use_id` found in `tool_result` blocks: "
                             f"{call_id}. Each `tool_result` block must have a corresponding "
                             "`tool_use` block in the previous message")
             if call_id in seen:
-                return FormatViolation(index=index, rule="duplicate-result",
+                return FormatViolation(index=index, rule="duplicate-result", call_id=call_id,
                                        problem=f"a second `tool_result` for {call_id}")
             seen.add(call_id)
         missing = {c: None for c in calls if c not in seen}
@@ -259,13 +264,16 @@ class _Fold:
         self.loop_open = True
         return None
 
+    def stop(self, length: int) -> None:
+        """The history ends (or stops being read) after ``length`` messages: a step still open
+        completes its turn there if it made no call and left no server call running."""
+        if self.in_step and not self.step_calls and not self.server_open:
+            self.cut = length
+
     def end(self, items: tuple[AnthropicMessage, ...]) -> FormatViolation | None:
+        self.stop(len(items))
         if self.in_step:
-            if self.calls:
-                return _unanswered(self.calls_at, self.calls)
-            if not self.step_calls and not self.server_open:
-                self.cut = len(items)
-            return None
+            return _unanswered(self.calls_at, self.calls) if self.calls else None
         start = self.turn_start
         thinking = self.thinking_seen if self.thinking is None else self.thinking
         if self.loop_open and thinking and start is not None:
@@ -282,7 +290,7 @@ class _Fold:
 
 @unchecked
 def _unanswered(index: int, calls: dict[str, None]) -> FormatViolation:
-    return FormatViolation(index=index, rule="unanswered-call",
+    return FormatViolation(index=index, rule="unanswered-call", call_id=next(iter(calls)),
                            problem="`tool_use` ids were found without `tool_result` blocks "
                                    f"immediately after: {', '.join(calls)}. Each `tool_use` "
                                    "block must have a corresponding `tool_result` block in the "
@@ -290,10 +298,14 @@ def _unanswered(index: int, calls: dict[str, None]) -> FormatViolation:
 
 
 @unchecked
-def _fold(items: tuple[AnthropicMessage, ...], thinking: bool | None,
+def _fold(items: tuple[AnthropicMessage, ...], thinking: bool | None, strict: bool, total: int,
           ) -> tuple[int, FormatViolation | None, FormatViolation | None]:
     fold = _Fold(thinking)
     for index, message in enumerate(items):
+        shape = _check(index, message, strict, index == total - 1)
+        if shape is not None:
+            fold.stop(index)
+            return fold.cut, shape, None
         step = fold.assistant if message.role == "assistant" else fold.user
         problem = step(index, message)
         if problem is not None:
@@ -302,11 +314,12 @@ def _fold(items: tuple[AnthropicMessage, ...], thinking: bool | None,
     return fold.cut, None, end
 
 
-def decode_history(data: Sequence[Any], *, thinking: bool | None = None,
+def decode_history(data: Sequence[Any], *, thinking: bool | None = None, strict: bool = False,
                    ) -> History[AnthropicMessage]:
     """Read a Messages ``messages`` list (dicts, or the SDK's objects) and check it in one pass.
 
-    ``thinking`` is the request's setting, when known (``None``: inferred from the blocks).
+    ``thinking`` is the request's setting, when known (``None``: inferred from the blocks);
+    ``strict``: check each message's content too (the strict rules above).
 
     >>> history = decode_history([
     ...     {"role": "user", "content": "Weather in Paris?"},
@@ -317,108 +330,33 @@ def decode_history(data: Sequence[Any], *, thinking: bool | None = None,
     item 1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1. \
 Each `tool_use` block must have a corresponding `tool_result` block in the next message
     """
-    return read_history("anthropic", data, AnthropicMessage, "messages", check=_check,
-                        fold=lambda items: _fold(items, thinking))
-
-
-def _history(history: History[AnthropicMessage] | Sequence[Any]) -> History[AnthropicMessage]:
-    return history if isinstance(history, History) else decode_history(history)
+    total = len(data)
+    return read_history("anthropic", data, AnthropicMessage, "messages", strict=strict,
+                        fold=lambda items: _fold(items, thinking, strict, total))
 
 
 def check_balance(history: History[AnthropicMessage] | Sequence[Any], *,
-                  thinking: bool | None = None,
+                  thinking: bool | None = None, strict: bool = False,
                   ) -> Result[History[AnthropicMessage], FormatViolation]:
     """``Success(history)`` when Anthropic would accept it as ``messages``, else the violation.
 
-    ``thinking``: the request's setting, when known; given with a decoded history, the history
-    is read again with it (O(n)).
+    ``thinking``: the request's setting, when known; ``strict``: the strict rules too. Given
+    with a decoded history read otherwise, the history is read again with them (O(n)).
     """
-    if thinking is not None:
-        source = history.source if isinstance(history, History) else history
-        return balance_of(decode_history(source, thinking=thinking))
-    return balance_of(_history(history))
+    def decode(items: Sequence[Any], *, strict: bool) -> History[AnthropicMessage]:
+        return decode_history(items, thinking=thinking, strict=strict)
+
+    return balance_of(as_history(history, decode, strict=strict, again=thinking is not None))
 
 
 def completed_turn_cut(history: History[AnthropicMessage] | Sequence[Any]) -> int:
     """The length of the completed-turn prefix (O(1) on a decoded history)."""
-    return _history(history).completed_prefix_length
+    return as_history(history, decode_history).completed_prefix_length
 
 
-def completed_turn_prefix(history: History[AnthropicMessage] | Sequence[Any]) -> Sequence[Any]:
-    """The caller's messages through the last completed turn, as a view (O(1) once decoded)."""
-    return _prefix(_history(history))
+def completed_turn_prefix(history: History[AnthropicMessage] | Sequence[Any]) -> list[Any]:
+    """The caller's messages through the last completed turn, as a new list."""
+    return _prefix(as_history(history, decode_history))
 
 
-# --------------------------------------------------------------------------- from DSH
-
-_JSON = msgspec.json.Decoder()
-
-
-@unchecked
-def _text_blocks(blocks: tuple[ContentBlock, ...]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for block in blocks:
-        if isinstance(block, TextBlock) and block.text:
-            out.append({"type": "text", "text": block.text})
-        elif isinstance(block, ImageBlock):
-            out.append({"type": "text", "text": IMAGE_PLACEHOLDER})
-    return out
-
-
-@unchecked
-def _input_of(arguments: str) -> dict[str, Any]:
-    """A tool_use ``input`` must be an object; text that is not one is kept under one key."""
-    try:
-        value = _JSON.decode(arguments)
-    except msgspec.DecodeError:
-        return {"arguments": arguments}
-    return value if isinstance(value, dict) else {"arguments": arguments}
-
-
-def from_model_history(messages: Sequence[Message]) -> tuple[dict[str, Any], ...]:
-    """Anthropic messages for what a model saw (``core.model_history``).
-
-    Consecutive user-side messages (prompts and tool results) become one user message with the
-    results first, as Anthropic requires. Reasoning is dropped: a DSH log holds no signature to
-    send it back with, and thinking of completed turns may be left out. Empty text blocks and
-    messages left empty are dropped (Anthropic refuses them); an image becomes the text
-    ``[image omitted]``; tool arguments that are not a JSON object are kept as
-    ``{"arguments": text}``.
-    """
-    out: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
-    others: list[dict[str, Any]] = []
-
-    def flush() -> None:
-        if results or others:
-            out.append({"role": "user", "content": [*results, *others]})
-            results.clear()
-            others.clear()
-
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            content = _text_blocks(message.content)
-            content.extend({"type": "tool_use", "id": b.id, "name": b.name,
-                            "input": _input_of(b.arguments)}
-                           for b in message.content if isinstance(b, ToolCallBlock))
-            if content:
-                flush()
-                out.append({"role": "assistant", "content": content})
-        elif isinstance(message, ToolResultMessage):
-            for block in message.content:
-                if isinstance(block, ToolResultBlock):
-                    result: dict[str, Any] = {"type": "tool_result",
-                                              "tool_use_id": block.tool_call_id,
-                                              "content": _text_blocks(block.content)}
-                    if block.is_error is True:
-                        result["is_error"] = True
-                    results.append(result)
-        else:
-            others.extend(_text_blocks(message.content))
-    flush()
-    return tuple(out)
-
-
-def from_dsh(events: Sequence[Event]) -> Result[tuple[dict[str, Any], ...], Violation]:
-    """The Anthropic messages of a DSH log's model history (a fork seed, typically)."""
-    return from_dsh_log(events, from_model_history)
+check_public(globals())

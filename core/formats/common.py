@@ -1,5 +1,5 @@
 """What the three wire-history formats share: the violation, the history one pass produces, the
-prefix view, and the reading of items into typed views.
+seed, and the reading of items into typed views.
 
 A wire history is a list of JSON-shaped items: dicts as the SDKs take them, or the SDKs' own
 pydantic objects (their attributes are read). :func:`read_items` turns them into immutable
@@ -7,8 +7,13 @@ msgspec Structs that keep only what the rules need (plus the content, by referen
 every key it does not know, so a provider adding fields breaks nothing.
 
 One pass over the typed items (each format's fold) finds the completed-turn cut, the first rule
-the items break, and the rule the history breaks only because of where it ends. After that pass
-:func:`completed_turn_prefix` is O(1): a :class:`HistoryPrefix` view of the caller's own items.
+the items break, and the rule the history breaks only because of where it ends. The fold checks
+each item's own shape when it reaches it, and stops there as if the history ended just before
+it; nothing after the first problem is trusted.
+
+The seed :func:`completed_turn_prefix` returns is a plain ``list`` of the caller's own items, so
+it goes as it is to every SDK (``json`` serialises it, ``Runner.run`` copies it): a fresh list
+per call, costing one pointer per item, beside the O(n) pass that read the history.
 """
 
 from __future__ import annotations
@@ -20,27 +25,21 @@ from typing import Any, Generic, Literal, TypeAlias, TypeVar
 import msgspec
 from returns.result import Failure, Result, Success
 
-from .._checking import unchecked
-from ..events import ContentBlock, Event, ImageBlock, TextBlock
-from ..history import Message, model_history
-from ..seed import SequencePrefix
-from ..trace import Violation, trace_log
+from .._checking import check_public, unchecked
 
 __all__ = [
     "FormatName",
     "FORMAT_NAMES",
     "FormatViolation",
     "History",
-    "HistoryPrefix",
     "Rule",
-    "IMAGE_PLACEHOLDER",
+    "STRICT_RULES",
     "completed_turn_cut",
     "completed_turn_prefix",
     "balance_of",
+    "as_history",
     "read_items",
     "read_history",
-    "plain_text",
-    "from_dsh_log",
 ]
 
 FormatName: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic"]
@@ -59,21 +58,34 @@ Rule: TypeAlias = Literal[
     "server-call-unanswered",  # Anthropic: a server tool use without its result in its turn
     "reasoning-alone",  # Responses: a reasoning item without the item it belongs to
     "thinking-first",  # Anthropic: an open tool loop whose assistant turn lost its thinking
+    "stored-item",  # Responses: an item_reference, whose item only the provider holds
+    # The strict level (``strict=True``): requests the provider refuses for one item's content.
+    "null-content",  # Chat: an assistant message with neither content nor calls
+    "function-name",  # Chat: a `function` message without its name
+    "arguments-type",  # Chat: call arguments that are not a string
+    "empty-array",  # Chat: `content: []` or `tool_calls: []`
+    "empty-content",  # Anthropic: an empty message that is not the final assistant one
+    "empty-text",  # Anthropic: an empty (or whitespace-only) text block
+    "input-type",  # Anthropic: a tool_use input that is not an object
 ]
 
-#: What an image becomes when a DSH log is converted (the log holds no image bytes); the same
-#: text the shell's OpenAI-compatible model sends.
-IMAGE_PLACEHOLDER = "[image omitted]"
+#: The rules only ``strict=True`` checks.
+STRICT_RULES: frozenset[Rule] = frozenset({
+    "null-content", "function-name", "arguments-type", "empty-array", "empty-content",
+    "empty-text", "input-type",
+})
 
 ItemT = TypeVar("ItemT")
 
 
 class FormatViolation(msgspec.Struct, frozen=True, kw_only=True):
-    """A broken rule: the index of the item that breaks it, the rule code, and a sentence."""
+    """A broken rule: the index of the item that breaks it, the rule code, a sentence, and the
+    call id the rule is about (the first one, when several are), if any."""
 
     index: int
     rule: Rule
     problem: str
+    call_id: str | None = None
 
     @property
     def message(self) -> str:
@@ -87,7 +99,7 @@ class History(msgspec.Struct, Generic[ItemT], frozen=True, kw_only=True):
     """A wire history after one pass: the caller's items, their typed views and the findings.
 
     ``items`` holds typed views of ``source[:len(items)]``: all of them, unless an item could not
-    be read (then ``violation`` is its ``shape`` problem and the pass stopped there).
+    be read (then ``violation`` is its ``shape`` problem, or a rule an earlier item breaks).
     """
 
     format: FormatName
@@ -101,10 +113,13 @@ class History(msgspec.Struct, Generic[ItemT], frozen=True, kw_only=True):
     #: A rule the history breaks only because of where it ends (calls still waiting for their
     #: results, say): a continuation may repair it, but the history cannot be sent as it is.
     end_violation: FormatViolation | None
+    #: The strict rules were checked too (:data:`STRICT_RULES`).
+    strict: bool = False
 
     @property
     def is_balanced(self) -> bool:
-        """A provider would accept this history as the conversation of a request."""
+        """A provider would accept this history as the conversation of a request (at the level
+        it was checked at: balance, or with ``strict`` also each item's content)."""
         return self.violation is None and self.end_violation is None
 
     @property
@@ -114,12 +129,8 @@ class History(msgspec.Struct, Generic[ItemT], frozen=True, kw_only=True):
     def __repr__(self) -> str:
         return (f"History(format={self.format!r}, items={len(self.source)}, "
                 f"completed_prefix_length={self.completed_prefix_length}, "
-                f"violation={self.violation!r}, end_violation={self.end_violation!r})")
-
-
-#: The view :func:`completed_turn_prefix` returns: the core's prefix of a sequence, here of
-#: the caller's own items.
-HistoryPrefix = SequencePrefix
+                f"violation={self.violation!r}, end_violation={self.end_violation!r}, "
+                f"strict={self.strict!r})")
 
 
 def completed_turn_cut(history: History[Any]) -> int:
@@ -127,15 +138,13 @@ def completed_turn_cut(history: History[Any]) -> int:
     return history.completed_prefix_length
 
 
-def completed_turn_prefix(history: History[Any]) -> Sequence[Any]:
-    """The caller's items up to the completed-turn cut, as a view; O(1).
+def completed_turn_prefix(history: History[Any]) -> list[Any]:
+    """The caller's own items through the completed-turn cut, as a new ``list``.
 
-    The whole ``source`` when the history already ends at a completed turn.
+    A list, so that it goes as it is to any SDK, and a new one, so that appending the child's
+    prompt leaves the parent's history alone. O(cut): one pointer per item.
     """
-    cut = history.completed_prefix_length
-    if cut == len(history.source):
-        return history.source
-    return SequencePrefix(history.source, cut)
+    return list(history.source[:history.completed_prefix_length])
 
 
 def balance_of(history: History[ItemT]) -> Result[History[ItemT], FormatViolation]:
@@ -144,42 +153,52 @@ def balance_of(history: History[ItemT]) -> Result[History[ItemT], FormatViolatio
     return Success(history) if problem is None else Failure(problem)
 
 
+def as_history(history: History[ItemT] | Sequence[Any],
+               decode: Callable[..., History[ItemT]], *, strict: bool | None = None,
+               again: bool = False) -> History[ItemT]:
+    """``history`` decoded by a format's ``decode(items, strict=…)``, at the level asked.
+
+    ``strict=None`` keeps a decoded history's level (balance for raw items); a decoded history
+    asked at the other level, or with ``again`` (a setting changed), is read again (O(n)).
+    """
+    if isinstance(history, History):
+        if not again and (strict is None or history.strict == strict):
+            return history
+        level = history.strict if strict is None else strict
+        return decode(history.source, strict=level)
+    return decode(history, strict=bool(strict))
+
+
 _PATH = re.compile(r"`\$")
 
 
 @unchecked
 def read_items(data: Sequence[Any], item_type: type[ItemT], label: str,
-               check: Callable[[int, ItemT], FormatViolation | None],
                ) -> tuple[tuple[ItemT, ...], FormatViolation | None]:
     """Typed views of ``data`` (dicts or objects with attributes), in O(n).
 
-    Stops at the first item that cannot be read, or that ``check`` refuses, and returns the views
-    before it with that item's ``shape`` violation. ``label`` names an item in sentences
-    (``messages[3]``).
+    All of them, or the views before the first item that cannot be read and that item's
+    ``shape`` violation. ``label`` names an item in sentences (``messages[3]``).
     """
     try:
         items: tuple[ItemT, ...] = msgspec.convert(data, tuple[item_type, ...],  # type: ignore[valid-type]
                                                    from_attributes=True)
     except msgspec.ValidationError:
         items = ()
-    if len(items) != len(data):
-        # Slow path, only for a history that does not read: find the first bad item.
-        good: list[ItemT] = []
-        for index, raw in enumerate(data):
-            try:
-                good.append(msgspec.convert(raw, item_type, from_attributes=True))
-            except msgspec.ValidationError as err:
-                where = f"`{label}[{index}]"
-                text = _PATH.sub(where, str(err))
-                if " - at `" not in text:
-                    text = f"{text} - at {where}`"
-                return tuple(good), FormatViolation(index=index, rule="shape", problem=text)
-        items = tuple(good)
-    for index, item in enumerate(items):
-        problem = check(index, item)
-        if problem is not None:
-            return items[:index], problem
-    return items, None
+    if len(items) == len(data):
+        return items, None
+    # Slow path, only for a history that does not read: find the first bad item.
+    good: list[ItemT] = []
+    for index, raw in enumerate(data):
+        try:
+            good.append(msgspec.convert(raw, item_type, from_attributes=True))
+        except msgspec.ValidationError as err:
+            where = f"`{label}[{index}]"
+            text = _PATH.sub(where, str(err))
+            if " - at `" not in text:
+                text = f"{text} - at {where}`"
+            return tuple(good), FormatViolation(index=index, rule="shape", problem=text)
+    return tuple(good), None
 
 
 #: A format's fold: the completed-turn cut, the first rule broken, the rule the end breaks.
@@ -189,42 +208,20 @@ Fold: TypeAlias = Callable[[tuple[ItemT, ...]],
 
 @unchecked
 def read_history(format: FormatName, data: Sequence[Any], item_type: type[ItemT], label: str, *,
-                 check: Callable[[int, ItemT], FormatViolation | None],
-                 fold: Fold[ItemT]) -> History[ItemT]:
+                 fold: Fold[ItemT], strict: bool = False) -> History[ItemT]:
     """A format's one O(n) pass: :func:`read_items`, then ``fold`` over the items that read.
 
     An item that cannot be read stops the pass: the rules of the items before it still count
-    first, and nothing is said of the end (the history has none that reads).
+    first (the fold runs over them all), and nothing is said of the end (the history has none
+    that reads).
     """
     source = tuple(data)
-    items, problem = read_items(source, item_type, label, check)
+    items, unreadable = read_items(source, item_type, label)
     cut, violation, end = fold(items)
-    if problem is not None:
-        violation, end = violation or problem, None
+    if unreadable is not None:
+        violation, end = violation or unreadable, None
     return History(format=format, source=source, items=items, completed_prefix_length=cut,
-                   violation=violation, end_violation=end)
+                   violation=violation, end_violation=end, strict=strict)
 
 
-@unchecked
-def plain_text(blocks: tuple[ContentBlock, ...]) -> str:
-    """The text of content blocks, joined by blank lines; an image becomes
-    :data:`IMAGE_PLACEHOLDER`, anything else is left out."""
-    parts: list[str] = []
-    for block in blocks:
-        if isinstance(block, TextBlock):
-            parts.append(block.text)
-        elif isinstance(block, ImageBlock):
-            parts.append(IMAGE_PLACEHOLDER)
-    return "\n\n".join(parts)
-
-
-def from_dsh_log(events: Sequence[Event],
-                 project: Callable[[Sequence[Message]], tuple[dict[str, Any], ...]],
-                 ) -> Result[tuple[dict[str, Any], ...], Violation]:
-    """A DSH log's model history projected into a format by ``project`` (the format's
-    ``from_model_history``). The log is traced first; a log that breaks a rule gives that
-    rule's ``Violation``."""
-    traced = trace_log(events)
-    if isinstance(traced, Failure):
-        return Failure(traced.failure())
-    return Success(project(model_history(traced.unwrap())))
+check_public(globals())

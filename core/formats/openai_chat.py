@@ -1,6 +1,6 @@
 """OpenAI Chat Completions histories: the ``messages`` list of ``chat.completions.create``.
 
-The rule (as the provider enforces it, with its error texts):
+The balance rules (as the provider enforces them, with its error texts):
 
 * An assistant message with ``tool_calls`` must be followed, at once, by one ``tool`` message per
   call (any order): "An assistant message with 'tool_calls' must be followed by tool messages
@@ -13,10 +13,23 @@ The rule (as the provider enforces it, with its error texts):
 * One result per call: "Invalid parameter: Duplicate value for 'tool_call_id' of …"
   (``duplicate-result``, at the second one); one id per call of a message (``duplicate-call``).
 * A ``tool`` message needs its ``tool_call_id`` (``shape``).
+* The legacy ``function_call`` carries no id: the ``function`` message after it answers it. The
+  provider does not pair them, so a call left behind by a later message is accepted; but a
+  history that ends while one waits is in flight (``unanswered-call`` at its end), and the
+  step that made it completes no turn.
+
+The strict level (``strict=True``) adds the requests the provider refuses for one message's
+content: an assistant message with neither ``content`` nor ``tool_calls``/``function_call``
+("Invalid value for 'content': expected a string, got null.", ``null-content``); a ``function``
+message without ``name`` ("Missing parameter 'name': messages with role 'function' must have a
+'name'.", ``function-name``); call ``arguments`` that are not a string ("Invalid type for
+'messages[N].tool_calls[K].function.arguments': expected a string, but got an object instead.",
+``arguments-type``); ``content: []`` or ``tool_calls: []`` ("Invalid 'messages[N].tool_calls':
+empty array. Expected an array with minimum length 1, but got an empty array instead.",
+``empty-array``).
 
 A *step* is a run of consecutive assistant messages; a turn completes where a step without tool
 calls ends. The completed-turn cut is the end of the last such step before anything breaks.
-The legacy ``function_call`` / ``function`` pair carries no ids: it is read, not checked.
 """
 
 from __future__ import annotations
@@ -27,25 +40,8 @@ from typing import Any
 import msgspec
 from returns.result import Result
 
-from .._checking import unchecked
-from ..events import (
-    AssistantMessage,
-    Event,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    ToolResultMessage,
-)
-from ..history import Message
-from ..trace import Violation
-from .common import (
-    FormatViolation,
-    History,
-    balance_of,
-    from_dsh_log,
-    plain_text,
-    read_history,
-)
+from .._checking import check_public, unchecked
+from .common import FormatViolation, History, as_history, balance_of, read_history
 from .common import completed_turn_prefix as _prefix
 
 __all__ = [
@@ -57,8 +53,6 @@ __all__ = [
     "check_balance",
     "completed_turn_cut",
     "completed_turn_prefix",
-    "from_model_history",
-    "from_dsh",
 ]
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -83,10 +77,55 @@ class ChatMessage(msgspec.Struct, frozen=True, kw_only=True):
     tool_calls: tuple[ChatToolCall, ...] | None = None
     tool_call_id: str | None = None
     name: str | None = None
+    function_call: ChatFunction | None = None
+
+
+_JSON_TYPES = ((str, "a string"), (bool, "a boolean"), (int, "an integer"),
+               (float, "a number"), (dict, "an object"))
 
 
 @unchecked
-def _check(index: int, message: ChatMessage) -> FormatViolation | None:
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), "an array")
+
+
+@unchecked
+def _strict(index: int, message: ChatMessage) -> FormatViolation | None:
+    where = f"messages[{index}]"
+    for key, value in (("content", message.content), ("tool_calls", message.tool_calls)):
+        if isinstance(value, list | tuple) and not value:
+            return FormatViolation(
+                index=index, rule="empty-array",
+                problem=f"Invalid '{where}.{key}': empty array. Expected an array with minimum "
+                        "length 1, but got an empty array instead.")
+    role = message.role
+    if (role == "assistant" and message.content is None and not message.tool_calls
+            and message.function_call is None):
+        return FormatViolation(
+            index=index, rule="null-content",
+            problem=f"Invalid value for 'content': expected a string, got null. ({where}: an "
+                    "assistant message needs content unless it has tool_calls or "
+                    "function_call)")
+    if role == "function" and not message.name:
+        return FormatViolation(index=index, rule="function-name",
+                               problem="Missing parameter 'name': messages with role 'function' "
+                                       "must have a 'name'.")
+    functions = [(f"{where}.tool_calls[{k}].function", call.function)
+                 for k, call in enumerate(message.tool_calls or ())]
+    functions.append((f"{where}.function_call", message.function_call))
+    for path, function in functions:
+        if function is not None and not isinstance(function.arguments, str):
+            return FormatViolation(
+                index=index, rule="arguments-type",
+                problem=f"Invalid type for '{path}.arguments': expected a string, but got "
+                        f"{_json_type(function.arguments)} instead.")
+    return None
+
+
+@unchecked
+def _check(index: int, message: ChatMessage, strict: bool) -> FormatViolation | None:
     if message.role not in ROLES:
         return FormatViolation(index=index, rule="shape",
                                problem=f"role {message.role!r} is not one of "
@@ -95,27 +134,40 @@ def _check(index: int, message: ChatMessage) -> FormatViolation | None:
         return FormatViolation(index=index, rule="shape",
                                problem="a tool message needs its tool_call_id (\"Missing "
                                        f"required parameter: 'messages[{index}].tool_call_id'\")")
-    return None
+    return _strict(index, message) if strict else None
 
 
 @unchecked
 def _unanswered(index: int, waiting: dict[str, None]) -> FormatViolation:
-    return FormatViolation(index=index, rule="unanswered-call",
+    return FormatViolation(index=index, rule="unanswered-call", call_id=next(iter(waiting)),
                            problem="an assistant message with 'tool_calls' must be followed by "
                                    "tool messages responding to each 'tool_call_id'; these did "
                                    f"not get one: {', '.join(waiting)}")
 
 
 @unchecked
-def _fold(items: tuple[ChatMessage, ...],
+def _legacy_unanswered(index: int, message: ChatMessage) -> FormatViolation:
+    name = message.function_call.name if message.function_call is not None else None
+    return FormatViolation(index=index, rule="unanswered-call",
+                           problem=f"the assistant's function_call {name or '(unnamed)'} waits "
+                                   "for the `function` message that answers it")
+
+
+@unchecked
+def _fold(items: tuple[ChatMessage, ...], strict: bool,
           ) -> tuple[int, FormatViolation | None, FormatViolation | None]:
     cut = 0
     waiting: dict[str, None] = {}  # calls of the last assistant message still without a result
     answered: set[str] = set()  # calls answered in the current run of tool messages
     calls_at = -1  # index of the assistant message those calls came from
+    legacy_at = -1  # index of an assistant function_call still waiting for its function message
     in_step = False
     step_calls = False
+    stop: FormatViolation | None = None
     for index, message in enumerate(items):
+        stop = _check(index, message, strict)
+        if stop is not None:
+            break
         role = message.role
         if role == "assistant":
             if waiting:
@@ -127,42 +179,54 @@ def _fold(items: tuple[ChatMessage, ...],
                 if len(set(ids)) != len(ids):
                     twice = next(i for n, i in enumerate(ids) if i in ids[:n])
                     return cut, FormatViolation(
-                        index=index, rule="duplicate-call",
+                        index=index, rule="duplicate-call", call_id=twice,
                         problem=f"tool call id {twice} is used twice in one message"), None
                 waiting = dict.fromkeys(ids)
                 answered = set()
                 calls_at, step_calls = index, True
+            if message.function_call is not None:
+                legacy_at, step_calls = index, True
             continue
         if in_step:
             in_step = False
             if not step_calls:
                 cut = index
+        # The function message answers a legacy call; any other leaves it behind (allowed).
+        legacy_at = -1
         if role == "tool":
-            call_id = message.tool_call_id
-            assert call_id is not None  # _check refused a tool message without one
+            call_id = message.tool_call_id or ""
             if call_id in waiting:
                 del waiting[call_id]
                 answered.add(call_id)
                 continue
             if call_id in answered:
                 return cut, FormatViolation(
-                    index=index, rule="duplicate-result",
+                    index=index, rule="duplicate-result", call_id=call_id,
                     problem=f"a second tool message for tool_call_id {call_id} (\"Duplicate "
                             f"value for 'tool_call_id' of '{call_id}'\")"), None
             return cut, FormatViolation(
-                index=index, rule="orphan-result",
+                index=index, rule="orphan-result", call_id=call_id,
                 problem=f"tool message for {call_id} is not a response to a preceding "
                         "message with 'tool_calls' that made that call"), None
         if waiting:
             return cut, _unanswered(calls_at, waiting), None
         answered = set()
+    length = len(items) if stop is None else stop.index
     if in_step and not step_calls:
-        cut = len(items)
-    return cut, None, (_unanswered(calls_at, waiting) if waiting else None)
+        cut = length
+    if stop is not None:
+        return cut, stop, None
+    if waiting:
+        return cut, None, _unanswered(calls_at, waiting)
+    if legacy_at >= 0:
+        return cut, None, _legacy_unanswered(legacy_at, items[legacy_at])
+    return cut, None, None
 
 
-def decode_history(data: Sequence[Any]) -> History[ChatMessage]:
+def decode_history(data: Sequence[Any], *, strict: bool = False) -> History[ChatMessage]:
     """Read a chat ``messages`` list (dicts, or the SDK's objects) and check it, in one O(n) pass.
+
+    ``strict``: check each message's content too (the strict rules above).
 
     >>> history = decode_history([
     ...     {"role": "user", "content": "Weather in Paris?"},
@@ -172,62 +236,28 @@ def decode_history(data: Sequence[Any]) -> History[ChatMessage]:
     >>> history.completed_prefix_length, history.end_violation.rule
     (0, 'unanswered-call')
     """
-    return read_history("openai-chat", data, ChatMessage, "messages", check=_check,
-                        fold=_fold)
+    return read_history("openai-chat", data, ChatMessage, "messages", strict=strict,
+                        fold=lambda items: _fold(items, strict))
 
 
-def _history(history: History[ChatMessage] | Sequence[Any]) -> History[ChatMessage]:
-    return history if isinstance(history, History) else decode_history(history)
-
-
-def check_balance(history: History[ChatMessage] | Sequence[Any],
+def check_balance(history: History[ChatMessage] | Sequence[Any], *, strict: bool = False,
                   ) -> Result[History[ChatMessage], FormatViolation]:
-    """``Success(history)`` when OpenAI would accept it as ``messages``, else the violation."""
-    return balance_of(_history(history))
+    """``Success(history)`` when OpenAI would accept it as ``messages``, else the violation.
+
+    ``strict``: the strict rules too; a decoded history checked at the other level is read
+    again (O(n)).
+    """
+    return balance_of(as_history(history, decode_history, strict=strict))
 
 
 def completed_turn_cut(history: History[ChatMessage] | Sequence[Any]) -> int:
     """The length of the completed-turn prefix (O(1) on a decoded history)."""
-    return _history(history).completed_prefix_length
+    return as_history(history, decode_history).completed_prefix_length
 
 
-def completed_turn_prefix(history: History[ChatMessage] | Sequence[Any]) -> Sequence[Any]:
-    """The caller's messages through the last completed turn, as a view (O(1) once decoded)."""
-    return _prefix(_history(history))
+def completed_turn_prefix(history: History[ChatMessage] | Sequence[Any]) -> list[Any]:
+    """The caller's messages through the last completed turn, as a new list."""
+    return _prefix(as_history(history, decode_history))
 
 
-# --------------------------------------------------------------------------- from DSH
-
-
-def from_model_history(messages: Sequence[Message]) -> tuple[dict[str, Any], ...]:
-    """Chat messages for what a model saw (``core.model_history``); the shell's projection.
-
-    User text blocks are joined by blank lines (an image becomes ``[image omitted]``: the log
-    holds no image data); reasoning is not sent back; a tool result's text is its content.
-    """
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            text = "\n\n".join(b.text for b in message.content if isinstance(b, TextBlock))
-            calls = [{"id": b.id, "type": "function",
-                      "function": {"name": b.name, "arguments": b.arguments}}
-                     for b in message.content if isinstance(b, ToolCallBlock)]
-            if calls:
-                out.append({"role": "assistant", "content": text or None, "tool_calls": calls})
-            else:
-                out.append({"role": "assistant", "content": text})
-        elif isinstance(message, ToolResultMessage):
-            out.extend({"role": "tool", "tool_call_id": b.tool_call_id,
-                        "content": plain_text(b.content)}
-                       for b in message.content if isinstance(b, ToolResultBlock))
-        else:
-            out.append({"role": "user", "content": plain_text(message.content)})
-    return tuple(out)
-
-
-def from_dsh(events: Sequence[Event]) -> Result[tuple[dict[str, Any], ...], Violation]:
-    """The chat messages of a DSH log's model history (a fork seed, typically).
-
-    The log is traced first; a log that breaks a rule gives that rule's ``Violation``.
-    """
-    return from_dsh_log(events, from_model_history)
+check_public(globals())

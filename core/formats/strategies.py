@@ -117,8 +117,10 @@ class _Plan(msgspec.Struct, frozen=True):
     turns: tuple[_Turn, ...]
 
 
+#: Responses: the client call types a plan draws (in Chat, a lone ``local_shell_call`` stands for
+#: the legacy ``function_call``, which carries no id).
 _CALL_KINDS = ("function_call", "function_call", "function_call", "custom_tool_call",
-               "computer_call", "local_shell_call")
+               "computer_call", "local_shell_call", "program")
 
 
 @unchecked
@@ -227,6 +229,14 @@ def _render_chat(plan: _Plan) -> _Rendered:
             if not step.calls:
                 items.append(message)
                 continue
+            if len(step.calls) == 1 and step.calls[0].kind == "local_shell_call":
+                call = step.calls[0]  # the legacy pair: no id, the function message answers it
+                out.push({**message, "function_call": {"name": call.name,
+                                                       "arguments": call.arguments}})
+                out.push({"role": "function", "name": call.name, "content": call.result})
+                if step.steer is not None:
+                    out.push({"role": "user", "content": step.steer})
+                continue
             call_ids = [ids.next("call_") for _ in step.calls]
             message["tool_calls"] = [
                 {"id": call_id, "type": "function",
@@ -294,7 +304,10 @@ def _render_responses(plan: _Plan) -> _Rendered:
                 call_id = ids.next("call_")
                 item: Item = {"type": call.kind, "id": ids.next("fc_"), "call_id": call_id,
                               "status": "completed"}
-                if call.kind == "function_call":
+                if call.kind == "program":
+                    item = {"type": "program", "id": ids.next("prg_"), "call_id": call_id,
+                            "code": "return tools.weather()", "fingerprint": "fp1"}
+                elif call.kind == "function_call":
                     item.update(name=call.name, arguments=call.arguments)
                 elif call.kind == "custom_tool_call":
                     item.update(name=call.name, input=call.arguments)
@@ -308,14 +321,20 @@ def _render_responses(plan: _Plan) -> _Rendered:
             for position in step.order:
                 call_at, call_id, call = sites[position]
                 output: Item = {"type": call.kind + "_output", "call_id": call_id}
-                if call.kind == "computer_call":
+                if call.kind == "local_shell_call":  # openai's type names its call by `id`
+                    output = {"type": "local_shell_call_output", "id": call_id,
+                              "output": call.result}
+                elif call.kind == "program":
+                    output = {"type": "program_output", "id": ids.next("prgo_"),
+                              "call_id": call_id, "result": call.result, "status": "completed"}
+                elif call.kind == "computer_call":
                     output["output"] = {"type": "computer_screenshot",
                                         "image_url": "data:image/png;base64," + _IMAGE_PNG}
                 elif call.image and call.kind == "function_call":
                     output["output"] = [{"type": "input_text", "text": call.result},
                                         {"type": "input_image",
                                          "image_url": "data:image/png;base64," + _IMAGE_PNG}]
-                else:
+                elif "output" not in output and "result" not in output:
                     output["output"] = call.result
                 out.calls.append(_CallSite(call_at=call_at, step_at=step_at,
                                            result_at=len(items), call_id=call_id,
@@ -344,6 +363,8 @@ def _render_anthropic(plan: _Plan) -> _Rendered:
     items = out.items
     for turn in plan.turns:
         out.points = []
+        if turn.instruction is not None and plan.extras:  # anthropic 2.x's SystemMessageParam
+            items.append({"role": "system", "content": turn.instruction})
         content: Any = turn.prompt
         if turn.image:
             content = [{"type": "text", "text": turn.prompt},
@@ -485,7 +506,10 @@ def _drop_result(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tuple[
 @unchecked
 def _duplicate_result(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tuple[int, Rule]:
     site = _site(draw, rendered)
-    items.insert(site.result_at + 1, dict(items[site.result_at]))
+    again = dict(items[site.result_at])
+    if "id" in again and "call_id" in again:  # an output with an item id of its own: a new one
+        again["id"] += "_again"
+    items.insert(site.result_at + 1, again)
     return site.result_at + 1, "duplicate-result"
 
 
@@ -563,7 +587,8 @@ def _responses_wrong_output(draw: DrawFn, items: list[Item], rendered: _Rendered
     output = items[site.result_at]
     other = ("custom_tool_call_output" if output["type"] == "function_call_output"
              else "function_call_output")
-    items[site.result_at] = {**output, "type": other}
+    items[site.result_at] = {**{k: v for k, v in output.items() if k != "id"}, "type": other,
+                             "call_id": site.call_id}
     return site.result_at, "orphan-result"
 
 
@@ -579,10 +604,24 @@ def _responses_lone_reasoning(draw: DrawFn, items: list[Item], rendered: _Render
 @unchecked
 def _responses_duplicate_item(draw: DrawFn, items: list[Item], rendered: _Rendered,
                               ) -> tuple[int, Rule]:
-    with_ids = tuple(i for i, item in enumerate(items) if "id" in item)
+    with_ids = tuple(i for i, item in enumerate(items) if _has_item_id(item))
     at = _pick(draw, with_ids)
     items.insert(at + 1, dict(items[at]))
     return at + 1, "duplicate-item"
+
+
+@unchecked
+def _has_item_id(item: Item) -> bool:
+    """An `id` of the item's own (a local_shell_call_output's `id` is its call's)."""
+    return "id" in item and item.get("type") != "local_shell_call_output"
+
+
+@unchecked
+def _responses_reference(draw: DrawFn, items: list[Item], rendered: _Rendered,
+                         ) -> tuple[int, Rule]:
+    at = draw(st.integers(0, len(items)))
+    items.insert(at, {"type": "item_reference", "id": "msg_stored"})
+    return at, "stored-item"
 
 
 # Anthropic mutations.
@@ -748,7 +787,8 @@ _MUTATIONS: dict[str, dict[str, tuple[_Mutation, Callable[[_Rendered, list[Item]
         "wrong-output": (_responses_wrong_output, lambda r, i: bool(r.calls)),
         "lone-reasoning": (_responses_lone_reasoning, lambda r, i: True),
         "duplicate-item": (_responses_duplicate_item,
-                           lambda r, i: any("id" in item for item in i)),
+                           lambda r, i: any(_has_item_id(item) for item in i)),
+        "stored-item": (_responses_reference, lambda r, i: True),
     },
     "anthropic": {
         "drop-result": (_anthropic_drop_result, lambda r, i: bool(r.calls)),
@@ -796,9 +836,9 @@ def broken_histories(fmt: FormatName, *, max_turns: int = 3) -> SearchStrategy[B
     Defects: a result dropped, answered twice, stray, or moved before its call; a message
     slipped between calls and their results; one id for two calls; a result without its
     ``tool_call_id`` (Chat); an output of the wrong type, a reasoning item alone, an item
-    repeated (Responses); text before the results, a server tool's result or use dropped, an
-    unsigned thinking block, an open tool loop whose turn lost its thinking (Anthropic). Every
-    item before ``index`` is untouched.
+    repeated, an ``item_reference`` (Responses); text before the results, a server tool's result
+    or use dropped, an unsigned thinking block, an open tool loop whose turn lost its thinking
+    (Anthropic). Every item before ``index`` is untouched.
     """
     return _broken(_name(fmt), max_turns)
 

@@ -123,6 +123,10 @@ def _add_json(parser: argparse.ArgumentParser, what: str) -> None:
 def _check_arguments(parser: argparse.ArgumentParser) -> None:
     _add_input(parser, "the log to check")
     _add_json(parser, "print one JSON object (see docs/cli.md) instead of text")
+    parser.add_argument("--strict", action="store_true",
+                        help="a wire history only: check the provider's rules about each "
+                             "item's content too (an assistant message with no content, an "
+                             "empty text block, …; docs/formats/README.md lists them)")
 
 
 CHECK = Command(
@@ -287,6 +291,10 @@ def _demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", metavar="SECONDS", type=float, default=None,
                         help="the longest one user turn may take, the child's run included, "
                              "before it is cancelled (default 300)")
+    parser.add_argument("--max-retries", metavar="N", type=int, default=None,
+                        help="how many times a failed model request (rate limit, server "
+                             "error, timeout, broken connection, empty answer) is retried, "
+                             "with backoff from 0.5 s to 10 s (default 5; 0: none)")
     parser.add_argument("--plain", action="store_true",
                         help="no colour, styling or progress spinner (colour is also off when "
                              "stdout is not a terminal or NO_COLOR is set)")

@@ -106,7 +106,17 @@ def run(args: argparse.Namespace) -> int:
                 print_json(check_json(args.path, None, None, read))
             return EXIT_UNREADABLE
         if not isinstance(read.opened, LogStream):
-            return _check_history(args, read.opened)
+            from .histories import strictly  # noqa: PLC0415
+
+            return _check_history(args, strictly(read.opened) if args.strict else read.opened)
+        if args.strict:
+            refused = LogReadError(file=read.opened.path, problem=(
+                "--strict checks a wire history's items against the provider's rules, and "
+                "this is a DSH log"))
+            error(refused.message)
+            if args.json:
+                print_json(check_json(args.path, None, None, refused))
+            return EXIT_UNREADABLE
         return _check_log(args, read.opened)
 
 

@@ -42,6 +42,7 @@ from returns.result import Failure
 from ...core import (
     AgentOptions,
     AssistantMessageEvent,
+    CancelHook,
     ContentBlock,
     Event,
     Message,
@@ -63,6 +64,7 @@ from ...core import (
     final_assistant_output,
     output_text,
 )
+from ...core.retry import DEFAULT_RETRY_POLICY, RetryPolicy
 from ..agent import Agent, AgentLoopError
 from ..clock import Clock, CountingIds, IdFactory, ManualClock
 from ..host import Host
@@ -598,7 +600,8 @@ async def _settle(agent: Agent, timeout: float) -> str | None:
         await asyncio.wait_for(agent.when_idle(), timeout)
         return None
     except TimeoutError:
-        agent.cancel()
+        # The log says why the turn ended: the demo's own deadline, not the user.
+        agent.cancel(CancelHook(reason=f"timed out after {timeout:g} s (--timeout)"))
         with contextlib.suppress(TimeoutError, AgentLoopError):
             await asyncio.wait_for(agent.when_idle(), _CLOSE_TIMEOUT)
         return f"took longer than {timeout:g} s and was cancelled"
@@ -622,7 +625,8 @@ async def run_demo_async(*, model: Model | None = None, provider: str = "model",
                          progress: Callable[[str], None] | None = None,
                          clock: Clock | None = None, ids: IdFactory | None = None,
                          prompts: Sequence[str] = USER_TURNS, persona: str | None = None,
-                         tool_filter: ToolRestriction | None = None) -> DemoResult:
+                         tool_filter: ToolRestriction | None = None,
+                         retry: RetryPolicy | None = DEFAULT_RETRY_POLICY) -> DemoResult:
     """Run the demo scenario once (see the module docstring) and report what happened.
 
     Args:
@@ -638,6 +642,8 @@ async def run_demo_async(*, model: Model | None = None, provider: str = "model",
         prompts: the user turns.
         persona, tool_filter: the ``subagent`` tool's persona and tool filter for its
             children (default none: a plain fork).
+        retry: how the model route retries a failed request (default DSH's: five retries;
+            ``None``: none).
 
     Raises:
         SessionExistsError: ``store`` already holds a session with the demo's id.
@@ -655,17 +661,20 @@ async def run_demo_async(*, model: Model | None = None, provider: str = "model",
     if model is None:
         provider, model_name = PARENT_PROVIDER, SCRIPTED_MODEL
         host.models.register(PARENT_PROVIDER,
-                             requests.wrap(ScriptedModel(parent_script()), model_name))
+                             requests.wrap(ScriptedModel(parent_script()), model_name),
+                             retry=retry)
         host.models.register(CHILD_PROVIDER,
-                             requests.wrap(ScriptedModel(child_script()), model_name))
+                             requests.wrap(ScriptedModel(child_script()), model_name),
+                             retry=retry)
         options = AgentOptions(provider=CHILD_PROVIDER)
     else:
-        host.models.register(provider, requests.wrap(model, model_name))
+        host.models.register(provider, requests.wrap(model, model_name), retry=retry)
         options = None
     runtime = host.subagents
     runtime.register_provider(ForkProvider())
+    # A foreground fork, as DSH's subagent_fork (no background runs, no job registry).
     tool = SubagentTool(provider="fork", agent_options=options, persona=persona,
-                        tool_filter=tool_filter)
+                        tool_filter=tool_filter, enable_run_in_background=False)
     tool.install(host)
 
     starts: list[_Start] = []
@@ -738,7 +747,8 @@ def run_demo(*, model: Model | None = None, provider: str = "model",
              progress: Callable[[str], None] | None = None, clock: Clock | None = None,
              ids: IdFactory | None = None, prompts: Sequence[str] = USER_TURNS,
              persona: str | None = None,
-             tool_filter: ToolRestriction | None = None) -> DemoResult:
+             tool_filter: ToolRestriction | None = None,
+             retry: RetryPolicy | None = DEFAULT_RETRY_POLICY) -> DemoResult:
     """:func:`run_demo_async` in a fresh event loop (the same arguments).
 
     >>> result = run_demo()
@@ -748,7 +758,7 @@ def run_demo(*, model: Model | None = None, provider: str = "model",
     return asyncio.run(run_demo_async(
         model=model, provider=provider, model_name=model_name, store=store,
         turn_timeout=turn_timeout, progress=progress, clock=clock, ids=ids, prompts=prompts,
-        persona=persona, tool_filter=tool_filter))
+        persona=persona, tool_filter=tool_filter, retry=retry))
 
 
 # --------------------------------------------------------------------------- the summary

@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from ...core.retry import DEFAULT_RETRY_POLICY, RetryPolicy
 from ..jsonl_store import JsonlSessionStore
 from ..store import SessionExistsError
 from .app import EXIT_NOT_AS_INTENDED, EXIT_OK, EXIT_UNREADABLE
@@ -48,6 +49,8 @@ def _real_model(args: argparse.Namespace, timeout: float,
     try:
         return OpenAIChatModel(args.model, base_url=base_url, api_key=args.api_key,
                                provider_name=provider, timeout=min(60.0, timeout)), provider
+    except ValueError as exc:  # a base URL that is no http(s) URL: the message says how
+        return f"demo --base-url: {exc}"
     except MissingCredentialError as exc:
         return (f"demo --model {args.model} needs an API key for {base_url}: set "
                 f"{exc.env_var} or pass --api-key KEY (or run `turnfork demo` without --model "
@@ -89,6 +92,12 @@ def run(args: argparse.Namespace) -> int:
     if not timeout > 0:
         error(f"demo --timeout must be a positive number of seconds, not {args.timeout:g}")
         return EXIT_UNREADABLE
+    retry = DEFAULT_RETRY_POLICY
+    if args.max_retries is not None:
+        if args.max_retries < 0:
+            error(f"demo --max-retries must be 0 or more, not {args.max_retries}")
+            return EXIT_UNREADABLE
+        retry = RetryPolicy(max_retries=args.max_retries)
     model: OpenAIChatModel | None = None
     provider = "model"
     if args.model is not None:
@@ -120,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             return await run_demo_async(model=model, provider=provider,
                                         model_name=args.model or "scripted", store=store,
-                                        turn_timeout=timeout, progress=progress)
+                                        turn_timeout=timeout, progress=progress, retry=retry)
         finally:
             if model is not None:
                 await model.aclose()

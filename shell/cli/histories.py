@@ -18,6 +18,8 @@ violations are the core's (:mod:`core.formats`); this module only reads, words a
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Any, Literal, TypeAlias
 
 import msgspec
@@ -28,9 +30,11 @@ from ...core.formats import (
     FormatViolation,
     History,
     anthropic,
-    decode_history,
     detect_format,
     history_items,
+    openai_chat,
+    openai_responses,
+    server_side_history,
 )
 from ..logfile import FileText, LogReadError, read_text
 from .terminal import counted
@@ -42,6 +46,7 @@ __all__ = [
     "FORMAT_WORDS",
     "read_history",
     "history_from_text",
+    "strictly",
     "jsonl_items_hint",
     "history_state",
     "history_verdict",
@@ -110,6 +115,8 @@ class LoadedHistory(msgspec.Struct, frozen=True, kw_only=True):
         if self.thinking is not None:
             words += (f", thinking {'on' if self.thinking else 'off'} "
                       f"({self.thinking_source})")
+        if self.history.strict:
+            words += ", strict rules"
         return words
 
     def line_of(self, index: int) -> int | None:
@@ -129,8 +136,38 @@ def _constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+class _OutOfRange(ValueError):
+    """A number too large for a double: Python would read it as infinity, and write that back
+    as ``Infinity``, which is not JSON."""
+
+    def __init__(self, literal: str) -> None:
+        super().__init__(f"the number {literal[:40]}{'…' if len(literal) > 40 else ''} is "
+                         "beyond the range of a double (it would read as infinity, which JSON "
+                         "cannot write back)")
+        self.literal = literal
+
+
+def _finite(literal: str) -> float:
+    value = float(literal)
+    if math.isinf(value):
+        raise _OutOfRange(literal)
+    return value
+
+
 def _loads(text: str) -> Any:
-    return json.loads(text, parse_constant=_constant)
+    return json.loads(text, parse_constant=_constant, parse_float=_finite)
+
+
+#: A JSON string (skipped whole) or a number: where a number stands outside strings.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?')
+
+
+def _line_of_number(text: str, literal: str) -> int | None:
+    """The line of the first number ``literal`` outside strings, or ``None``."""
+    for match in _TOKEN.finditer(text):
+        if match.group() == literal:
+            return text.count("\n", 0, match.start()) + 1
+    return None
 
 
 class _Parsed(msgspec.Struct, frozen=True):
@@ -139,7 +176,10 @@ class _Parsed(msgspec.Struct, frozen=True):
     lines: tuple[int, ...]
 
 
-def _json_problem(exc: ValueError | RecursionError) -> tuple[int | None, str]:
+def _json_problem(exc: ValueError | RecursionError, text: str = "",
+                  ) -> tuple[int | None, str]:
+    if isinstance(exc, _OutOfRange):
+        return _line_of_number(text, exc.literal), f"not JSON this reader can hold: {exc}"
     if isinstance(exc, json.JSONDecodeError):
         return exc.lineno, f"not JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"
     if isinstance(exc, RecursionError):
@@ -181,6 +221,9 @@ def _parse(data: bytes, file: str, *, jsonl: bool) -> _Parsed | LogReadError | N
     try:
         document = _loads(text)
     except (ValueError, RecursionError) as exc:
+        if isinstance(exc, _OutOfRange):  # JSON that parses, but not as a history we can keep
+            line, problem = _json_problem(exc, text)
+            return LogReadError(file=file, line=line, problem=problem)
         first = next((line for line in text.split("\n") if line.strip()), "")
         if jsonl and first.lstrip().startswith("{"):
             try:
@@ -191,7 +234,7 @@ def _parse(data: bytes, file: str, *, jsonl: bool) -> _Parsed | LogReadError | N
                 return _jsonl(text, file)
         if not jsonl and not text.lstrip().startswith("["):
             return None
-        line, problem = _json_problem(exc)
+        line, problem = _json_problem(exc, text)
         return LogReadError(file=file, line=line, problem=problem)
     if isinstance(document, list):
         return _Parsed("list", document, ())
@@ -238,9 +281,7 @@ def read_history(path: str, file: str, format_name: FormatName, *,
     if isinstance(read, Failure):
         failure: LogReadError = read.failure()
         return failure
-    history = history_from_text(path, read.unwrap(), format_name, thinking=thinking)
-    assert history is not None  # a named format reads, or says why not
-    return history
+    return _history_from_text(path, read.unwrap(), format_name, thinking=thinking)
 
 
 def history_from_text(path: str, text: FileText, format_name: FormatName | None, *,
@@ -250,11 +291,37 @@ def history_from_text(path: str, text: FileText, format_name: FormatName | None,
     Detected (``format_name`` ``None``) only from one JSON document; ``None`` when the text is
     not one holding a history (nor a JSON list that fails to parse): no wire history, then.
     """
-    file = text.file
-    parsed = _parse(text.text, file, jsonl=format_name is not None)
+    parsed = _parse(text.text, text.file, jsonl=format_name is not None)
     if parsed is None or isinstance(parsed, LogReadError):
         return parsed
+    return _loaded(path, text, parsed, format_name, thinking)
+
+
+def _history_from_text(path: str, text: FileText, format_name: FormatName, *,
+                       thinking: bool | None) -> LoadedHistory | LogReadError:
+    parsed = _parse(text.text, text.file, jsonl=True)
+    if isinstance(parsed, LogReadError):
+        return parsed
+    if parsed is None:  # only without jsonl; a named format always reads or says why not
+        return LogReadError(file=text.file, problem="not a history")
+    return _loaded(path, text, parsed, format_name, thinking)
+
+
+def _decode(fmt: FormatName, items: Any, thinking: bool | None, strict: bool) -> History[Any]:
+    if fmt == "anthropic":
+        return anthropic.decode_history(items, thinking=thinking, strict=strict)
+    if fmt == "openai-chat":
+        return openai_chat.decode_history(items, strict=strict)
+    return openai_responses.decode_history(items, strict=strict)
+
+
+def _loaded(path: str, text: FileText, parsed: _Parsed, format_name: FormatName | None,
+            thinking: bool | None) -> LoadedHistory | LogReadError:
+    file = text.file
     document = parsed.document
+    stored = server_side_history(document) if parsed.layout == "request" else None
+    if stored is not None:
+        return LogReadError(file=file, problem=stored)
     if format_name is None:
         detected = detect_format(document)
         if isinstance(detected, Failure):
@@ -283,16 +350,19 @@ def history_from_text(path: str, text: FileText, format_name: FormatName | None,
         source = "--thinking"
     elif fmt == "anthropic" and _thinking_of(document) is not None:
         thinking, source = _thinking_of(document), "the request"
-    if fmt == "anthropic":
-        history: History[Any] = anthropic.decode_history(items, thinking=thinking)
-    else:
+    if fmt != "anthropic":
         thinking = None
-        history = decode_history(items, fmt).unwrap()
     return LoadedHistory(path=path, file=file, format=fmt, layout=parsed.layout,
                          detected=format_name is None, document=document, key=key,
-                         history=history, lines=parsed.lines, compressed=text.compressed,
-                         thinking=thinking, thinking_source=source,
+                         history=_decode(fmt, items, thinking, False), lines=parsed.lines,
+                         compressed=text.compressed, thinking=thinking, thinking_source=source,
                          file_bytes=text.file_bytes)
+
+
+def strictly(loaded: LoadedHistory) -> LoadedHistory:
+    """The history judged at the strict level too (``check --strict``): read again, O(n)."""
+    history = _decode(loaded.format, loaded.history.source, loaded.thinking, True)
+    return msgspec.structs.replace(loaded, history=history)
 
 
 # --------------------------------------------------------------------------- judging
@@ -326,10 +396,9 @@ def _rule_words(violation: FormatViolation) -> str:
 
 def history_verdict(history: History[Any]) -> str:
     """The state in one sentence, as :meth:`.assess.Assessment.verdict` gives a log's."""
-    state = history_state(history)
-    if state == "invalid":
-        assert history.violation is not None
+    if history.violation is not None:
         return f"invalid: {_rule_words(history.violation)}"
+    state = history_state(history)
     if state == "open":
         where = f"the history ends inside a turn ({_after_cut(history)})"
         if history.end_violation is not None:
@@ -365,7 +434,6 @@ def encode_seed(loaded: LoadedHistory) -> bytes:
     prefix = list(loaded.history.source[:loaded.history.completed_prefix_length])
     if loaded.layout == "jsonl":
         return b"".join(_encode(item, indent=None) + b"\n" for item in prefix)
-    if loaded.layout == "request":
-        assert loaded.key is not None
+    if loaded.key is not None:  # a request body: the history replaced, the rest kept
         return _encode({**loaded.document, loaded.key: prefix}, indent=2) + b"\n"
     return _encode(prefix, indent=2) + b"\n"

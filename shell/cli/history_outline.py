@@ -142,6 +142,13 @@ class _Call:
     call_id: str
     text: str
     server: bool = False
+    #: Waits only until the caller's next item (a legacy Chat function_call, a Responses
+    #: approval request): one the caller leaves behind is no longer waiting, as in the core.
+    abandonable: bool = False
+
+
+#: The key a legacy Chat function_call and its function message pair by (they carry no id).
+_LEGACY = "(function_call)"
 
 
 @dataclass
@@ -198,8 +205,11 @@ def _chat_piece(item: Any) -> _Piece:
         if chars:
             extras.append(f"reasoning {chars} chars")
         if item.get("function_call"):
-            name = _json_text(_get(item["function_call"], "name"))
+            function = item["function_call"]
+            name = _json_text(_get(function, "name"))
             extras.append(f"legacy function_call {name}")
+            arguments = shorten(_json_text(_get(function, "arguments") or ""), _ARGS_LIMIT)
+            calls.append(_Call(_LEGACY, f"{name}({arguments})", abandonable=True))
         if isinstance(item.get("refusal"), str):
             extras.append(f"refusal: {shorten(item['refusal'], 40)}")
         words = f"assistant: {_quoted(text)}" if text.strip() else "assistant"
@@ -209,8 +219,8 @@ def _chat_piece(item: Any) -> _Piece:
         return _Piece(model=False, kind="result", text=None,
                       results=[_Result(_json_text(item.get("tool_call_id")), text)])
     if role == "function":
-        return _Piece(model=False, kind="result",
-                      text=f"function {_json_text(item.get('name'))} result: {_quoted(text)}")
+        return _Piece(model=False, kind="result", text=None,
+                      results=[_Result(_LEGACY, f"{_json_text(item.get('name'))}: {text}")])
     if role in ("system", "developer"):
         return _Piece(model=False, kind="system", text=f"{role}: {_quoted(text)}")
     if role == "user":
@@ -220,8 +230,18 @@ def _chat_piece(item: Any) -> _Piece:
 
 #: As the core reads a Responses item (core.formats.openai_responses): client calls and their
 #: outputs, and the other output-side items.
-_RESPONSES_CALL_OUTPUTS = {"tool_search_call": "tool_search_output"}
-_RESPONSES_MODEL_SIDE = frozenset({"reasoning", "mcp_list_tools", "mcp_approval_request"})
+_RESPONSES_CALL_OUTPUTS = {"tool_search_call": "tool_search_output", "program": "program_output"}
+_RESPONSES_MODEL_SIDE = frozenset({"reasoning", "mcp_list_tools"})
+
+
+def _responses_pairing_id(item: dict[str, Any], kind: str) -> Any:
+    """The call id an item pairs by, as the core reads it; ``None`` for a server-run search."""
+    if kind in ("tool_search_call", "tool_search_output") and (
+            item.get("execution") == "server"):
+        return None
+    if kind == "local_shell_call_output" and item.get("call_id") is None:
+        return item.get("id")  # openai's LocalShellCallOutput names its call by `id`
+    return item.get("call_id")
 
 
 def _responses_call_text(item: dict[str, Any], kind: str) -> str:
@@ -237,7 +257,7 @@ def _responses_piece(item: Any) -> _Piece:
         return _not_an_object(item)
     given = item.get("type")
     kind: str = given if isinstance(given, str) else "message"
-    call_id = item.get("call_id")
+    call_id = _responses_pairing_id(item, kind)
     if kind == "message":
         role = item.get("role")
         text = _parts_text(item.get("content"))
@@ -255,16 +275,25 @@ def _responses_piece(item: Any) -> _Piece:
             extras.append("encrypted")
         return _Piece(model=True, kind="reasoning", text=_with_extras("reasoning", extras),
                       reasoning=1, needs_follower=True)
-    if kind.endswith("_call") and call_id is not None:
+    if kind == "mcp_approval_request":
+        request = _json_text(item.get("id"))
+        return _Piece(model=True, kind="event", text=f"mcp_approval_request {request}",
+                      calls=[_Call(request, f"approval of {_responses_call_text(item, kind)}",
+                                   abandonable=True)])
+    if kind == "mcp_approval_response":
+        answer = "approved" if item.get("approve") is True else "refused"
+        return _Piece(model=False, kind="result", text=None, results=[
+            _Result(_json_text(item.get("approval_request_id")), answer)])
+    if (kind.endswith("_call") or kind in _RESPONSES_CALL_OUTPUTS) and call_id is not None:
         return _Piece(model=True, kind="tool", text=_responses_call_text(item, kind),
                       calls=[_Call(_json_text(call_id), _responses_call_text(item, kind))],
                       is_call=True)
     if (kind.endswith("_call_output") or kind in _RESPONSES_CALL_OUTPUTS.values()) and (
             call_id is not None):
-        output = item.get("output")
+        output = item.get("output", item.get("result"))
         return _Piece(model=False, kind="result", text=None,
                       results=[_Result(_json_text(call_id), _parts_text(output))])
-    if kind.endswith("_call"):
+    if kind.endswith("_call") or (kind.endswith("_output") and kind.startswith("tool_search")):
         status = item.get("status")
         action = _get(item.get("action"), "query") or item.get("queries") or item.get("name")
         words = kind + (f" {_quoted(_json_text(action), 60)}" if action else "")
@@ -342,6 +371,8 @@ def _anthropic_piece(item: Any) -> _Piece:
         return _Piece(model=False, kind="user" if not only_results else "result",
                       text=None if only_results else f"user: {_quoted(text)}",
                       results=results, prompt=text if text.strip() else None)
+    if role == "system":  # anthropic 2.x's SystemMessageParam
+        return _Piece(model=False, kind="system", text=f"system: {_quoted(text)}")
     return _Piece(model=False, kind="event", text=f"role {_json_text(role)}: {_quoted(text)}")
 
 
@@ -363,7 +394,8 @@ class _Builder:
         self.top: list[TurnNode | Item] = []
         self.turn: TurnNode | None = None
         self.counts = HistoryCounts(items=len(history.source))
-        self.calls: dict[str, tuple[Item, TurnNode | None, bool]] = {}
+        #: call id → (its line, its turn, a server call, abandonable)
+        self.calls: dict[str, tuple[Item, TurnNode | None, bool, bool]] = {}
         self.in_step = False
         self.step_calls = False
         #: The step's last item so far is reasoning still waiting for its item.
@@ -401,10 +433,10 @@ class _Builder:
         return self.turn
 
     def _waiting(self) -> bool:
-        return any(not server for _, _, server in self.calls.values())
+        return any(not server for _, _, server, _ in self.calls.values())
 
     def _server_open(self) -> bool:
-        return any(server for _, _, server in self.calls.values())
+        return any(server for _, _, server, _ in self.calls.values())
 
     def end_step(self) -> None:
         """A caller's item (or the end) after the model's items: the turn may complete."""
@@ -429,6 +461,10 @@ class _Builder:
             self.reasoning_open = piece.needs_follower
         else:
             self.end_step()
+            answered = {result.call_id for result in piece.results}
+            for call_id in [c for c, (_, _, _, left) in self.calls.items()
+                            if left and c not in answered]:
+                del self.calls[call_id]  # left behind by the caller: no longer waiting
         if index == self.cut and self.turn is not None and index:
             # The core completed a turn here that the picture did not see end: follow the core.
             self.in_step = False
@@ -463,7 +499,7 @@ class _Builder:
                 name = call.text.split("(", 1)[0]
                 if name not in turn.tool_names:
                     turn.tool_names.append(name)
-            self.calls[call.call_id] = (call_item, turn, call.server)
+            self.calls[call.call_id] = (call_item, turn, call.server, call.abandonable)
         for result in piece.results:
             self._result(turn, index, result)
 
@@ -499,7 +535,7 @@ class _Builder:
             self.turn.end_seq = self.last
         if self.cut == self.counts.items and self.cut:
             self.mark_cut()
-        for call, turn, _ in self.calls.values():
+        for call, turn, _, _ in self.calls.values():
             call.children.append(Item(seq=call.seq, kind="pending",
                                       text="… no result yet (the history ends here)"))
             if turn is not None:
@@ -549,9 +585,9 @@ def select_history_turns(outline: HistoryOutline, *, turns: TurnRange | None = N
         chosen = {id(turn) for turn in every if turn.turn in turns}
         asked = f"--turns {turns}"
     else:
-        assert tail is not None
-        chosen = {id(turn) for turn in every[max(len(every) - tail, 0):]}
-        asked = f"--tail {tail}"
+        count = len(every) if tail is None else tail
+        chosen = {id(turn) for turn in every[max(len(every) - count, 0):]}
+        asked = f"--tail {count}"
     if not chosen:
         return f"{asked}: no such turn ({_which(every)})"
     entries: list[TurnNode | Item] = []

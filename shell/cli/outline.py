@@ -50,6 +50,8 @@ from ...core import (
     FinishMaxTokens,
     ImageBlock,
     InboxSplicedEvent,
+    LlmRetryEvent,
+    LlmRetryStartedEvent,
     OpaqueEvent,
     ReasoningBlock,
     RequestHeaderEvent,
@@ -644,6 +646,8 @@ class OutlineBuilder:
             if isinstance(event, UserMessageEvent) and self.turn is not None and (
                     self.turn.prompt is None):
                 self.turn.prompt = shorten(_blocks_text(event.data.content), _PROMPT_LIMIT)
+            if isinstance(event, LlmRetryEvent):
+                self.flush_chunks()  # the failed call's chunks are not the retried call's
             if self._items_here():
                 self.add(_other_item(event))
 
@@ -860,6 +864,16 @@ def _other_item(event: Event) -> Item:
         if event.data.source == "delegation":
             words += " (set by delegation)"
         return Item(seq=seq, kind="policy", text=words)
+    if isinstance(event, LlmRetryEvent):
+        retry = event.data
+        number = (f"{retry.retry} of {retry.max_retries}" if retry.mode == "normal"
+                  else f"{retry.retry} (always)")
+        return Item(seq=seq, kind="event",
+                    text=f"llm/retry {number} in {retry.delay_ms:g} ms after "
+                         f"{retry.failure.code}: {_quoted(retry.failure.message, 70)}")
+    if isinstance(event, LlmRetryStartedEvent):
+        return Item(seq=seq, kind="event",
+                    text=f"llm/retry-started: retry {event.data.retry}")
     if isinstance(event, OpaqueEvent):
         return Item(seq=seq, kind="event",
                     text=f"{event.type} {shorten(bytes(event.data).decode(), _DATA_LIMIT)}")

@@ -3,8 +3,8 @@
 DeepSeek by default (``https://api.deepseek.com``, ``deepseek-chat``, key from
 ``DEEPSEEK_API_KEY``); OpenAI (key from ``OPENAI_API_KEY``) or a local server by ``base_url``.
 It goes through the official ``openai`` SDK, an optional extra (``turnfork[openai]``): the SDK
-is imported when a model is constructed, so importing this module (for
-:func:`has_credentials`, say) does not need it.
+is imported, in a worker thread so that a running event loop is not held up, when the model
+first streams; importing this module or constructing a model does not load it.
 
 Credentials:
 
@@ -35,21 +35,30 @@ each lone surrogate replaced by U+FFFD; a surrogate pair split across deltas is 
 
 Stream → DSH stream chunks: the response body is read as server-sent events by this module,
 bounded: the whole body by ``max_response_bytes``, any one event (or line) by
-``max_event_bytes``. Blocks are numbered in first-seen order (reasoning, text, each tool
+``max_event_bytes``, the whole call (from the request to the last byte) by
+``stream_deadline`` seconds. Blocks are numbered in first-seen order (reasoning, text, each tool
 call), ``block-start`` when a block first appears, deltas as they stream, every ``block-end``
 (with the assembled block) once the provider sent ``data: [DONE]``, then ``usage``, then one
 ``finish``. A provider failure ends the stream with ``finish`` ``error`` carrying an
 ``LlmFailure``; chunks already streamed stay streamed and no block-ends follow:
 
-* HTTP status → its code (``AUTH``, ``RATE_LIMIT``, ``CONTEXT_WINDOW_EXCEEDED``, …);
-* connection refused or broken → ``NETWORK``; no byte within ``timeout`` → ``TIMEOUT``;
+* HTTP status → its code (``AUTH``, ``RATE_LIMIT``, ``SERVER`` for 5xx,
+  ``CONTEXT_WINDOW_EXCEEDED``, …); a 404 names the URL it hit (and suggests ``/v1`` when the
+  path lacks it); a redirect (3xx) is never followed — the conversation would go to another
+  URL — and is reported with its status and ``Location``, ``HTTP_<status>``;
+* connection refused or broken → ``TRANSPORT``; no byte within ``timeout`` → ``TIMEOUT``;
+  the call still running after ``stream_deadline`` → ``TIMEOUT``;
+* a ``200`` whose body is JSON, not an event stream (a server that ignores ``"stream": true``)
+  → ``MALFORMED_RESPONSE``, saying so;
 * a stream that ends before ``data: [DONE]`` — even after a finish reason, since the usage
   the request asks for follows it — → ``NETWORK``, DSH's text ``SSE stream ended without
   [DONE]``: a truncated answer is never taken for a complete one;
 * more than ``max_response_bytes`` / ``max_event_bytes`` → ``RESPONSE_TOO_LARGE``;
 * an event that is not JSON or not a chat-completion chunk (wrong types, negative or
   > 2^53 token counts) → ``MALFORMED_RESPONSE``, ``malformed SSE payload: …`` as DSH says;
-* an ``error`` object inside the stream → its code, as for an HTTP status.
+* an ``error`` object inside the stream → its code, as for an HTTP status;
+* ``[DONE]`` after a ``stop`` (or no) finish reason and no output at all → ``EMPTY_RESPONSE``,
+  DSH's text ``model returned a completed response with no content``.
 
 Usage: DSH's counts are disjoint, so ``input_tokens`` is ``prompt_tokens`` less the cached
 input (``prompt_tokens_details.cached_tokens`` — OpenAI, newer DeepSeek — else DeepSeek's
@@ -62,6 +71,8 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import importlib
+import importlib.util
 import ipaddress
 import json
 import math
@@ -104,7 +115,7 @@ from ...core import (
     ToolSchema,
     UsageChunk,
 )
-from ...core.formats.common import plain_text
+from ...core.wire_seed import plain_text
 from .base import ModelRequest
 
 if TYPE_CHECKING:
@@ -119,6 +130,7 @@ __all__ = [
     "DEEPSEEK_BASE_URL",
     "DEFAULT_MAX_EVENT_BYTES",
     "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_STREAM_DEADLINE",
     "KEYLESS_PLACEHOLDER",
     "MissingCredentialError",
     "OpenAIChatModel",
@@ -136,8 +148,13 @@ DEFAULT_MAX_RESPONSE_BYTES: Final = 256 * 1024 * 1024
 DEFAULT_MAX_EVENT_BYTES: Final = 16 * 1024 * 1024
 #: What the SDK is built with when no key is sent; it never reaches the wire.
 KEYLESS_PLACEHOLDER: Final = "turnfork-keyless-placeholder-never-sent"
+#: Seconds one call may take from its request to its last byte: an hour, past the longest
+#: answer a model streams (64k reasoning tokens at 20 a second is under an hour), short of a
+#: stream that trickles forever.
+DEFAULT_STREAM_DEADLINE: Final = 3600.0
 
 _TRUNCATED: Final = "SSE stream ended without [DONE]"
+_EMPTY: Final = "model returned a completed response with no content"
 _MAX_SAFE_INT: Final = 2**53 - 1
 _DRAIN_BYTES: Final = 64 * 1024
 _DRAIN_SECONDS: Final = 0.1
@@ -193,6 +210,17 @@ def credential_env_var(base_url: str) -> str:
     return "OPENAI_API_KEY" if _is_openai(base_url) else "DEEPSEEK_API_KEY"
 
 
+def _base_url_problem(base_url: str) -> str | None:
+    """Why ``base_url`` is not an endpoint this model can call, if it is not."""
+    parts = urlsplit(base_url)
+    if parts.scheme in ("http", "https") and parts.hostname:
+        return None
+    if "://" not in base_url:
+        return (f"base_url {base_url!r} has no scheme: write it as http://{base_url} (a local "
+                f"server) or https://{base_url}")
+    return f"base_url {base_url!r} is not an http:// or https:// URL"
+
+
 def _resolve_key(base_url: str, api_key: str | None, environ: Mapping[str, str]) -> str | None:
     """The key to send (``""``: none), or ``None`` when one is needed and missing."""
     if api_key is not None:
@@ -234,12 +262,15 @@ class OpenAIChatModel:
         api_key: The key; ``""`` sends none; default: none for a loopback ``base_url``,
             else ``DEEPSEEK_API_KEY``, or ``OPENAI_API_KEY`` for OpenAI's URL.
         provider_name: The provider name this model is registered under.
-        max_retries: SDK-level retries (0: the agent loop decides about retries).
+        max_retries: SDK-level retries (0: the agent's route policy retries, and records each
+            retry in the log; SDK retries are invisible there and multiply its budget).
         timeout: Seconds for connecting and for each read.
-        client: A ready ``openai.AsyncOpenAI``; then ``base_url``/``api_key`` are not used and
-            :meth:`aclose` leaves the client open.
+        client: A ready ``openai.AsyncOpenAI``; then ``base_url``/``api_key`` are not used,
+            the client keeps its own redirect setting, and :meth:`aclose` leaves it open.
         max_response_bytes: Cap on one response's streamed body.
         max_event_bytes: Cap on one server-sent event (and on one line of it).
+        stream_deadline: Seconds one call may take from its request to its last byte
+            (``None``: no bound); past it the call ends ``TIMEOUT``.
 
     Attributes:
         sends_key: Whether requests carry an ``Authorization`` header built from a key
@@ -248,7 +279,9 @@ class OpenAIChatModel:
     Raises:
         MissingCredentialError: No client, no key, and the key's variable is unset.
         ImportError: The ``openai`` package is not installed.
-        ValueError: A cap that is not a positive number of bytes.
+        ValueError: A cap that is not a positive number of bytes or seconds, or a
+            ``base_url`` that is not an ``http://`` or ``https://`` URL (the message says
+            which, e.g. that it has no scheme).
     """
 
     def __init__(self, model: str = "deepseek-chat", *, base_url: str = DEEPSEEK_BASE_URL,
@@ -256,48 +289,79 @@ class OpenAIChatModel:
                  max_retries: int = 0, timeout: float = 60.0,
                  client: openai.AsyncOpenAI | None = None,
                  max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+                 max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+                 stream_deadline: float | None = DEFAULT_STREAM_DEADLINE) -> None:
         for name, value in (("max_response_bytes", max_response_bytes),
                             ("max_event_bytes", max_event_bytes)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive number of bytes, not {value!r}")
+        if stream_deadline is not None and (
+                isinstance(stream_deadline, bool) or not isinstance(stream_deadline, int | float)
+                or not stream_deadline > 0):
+            raise ValueError("stream_deadline must be a positive number of seconds or None, "
+                             f"not {stream_deadline!r}")
         self.model = model
         self.provider_name = provider_name
         self.base_url = base_url
         self.max_response_bytes = max_response_bytes
         self.max_event_bytes = max_event_bytes
+        self.stream_deadline = stream_deadline
         self.sends_key = True
+        self._client: openai.AsyncOpenAI | None = client
+        self._owns_client = client is None
+        self._headers: dict[str, Any] = {}
+        self._building = asyncio.Lock()
+        self._key = ""
+        self._max_retries = max_retries
+        self._timeout = timeout
         if client is not None:
-            self._client = client
-            self._owns_client = False
-            self._headers: dict[str, Any] = {}
             return
+        problem = _base_url_problem(base_url)
+        if problem is not None:
+            raise ValueError(problem)
         key = _resolve_key(base_url, api_key, os.environ)
         if key is None:
             raise MissingCredentialError(credential_env_var(base_url), base_url)
-        try:
-            import openai  # noqa: PLC0415 - an optional extra, needed only from here on
-        except ImportError as err:
+        if importlib.util.find_spec("openai") is None:
             raise ImportError(
-                "OpenAIChatModel needs the openai package: pip install 'turnfork[openai]'"
-            ) from err
+                "OpenAIChatModel needs the openai package: pip install 'turnfork[openai]'")
         self.sends_key = bool(key)
+        self._key = key
+
+    def _build_client(self) -> tuple[openai.AsyncOpenAI, dict[str, Any]]:
+        """The SDK client and the headers every request carries; runs in a worker thread (the
+        SDK takes seconds to import)."""
+        import openai  # noqa: PLC0415 - an optional extra, loaded on first use
+
         # A compressed event stream could inflate many-fold inside one read, before the caps
         # see it; asking for none keeps what is counted what arrived.
         headers: dict[str, Any] = {"Accept-Encoding": "identity"}
         if not self.sends_key:
             headers["Authorization"] = openai.Omit()
-        if not _is_openai(base_url):
+        if not _is_openai(self.base_url):
             headers["OpenAI-Organization"] = openai.Omit()
             headers["OpenAI-Project"] = openai.Omit()
-        self._headers = headers
-        self._client = openai.AsyncOpenAI(api_key=key or KEYLESS_PLACEHOLDER, base_url=base_url,
-                                          max_retries=max_retries, timeout=timeout)
-        self._owns_client = True
+        # A redirect would re-send the whole conversation to another URL (the SDK strips
+        # only the key): none is followed, and the call fails naming it.
+        http_client = openai.DefaultAsyncHttpxClient(follow_redirects=False)
+        client = openai.AsyncOpenAI(api_key=self._key or KEYLESS_PLACEHOLDER,
+                                    base_url=self.base_url, max_retries=self._max_retries,
+                                    timeout=self._timeout, http_client=http_client)
+        return client, headers
+
+    async def _ready_client(self) -> openai.AsyncOpenAI:
+        if self._client is not None:
+            return self._client
+        async with self._building:  # two first calls at once build one client
+            if self._client is None:
+                client, self._headers = await asyncio.to_thread(self._build_client)
+                self._client = client
+                return client
+            return self._client
 
     async def aclose(self) -> None:
         """Close the HTTP client this model created (not one it was given). Idempotent."""
-        if self._owns_client:
+        if self._owns_client and self._client is not None:
             await self._client.close()
 
     async def __aenter__(self) -> OpenAIChatModel:
@@ -312,25 +376,48 @@ class OpenAIChatModel:
         body = chat_request_body(request, self.model)
         options = {key: value for key, value in body.items()
                    if key not in ("model", "messages", "stream", "stream_options")}
+        try:
+            client = await self._ready_client()
+        except Exception as err:  # an SDK that does not load: say why, end the call
+            yield FinishChunk(reason=FinishError(failure=LlmFailure(
+                message=f"the openai SDK could not be loaded: {type(err).__name__}: {err}",
+                code="UNKNOWN")))
+            return
+        # The deadline is the provider's: it starts with the request, not with the SDK's load.
+        loop = asyncio.get_running_loop()
+        deadline = None if self.stream_deadline is None else loop.time() + self.stream_deadline
         if self._headers:
             options["extra_headers"] = self._headers
         async with AsyncExitStack() as stack:
+            bound = asyncio.timeout_at(deadline)
             try:
-                response = await stack.enter_async_context(
-                    self._client.chat.completions.with_streaming_response.create(
-                        model=body["model"],
-                        messages=body["messages"],
-                        stream=True,
-                        stream_options={"include_usage": True},
-                        **options,
-                    ))
-            except Exception as err:  # the SDK's errors, httpx's, a bad body: all provider-side
-                yield FinishChunk(reason=FinishError(failure=_failure(err)))
+                async with bound:
+                    response = await stack.enter_async_context(
+                        client.chat.completions.with_streaming_response.create(
+                            model=body["model"],
+                            messages=body["messages"],
+                            stream=True,
+                            stream_options={"include_usage": True},
+                            **options,
+                        ))
+            except TimeoutError:
+                if not bound.expired():
+                    raise
+                yield FinishChunk(reason=FinishError(failure=self._late()))
                 return
-            async for out in self._translate(response.http_response):
+            except Exception as err:  # the SDK's errors, httpx's, a bad body: all provider-side
+                yield FinishChunk(reason=FinishError(failure=_failure(err, self.base_url)))
+                return
+            async for out in self._translate(response.http_response, deadline):
                 yield out
 
-    async def _translate(self, http_response: Any) -> AsyncIterator[StreamChunk]:
+    def _late(self, request_id: str | None = None) -> LlmFailure:
+        return LlmFailure(message=f"the provider's response took longer than "
+                                  f"{self.stream_deadline:g} s (stream_deadline)",
+                          code="TIMEOUT", request_id=request_id or UNSET)
+
+    async def _translate(self, http_response: Any,
+                         deadline: float | None) -> AsyncIterator[StreamChunk]:
         request_id = http_response.headers.get("x-request-id") or None
         events = _EventReader(self.max_response_bytes, self.max_event_bytes)
         assembler = _Assembler()
@@ -338,7 +425,7 @@ class OpenAIChatModel:
         failure: LlmFailure | None = None
         done = False
         try:
-            async with aclosing(_payloads(body, events)) as payloads:
+            async with aclosing(_payloads(body, events, deadline)) as payloads:
                 async for payload in payloads:
                     if payload.startswith("[DONE]"):
                         done = True
@@ -352,6 +439,10 @@ class OpenAIChatModel:
         except _TooLarge as err:
             failure = LlmFailure(message=str(err), code="RESPONSE_TOO_LARGE",
                                  request_id=request_id or UNSET)
+        except _PastDeadline:
+            failure = self._late(request_id)
+        except _NotAStream as err:
+            failure = _not_a_stream(err.body, str(http_response.url), request_id)
         except Exception as err:  # the body broke off: the transport's errors
             failure = _read_failure(err, http_response, request_id)
         if failure is None and not done:
@@ -365,13 +456,72 @@ class OpenAIChatModel:
             yield out
 
 
-async def _payloads(body: AsyncIterator[bytes], events: _EventReader,
+class _PastDeadline(Exception):
+    """The call ran past its ``stream_deadline``."""
+
+
+class _NotAStream(Exception):
+    """The body is JSON, not server-sent events (the server ignored ``"stream": true``)."""
+
+    def __init__(self, body: bytes) -> None:
+        super().__init__("not an event stream")
+        self.body = body
+
+
+async def _read(body: AsyncIterator[bytes], deadline: float | None) -> bytes | None:
+    """The next piece of the body (``None``: it ended), within the call's deadline."""
+    bound = asyncio.timeout_at(deadline)
+    try:
+        async with bound:
+            return await anext(body)
+    except StopAsyncIteration:
+        return None
+    except TimeoutError:
+        if bound.expired():
+            raise _PastDeadline from None
+        raise
+
+
+async def _payloads(body: AsyncIterator[bytes], events: _EventReader, deadline: float | None,
                     ) -> AsyncGenerator[str, None]:
-    async for data in body:
+    first = True
+    while (data := await _read(body, deadline)) is not None:
+        if first and data.strip():
+            first = False
+            if data.lstrip().startswith(b"{"):  # an event stream never starts with JSON
+                raise _NotAStream(await _rest(data, body, deadline))
         for payload in events.feed(data):
             yield payload
     for payload in events.finish():
         yield payload
+
+
+async def _rest(start: bytes, body: AsyncIterator[bytes], deadline: float | None) -> bytes:
+    """A JSON body read to its end or to 64 KiB, for the message that names it."""
+    parts = [start]
+    size = len(start)
+    while size < _DRAIN_BYTES and (data := await _read(body, deadline)) is not None:
+        parts.append(data)
+        size += len(data)
+    return b"".join(parts)[:_DRAIN_BYTES]
+
+
+def _not_a_stream(body: bytes, url: str, request_id: str | None) -> LlmFailure:
+    """A 200 whose body is one JSON value: an error object the provider sent that way, else a
+    server that does not stream."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        value = None
+    if isinstance(value, dict) and value.get("error"):
+        return _stream_error(value["error"], request_id)
+    kind = value.get("object") if isinstance(value, dict) else None
+    what = f"one JSON {kind} object" if isinstance(kind, str) and kind else "a JSON body"
+    return LlmFailure(
+        message=f"the server at {url} answered with {what}, not a stream of server-sent "
+                'events: it ignores "stream": true; turnfork needs a server that streams '
+                "chat completions",
+        code="MALFORMED_RESPONSE", request_id=request_id or UNSET)
 
 
 async def _drain(body: AsyncIterator[bytes]) -> None:
@@ -718,6 +868,8 @@ class _Assembler:
 
     def _reason(self, produced: bool) -> FinishReason:
         match self._finish:
+            case "stop" | None if not produced:
+                return FinishError(failure=LlmFailure(message=_EMPTY, code="EMPTY_RESPONSE"))
             case "stop":
                 return FinishStop()
             case "tool_calls" | "function_call":
@@ -732,10 +884,6 @@ class _Assembler:
                 return FinishError(failure=LlmFailure(
                     message="the provider ran out of resources mid-response",
                     code="UNAVAILABLE"))
-            case None if not produced:
-                return FinishError(failure=LlmFailure(
-                    message="the provider's stream ended without any output or finish reason",
-                    code="EMPTY_RESPONSE"))
             case None:
                 # Some compatible servers omit finish_reason; judge by what was produced.
                 return FinishToolCalls() if self._all_calls else FinishStop()
@@ -784,7 +932,6 @@ _STATUS_CODES: Final[Mapping[int, str]] = {
     408: "TIMEOUT",
     422: "INVALID_REQUEST",
     429: "RATE_LIMIT",
-    503: "UNAVAILABLE",
 }
 
 
@@ -803,19 +950,23 @@ def _failure_code(status: int | None, code: str | None, message: str) -> str:
         return "UNKNOWN"
     if status in _STATUS_CODES:
         return _STATUS_CODES[status]
-    return "SERVER_ERROR" if status >= 500 else "UNKNOWN"
+    if 300 <= status < 400:
+        return f"HTTP_{status}"
+    return "SERVER" if status >= 500 else "UNKNOWN"
 
 
 def _retry_after_ms(headers: Mapping[str, str]) -> float | None:
-    """``retry-after-ms`` (milliseconds), else ``retry-after`` (seconds or an HTTP date)."""
+    """``retry-after-ms`` (milliseconds), else ``retry-after`` (seconds or an HTTP date), as a
+    positive delay (DSH's rule: a zero, negative or past one is no instruction); one beyond
+    what a log holds is kept at its largest safe integer, still far over any cap."""
     raw_ms = headers.get("retry-after-ms")
     if raw_ms is not None:
         try:
             value = float(raw_ms)
         except ValueError:
             value = math.nan
-        if math.isfinite(value) and value >= 0:
-            return value
+        if math.isfinite(value) and value > 0:
+            return min(value, float(_MAX_SAFE_INT))
     raw = headers.get("retry-after")
     if raw is None:
         return None
@@ -826,8 +977,10 @@ def _retry_after_ms(headers: Mapping[str, str]) -> float | None:
             date = email.utils.parsedate_to_datetime(raw)
         except (TypeError, ValueError):
             return None
-        seconds = max(date.timestamp() - time.time(), 0.0)
-    return seconds * 1000 if math.isfinite(seconds) and seconds >= 0 else None
+        seconds = date.timestamp() - time.time()
+    if not (math.isfinite(seconds) and seconds > 0):
+        return None
+    return min(seconds * 1000, float(_MAX_SAFE_INT))
 
 
 def _stream_error(error: object, request_id: str | None) -> LlmFailure:
@@ -857,12 +1010,32 @@ def _read_failure(err: Exception, http_response: Any, request_id: str | None) ->
                           request_id=request_id or UNSET)
     if isinstance(err, transport | OSError) or type(err).__name__ == "EndOfStream":
         return LlmFailure(message=f"the connection broke mid-response: {detail}",
-                          code="NETWORK", request_id=request_id or UNSET)
+                          code="TRANSPORT", request_id=request_id or UNSET)
     return LlmFailure(message=f"{type(err).__name__}: {detail}", code="UNKNOWN",
                       request_id=request_id or UNSET)
 
 
-def _failure(err: Exception, request_id: str | None = None) -> LlmFailure:
+def _status_message(err: Any, message: str, base_url: str) -> str:
+    """The SDK's message, with what points at the fix: where a 404 came from, and where a
+    redirect would have gone."""
+    status = err.status_code
+    url = str(err.request.url)
+    if 300 <= status < 400:
+        location = err.response.headers.get("location") or "(no Location header)"
+        return (f"HTTP {status} redirect from {url} to {location}: redirects are not followed "
+                "(the conversation would be sent to another URL); use the final URL as the "
+                "base URL")
+    if status == 404:
+        where = f"{message} (HTTP 404 from {err.request.method} {url}"
+        path = urlsplit(base_url).path.rstrip("/")
+        if not path.endswith("/v1") and "/v1/" not in path + "/":
+            where += f"; most OpenAI-compatible servers serve under /v1: try base URL " \
+                     f"{base_url.rstrip('/')}/v1"
+        return where + ")"
+    return message
+
+
+def _failure(err: Exception, base_url: str, request_id: str | None = None) -> LlmFailure:
     import openai  # noqa: PLC0415 - loaded already: a model exists
 
     message = str(err) or type(err).__name__
@@ -872,14 +1045,15 @@ def _failure(err: Exception, request_id: str | None = None) -> LlmFailure:
     if isinstance(err, openai.APIConnectionError):
         cause = err.__cause__
         detail = f"{message.rstrip('.')}: {cause}" if cause is not None and str(cause) else message
-        return LlmFailure(message=detail, code="NETWORK",
+        return LlmFailure(message=detail, code="TRANSPORT",
                           request_id=request_id if request_id else UNSET)
     if isinstance(err, openai.APIStatusError):
         status = err.status_code
         retry_after = _retry_after_ms(err.response.headers)
         request_id = err.request_id or request_id
         return LlmFailure(
-            message=message, code=_failure_code(status, err.code, message), status=status,
+            message=_status_message(err, message, base_url),
+            code=_failure_code(status, err.code, message), status=status,
             provider_retry_after_ms=UNSET if retry_after is None else retry_after,
             request_id=request_id if request_id else UNSET)
     if isinstance(err, openai.APIError):

@@ -23,27 +23,37 @@ Rules:
   child to its live parent.
 * Everything up to a message's acceptance is synchronous except one checkpoint in a child's
   unpublished creation window: an abort, a cancellation, the parent's disposal or a drain that
-  arrived meanwhile rolls the child back (its session deleted, nothing published). After
-  acceptance the caller's signal no longer matters.
+  arrived meanwhile rolls the child back (its session deleted, nothing published). Its
+  publication (``SubagentStart``) is checked again before the first message is accepted: an
+  observer that aborted or drained rolls the published child back too, unannounced. After
+  acceptance the caller's signal no longer matters. Deliveries to one child are taken one at a
+  time, so a second one waits for the first one's cold resume.
 * Disposal, in DSH's order: the admission cutoff, the child's turn cancelled and its queue
-  dropped (cause ``parent``), its own resident children disposed, its log made durable
+  dropped (cause ``parent``) and its own resident children's disposals begun (top-down, before
+  anything awaits), their release awaited (child-first), the child quiet, its log made durable
   (best-effort), the epoch's stop reason and closing message captured, the agent disposed, the
   parent notified (before the ownership is released), the ownership released, ``SubagentEnd``.
   A failure is logged at natural settlement and raised by drains; it never stops teardown.
+  Drains begin every chosen teardown before they return.
 * Each residency epoch is observable as one ``SubagentStart``/``SubagentEnd`` pair on
   ``host.subagents`` (the Activation is the event's run).
-* Continuable children need persistence: a store that can ``inspect`` a session (the JSONL
-  store).
+* Listing reads every session's header, then only the listed children's logs; a child that
+  cannot be read, is not the lifecycle its header was listed as, or has no valid identity is
+  reported as a diagnostic, never dropped.
+* Continuable children need persistence: a store that can ``inspect`` a session and read its
+  ``header`` (the JSONL store).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import inspect
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar
 
 from returns.result import Failure
 
@@ -63,7 +73,6 @@ from ...core import (
 from ...core.continuation import (
     ACTIVATION_TEARDOWN_FAILED,
     MALFORMED_DESCRIPTOR,
-    ChildIdentity,
     ContinuableStart,
     ResumeTerms,
     check_continuable,
@@ -73,9 +82,11 @@ from ...core.continuation import (
     refusal,
     report_message,
     resume_terms,
+    same_lifecycle,
     settlement_notice,
 )
 from ...core.events import ApprovalPolicyData, SandboxModeData, SandboxModeEvent
+from ...core.trace import trace_log
 from ..abort import AbortSignal
 from ..agent import Agent, failure_of
 from ..clock import IdFactory
@@ -114,11 +125,18 @@ ReportDelivery: TypeAlias = Literal["next-step", "quiet"]
 ContinuableSetup: TypeAlias = Callable[[Agent], Callable[[], None]]
 
 
+T = TypeVar("T")
+
+
 class PersistentStore(Protocol):
     """What continuable children need of a session store beyond ``SessionStore``: reading a
-    persisted session without taking it (the JSONL store has it)."""
+    persisted session without taking it, and its header alone (the JSONL store has both; a
+    store without ``header`` has its sessions inspected to list them). A store whose reads are
+    awaitable is awaited, and its read cancelled when the caller's signal aborts."""
 
-    def inspect(self, session_id: str) -> LoadedLog: ...
+    def inspect(self, session_id: str) -> LoadedLog | Awaitable[LoadedLog]: ...
+
+    def header(self, session_id: str) -> SessionHeader | Awaitable[SessionHeader]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +166,9 @@ InterruptAuthority: TypeAlias = UserAuthority | AncestorAuthority
 
 @dataclass(frozen=True, slots=True)
 class ListedChild:
-    """A child of a listing: its durable id, mode and label, where it sits, whether it is live."""
+    """A child of a listing: its durable id, mode and label, where it sits, whether it is live
+    (DSH's ``activity: running``) and whether subagents of its own are on record
+    (``hasChildren``)."""
 
     id: str
     mode: Literal["one-shot", "continuable"]
@@ -157,6 +177,7 @@ class ListedChild:
     parent: str
     depth: int
     created_at: int
+    has_children: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +215,9 @@ class Activation:
     #: Continuable children this one started that are still resident (block settlement).
     owned: set[str] = field(default_factory=set)
     #: The memoized teardown; its presence is the admission cutoff.
-    disposal: asyncio.Task[BaseException | None] | None = None
+    disposal: asyncio.Future[BaseException | None] | None = None
+    #: The teardowns of its children that its own began.
+    children: list[asyncio.Future[BaseException | None]] = field(default_factory=list)
     #: Whether any delivery was accepted (a notice is owed then).
     announced: bool = False
     poke: asyncio.Event = field(default_factory=asyncio.Event)
@@ -296,14 +319,24 @@ def resumed_scope(host: SubagentHost, terms: ResumeTerms, scope: ToolScope | Non
     return scope
 
 
-def _hide_unseen_tool_sections(host: SubagentHost, agent: Agent) -> None:
-    # A host section ``tool:<name>`` guides the use of a global tool; a child whose scope
-    # hides that tool gets it empty (DSH renders such a section empty for that scope).
-    for section in host.prompt_sections.sections():
-        name = section.name.removeprefix("tool:")
-        if name != section.name and name in host.tools and not agent.tools.permits(name):
-            agent.prompt_sections.add(PromptSection(name=section.name, order=section.order,
-                                                    text="", kind=section.kind))
+class _ChildLocks:
+    """One lock per child id, kept only while someone holds or waits for it: deliveries to
+    one child run one at a time (a second follow-up waits for the first one's cold resume)."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, child_id: str) -> AsyncIterator[None]:
+        lock, users = self._locks.setdefault(child_id, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if users[0] == 0:
+                del self._locks[child_id]
 
 
 class ContinuationManager:
@@ -319,7 +352,7 @@ class ContinuationManager:
         self._draining_roots: list[Agent] = []
         #: Unpublished creation windows in flight (a drain waits for them).
         self._materializing: set[asyncio.Future[None]] = set()
-        self._identities: dict[str, tuple[SessionHeader, ChildIdentity | None]] = {}
+        self._locks = _ChildLocks()
         #: Where fresh child ids come from (default: the host's id factory).
         self.child_ids: IdFactory = runtime.host.ids
 
@@ -382,6 +415,19 @@ class ContinuationManager:
         activation = self._activations.get(parent.id)
         return activation if activation is not None and activation.agent is parent else None
 
+    def _admit_delivery(self, activation: Activation, parent: Agent,
+                        signal: AbortSignal | None) -> None:
+        """The final, await-free admission of a message (what arrived meanwhile wins)."""
+        if signal is not None and signal.aborted:
+            raise SubagentAbortedError()
+        self._admit(parent)
+        if activation.disposal is not None:
+            raise _error(refusal("closing-message", activation.child_id))
+        self._authorize(parent, activation.child_id, activation.parent_session)
+        owner = self._owner_of(parent)
+        if owner is not None and owner.disposal is not None:
+            raise _error(refusal("closing-parent", parent.id))
+
     # ------------------------------------------------------------------ start
 
     async def start_continuable(self, provider: str, request: ContinuableStart, *,
@@ -395,7 +441,9 @@ class ContinuationManager:
                 ``NO_PROVIDER``, ``UNSUPPORTED_CAPABILITY``, ``DUPLICATE_CHILD``,
                 ``ACTIVATION_CLOSING``), the depth and tool-filter refusals (plain);
                 :class:`SubagentAbortedError` when ``signal`` aborted before acceptance.
-                Nothing is left behind by a refusal, an abort or a cancellation.
+                Nothing is left behind by a refusal, an abort or a cancellation: a child
+                rolled back after its ``SubagentStart`` (an abort or a drain from an observer)
+                is disposed, its session deleted, and its parent told nothing.
         """
         self._admit(parent)
         self._persistence()
@@ -427,8 +475,12 @@ class ContinuationManager:
                                 created_at=self.host.clock())
         session = self.host.sessions.create(plan.header, seed=plan.seed,
                                             seed_trace=plan.seed_trace, clock=self.host.clock)
-        window: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._materializing.add(window)
+
+        def forget() -> None:
+            with contextlib.suppress(SessionNotFoundError):
+                self.host.sessions.delete(sid)
+
+        window = self._open_window()
         undo: list[Callable[[], None]] = []
         try:
             if seed.trace is not None and seed.trace is parent.session.completed_prefix()[1]:
@@ -449,23 +501,34 @@ class ContinuationManager:
             agent.approval_policy = "never"  # a child never asks, approval composed or not
             self._compose(agent, parent, (*terms.sections, *terms.context), undo)
             await self._checkpoint(parent, signal)
+            activation = await self._publish(agent, parent, provider, label=request.label,
+                                             seed_length=plan.seed_length, undo=undo,
+                                             forget=forget)
         except BaseException:
-            self._settle_window(window)
             _undo(undo)
-            with contextlib.suppress(SessionNotFoundError):
-                self.host.sessions.delete(sid)
+            forget()
             raise
-        self._settle_window(window)
-        activation = self._publish(agent, parent, provider, label=request.label,
-                                   seed_length=plan.seed_length, undo=undo)
+        finally:
+            self._close_window(window)
         message = UserMessage(content=request.prompt, source=MessageSource(kind="user"),
                               id=self.host.ids())
-        try:
-            self._accept(activation, message)
-        except BaseException:
-            await self._dispose(activation)
-            raise
+        await self._deliver_or_roll_back(activation, parent, message, signal, forget)
         return ContinuableStarted(child_id=sid, message_id=message.id)
+
+    async def _deliver_or_roll_back(self, activation: Activation, parent: Agent,
+                                    message: UserMessage, signal: AbortSignal | None,
+                                    forget: Callable[[], None] | None) -> None:
+        # A freshly published Activation gets its first message or is rolled back: an abort,
+        # a drain or the parent's teardown that an observer of its start caused wins here.
+        try:
+            self._admit_delivery(activation, parent, signal)
+            self._accept(activation, parent, message)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self._dispose(activation)
+            if forget is not None:
+                forget()
+            raise
 
     def _compose(self, agent: Agent, parent: Agent, own: Iterable[PromptSection],
                  undo: list[Callable[[], None]]) -> None:
@@ -476,15 +539,27 @@ class ContinuationManager:
                 agent.prompt_sections.add(section)
         for section in own:
             agent.prompt_sections.add(section)
-        _hide_unseen_tool_sections(self.host, agent)
         for setup in list(self._setups):
             undo.append(setup(agent))
 
-    async def _checkpoint(self, parent: Agent, signal: AbortSignal | None) -> None:
+    def _open_window(self) -> asyncio.Future[None]:
+        window: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._materializing.add(window)
+        return window
+
+    def _close_window(self, window: asyncio.Future[None]) -> None:
+        self._materializing.discard(window)
+        if not window.done():
+            window.set_result(None)
+
+    async def _checkpoint(self, parent: Agent, signal: AbortSignal | None, *,
+                          resuming: str | None = None) -> None:
         # The end of the unpublished creation window: whatever arrived meanwhile is honoured.
         await asyncio.sleep(0)
         if signal is not None and signal.aborted:
             raise SubagentAbortedError()
+        if resuming is not None and self.host.agents.get(parent.id) is not parent:
+            raise _error(refusal("exact-parent", resuming))
         if parent.disposed:
             raise SubagentError(StartError(
                 code="OWNER_DISPOSED",
@@ -494,13 +569,12 @@ class ContinuationManager:
         if owner is not None and owner.disposal is not None:
             raise _error(refusal("closing-parent", parent.id))
 
-    def _settle_window(self, window: asyncio.Future[None]) -> None:
-        self._materializing.discard(window)
-        if not window.done():
-            window.set_result(None)
-
-    def _publish(self, agent: Agent, parent: Agent, provider: str, *, label: str | None,
-                 seed_length: int, undo: list[Callable[[], None]]) -> Activation:
+    async def _publish(self, agent: Agent, parent: Agent, provider: str, *, label: str | None,
+                       seed_length: int, undo: list[Callable[[], None]],
+                       forget: Callable[[], None] | None) -> Activation:
+        """Make the child resident and observed (``SubagentStart``). A publication that fails
+        rolls the child back with no lifecycle at all (``forget`` then drops a fresh child's
+        session)."""
         owner = self._owner_of(parent)
         ancestry = (agent, *(owner.ancestry if owner is not None else self._lineage(parent)))
         self.host.agents.add(agent)
@@ -518,16 +592,33 @@ class ContinuationManager:
         agent.session.listeners.append(poke)
         activation.undo.append(lambda: agent.session.listeners.remove(poke)
                                if poke in agent.session.listeners else None)
-        self.runtime.publish(provider, activation, parent)
+        try:
+            self.runtime.publish(provider, activation, parent)
+        except BaseException:
+            unpublished: asyncio.Future[BaseException | None] = \
+                asyncio.get_running_loop().create_future()
+            unpublished.set_result(None)
+            activation.disposal = unpublished  # the cutoff; the runtime forgets the run
+            if self._activations.get(agent.id) is activation:
+                del self._activations[agent.id]
+            if owner is not None:
+                owner.owned.discard(agent.id)
+                owner.poke.set()
+            _undo(activation.undo)
+            with contextlib.suppress(Exception):
+                await agent.dispose()
+            if forget is None:
+                self.host.sessions.release(agent.id)
+            raise
         activation.watcher = asyncio.get_running_loop().create_task(
             self._watch(activation), name=f"continuable:{agent.id}")
         return activation
 
     # ------------------------------------------------------------------ delivery
 
-    def _accept(self, activation: Activation, message: UserMessage) -> str:
+    def _accept(self, activation: Activation, parent: Agent, message: UserMessage) -> str:
         """Queue ``message`` as the child's next turn (the final, await-free admission)."""
-        owner = self._owner_of(activation.parent_agent)
+        owner = self._owner_of(parent)
         if owner is not None:
             owner.owned.add(activation.child_id)
         activation.agent.followup(message)
@@ -541,11 +632,14 @@ class ContinuationManager:
                        signal: AbortSignal | None = None) -> str:
         """Queue ``content`` as the next turn of ``parent``'s continuable child ``child_id``:
         into its resident agent (behind a running turn, or waking an idle one), or into the
-        child cold-resumed from its log. Returns the accepted message's id.
+        child cold-resumed from its log. Deliveries to one child are taken one at a time: a
+        second one sent while the first cold-resumes the child waits for it and is queued.
+        Returns the accepted message's id.
 
         Raises:
-            SubagentError: ``NOT_RESUMABLE`` (unknown, one-shot or unreadable child),
-                ``UNAUTHORIZED`` (not the exact live direct parent), ``DRAINING``;
+            SubagentError: ``NOT_RESUMABLE`` (unknown, one-shot or unreadable child, or an id
+                some agent the manager does not manage holds), ``UNAUTHORIZED`` (not the exact
+                live direct parent), ``DRAINING``, ``ACTIVATION_CLOSING``;
                 :class:`SubagentAbortedError` for a signal aborted before acceptance.
         """
         blocks = (TextBlock(text=content),) if isinstance(content, str) else tuple(content)
@@ -555,18 +649,22 @@ class ContinuationManager:
             if signal is not None and signal.aborted:
                 raise SubagentAbortedError()
             self._admit(parent)
-            activation = self._activations.get(child_id)
-            if activation is not None and activation.disposal is not None:
-                # A delivery that lost the race with disposal resumes the child afterwards.
-                await asyncio.wait([activation.disposal])
-                continue
-            if activation is None:
-                activation = await self._cold_resume(parent, child_id, signal)
-            self._authorize(parent, child_id, activation.parent_session)
-            if signal is not None and signal.aborted:
-                raise SubagentAbortedError()
-            message = UserMessage(content=blocks, source=origin, id=self.host.ids())
-            return self._accept(activation, message)
+            async with self._locks.hold(child_id):
+                activation = self._activations.get(child_id)
+                closing = None if activation is None else activation.disposal
+                if closing is None:
+                    resumed = activation is None
+                    if activation is None:
+                        activation = await self._cold_resume(parent, child_id, signal)
+                    message = UserMessage(content=blocks, source=origin, id=self.host.ids())
+                    if resumed:
+                        await self._deliver_or_roll_back(activation, parent, message, signal,
+                                                         None)
+                        return message.id
+                    self._admit_delivery(activation, parent, signal)
+                    return self._accept(activation, parent, message)
+            # A delivery that lost the race with disposal resumes the child afterwards.
+            await asyncio.wait([closing])
 
     def _authorize(self, parent: Agent, child_id: str, durable_parent: str | None) -> None:
         if self.host.agents.get(parent.id) is not parent:
@@ -578,12 +676,15 @@ class ContinuationManager:
                            signal: AbortSignal | None) -> Activation:
         store = self._persistence()
         try:
-            log = store.inspect(child_id)
+            log = await _read(store.inspect, child_id, signal=signal)
+        except _Aborted:
+            raise SubagentAbortedError() from None
         except Exception as error:
             raise _error(refusal("unavailable", child_id)) from error
         header = log.header
         if header is None:
             raise _error(refusal("unavailable", child_id))
+        self._admit(parent)
         self._authorize(parent, child_id,
                         header.parent_session if isinstance(header.parent_session, str)
                         else None)
@@ -591,12 +692,14 @@ class ContinuationManager:
         if isinstance(resumed, Failure):
             raise SubagentError(resumed.failure())
         terms = resumed.unwrap()
+        if self.host.agents.get(child_id) is not None:
+            # Some agent holds the id without the manager managing it: not adopted.
+            raise _error(refusal("unavailable", child_id))
         try:
             session = self.host.sessions.load(child_id, clock=self.host.clock)
         except Exception as error:
             raise _error(refusal("unavailable", child_id)) from error
-        window: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._materializing.add(window)
+        window = self._open_window()
         undo: list[Callable[[], None]] = []
         try:
             agent = self.host.build_agent(
@@ -605,16 +708,19 @@ class ContinuationManager:
                 tools_scope=resumed_scope(self.host, terms))
             agent.approval_policy = terms.approval_policy
             self._compose(agent, parent, (*terms.sections, *terms.context), undo)
-            await self._checkpoint(parent, signal)
-        except BaseException:
-            self._settle_window(window)
+            await self._checkpoint(parent, signal, resuming=child_id)
+            seed_length = header.seed_length if isinstance(header.seed_length, int) else 0
+            return await self._publish(agent, parent, terms.provider_name, label=terms.label,
+                                       seed_length=seed_length, undo=undo, forget=None)
+        except BaseException as error:
             _undo(undo)
-            self.host.sessions.release(child_id)
+            if self.host.agents.get(child_id) is None:
+                self.host.sessions.release(child_id)
+            if isinstance(error, Exception) and not isinstance(error, SubagentError):
+                raise _error(refusal("unavailable", child_id)) from error
             raise
-        self._settle_window(window)
-        seed_length = header.seed_length if isinstance(header.seed_length, int) else 0
-        return self._publish(agent, parent, terms.provider_name, label=terms.label,
-                             seed_length=seed_length, undo=undo)
+        finally:
+            self._close_window(window)
 
     def interrupt(self, target: str, authority: InterruptAuthority) -> None:
         """Stop ``target``'s current turn, keeping what is queued for it parked until the next
@@ -690,19 +796,29 @@ class ContinuationManager:
         while activation.disposal is None:
             activation.poke.clear()
             if agent.running:
-                with contextlib.suppress(Exception):  # a failed loop ended its turn: go on
-                    await agent.when_idle()
+                await agent.when_quiet()  # a failure is the teardown's to report
                 continue
             if self._settled(activation):
                 self._open_disposal(activation)
                 return
             await activation.poke.wait()
 
-    def _open_disposal(self, activation: Activation) -> asyncio.Task[BaseException | None]:
-        if activation.disposal is None:
-            activation.disposal = asyncio.get_running_loop().create_task(
-                self._teardown(activation), name=f"continuable-teardown:{activation.child_id}")
-        return activation.disposal
+    def _open_disposal(self, activation: Activation) -> asyncio.Future[BaseException | None]:
+        """Begin ``activation``'s teardown, memoized. Its synchronous part runs now, before
+        anything awaits: the admission cutoff, its turn cancelled (cause ``parent``, its
+        queue dropped), then its resident children's teardowns begun the same way (top-down);
+        the rest (children released first) runs in a task."""
+        if activation.disposal is not None:
+            return activation.disposal
+        task = asyncio.get_running_loop().create_task(
+            self._teardown(activation), name=f"continuable-teardown:{activation.child_id}")
+        activation.disposal = task
+        activation.poke.set()
+        activation.agent.cancel(CancelParent())
+        activation.children = [self._open_disposal(self._activations[child])
+                               for child in list(activation.owned)
+                               if child in self._activations]
+        return task
 
     async def _dispose(self, activation: Activation) -> BaseException | None:
         return await asyncio.shield(self._open_disposal(activation))
@@ -710,28 +826,34 @@ class ContinuationManager:
     async def _teardown(self, activation: Activation) -> BaseException | None:
         agent, child_id = activation.agent, activation.child_id
         failures: list[str] = []
-        activation.poke.set()
-        agent.cancel(CancelParent())
-        owned = [self._activations[c] for c in list(activation.owned)
-                 if c in self._activations]
-        for failure in await asyncio.gather(*(self._dispose(child) for child in owned)):
-            if failure is not None:
-                failures.append(_chain(failure))
-        if failures:
-            failures = [f'subagent "{child_id}" child teardown failed: {"; ".join(failures)}']
+        stop_reason, output = "error", None
         try:
-            await agent.when_idle()
+            late = [self._open_disposal(self._activations[child])
+                    for child in list(activation.owned) if child in self._activations]
+            children = list(dict.fromkeys((*activation.children, *late)))
+            reasons = [_chain(failure) for failure in
+                       await asyncio.gather(*(asyncio.shield(c) for c in children))
+                       if failure is not None]
+            if reasons:
+                failures.append(f'subagent "{child_id}" child teardown failed: '
+                                f'{"; ".join(reasons)}')
+            # Quiet before the flush: a turn still running would append what it cannot cover.
+            await agent.when_quiet()
+            if agent.failure is not None:  # its loop failed (a write refused)
+                failure, agent.failure = agent.failure, None
+                raise failure
+            try:
+                await agent.session.wait_durable()
+            except Exception as error:
+                _log.warning(f'subagent "{child_id}" best-effort final session flush failed; '
+                             "the persisted state may be unavailable or stale on resume: "
+                             f"{_chain(error)}")
+            # Captured while the child is still live: its disposal unregisters it.
+            epoch = agent.session.events[activation.boundary:]
+            stop_reason, output = epoch_stop_reason(epoch), final_assistant_output(epoch)
         except Exception as error:
-            failures.append(f'subagent "{child_id}" activation teardown failed: {_chain(error)}')
-        try:
-            await agent.session.wait_durable()
-        except Exception as error:
-            _log.warning(f'subagent "{child_id}" best-effort final session flush failed; the '
-                         "persisted state may be unavailable or stale on resume: "
-                         f"{_chain(error)}")
-        epoch = agent.session.events[activation.boundary:]
-        stop_reason = epoch_stop_reason(epoch)
-        output = final_assistant_output(epoch)
+            failures.append(f'subagent "{child_id}" activation teardown failed: '
+                            f"{_chain(error)}")
         try:
             await agent.dispose()
         except Exception as error:
@@ -794,47 +916,67 @@ class ContinuationManager:
                 message=f"continuable subagent teardown failed for {len(failures)} {subject}: "
                         + "; ".join(_chain(failure) for failure in failures)))
 
-    async def drain(self) -> None:
-        """Close admission for good, wait for creation windows in flight, and dispose every
-        resident child (each disposes its own children first).
+    def _roots(self, activations: Iterable[Activation]) -> list[Activation]:
+        chosen = list(activations)
+        owned = {child for activation in chosen for child in activation.owned}
+        return [activation for activation in chosen if activation.child_id not in owned]
 
-        Raises:
-            SubagentError: ``ACTIVATION_TEARDOWN_FAILED``, after every branch settled.
-        """
-        self._draining = True
+    async def _after_windows(self, roots: Sequence[Activation], subject: str) -> None:
         if self._materializing:
             await asyncio.wait(list(self._materializing))
-        owned = {child for activation in self._activations.values() for child in activation.owned}
-        roots = [a for a in self._activations.values() if a.child_id not in owned]
-        await self._dispose_all(roots, "activation(s)")
-        leftover = list(self._activations.values())
-        if leftover:
-            await self._dispose_all(leftover, "activation(s)")
+        await self._dispose_all(roots, subject)
 
-    async def drain_descendants(self, parents: Iterable[Agent]) -> None:
-        """Dispose every resident descendant of each exact live agent in ``parents`` (a root
-        that is itself continuable is left to its own host), and keep admission closed below
-        it while it stays live.
+    def drain(self) -> asyncio.Task[None]:
+        """Close admission for good and begin disposing every resident child now (each one's
+        turn is cancelled before this returns); the task it returns waits for the creation
+        windows in flight and for every teardown (each child releases its own children
+        first).
 
-        Raises:
-            SubagentError: ``ACTIVATION_TEARDOWN_FAILED``, after every branch settled.
+        The task raises :class:`SubagentError` ``ACTIVATION_TEARDOWN_FAILED`` after every
+        branch settled.
+        """
+        self._draining = True
+        roots = self._roots(self._activations.values())
+        for activation in roots:
+            self._open_disposal(activation)
+        return asyncio.get_running_loop().create_task(self._drain_rest(roots),
+                                                      name="continuable-drain")
+
+    async def _drain_rest(self, roots: list[Activation]) -> None:
+        if self._materializing:
+            await asyncio.wait(list(self._materializing))
+        leftover = [a for a in self._roots(self._activations.values())
+                    if all(a is not root for root in roots)]
+        await self._dispose_all([*roots, *leftover], "activation(s)")
+
+    def drain_descendants(self, parents: Iterable[Agent]) -> asyncio.Task[None]:
+        """Close admission below each exact live agent in ``parents`` while it stays live, and
+        begin disposing every resident descendant of it now (a root that is itself
+        continuable is left to its own host); the task it returns waits for the creation
+        windows in flight and for every teardown.
+
+        The task raises :class:`SubagentError` ``ACTIVATION_TEARDOWN_FAILED`` after every
+        branch settled.
         """
         roots = [p for p in parents if self.host.agents.get(p.id) is p]
         for root in roots:
             if all(root is not r for r in self._draining_roots):
                 self._draining_roots.append(root)
-        if self._materializing:
-            await asyncio.wait(list(self._materializing))
         below = [a for a in self._activations.values()
                  if any(member is root for member in a.ancestry[1:] for root in roots)]
-        await self._dispose_all(below, "scoped activation(s)")
+        for activation in below:
+            self._open_disposal(activation)
+        return asyncio.get_running_loop().create_task(
+            self._after_windows(self._roots(below), "scoped activation(s)"),
+            name="continuable-drain-descendants")
 
-    async def drain_children(self, parent: Agent, child_ids: Iterable[str]) -> None:
-        """Dispose the named resident direct children of ``parent`` (absent ids are no-ops).
+    def drain_children(self, parent: Agent, child_ids: Iterable[str]) -> asyncio.Task[None]:
+        """Begin disposing the named resident direct children of ``parent`` now (absent ids are
+        no-ops); the task it returns waits for their teardowns.
 
         Raises:
             SubagentError: ``UNAUTHORIZED`` (a stale parent, or a target that is not its direct
-                child), ``ACTIVATION_TEARDOWN_FAILED``.
+                child), at once; the task raises ``ACTIVATION_TEARDOWN_FAILED``.
         """
         if self.host.agents.get(parent.id) is not parent:
             raise _error(refusal("teardown-parent"))
@@ -846,7 +988,11 @@ class ContinuationManager:
             if activation.parent_session != parent.id:
                 raise _error(refusal("not-direct-child", child_id, parent.id))
             chosen.append(activation)
-        await self._dispose_all(chosen, "selected activation(s)")
+        for activation in chosen:
+            self._open_disposal(activation)
+        return asyncio.get_running_loop().create_task(
+            self._dispose_all(chosen, "selected activation(s)"),
+            name="continuable-drain-children")
 
     def activations(self) -> tuple[Activation, ...]:
         """The resident Activations (a snapshot, for hosts and tests)."""
@@ -854,82 +1000,185 @@ class ContinuationManager:
 
     # ------------------------------------------------------------------ listing
 
-    def _known(self, session_id: str) -> tuple[SessionHeader, ChildIdentity | None] | str:
-        """A session's header and identity, or the diagnostic reason it has none."""
-        live = self.host.sessions.get(session_id)
-        if live is not None:
-            return live.header, child_identity(live.events)
-        cached = self._identities.get(session_id)
-        if cached is not None:
-            return cached
+    async def _enumerate(self, signal: AbortSignal | None) -> dict[str, SessionHeader]:
+        """Every session's header, live or persisted, read without its events."""
+        _check_listing(signal)
+        store = self.host.sessions
         try:
-            log = self._persistence().inspect(session_id)
+            ids = await _read(store.list, signal=signal)
+        except _Aborted:
+            raise _error(refusal("listing-cancelled")) from None
         except Exception:
-            return "unavailable"
-        if log.header is None:
-            return "unavailable"
-        known = (log.header, child_identity(log.events))
-        self._identities[session_id] = known
-        return known
-
-    def _corpus(self) -> tuple[dict[str, list[SessionHeader]], dict[str, str]]:
-        children: dict[str, list[SessionHeader]] = {}
-        unreadable: dict[str, str] = {}
-        for session_id in self.host.sessions.list():
-            known = self._known(session_id)
-            if isinstance(known, str):
-                unreadable[session_id] = known
+            _check_listing(signal)
+            raise
+        _check_listing(signal)
+        headers: dict[str, SessionHeader] = {}
+        for session_id in ids:
+            live = store.get(session_id)
+            if live is not None:
+                headers[session_id] = live.header
                 continue
-            header = known[0]
-            parent = header.parent_session
-            if isinstance(parent, str):
-                children.setdefault(parent, []).append(header)
-        for headers in children.values():
-            headers.sort(key=lambda h: (h.created_at, h.id))
-        return children, unreadable
+            try:
+                header = await self._header(session_id, signal)
+            except _Aborted:
+                raise _error(refusal("listing-cancelled")) from None
+            except Exception:
+                _check_listing(signal)
+                continue  # no readable header: the session cannot be placed under a parent
+            headers[session_id] = header
+        _check_listing(signal)
+        return headers
 
-    def _row(self, header: SessionHeader, depth: int) -> ListedChild | ListedDiagnostic | None:
-        known = self._known(header.id)
+    async def _header(self, session_id: str, signal: AbortSignal | None) -> SessionHeader:
+        store = self._persistence()
+        if callable(getattr(store, "header", None)):
+            return await _read(store.header, session_id, signal=signal)
+        log = await _read(store.inspect, session_id, signal=signal)  # a store with no header read
+        if log.header is None:
+            raise SessionNotFoundError(session_id)
+        return log.header
+
+    async def _resolve(self, header: SessionHeader, parents: set[str],
+                       signal: AbortSignal | None) -> ListedChild | ListedDiagnostic | None:
+        """One listed child: a live one from its events, a persisted one inspected (the only
+        read of its events), checked to be the lifecycle its header was enumerated as."""
         parent = header.parent_session if isinstance(header.parent_session, str) else ""
-        if isinstance(known, str):
-            return ListedDiagnostic(id=header.id, reason="unavailable", parent=parent,
-                                    depth=depth, created_at=header.created_at)
-        identity = known[1]
-        live = self.host.sessions.get(header.id) is not None
-        if identity is None:
-            if live:
+        has_children = header.id in parents
+        live = self.host.sessions.get(header.id)
+        if live is not None:
+            identity = child_identity(live.events)
+            if identity is None:
                 return None  # still being created: no identity yet
-            return ListedDiagnostic(id=header.id, reason="corrupt", parent=parent, depth=depth,
-                                    created_at=header.created_at)
-        return ListedChild(id=header.id, mode=identity.mode, label=identity.label, live=live,
-                           parent=parent, depth=depth, created_at=header.created_at)
+            return ListedChild(id=header.id, mode=identity.mode, label=identity.label,
+                               live=True, parent=parent, depth=1, created_at=header.created_at,
+                               has_children=has_children)
 
-    def list_children(self, parent_id: str) -> list[ListedChild | ListedDiagnostic]:
+        def diagnostic(reason: Literal["corrupt", "unavailable"]) -> ListedDiagnostic:
+            return ListedDiagnostic(id=header.id, reason=reason, parent=parent, depth=1,
+                                    created_at=header.created_at)
+
+        try:
+            log = await _read(self._persistence().inspect, header.id, signal=signal)
+        except _Aborted:
+            raise _error(refusal("listing-cancelled")) from None
+        except Exception:
+            _check_listing(signal)
+            return diagnostic("unavailable")
+        _check_listing(signal)
+        if log.header is None or isinstance(trace_log(log.events), Failure):
+            return diagnostic("unavailable")
+        if not same_lifecycle(log.header, header):
+            return diagnostic("corrupt")
+        identity = child_identity(log.events)
+        if identity is None:
+            return diagnostic("corrupt")
+        return ListedChild(id=header.id, mode=identity.mode, label=identity.label, live=False,
+                           parent=parent, depth=1, created_at=header.created_at,
+                           has_children=has_children)
+
+    async def list_children(self, parent_id: str, *, signal: AbortSignal | None = None,
+                            ) -> list[ListedChild | ListedDiagnostic]:
         """The subagent children of ``parent_id``, live or persisted, oldest first (by
-        ``createdAt``, then id); one-shot children included (with their mode)."""
-        children, _ = self._corpus()
-        rows = [self._row(h, 1) for h in children.get(parent_id, ()) if _is_delegated(h)]
+        ``createdAt``, then id); one-shot children included (with their mode). Only these
+        children's logs are read (a live one's from memory); everything else is known by its
+        header.
+
+        Raises:
+            SubagentError: ``CANCELLED`` once ``signal`` aborted (before any read, or at the
+                read it interrupts); the store's own error when it cannot list its sessions.
+        """
+        headers = await self._enumerate(signal)
+        parents = _subagent_parents(headers)
+        rows = []
+        for header in _children_by_parent(headers).get(parent_id, ()):
+            if _is_delegated(header):
+                rows.append(await self._resolve(header, parents, signal))
+        _check_listing(signal)
         return [row for row in rows if row is not None]
 
-    def list_descendants(self, root_id: str) -> list[ListedChild | ListedDiagnostic]:
+    async def list_descendants(self, root_id: str, *, signal: AbortSignal | None = None,
+                               ) -> list[ListedChild | ListedDiagnostic]:
         """Every subagent below ``root_id`` in stable pre-order (a child after its parent),
-        walking through sessions of any kind; cycle-safe."""
-        children, _ = self._corpus()
+        walking through sessions of any kind (each level counts in ``depth``); cycle-safe.
+
+        Raises:
+            SubagentError: as :meth:`list_children`.
+        """
+        headers = await self._enumerate(signal)
+        parents = _subagent_parents(headers)
+        children = _children_by_parent(headers)
         rows: list[ListedChild | ListedDiagnostic] = []
         seen = {root_id}
-        stack: list[tuple[SessionHeader, int]] = [
-            (h, 1) for h in reversed(children.get(root_id, ()))]
+        stack: list[tuple[SessionHeader, str, int]] = [
+            (h, root_id, 1) for h in reversed(children.get(root_id, ()))]
         while stack:
-            header, depth = stack.pop()
+            header, parent, depth = stack.pop()
             if header.id in seen:
                 continue
             seen.add(header.id)
             if _is_delegated(header):
-                row = self._row(header, depth)
+                row = await self._resolve(header, parents, signal)
                 if row is not None:
-                    rows.append(row)
-            stack.extend((h, depth + 1) for h in reversed(children.get(header.id, ())))
+                    rows.append(dataclasses.replace(row, parent=parent, depth=depth))
+            stack.extend((h, header.id, depth + 1) for h in reversed(children.get(header.id, ())))
+        _check_listing(signal)
         return rows
+
+
+class _Aborted(Exception):
+    """A read the listing's (or a delivery's) signal cancelled."""
+
+
+async def _read(call: Callable[..., T | Awaitable[T]], *args: object,
+                signal: AbortSignal | None) -> T:
+    """``call(*args)`` of a store: a synchronous read completes as it is; an awaitable one is
+    awaited and cancelled when ``signal`` aborts (:class:`_Aborted`)."""
+    value = call(*args)
+    if not inspect.isawaitable(value):
+        return value
+    future: asyncio.Future[T] = asyncio.ensure_future(value)
+    if signal is None:
+        return await future
+
+    def cancel(reason: object) -> None:
+        future.cancel()
+
+    signal.add_listener(cancel)
+    try:
+        if signal.aborted:
+            future.cancel()
+        return await future
+    except asyncio.CancelledError:
+        if signal.aborted and not _cancelling():
+            raise _Aborted() from None
+        raise
+    finally:
+        signal.remove_listener(cancel)
+
+
+def _cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+def _check_listing(signal: AbortSignal | None) -> None:
+    if signal is not None and signal.aborted:
+        raise _error(refusal("listing-cancelled"))
+
+
+def _subagent_parents(headers: dict[str, SessionHeader]) -> set[str]:
+    return {header.parent_session for header in headers.values()
+            if _is_delegated(header) and isinstance(header.parent_session, str)}
+
+
+def _children_by_parent(headers: dict[str, SessionHeader]) -> dict[str, list[SessionHeader]]:
+    children: dict[str, list[SessionHeader]] = {}
+    for header in headers.values():
+        if isinstance(header.parent_session, str):
+            children.setdefault(header.parent_session, []).append(header)
+    for siblings in children.values():
+        siblings.sort(key=lambda h: (h.created_at, h.id))
+    return children
 
 
 def _undo(undo: list[Callable[[], None]]) -> None:

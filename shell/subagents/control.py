@@ -130,8 +130,12 @@ class SubagentControlTools:
         if not isinstance(caller, Agent):
             return ToolOutcome(no_calling_agent("list_agents"), is_error=True)
         descendants = args.get("scope") == "descendants"
-        rows = (self.manager.list_descendants(caller.id) if descendants
-                else self.manager.list_children(caller.id))
+        try:
+            # The call's cancellation (its turn cancelled) cancels a read in flight.
+            rows = await (self.manager.list_descendants(caller.id) if descendants
+                          else self.manager.list_children(caller.id))
+        except SubagentError as refused:
+            return render_start_error(refused.error)
         entries: list[AgentListEntry | AgentListDiagnostic] = []
         for row in rows:
             where: dict[str, Any] = {"parent": row.parent, "depth": row.depth} \
@@ -143,7 +147,7 @@ class SubagentControlTools:
                                               status=self._status(row.id), **where))
             else:
                 entries.append(AgentListDiagnostic(id=row.id, reason=row.reason, **where))
-        return ToolOutcome(render_agent_list(entries))
+        return ToolOutcome(render_agent_list(entries), value=tuple(entries))
 
     def __repr__(self) -> str:
         return f"SubagentControlTools(installed={self._host is not None})"

@@ -4,7 +4,8 @@ Rules (DSH ``SubagentRuntime``, packages/subagent/subagent/src/index.ts, lifecyc
 
 * :meth:`SubagentRuntime.start` refuses before any provider is called: an unknown provider
   (``NO_PROVIDER``), a parent that is disposed, then the core's request checks
-  (:func:`turnfork.core.check_request`: capabilities, the depth cap's shape, the output schema).
+  (:func:`turnfork.core.check_request`: capabilities, the depth cap's shape, the output schema),
+  then a signal that has already aborted (:class:`SubagentAbortedError`).
   The provider gets the checked request (with its resolved descriptor) and carries it out;
   nothing is checked twice.
 * Every provider's runs get the lifecycle: :class:`SubagentStart` once ``provider.start`` has
@@ -211,6 +212,8 @@ class SubagentRuntime:
                         "disposed"))
         checked = check_request(provider.provider_name, provider.capabilities, request)
         raise_on_failure(checked)
+        if signal is not None and signal.aborted:
+            raise SubagentAbortedError()  # no provider is handed a start already given up
         run = await provider.start(self, checked.unwrap(), parent=parent, signal=signal)
         self._observe(provider.provider_name, run, parent)
         return run
@@ -282,6 +285,9 @@ class SubagentRuntime:
                 failure=failure))
 
         run.result.add_done_callback(settled)
+        forget = getattr(run, "on_disposed", None)
+        if forget is not None:
+            forget(lambda: self._runs.pop(run_id, None))
         self._emit(SubagentStart(run=run, run_id=run_id, provider=provider, id=run.id,
                                  local=local, parent_id=parent.id, label=run.label,
                                  seed_length=run.seed_length))

@@ -6,8 +6,12 @@ Rules (DSH's in-process driver, packages/subagent/subagent-in-process-driver/src
   :class:`SubagentChild` standing in for one that runs elsewhere and whose events land in a
   session of this host. Its result task delivers the prompt and reads the result once the
   child is idle, with :func:`turnfork.core.read_result`, from the child's own events only
-  (past its seed); a child that ended abnormally may add a diagnostic. Child failures become
-  stop reasons; a failure of the loop itself, or of delivering the prompt, rejects the result.
+  (past its seed); a child that ended abnormally gets a diagnostic: the provider's, else the
+  failure its turn ended with (:func:`turnfork.core.describe_failure`), bounded to 4,096 UTF-8
+  bytes either way. Child failures become stop reasons (the failure stays typed on the result);
+  a failure of the loop itself, or of delivering the prompt, rejects the result.
+* A run logs its start (DEBUG) and its end (INFO) on ``turnfork.shell.subagents.run``, and has
+  an OpenTelemetry span while it runs (``shell/telemetry.py``).
 * Aborting a run (its start signal) before it settles cancels the child's turn with cause
   ``parent``; :meth:`SubagentRun.dispose` cancels with ``disposed``; either way a stop reason
   other than ``completed`` becomes ``aborted``. A completed turn stays completed.
@@ -22,6 +26,7 @@ Rules (DSH's in-process driver, packages/subagent/subagent-in-process-driver/src
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -38,6 +43,8 @@ from ...core import (
     SubagentResult,
     ToolOutcome,
     already_recorded_message,
+    bound_diagnostic,
+    describe_failure,
     read_result,
     render_invalid_arguments,
     render_structured_recorded,
@@ -49,6 +56,8 @@ from ..session import Session
 from ..tools import CallingAgent, Tool, ToolContext
 
 __all__ = ["StructuredCapture", "SubagentChild", "SubagentRun"]
+
+logger = logging.getLogger(__name__)
 
 
 class SubagentChild(Protocol):
@@ -63,7 +72,7 @@ class SubagentChild(Protocol):
 
     def followup(self, prompt: Prompt) -> object: ...
 
-    async def when_idle(self) -> None: ...
+    async def when_idle(self) -> object: ...
 
     def cancel(self, cause: CancelCause | None = None) -> None: ...
 
@@ -117,7 +126,8 @@ class SubagentRun:
     agent when it is an agent of this host (``None`` for a child running elsewhere);
     ``result`` an awaitable :class:`turnfork.core.SubagentResult`. ``diagnostic``, called once
     the child is idle, may explain an abnormal end (it becomes the result's ``diagnostic``
-    unless the run completed). Always :meth:`dispose` a run.
+    unless the run completed; without one, a failed child's failure is described there).
+    Always :meth:`dispose` a run.
     """
 
     def __init__(self, *, provider: str, label: str | None, parent: Agent,
@@ -136,8 +146,12 @@ class SubagentRun:
         self._cancelled = False
         self._disposing = False
         self._disposed = False
+        self._on_disposed: list[Callable[[], None]] = []
         if signal is not None:
             signal.add_listener(self.abort)
+        self._span = parent.host.telemetry.run_span(child.id, parent.id, provider)
+        logger.debug("subagent %s started by %s (provider %s, seed of %d events)", child.id,
+                     parent.id, provider, seed_length)
         self._task: asyncio.Task[SubagentResult] = asyncio.get_running_loop().create_task(
             self._settle(prompt), name=f"subagent:{child.id}")
 
@@ -192,6 +206,17 @@ class SubagentRun:
         if self._capture is not None:
             self._capture.uninstall(self.child)
         self._disposed = True
+        callbacks, self._on_disposed = self._on_disposed, []
+        for callback in callbacks:
+            callback()
+
+    def on_disposed(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once :meth:`dispose` has finished (the runtime then forgets the
+        run, so a host that delegates every turn holds only its live runs)."""
+        if self._disposed:
+            callback()
+        else:
+            self._on_disposed.append(callback)
 
     def _detach(self) -> None:
         if self._signal is not None:
@@ -199,17 +224,43 @@ class SubagentRun:
 
     async def _settle(self, prompt: tuple[ContentBlock, ...]) -> SubagentResult:
         try:
-            if not self._cancelled:  # an observer or the signal may have aborted it already
-                self.child.followup(prompt)
+            result = await self._deliver(prompt)
+        except BaseException as error:
+            if not isinstance(error, asyncio.CancelledError):
+                logger.warning("subagent %s failed: %s", self.id, error)
+            if self._span is not None:
+                self._span.end(None, error=error)
+            raise
+        failure = None if isinstance(result.failure, msgspec.UnsetType) else result.failure
+        logger.info("subagent %s ended: %s%s", self.id, result.stop_reason,
+                    "" if isinstance(result.diagnostic, msgspec.UnsetType)
+                    else f" ({result.diagnostic})")
+        if self._span is not None:
+            self._span.end(result.stop_reason, failure)
+        return result
+
+    async def _deliver(self, prompt: tuple[ContentBlock, ...]) -> SubagentResult:
+        try:
+            if self._span is None:
+                if not self._cancelled:  # an observer or the signal may have aborted it already
+                    self.child.followup(prompt)
+            else:
+                with self._span.current():  # the child's turns nest under the run's span
+                    if not self._cancelled:
+                        self.child.followup(prompt)
             await self.child.when_idle()
         finally:
             self._detach()
         result = read_result(self.own_events(), self._cancelled,
                              None if self._capture is None else self._capture.value,
                              structured_requested=self._capture is not None)
+        if result.stop_reason == "completed":
+            return result
         detail = None if self._diagnostic is None else self._diagnostic()
-        if detail and result.stop_reason != "completed":
-            result = msgspec.structs.replace(result, diagnostic=detail)
+        if not detail and not isinstance(result.failure, msgspec.UnsetType):
+            detail = describe_failure(result.failure)
+        if detail:
+            result = msgspec.structs.replace(result, diagnostic=bound_diagnostic(detail))
         return result
 
     def __repr__(self) -> str:

@@ -29,8 +29,10 @@ Rules:
     ``settleRun`` maps the run's stop reason (:func:`turnfork.core.jobs.run_outcome`), the run
     always disposed first. Without a job registry such a call is refused in DSH's words.
 
-  ``enable_run_in_background`` defaults to on for a continuable instance and off for a one-shot
-  one (which needs a job registry and the job tools to be of any use).
+  ``enable_run_in_background`` defaults to on (DSH's default) for either mode.
+* Beside its text, a call's outcome carries DSH's typed value
+  (:data:`turnfork.core.control.SubagentToolValue`): the foreground run's id and output, the
+  background job's id, or the continuable child's id.
 * The tool is concurrency-safe: sibling delegations in one assistant message run in parallel.
   Cancelling the parent's turn aborts a foreground child (cause ``parent``) and still disposes
   it.
@@ -64,7 +66,13 @@ from ...core import (
     validate_max_depth,
 )
 from ...core.continuation import ContinuableStart
-from ...core.control import continuable_tool_section, render_started
+from ...core.control import (
+    BackgroundValue,
+    ContinuableValue,
+    ForegroundValue,
+    continuable_tool_section,
+    render_started,
+)
 from ...core.jobs import (
     BACKGROUND_JOBS_UNAVAILABLE,
     KILLED_REASON,
@@ -101,7 +109,11 @@ BACKGROUND_DISABLED = ("Error: run_in_background is disabled for this tool insta
 
 def js_error_string(error: BaseException) -> str:
     """An error as JavaScript's ``String(error)`` renders it in DSH: ``<name>: <message>``,
-    where DSH's typed errors keep their class name and anything else is a plain ``Error``."""
+    where DSH's typed errors keep their class name, an exception group is DSH's
+    ``AggregateError`` (its own message, not its members'), and anything else is a plain
+    ``Error``."""
+    if isinstance(error, BaseExceptionGroup):
+        return f"AggregateError: {error.message}"
     name = "SubagentError" if isinstance(error, SubagentError) and \
         isinstance(error.error.name, str) else "Error"
     return f"{name}: {str(error) or type(error).__name__}"
@@ -123,8 +135,8 @@ class SubagentTool:
         tool_filter: the children's ``{allow?, deny?}`` over the global tools.
         agent_options: the children's model route overrides (default: the parent's).
         enable_run_in_background: whether the model may ask for a background run (no
-            ``run_in_background`` parameter otherwise, and a forced one is refused); default:
-            on for ``background_mode="continuable"``, off for ``"one-shot"``.
+            ``run_in_background`` parameter otherwise, and a forced one is refused); default on
+            (DSH's): a one-shot background run without ``jobs`` is refused in DSH's words.
         background_mode: what a background run is: a ``one-shot`` job collected with
             ``job_output``, or a ``continuable`` child continued with ``send_message``.
         jobs: the job registry one-shot background runs are started in.
@@ -157,8 +169,7 @@ class SubagentTool:
         self.tool_filter = tool_filter
         self.agent_options = agent_options
         self.background_mode: BackgroundMode = background_mode
-        self.enable_run_in_background = (background_mode == "continuable"
-                                         if enable_run_in_background is None
+        self.enable_run_in_background = (True if enable_run_in_background is None
                                          else enable_run_in_background)
         self.jobs = jobs
         self._runtime: SubagentRuntime | None = None
@@ -309,7 +320,8 @@ class SubagentTool:
                 self.provider_name, request, parent=parent)
         except SubagentError as refused:
             return render_start_error(refused.error)
-        return ToolOutcome(render_started(started.child_id))
+        return ToolOutcome(render_started(started.child_id),
+                           value=ContinuableValue(subagent_id=started.child_id))
 
     def _start_job(self, runtime: SubagentRuntime, args: dict[str, Any],
                    parent: Agent) -> ToolOutcome:
@@ -333,7 +345,7 @@ class SubagentTool:
             job = jobs.start("subagent", args["description"], parent, run)
         except RuntimeError as refused:
             return ToolOutcome(f"Error: {refused}", is_error=True)
-        return ToolOutcome(render_job_started(job))
+        return ToolOutcome(render_job_started(job), value=BackgroundValue(job_id=job))
 
     async def _finish(self, run: SubagentRunHandle, ctx: ToolContext,
                       abort: Callable[[CancelCause], None]) -> ToolOutcome:
@@ -361,7 +373,11 @@ class SubagentTool:
         if result_error is not None:
             return render_infrastructure_failure(_message(result_error))
         assert result is not None
-        return render_tool_result(result)
+        rendered = render_tool_result(result)
+        if rendered.is_error:
+            return rendered
+        return msgspec.structs.replace(rendered, value=ForegroundValue(run_id=run.id,
+                                                                       output=result.output))
 
     def __repr__(self) -> str:
         return f"SubagentTool(provider={self.provider_name!r}, tool_name={self.tool_name!r})"

@@ -121,9 +121,10 @@ def test_mixed_formats_are_refused(tmp_path: Path, cli: Callable[..., Run]) -> N
 
 
 def test_a_named_format_reads_by_its_rules(tmp_path: Path, cli: Callable[..., Run]) -> None:
-    """--format anthropic on a Chat history: read by Anthropic's rules (a `system` role is
+    """--format anthropic on a Chat history: read by Anthropic's rules (a `developer` role is
     not one of them): invalid, exit 3."""
-    run = cli("check", "--json", "--format", "anthropic", _json(tmp_path / "h.json", CHAT[:2]))
+    developer = [{"role": "developer", "content": "Be brief."}, CHAT[1]]
+    run = cli("check", "--json", "--format", "anthropic", _json(tmp_path / "h.json", developer))
     assert run.code == 3
     report = run.json()
     assert (report["detected"], report["violation"]["index"], report["violation"]["rule"]) == (

@@ -16,10 +16,10 @@ from _cli_helpers import FORK_PARENT, REPO
 
 #: Prints the modules the command line loads, beyond a front door that imports nothing.
 PROBE = """
-import os, sys, types
-import turnfork
+import importlib.util, sys, types
 shell = types.ModuleType("turnfork.shell")
-shell.__path__ = [os.path.join(os.path.dirname(turnfork.__file__), "shell")]
+# Where turnfork.shell is, installed or editable (found, not imported).
+shell.__path__ = list(importlib.util.find_spec("turnfork.shell").submodule_search_locations)
 sys.modules["turnfork.shell"] = shell
 before = set(sys.modules)
 from turnfork.shell.cli import main

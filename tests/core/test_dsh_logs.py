@@ -63,7 +63,7 @@ def _raw_header(name: str) -> SessionHeader:
 
 def test_every_fixture_is_present() -> None:
     """The fixture set is complete, so the parametrised tests below cannot pass vacuously."""
-    assert len(PROJECTED) == 18
+    assert len(PROJECTED) == 19
     assert [p.name for p in RAW_LOGS] == ["K10-child0.events.jsonl", "K10-parent.events.jsonl"]
 
 

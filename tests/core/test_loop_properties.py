@@ -1,5 +1,6 @@
 """The pure turn machine, driven by generated inputs with no asyncio: every log it writes is
-valid after every input and closed once it is idle (issue 12, point 2)."""
+valid after every input and closed once it is idle (issue 12, point 2), and keeps DSH's retry
+invariants (issue 22: failed calls retried under a route's policy)."""
 
 from __future__ import annotations
 
@@ -41,9 +42,12 @@ from turnfork.core import (
     UsageChunk,
     UserMessage,
     check_balance,
+    event_type,
     trace_log,
 )
 from turnfork.core.loop import (
+    Backoff,
+    BackoffDone,
     Begin,
     CallModel,
     Cancelled,
@@ -67,9 +71,13 @@ from turnfork.core.loop import (
     feed,
     initial_loop_state,
 )
+from turnfork.core.retry import RetryPolicy, check_retries
 from turnfork.core.trace import EMPTY_TRACE, Trace
 
 HEADER = EpochHeader(config=LlmCallConfig(provider="p", model="m"), system="be brief")
+#: Routes the drives step under: DSH's default, a short budget, always, no retries.
+POLICIES = (RetryPolicy(), RetryPolicy(max_retries=1, retryable_codes=("RATE_LIMIT",)),
+            RetryPolicy(mode="always", initial_delay_ms=1, max_delay_ms=4), None)
 
 
 def _message(text: str, number: int) -> UserMessage:
@@ -101,8 +109,9 @@ def model_calls(draw: DrawFn, number: int) -> tuple[StreamChunk, ...]:
     elif ending == "max-tokens":
         chunks.append(FinishChunk(reason=FinishMaxTokens()))
     elif ending == "error":
+        code = draw(st.sampled_from(["RATE_LIMIT", "SERVER", "AUTH"]))
         chunks.append(FinishChunk(reason=FinishError(
-            failure=LlmFailure(message="overloaded", code="RATE_LIMIT"))))
+            failure=LlmFailure(message="overloaded", code=code))))
     if chunks and draw(st.booleans()):
         chunks.append(TextDelta(index=0, text="after the finish"))  # must never be read
     return tuple(chunks)
@@ -148,7 +157,7 @@ def _activity(command: Command | None, current: str) -> str:
     if command is None:
         return current
     return {Wake: "wake", PrepareStep: "prepare", CallModel: "stream", EndStream: "ending",
-            RunTools: "tools", Stop: "idle"}[type(command)]
+            Backoff: "backoff", RunTools: "tools", Stop: "idle"}[type(command)]
 
 
 def drive(data: st.DataObject) -> Run:
@@ -179,7 +188,7 @@ def drive(data: st.DataObject) -> Run:
             if draw(st.booleans()):
                 state, _ = _apply(run, state, Followup(message=_message("late", run.feeds)))
             given = Cancelled(message_id=run.fresh())
-        elif disruption == 1 and activity in ("prepare", "stream", "tools"):
+        elif disruption == 1 and activity in ("prepare", "stream", "backoff", "tools"):
             given = Failed(failure=LlmFailure(message="the hook failed", code="UNKNOWN"))
         elif disruption == 2:
             kind = draw(st.sampled_from([Followup, Steer]))
@@ -192,11 +201,15 @@ def drive(data: st.DataObject) -> Run:
             given = Begin()
         elif activity == "prepare":
             given = (StepBlocked() if draw(st.integers(0, 9)) == 0 else
-                     StepPrepared(header=HEADER, parallel_tools=frozenset({"safe"})))
+                     StepPrepared(header=HEADER, parallel_tools=frozenset({"safe"}),
+                                  retry=draw(st.sampled_from(POLICIES))))
         elif activity == "stream" and chunks:
             given = Chunk(chunk=chunks.pop(0))
         elif activity in ("stream", "ending"):
-            given = StreamEnded(message_id=run.fresh())
+            given = StreamEnded(message_id=run.fresh(),
+                                draw=draw(st.floats(0, 1, allow_nan=False)))
+        elif activity == "backoff":
+            given = BackoffDone()
         else:
             call = calls.pop(0)
             given = ToolDone(call_id=call.id, message_id=run.fresh(), outcome=ToolOutcome(
@@ -218,6 +231,8 @@ def test_every_log_the_machine_writes_is_valid_and_ends_closed(data: st.DataObje
     run = drive(data)
     closed = check_balance(run.log)
     assert not isinstance(closed, Failure), closed.failure().message
+    retries = check_retries(run.log)
+    assert not isinstance(retries, Failure), retries.failure().message
     starts = [e for e in run.log if isinstance(e, TurnStartEvent)]
     ends = [e for e in run.log if isinstance(e, TurnEndEvent)]
     assert len(starts) == len(ends)
@@ -250,6 +265,10 @@ def _shapes(log: list[Event]) -> set[str]:
             shapes.add("dropped input")
         elif isinstance(event, InboxSplicedEvent) and event.data.target == "next-step":
             shapes.add("steering")
+        elif event_type(event) == "llm/retry-started":
+            shapes.add("retried call")
+        elif event_type(event) == "llm/retry":
+            shapes.add("scheduled retry")
     return shapes
 
 
@@ -266,5 +285,5 @@ def test_the_drives_reach_every_ending() -> None:
     collect()
     expected = {"turn completed", "turn aborted", "turn blocked", "turn error",
                 "turn max-tokens", "tool result", "aborted tool result", "interrupted message",
-                "dropped input", "steering"}
+                "dropped input", "steering", "scheduled retry", "retried call"}
     assert expected - seen == set(), seen

@@ -145,7 +145,7 @@ def test_fork_child_without_output_does_not_return_seeded_text() -> None:
     assert final_assistant_output(child_events[:42]) is not None
     own = Log(start=42).end_seed().turn(3, reason=ERROR).events
     result = read_result(own, cancelled=False)
-    assert result == SubagentResult(output=(), stop_reason="error")
+    assert result == SubagentResult(output=(), stop_reason="error", failure=ERROR.error)
 
 
 texts = st.text(min_size=1, max_size=6)

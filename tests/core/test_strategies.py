@@ -74,6 +74,8 @@ def _features(log: Log) -> set[str]:
             found.add("parallel calls")
         if isinstance(event, OpaqueEvent):
             found.add("opaque ignorable" if event.ignorable is True else "opaque " + kind)
+        if kind == "llm/retry-started":
+            found.add("retried model call")
         if isinstance(event, AssistantMessageEvent):
             if event.data.interrupted is True:
                 found.add("interrupted message")
@@ -107,7 +109,7 @@ REQUIRED = {
     "user/message replace", "parallel calls", "opaque ignorable", "opaque session/title",
     "opaque todo/write", "interrupted message", "max-tokens message without its tool call",
     "in flight", "in flight at a tool/call", "in flight, empty prefix",
-    "in flight, non-empty prefix", "packed rows",
+    "in flight, non-empty prefix", "packed rows", "retried model call",
 }
 
 
@@ -149,13 +151,14 @@ def _steps(log: Log) -> list[list[str]]:
 @given(session_logs())
 def test_steps_follow_dsh_s_order(log: Log) -> None:
     """Inside every step the loop's events come in grammar.STEP_ORDER; only a new tool group
-    goes back, from a tool/result to the next tool/call."""
+    goes back, from a tool/result to the next tool/call, and a retried model call, from its
+    llm/retry-started to its chunks."""
     for kinds in _steps(log):
         ordered = [kind for kind in kinds if kind in ORDER]
         assert ordered[0] == STEP_START
         for before, after in itertools.pairwise(ordered):
-            assert ORDER[before] <= ORDER[after] or (before, after) == (
-                "tool/result", "tool/call"), ordered
+            assert ORDER[before] <= ORDER[after] or (before, after) in (
+                ("tool/result", "tool/call"), ("llm/retry-started", "assistant/chunk")), ordered
 
 
 def _misplaced(events: Log, broken_seq: int) -> tuple[str, Phase] | None:

@@ -1,8 +1,16 @@
-"""core/ can be vendored: renamed copy works, pure imports, no mutable module state (item 8)."""
+"""core/ can be vendored: renamed copy works, pure imports, no mutable module state (item 8);
+and a tier of it can be copied alone (its import closure, under another name) and works there.
+
+A tier is listed in TIERS with the modules a runtime imports from it, the optional modules it may
+copy along without counting them, its line budget and a script that exercises it in the copy.
+The closure is every core module its modules import, transitively: relative imports anywhere
+in a module (inside functions and ``TYPE_CHECKING`` blocks too), since a copy must hold them all.
+"""
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import inspect
 import shutil
@@ -52,7 +60,8 @@ except BeartypeCallHintViolation:
 else:
     raise SystemExit("the vendored copy is not type-checked")
 from vendored_tf_core.formats import openai_chat
-chat = openai_chat.from_dsh(prefix).unwrap()
+from vendored_tf_core.wire_seed import from_dsh
+chat = from_dsh(prefix, "openai-chat").unwrap()
 assert openai_chat.check_balance(chat).unwrap().ends_at_completed_turn
 assert "hypothesis" not in sys.modules, "importing the core imported hypothesis"
 assert "vendored_tf_core.strategies" not in sys.modules
@@ -231,3 +240,168 @@ def test_beartype_rejects_wrongly_typed_calls() -> None:
         core.decode_log("not bytes")  # type: ignore[arg-type]
     with pytest.raises(BeartypeCallHintViolation):
         core.trace_log(42)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- tiers
+
+
+def _module_file(parts: list[str]) -> Path | None:
+    path = CORE.joinpath(*parts)
+    if path.with_suffix(".py").is_file():
+        return path.with_suffix(".py")
+    return path / "__init__.py" if (path / "__init__.py").is_file() else None
+
+
+def _relative_imports(path: Path) -> set[Path]:
+    """The core modules ``path`` imports (relative imports, wherever they stand)."""
+    package = list(path.relative_to(CORE).parent.parts)
+    found: set[Path] = set()
+    for node in ast.walk(_tree(path)):
+        if not isinstance(node, ast.ImportFrom) or not node.level:
+            continue
+        assert node.level - 1 <= len(package), f"{path}:{node.lineno}: import above the core"
+        base = package[:len(package) - (node.level - 1)]
+        target = [*base, *(node.module.split(".") if node.module else [])]
+        module = _module_file(target)
+        if module is not None and target:  # the core's own __init__ is the runtime's package
+            found.add(module)
+        for alias in node.names:
+            child = _module_file([*target, alias.name])
+            if child is not None:
+                found.add(child)
+    return found
+
+
+def import_closure(entries: list[Path]) -> set[Path]:
+    """``entries`` and every core module they import, transitively."""
+    seen: set[Path] = set()
+    pending = list(entries)
+    while pending:
+        path = pending.pop()
+        if path not in seen:
+            seen.add(path)
+            pending.extend(_relative_imports(path))
+    return seen
+
+
+def _lines(paths: set[Path]) -> int:
+    return sum(len(p.read_text(encoding="utf-8").splitlines()) for p in paths)
+
+
+@dataclasses.dataclass(frozen=True)
+class Tier:
+    name: str
+    #: What a runtime imports from the tier (paths under core/).
+    entries: tuple[str, ...]
+    #: Copied along when present, never counted: optional modules (hypothesis strategies).
+    optional: tuple[str, ...]
+    max_lines: int
+    #: Run in the copy, with ``pkg`` bound to the copied package's name; prints "ok" at the end.
+    script: str
+
+
+FORMATS_SCRIPT = """
+import importlib, sys
+formats = importlib.import_module(pkg + ".formats")
+chat, responses, anthropic = formats.openai_chat, formats.openai_responses, formats.anthropic
+call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"},
+            {"role": "user", "content": "q2"},
+            {"role": "assistant", "content": None, "tool_calls": [call]}]
+history = chat.decode_history(messages)
+assert chat.check_balance(history).failure().rule == "unanswered-call"
+seed = chat.completed_turn_prefix(history)
+assert type(seed) is list and seed == messages[:2], seed
+assert chat.check_balance([{"role": "assistant", "content": None}], strict=True
+                          ).failure().rule == "null-content"
+assert formats.detect_format(messages).unwrap() == "openai-chat"
+items = [{"role": "user", "content": "q"},
+         {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}]
+assert responses.completed_turn_cut(items) == 0
+assert formats.decode_history({"previous_response_id": "r", "input": []}).failure()
+assert anthropic.check_balance([{"role": "user", "content": [{"type": "tool_result",
+                                                             "tool_use_id": "x"}]}]
+                               ).failure().rule == "orphan-result"
+try:
+    chat.decode_history(42)
+except Exception as exc:
+    assert type(exc).__name__ == "BeartypeCallHintParamViolation", exc
+else:
+    raise SystemExit("the copied tier is not type-checked")
+strategies = importlib.import_module(pkg + ".formats.strategies")
+from hypothesis import given, settings
+
+@settings(max_examples=10, database=None, deadline=None)
+@given(strategies.histories("anthropic"))
+def cut_holds(sample):
+    assert anthropic.completed_turn_cut(sample.items) == sample.cut
+
+cut_holds()
+outside = sorted(m for m in sys.modules if m.split(".")[0] in ("turnfork", "core", "shell"))
+assert not outside, outside
+loaded = sorted(m for m in sys.modules if m.startswith(pkg + "."))
+print("ok", " ".join(loaded))
+"""
+
+TIERS = (
+    Tier(name="formats",
+         entries=("formats/__init__.py", "formats/common.py", "formats/detect.py",
+                  "formats/openai_chat.py", "formats/openai_responses.py",
+                  "formats/anthropic.py"),
+         optional=("formats/strategies.py",), max_lines=2000, script=FORMATS_SCRIPT),
+)
+
+
+def _closure_of(tier: Tier) -> set[Path]:
+    return import_closure([CORE / entry for entry in tier.entries])
+
+
+@pytest.mark.parametrize("tier", TIERS, ids=lambda t: t.name)
+def test_a_tier_imports_only_what_it_declares_within_its_budget(tier: Tier) -> None:
+    """The closure of a tier's entries stays under its line budget; its optional modules need
+    nothing outside that closure."""
+    closure = _closure_of(tier)
+    lines = _lines(closure)
+    names = sorted(p.relative_to(CORE).as_posix() for p in closure)
+    assert lines <= tier.max_lines, (lines, names)
+    for optional in tier.optional:
+        extra = import_closure([CORE / optional]) - closure - {CORE / optional}
+        assert not extra, (optional, sorted(p.relative_to(CORE).as_posix() for p in extra))
+
+
+def test_the_wire_formats_tier_holds_no_dsh_event_model() -> None:
+    """The formats tier is the formats folder and the run-time checking helper: no events,
+    trace, history or seed; about 1,500 lines where the whole closure used to be 4,577."""
+    tier = next(t for t in TIERS if t.name == "formats")
+    names = {p.relative_to(CORE).as_posix() for p in _closure_of(tier)}
+    assert names == {*tier.entries, "_checking.py"}, sorted(names)
+
+
+def test_the_closure_follows_every_relative_import(tmp_path: Path) -> None:
+    """The closure counts imports inside functions and from a package's own names."""
+    assert CORE / "events.py" in import_closure([CORE / "wire_seed.py"])
+    assert CORE / "formats" / "common.py" in import_closure([CORE / "formats" / "__init__.py"])
+    assert CORE / "trace.py" in _relative_imports(CORE / "wire_seed.py")
+
+
+@pytest.mark.parametrize("tier", TIERS, ids=lambda t: t.name)
+def test_a_tier_works_copied_alone_under_another_name(tier: Tier, tmp_path: Path) -> None:
+    """Only the tier's closure (and its optional modules) copied under another package name:
+    it imports, checks and cuts there, loads nothing of turnfork, stays type-checked."""
+    package = tmp_path / "vendored_tier"
+    files = _closure_of(tier) | {CORE / optional for optional in tier.optional}
+    for path in files:
+        target = package / path.relative_to(CORE)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    for folder in {package, *(p.parent for p in package.rglob("*.py"))}:
+        (folder / "__init__.py").touch()  # a package the tier did not bring is an empty one
+    script = f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\npkg = 'vendored_tier'\n"
+    done = subprocess.run([sys.executable, "-I", "-c", script + tier.script], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ok "), done.stdout
+    loaded = set(done.stdout.split()[1:])
+    expected = {"vendored_tier." + ".".join(p.relative_to(CORE).with_suffix("").parts)
+                .removesuffix(".__init__") for p in files}
+    assert loaded <= expected | {"vendored_tier"}, sorted(loaded - expected)

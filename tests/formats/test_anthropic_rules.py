@@ -85,8 +85,8 @@ def test_an_open_tool_loop_keeps_its_thinking() -> None:
 
 
 def test_unreadable_messages_are_shape_violations() -> None:
-    """System role, unsigned thinking, misplaced blocks: shape at that message."""
-    for bad in ({"role": "system", "content": "Be brief."},
+    """Unknown role, unsigned thinking, misplaced blocks: shape at that message."""
+    for bad in ({"role": "robot", "content": "Be brief."},
                 {"role": "assistant", "content": [{"type": "thinking", "thinking": "x"}]},
                 {"role": "user", "content": [USE1]},
                 {"role": "assistant", "content": 7}):

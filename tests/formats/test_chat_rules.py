@@ -26,7 +26,7 @@ def test_a_closed_turn_with_parallel_calls_is_balanced_and_cut_at_its_end() -> N
     """Parallel calls answered in any order, then the answer: balanced, cut at the end."""
     history = openai_chat.decode_history([USER, CALLS, R2, R1, DONE])
     assert history.is_balanced and history.completed_prefix_length == 5
-    assert openai_chat.completed_turn_prefix(history) is history.source
+    assert openai_chat.completed_turn_prefix(history) == list(history.source)
 
 
 def test_an_in_flight_turn_is_cut_before_it() -> None:
@@ -76,7 +76,7 @@ def test_unreadable_messages_are_shape_violations(bad: object) -> None:
     history = openai_chat.decode_history([USER, DONE, bad, USER])
     assert history.violation is not None
     assert (history.violation.index, history.violation.rule) == (2, "shape")
-    assert history.completed_prefix_length == 2 and len(history.items) == 2
+    assert history.completed_prefix_length == 2 and history.end_violation is None
 
 
 def test_unknown_keys_and_sdk_dumps_read() -> None:

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted((ROOT / "docs" / "formats").glob("*.md"))
 MODULES = ("turnfork.core.formats", "turnfork.core.formats.openai_chat",
            "turnfork.core.formats.openai_responses", "turnfork.core.formats.anthropic",
-           "turnfork.core.formats.strategies")
+           "turnfork.core.formats.strategies", "turnfork.core.wire_seed")
 
 
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name)

@@ -24,8 +24,8 @@ def test_module_doctests_pass(name: str) -> None:
 
 def test_the_format_modules_hold_examples() -> None:
     """Each format module shows its decoding in an example, so the test above checks it."""
-    for name in ("openai_chat", "openai_responses", "anthropic", "__init__"):
-        module = "turnfork.core.formats" + ("" if name == "__init__" else f".{name}")
+    for name in ("openai_chat", "openai_responses", "anthropic", "detect"):
+        module = f"turnfork.core.formats.{name}"
         found = doctest.testmod(importlib.import_module(module), optionflags=FLAGS,
                                 report=False)
         assert found.attempted >= 1, module

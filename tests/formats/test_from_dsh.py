@@ -1,4 +1,5 @@
-"""A DSH log's model history converts to each format; a fork seed converts to a balanced one."""
+"""A DSH log's model history converts to each format (core.wire_seed, the DSH side of the
+formats); a fork seed converts to a balanced one."""
 
 from __future__ import annotations
 
@@ -24,9 +25,12 @@ from turnfork.core import (
 )
 from turnfork.core.formats import anthropic, openai_chat, openai_responses
 from turnfork.core.strategies import session_logs
+from turnfork.core.wire_seed import from_dsh, from_model_history
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "dsh"
 FORMATS = (openai_chat, openai_responses, anthropic)
+NAMES = {openai_chat: "openai-chat", openai_responses: "openai-responses",
+         anthropic: "anthropic"}
 Log = tuple[Event, ...]
 
 
@@ -39,21 +43,21 @@ def _derived_parent() -> Log:
 def test_the_seed_of_a_real_in_flight_parent_converts_balanced(fmt: ModuleType) -> None:
     """DSH's parent caught at its subagent call: the raw log is unbalanced, its seed is not."""
     events = _derived_parent()
-    whole = fmt.from_dsh(events).unwrap()
+    whole = from_dsh(events, NAMES[fmt]).unwrap()
     assert fmt.check_balance(whole).failure().rule == "unanswered-call"
-    seed = fmt.from_dsh(completed_turn_prefix(events)).unwrap()
+    seed = from_dsh(completed_turn_prefix(events), NAMES[fmt]).unwrap()
     history = fmt.check_balance(seed).unwrap()
     assert history.ends_at_completed_turn
     assert fmt.completed_turn_cut(whole) == len(seed)
 
 
 def test_chat_conversion_is_the_shells_projection() -> None:
-    """openai_chat.from_model_history sends what the shell's OpenAI model sends."""
+    """The openai-chat projection sends what the shell's OpenAI model sends."""
     from turnfork.shell.models.openai_chat import _chat_messages
 
     events = decode_log((FIXTURES / "generated" / "K10-parent.events.jsonl").read_bytes())
     messages = model_history(trace_log(events.unwrap()).unwrap())
-    assert list(openai_chat.from_model_history(messages)) == _chat_messages(None, messages)
+    assert from_model_history(messages, "openai-chat") == _chat_messages(None, messages)
 
 
 def test_a_log_that_breaks_a_rule_gives_its_violation() -> None:
@@ -61,7 +65,7 @@ def test_a_log_that_breaks_a_rule_gives_its_violation() -> None:
     events = _derived_parent()
     broken = (*events[:5], *events[6:])
     for fmt in FORMATS:
-        assert fmt.from_dsh(broken).failure().rule == "seq"
+        assert from_dsh(broken, NAMES[fmt]).failure().rule == "seq"
 
 
 def _pairs_every_call(messages: tuple[Message, ...]) -> bool:
@@ -93,7 +97,7 @@ def test_every_fork_seed_converts_to_a_history_balanced_as_its_model_history(log
     seed = completed_turn_prefix(log)
     pairs = _pairs_every_call(model_history(trace_log(seed).unwrap()))
     for fmt in FORMATS:
-        history = fmt.decode_history(fmt.from_dsh(seed).unwrap())
+        history = fmt.decode_history(from_dsh(seed, NAMES[fmt]).unwrap())
         assert history.is_balanced == pairs, (fmt.__name__, history)
         if not pairs:
             problem = history.violation or history.end_violation

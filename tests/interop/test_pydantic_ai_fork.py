@@ -2,7 +2,9 @@
 balanced; the naive copy of the parent's history is not, and pydantic-ai can only send it by
 inventing a result for the parent's call, which is still running.
 
-The parent runs on pydantic-ai's FunctionModel; its `fork` tool runs inside the parent's turn,
+The seed is `turnfork.adapters.pydantic_ai.completed_turn_seed(ctx.messages)`, one line in the
+tool (it replaced 21 lines projecting the messages to Chat by hand). The parent runs on
+pydantic-ai's FunctionModel; its `fork` tool runs inside the parent's turn,
 when the parent's last ModelResponse is the fork call itself. The child runs on pydantic-ai's
 real provider models (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages) against a
 recording endpoint, so the test checks the very JSON pydantic-ai would send.
@@ -11,7 +13,6 @@ recording endpoint, so the test checks the very JSON pydantic-ai would send.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -33,6 +34,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel  # noqa: E402
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
 
+from turnfork.adapters.pydantic_ai import completed_turn_seed  # noqa: E402
 from turnfork.core.formats import anthropic, openai_chat, openai_responses  # noqa: E402
 
 
@@ -52,41 +54,6 @@ FORMATS = {
         openai_client=e.client)), openai_responses),
     "anthropic": (_anthropic_model, anthropic),
 }
-
-
-def _as_chat(message: ModelMessage) -> list[dict[str, Any]]:
-    """One ModelMessage as the Chat messages it maps to (text, calls, results)."""
-    if isinstance(message, ModelResponse):
-        calls = [{"id": p.tool_call_id, "type": "function",
-                  "function": {"name": p.tool_name, "arguments": p.args_as_json_str()}}
-                 for p in message.parts if isinstance(p, ToolCallPart)]
-        text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
-        return [{"role": "assistant", "content": text or None,
-                 **({"tool_calls": calls} if calls else {})}]
-    out: list[dict[str, Any]] = []
-    for part in message.parts:
-        if part.part_kind == "system-prompt":
-            out.append({"role": "system", "content": part.content})
-        elif part.part_kind == "user-prompt":
-            out.append({"role": "user", "content": part.content})
-        elif part.part_kind in ("tool-return", "retry-prompt"):
-            out.append({"role": "tool", "tool_call_id": part.tool_call_id,
-                        "content": str(part.content)})
-    return out
-
-
-def fork_seed(messages: Sequence[ModelMessage]) -> list[ModelMessage]:
-    """The parent's ModelMessages through its last completed turn: our cut, taken on their Chat
-    projection and mapped back to whole ModelMessages."""
-    projected = [_as_chat(m) for m in messages]
-    cut = openai_chat.completed_turn_cut([item for items in projected for item in items])
-    length = 0
-    for count, items in enumerate(projected):
-        if length == cut:
-            return list(messages[:count])
-        length += len(items)
-    assert length == cut, "a completed turn ends at a ModelMessage boundary"
-    return list(messages)
 
 
 def _is_invented(item: dict[str, Any]) -> bool:
@@ -150,7 +117,7 @@ def _fork_inside_the_parents_turn(child_model: Any) -> dict[str, Any]:
         seen["repaired"] = repairing.first_history()
         ours = RecordingEndpoint("BLUE")
         child = Agent(child_model(ours))
-        seen["seed"] = fork_seed(naive)
+        seen["seed"] = completed_turn_seed(ctx.messages)
         result = await child.run(prompt, message_history=seen["seed"])
         seen["sent"] = ours.first_history()
         return result.output

@@ -1,10 +1,13 @@
-"""Building turnfork's wheel, making fresh virtual environments and wheels of other projects.
+"""Fresh copies of the checkout, turnfork built from them every way a user can, fresh virtual
+environments, and wheels of other projects.
 
-Everything here runs as a user would: ``pip wheel`` builds the wheel from the checkout, ``python
--m venv`` makes an empty environment, ``pip install`` installs into it, and the installed
-``python`` and ``turnfork`` are then run from a scratch directory in isolated mode (``-I``), so
-neither the checkout's folders nor the test run's ``sys.path`` can stand in for what was
-installed.
+Everything here runs as a user would. The copy is a ``git -c core.symlinks=false clone`` of a
+commit of the working tree as it is (made in a scratch repository: the checkout's own refs, index
+and objects are not touched), so what is built is what a clone without symlink support gets.
+``python -m build``, ``pip wheel``, ``pip install`` build from it; ``python -m venv`` makes an
+empty environment; the installed ``python`` and ``turnfork`` are then run from a scratch
+directory in isolated mode (``-I``), so neither the checkout's folders nor the test run's
+``sys.path`` can stand in for what was installed.
 """
 
 from __future__ import annotations
@@ -39,28 +42,69 @@ def clean_env() -> dict[str, str]:
     """The environment without anything that would point Python at the checkout."""
     env = {k: v for k, v in os.environ.items()
            if k not in {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV",
-                        "MYPYPATH", "PYTHONSAFEPATH"}}
+                        "MYPYPATH", "PYTHONSAFEPATH", "GIT_DIR", "GIT_WORK_TREE",
+                        "GIT_INDEX_FILE"}}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     return env
 
 
 def run(command: list[str | Path], cwd: Path, *, check: bool = True,
-        ) -> subprocess.CompletedProcess[str]:
-    """Run a command from ``cwd``; with ``check``, a failure shows its whole output."""
-    done = subprocess.run([str(part) for part in command], cwd=cwd, env=clean_env(),
-                          capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a command from ``cwd`` (``env`` added to the clean environment); with ``check``, a
+    failure shows its whole output."""
+    done = subprocess.run([str(part) for part in command], cwd=cwd,
+                          env={**clean_env(), **(env or {})}, capture_output=True, text=True,
+                          timeout=TIMEOUT_S, check=False)
     if check and done.returncode != 0:
         raise AssertionError(f"{command} exited {done.returncode}\n--- stdout\n{done.stdout}"
                              f"\n--- stderr\n{done.stderr}")
     return done
 
 
-def build_wheel(out: Path) -> Path:
-    """Build turnfork's wheel from the checkout with pip (an isolated build, as a user's)."""
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", out, ROOT], cwd=out)
-    wheels = sorted(out.glob("turnfork-*.whl"))
-    assert len(wheels) == 1, wheels
-    return wheels[0]
+def _git(*args: str | Path, cwd: Path) -> str:
+    return run(["git", "-c", "user.name=turnfork tests", "-c", "user.email=tests@invalid",
+                "-c", "core.autocrlf=false", *args], cwd=cwd).stdout
+
+
+def snapshot_clone(out: Path) -> Path:
+    """``git -c core.symlinks=false clone`` of a commit of the working tree as it is now.
+
+    The commit holds every file of the working tree that git would add (tracked files with their
+    changes, new files, less what .gitignore leaves out). It is made in a scratch repository
+    whose work tree is the checkout, so the checkout's own index, refs and objects stay as they
+    were.
+    """
+    scratch = out / "snapshot.git"
+    _git("init", "-q", "--bare", scratch, cwd=out)
+    tree = ["--git-dir", scratch, "--work-tree", ROOT]
+    _git(*tree, "add", "-A", cwd=ROOT)
+    _git(*tree, "commit", "-q", "--no-verify", "-m", "working tree snapshot", cwd=ROOT)
+    clone = out / "checkout"
+    _git("-c", "core.symlinks=false", "clone", "-q", scratch, clone, cwd=out)
+    return clone
+
+
+def tracked_symlinks(checkout: Path) -> list[str]:
+    """The paths that the checkout's HEAD commit stores as symbolic links (mode 120000)."""
+    listing = _git("ls-tree", "-r", "HEAD", cwd=checkout)
+    return [line.split("\t", 1)[1] for line in listing.splitlines() if line.startswith("120000")]
+
+
+def only(paths: list[Path]) -> Path:
+    assert len(paths) == 1, paths
+    return paths[0]
+
+
+def python_m_build(checkout: Path, out: Path) -> tuple[Path, Path]:
+    """``python -m build``: the sdist, then the wheel that ``build`` makes from that sdist."""
+    run([sys.executable, "-m", "build", "--outdir", out, checkout], cwd=checkout)
+    return only(sorted(out.glob("turnfork-*.tar.gz"))), only(sorted(out.glob("turnfork-*.whl")))
+
+
+def build_wheel(checkout: Path, out: Path) -> Path:
+    """``pip wheel .`` in the checkout (an isolated build, as a user's)."""
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", out, "."], cwd=checkout)
+    return only(sorted(out.glob("turnfork-*.whl")))
 
 
 def wheel_requirements(wheel: Path) -> list[str]:
@@ -91,8 +135,10 @@ class Venv:
         out = self.py("import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout
         return Path(out.strip())
 
-    def pip(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
-        return run([self.python, "-m", "pip", "install", "-q", *args], cwd=self.scratch)
+    def pip(self, *args: str | Path, cwd: Path | None = None,
+            ) -> subprocess.CompletedProcess[str]:
+        """``pip install -q ARGS`` run from ``cwd`` (the scratch directory if not given)."""
+        return run([self.python, "-m", "pip", "install", "-q", *args], cwd=cwd or self.scratch)
 
     def py(self, code: str, *, check: bool = True) -> subprocess.CompletedProcess[str]:
         """``python -I -c code``: isolated, so only what is installed can be imported."""
@@ -109,6 +155,57 @@ def make_venv(root: Path) -> Venv:
     scratch = root.parent / f"{root.name}-scratch"
     scratch.mkdir()
     return Venv(root=root, scratch=scratch)
+
+
+@dataclass(frozen=True)
+class WheelInstall:
+    """turnfork's wheel installed (not editable) into a fresh environment."""
+
+    wheel: Path
+    venv: Venv
+    #: site-packages' top level before and after the wheel itself went in (its
+    #: dependencies were installed first, so the difference is what turnfork put there).
+    before: frozenset[str]
+    after: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Built:
+    """What ``python -m build`` wrote: the sdist, and the wheel it built from that sdist."""
+
+    sdist: Path
+    wheel: Path
+
+
+#: Every way a user builds and installs turnfork, each tested in a fresh environment.
+BUILD_PATHS = (
+    "python -m build: the wheel built from the sdist",
+    "pip install the sdist",
+    "pip install .",
+    "pip install -e .",
+    "pip wheel .",
+)
+
+
+@dataclass(frozen=True)
+class Installed:
+    """turnfork installed one of the ``BUILD_PATHS`` ways into a fresh environment."""
+
+    how: str
+    venv: Venv
+    #: The clone it was built from.
+    checkout: Path
+
+    @property
+    def editable(self) -> bool:
+        return self.how == "pip install -e ."
+
+    def package_folders(self) -> tuple[Path, Path, Path]:
+        """Where ``turnfork``, ``turnfork.core`` and ``turnfork.shell`` must load from."""
+        if self.editable:
+            return (self.checkout / "turnfork", self.checkout / "core", self.checkout / "shell")
+        package = self.venv.site_packages.resolve() / "turnfork"
+        return package, package / "core", package / "shell"
 
 
 def _record_hash(data: bytes) -> str:

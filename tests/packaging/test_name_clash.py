@@ -45,9 +45,10 @@ def test_turnfork_imports_its_own_core_and_shell(install: str,
     expected = _expected_package(venv, install)
     assert version == repo_version()
     assert Path(package) == expected
-    # In the checkout turnfork/core and turnfork/shell are links to the top-level folders.
-    assert Path(core) == (expected / "core").resolve()
-    assert Path(shell) == (expected / "shell").resolve()
+    if install == "wheel_then_rivals":
+        assert (Path(core), Path(shell)) == (expected / "core", expected / "shell")
+    else:  # editable: the checkout's top-level folders
+        assert (Path(core), Path(shell)) == (ROOT / "core", ROOT / "shell")
 
 
 @pytest.mark.parametrize("install", INSTALLS)
@@ -71,11 +72,15 @@ def test_the_rivals_keep_their_own_packages(install: str,
         assert changed_files(site, distribution) == [], distribution
 
 
-
-def test_the_editable_install_adds_one_path_line(rivals_then_editable: Venv) -> None:
-    """`pip install -e` adds a `.pth` naming `.editable/` and the dist-info, and no package."""
+def test_the_editable_install_adds_two_path_lines_and_no_package(rivals_then_editable: Venv,
+                                                                 ) -> None:
+    """`pip install -e` adds a `.pth` naming `.editable/`, one importing the finder from there,
+    and the dist-info; no package, so the rivals' files are untouched."""
     site = rivals_then_editable.site_packages
     recorded = {path.split("/", 1)[0] for path, _ in record_entries(site, "turnfork")}
-    assert recorded == {"_turnfork.pth", f"turnfork-{repo_version()}.dist-info", ".."}, recorded
+    assert recorded == {"_turnfork.pth", "_turnfork_editable.pth",
+                        f"turnfork-{repo_version()}.dist-info", ".."}, recorded
     assert (site / "_turnfork.pth").read_text(encoding="utf-8").split() == [
         str(ROOT / ".editable")]
+    assert (site / "_turnfork_editable.pth").read_text(encoding="utf-8") == (
+        "import _turnfork_editable\n")

@@ -1,15 +1,16 @@
-"""turnfork installed from its wheel (not editable) into a fresh environment, as a user would
-(issue 11.1, 11.2): one import package, ``python -m turnfork``, the ``turnfork`` command, and a
-wheel that carries its licence and ``py.typed``."""
+"""turnfork's wheels, as `python -m build` (from its sdist) and `pip wheel .` build them, and one
+installed (not editable) into a fresh environment, as a user would (issue 11.1, 11.2, 22): one
+import package holding every module of `core/` and `shell/`, its licence and `py.typed`; and
+site-packages gets nothing but that package and its dist-info."""
 
 from __future__ import annotations
 
 import zipfile
+from email.parser import Parser
 from pathlib import Path
 
 import pytest
-from _packaging import CLOSED_LOG, ROOT, USER_SCRIPT, record_entries, repo_version, run
-from conftest import WheelInstall
+from _packaging import ROOT, WheelInstall, record_entries, repo_version
 
 pytestmark = pytest.mark.slow
 
@@ -19,13 +20,13 @@ def _members(wheel: Path) -> list[str]:
         return archive.namelist()
 
 
-def test_the_wheel_holds_one_package_its_licence_and_py_typed(wheel: Path) -> None:
+def test_the_wheel_holds_one_package_its_licence_and_py_typed(any_wheel: Path) -> None:
     """The wheel's top level is `turnfork/` and its dist-info; LICENSE and py.typed are in it."""
-    members = _members(wheel)
+    members = _members(any_wheel)
     dist_info = f"turnfork-{repo_version()}.dist-info"
     assert {m.split("/", 1)[0] for m in members} == {"turnfork", dist_info}, sorted(members)
     assert "turnfork/py.typed" in members
-    with zipfile.ZipFile(wheel) as archive:
+    with zipfile.ZipFile(any_wheel) as archive:
         licence = archive.read(f"{dist_info}/licenses/LICENSE")
         metadata = archive.read(f"{dist_info}/METADATA").decode("utf-8")
     assert licence == (ROOT / "LICENSE").read_bytes()
@@ -34,14 +35,31 @@ def test_the_wheel_holds_one_package_its_licence_and_py_typed(wheel: Path) -> No
     assert "Requires-Python: >=3.11" in metadata
 
 
-def test_the_wheel_holds_every_module_of_core_and_shell_and_nothing_else(wheel: Path) -> None:
-    """Every `.py` under core/ and shell/ is in the wheel under turnfork/, and only sources."""
-    package = {m for m in _members(wheel) if m.startswith("turnfork/")}
-    expected = {"turnfork/__init__.py", "turnfork/__main__.py", "turnfork/py.typed"}
-    for part in ("core", "shell"):
-        expected |= {f"turnfork/{part}/{p.relative_to(ROOT / part).as_posix()}"
+def test_the_wheel_holds_every_module_of_core_and_shell_and_nothing_else(any_wheel: Path,
+                                                                        ) -> None:
+    """Every `.py` under core/ and shell/ is in the wheel under turnfork/, byte for byte, and
+    only sources (no cache, no editable finder)."""
+    package = {m for m in _members(any_wheel) if m.startswith("turnfork/")}
+    expected = {"turnfork/py.typed": ROOT / "turnfork" / "py.typed"}
+    for part in ("turnfork", "core", "shell"):  # turnfork/'s own modules, then the mapped parts
+        prefix = "turnfork/" if part == "turnfork" else f"turnfork/{part}/"
+        expected |= {f"{prefix}{p.relative_to(ROOT / part).as_posix()}": p
                      for p in (ROOT / part).rglob("*.py") if "__pycache__" not in p.parts}
-    assert package == expected
+    assert package == set(expected)
+    with zipfile.ZipFile(any_wheel) as archive:
+        changed = [m for m, source in expected.items() if archive.read(m) != source.read_bytes()]
+    assert changed == []
+
+
+def test_zstandard_is_a_dependency_and_the_zstd_extra_an_empty_alias(any_wheel: Path) -> None:
+    """Reading DSH's default `.zstd` logs needs no extra; `turnfork[zstd]` still resolves."""
+    with zipfile.ZipFile(any_wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = Parser().parsestr(archive.read(name).decode("utf-8"))
+    requirements = metadata.get_all("Requires-Dist") or []
+    assert "zstandard>=0.22" in requirements
+    assert "zstd" in (metadata.get_all("Provides-Extra") or [])
+    assert not [r for r in requirements if "extra == 'zstd'" in r or 'extra == "zstd"' in r]
 
 
 def test_site_packages_gets_only_turnfork_and_its_dist_info(wheel_install: WheelInstall,
@@ -56,33 +74,3 @@ def test_site_packages_gets_only_turnfork_and_its_dist_info(wheel_install: Wheel
     assert recorded == {"turnfork", dist_info, ".."}, recorded
     assert {p for p, _ in record_entries(site, "turnfork") if p.startswith("..")} == {
         "../../../bin/turnfork"}
-
-
-def test_a_user_imports_turnfork_its_core_and_its_shell(wheel_install: WheelInstall) -> None:
-    """`import turnfork`, `turnfork.core`, `turnfork.shell` load from site-packages and work."""
-    venv = wheel_install.venv
-    version, package, core, shell = venv.py(USER_SCRIPT).stdout.split()
-    site = venv.site_packages.resolve()
-    assert version == repo_version()
-    assert (Path(package), Path(core), Path(shell)) == (
-        site / "turnfork", site / "turnfork" / "core", site / "turnfork" / "shell")
-
-
-@pytest.mark.parametrize("name", ["core", "shell"])
-def test_no_top_level_core_or_shell_is_installed(wheel_install: WheelInstall, name: str) -> None:
-    """`import core` / `import shell` find nothing: turnfork claims no such names."""
-    done = wheel_install.venv.py(f"import {name}", check=False)
-    assert done.returncode == 1
-    assert f"ModuleNotFoundError: No module named '{name}'" in done.stderr
-
-
-def test_python_dash_m_turnfork_is_the_turnfork_command(wheel_install: WheelInstall) -> None:
-    """`python -m turnfork` and the `turnfork` script print the same version and check alike."""
-    venv = wheel_install.venv
-    module = run([venv.python, "-I", "-m", "turnfork", "--version"], cwd=venv.scratch)
-    script = run([venv.script("turnfork"), "--version"], cwd=venv.scratch)
-    assert module.stdout == script.stdout == f"turnfork {repo_version()}\n"
-    checked = [run([*command, "check", CLOSED_LOG], cwd=venv.scratch)
-               for command in ([venv.python, "-I", "-m", "turnfork"], [venv.script("turnfork")])]
-    assert checked[0].stdout == checked[1].stdout
-    assert "valid and closed: 259 events" in checked[0].stdout

@@ -119,7 +119,7 @@ def run_agent(store: SessionStore, template: str,
         host = Host(store=store, clock=ManualClock(1_700_000_000_000, step=3),
                     ids=CountingIds("m-"))
         model = ScriptedModel()
-        host.models.register("scripted", model)
+        host.models.register("scripted", model, retry=None)  # the template ends a turn RATE_LIMIT
         host.tools.register(Tool("read", "read a file", {"type": "object"}, _read,
                                  concurrency_safe=True))
         host.tools.register(Tool("write", "write a file", {"type": "object"}, _write))

@@ -763,8 +763,10 @@ class ContinuableLifecycle(RuleBasedStateMachine):
         """Dispose a resident child (its caller cancelled at any point: teardown goes on)."""
         self._feed_parent()
         child = self.children[pick % len(self.children)]
-        self._run(self._cancel_after(
-            self.manager.drain_children(self.parent, [child.id]), cancel))
+        async def drain() -> None:  # begun inside the loop: it cancels the child at once
+            await self.manager.drain_children(self.parent, [child.id])
+
+        self._run(self._cancel_after(drain(), cancel))
 
     @precondition(lambda self: self.children)
     @rule(pick=PICK)

@@ -2,10 +2,12 @@
 
 Minimal HTTP/1.1 over ``asyncio.start_server`` on 127.0.0.1 with an ephemeral port: one request
 per connection, each answered by the next :class:`Reply` of the script, either a JSON error
-body or a ``text/event-stream`` of ``data: {...}`` events in a chunked body. It records every
-request it got (path, headers, raw and decoded JSON body). A reply can end normally, end the
-body cleanly without ``[DONE]``, drop the connection mid-body (no terminating chunk), flood
-the client with bytes, or hang until the client goes away.
+body or a ``text/event-stream`` of ``data: {...}`` events in a chunked body (or, for a server
+that ignores ``"stream": true``, a ``200`` with a JSON body). It records every request it got
+(path, headers, raw and decoded JSON body). A reply can end normally, end the body cleanly
+without ``[DONE]``, drop the connection mid-body (no terminating chunk), flood the client with
+bytes, trickle events forever, or hang until the client goes away. ``port`` set before entering
+serves on that port (a test can start the server late, on a port a client already tried).
 
 With ``prefix_cache=True`` the server does a provider's prompt-cache accounting and appends a
 usage-only chunk to every streamed reply (see :func:`prompt_bytes`, :func:`cached_tokens`).
@@ -57,7 +59,7 @@ class Reply:
     headers: tuple[tuple[str, str], ...] = ()
     #: SSE payloads for a 200 reply: dicts are sent as JSON, strings verbatim.
     events: tuple[dict[str, Any] | str, ...] = ()
-    #: The JSON body of an error reply.
+    #: The JSON body of an error reply (with ``status=200``: the whole answer, as JSON).
     body: dict[str, Any] | None = None
     #: Bytes sent verbatim after the events (each item in its own HTTP chunk), before the end.
     tail: tuple[bytes, ...] = ()
@@ -66,10 +68,13 @@ class Reply:
     #: until the client closes the connection; ``stall``: send nothing at all (not even
     #: headers) until the client closes; ``flood``: send ``flood`` bytes over and over until
     #: the client closes; ``linger``: send ``data: [DONE]`` but hold the body open (no
-    #: terminating chunk) until the client closes.
-    end: Literal["done", "eof", "drop", "hang", "stall", "flood", "linger"] = "done"
+    #: terminating chunk) until the client closes; ``trickle``: after the events, one more
+    #: event every ``trickle_every`` seconds, never ending, until the client closes.
+    end: Literal["done", "eof", "drop", "hang", "stall", "flood", "linger", "trickle"] = "done"
     #: What ``end="flood"`` repeats.
     flood: bytes = b"x" * 65536
+    #: Seconds between two events of ``end="trickle"``.
+    trickle_every: float = 0.02
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,7 +176,7 @@ class FakeOpenAI:
 
     async def __aenter__(self) -> FakeOpenAI:
         self._script = deque(self.replies)
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
@@ -190,7 +195,10 @@ class FakeOpenAI:
         assert task is not None
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        await self._serve(reader, writer)
+        # Cancelled on exit while it still serves (a trickle, say): that is its end, not an
+        # error for asyncio's server callback to report.
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._serve(reader, writer)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -233,7 +241,7 @@ class FakeOpenAI:
             await self._hold(reader)
             return
         extra = "".join(f"{k}: {v}\r\n" for k, v in reply.headers)
-        if reply.status != 200:
+        if reply.status != 200 or reply.body is not None:
             payload = json.dumps(reply.body or {}).encode()
             writer.write(
                 f"HTTP/1.1 {reply.status} Scripted\r\nContent-Type: application/json\r\n"
@@ -264,6 +272,15 @@ class FakeOpenAI:
             return
         if reply.end == "drop":
             writer.transport.abort()
+            return
+        if reply.end == "trickle":
+            with contextlib.suppress(ConnectionError):
+                while not writer.is_closing():
+                    await asyncio.sleep(reply.trickle_every)
+                    self._write_chunk(writer, f"data: {json.dumps(chunk({'content': '.'}))}\n\n"
+                                      .encode())
+                    await writer.drain()
+            self.disconnected.set()
             return
         if reply.end == "hang":
             await self._hold(reader)

@@ -82,7 +82,7 @@ def test_after_a_restart_the_parent_lists_and_continues_its_child(tmp_path: Path
             Reply.text("parent noted again")])
         parent = host.create_agent(parent_id, provider="parent", model="test-model",
                                    approval=True)
-        (listed,) = manager(host).list_children(parent.id)
+        (listed,) = await manager(host).list_children(parent.id)
         assert (listed.id, listed.label, listed.mode, listed.live) == (
             child_id, "durable task", "continuable", False)
         await manager(host).followup(parent, child_id, "continue please")

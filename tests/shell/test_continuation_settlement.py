@@ -179,6 +179,7 @@ def test_a_drained_child_is_stopped_without_waking_its_parent(tmp_path: Path) ->
         model.add(Reply.hang("working"))
         child_id = await start(host, parent)
         await eventually(lambda: model.calls == 1)
+        await asyncio.sleep(0.01)  # the whole text streamed before the hang
         await manager(host).drain()
         end = lifecycle.ends(child_id)[0]
         assert end.stop_reason == "aborted"

@@ -21,6 +21,7 @@ from fake_openai_server import (
     resolve_to_loopback,
     usage_chunk,
 )
+from msgspec import UNSET
 
 from turnfork.core import (
     AssistantMessage,
@@ -371,8 +372,8 @@ def test_unset_config_and_no_tools_are_not_sent() -> None:
     (400, {"error": {"message": "Invalid 'messages'"}}, "INVALID_REQUEST"),
     (422, {"error": {"message": "Unprocessable"}}, "INVALID_REQUEST"),
     (429, {"error": {"message": "quota", "code": "insufficient_quota"}}, "QUOTA"),
-    (500, {"error": {"message": "boom"}}, "SERVER_ERROR"),
-    (503, {"error": {"message": "overloaded"}}, "UNAVAILABLE"),
+    (500, {"error": {"message": "boom"}}, "SERVER"),
+    (503, {"error": {"message": "overloaded"}}, "SERVER"),
     (409, {"error": {"message": "conflict"}}, "UNKNOWN"),
 ])
 def test_http_status_maps_to_failure_code(status: int, body: dict[str, Any], code: str) -> None:
@@ -397,7 +398,8 @@ def test_rate_limit_carries_retry_after(header: tuple[str, str], expected_ms: fl
 
 
 def test_retry_after_http_date_is_converted_to_a_delay() -> None:
-    """Ensures that an HTTP-date Retry-After becomes the delay to that date, never negative."""
+    """Ensures that an HTTP-date Retry-After becomes the delay to that date; a date already
+    past is no instruction at all (DSH's adapter: only a positive delay counts)."""
     soon = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=120), usegmt=True)
     past = "Wed, 21 Oct 2015 07:28:00 GMT"
     delays = []
@@ -407,17 +409,32 @@ def test_retry_after_http_date_is_converted_to_a_delay() -> None:
         delays.append(_failure(chunks).provider_retry_after_ms)
     assert isinstance(delays[0], float)
     assert 0 < delays[0] <= 120_000
-    assert delays[1] == 0.0
+    assert delays[1] is UNSET
 
 
-def test_connection_dropped_mid_stream_is_network_error() -> None:
-    """Ensures that a dropped connection keeps streamed deltas, then ends NETWORK (no block-end)."""
+@pytest.mark.parametrize(("header", "expected"), [
+    (("retry-after", "0"), UNSET), (("retry-after-ms", "0"), UNSET),
+    (("retry-after", "-3"), UNSET), (("retry-after", "soon"), UNSET),
+    (("retry-after", "1e30"), float(2**53 - 1)),
+])
+def test_a_retry_after_that_is_no_positive_delay_is_left_out(header: tuple[str, str],
+                                                             expected: object) -> None:
+    """Zero, negative or unreadable: no providerRetryAfterMs (the failure stays one DSH's
+    retry invariant accepts); a huge one is kept as the largest delay a log can hold."""
+    chunks, _ = _stream(Reply(status=429, headers=(header,),
+                              body={"error": {"message": "slow down"}}))
+    assert _failure(chunks).provider_retry_after_ms == expected
+
+
+def test_connection_dropped_mid_stream_is_a_transport_error() -> None:
+    """Ensures that a dropped connection keeps streamed deltas, then ends TRANSPORT (DSH's code,
+    which its default policy retries; no block-end)."""
     chunks, _ = _stream(Reply(events=(chunk({"content": "par"}), chunk({"content": "tial"})),
                               end="drop"))
     assert chunks[:3] == [BlockStart(index=0, block_type="text"),
                           TextDelta(index=0, text="par"), TextDelta(index=0, text="tial")]
     assert len(chunks) == 4
-    assert _failure(chunks).code == "NETWORK"
+    assert _failure(chunks).code == "TRANSPORT"
 
 
 def test_error_event_mid_stream_is_an_error_finish() -> None:
@@ -431,8 +448,8 @@ def test_error_event_mid_stream_is_an_error_finish() -> None:
     assert (failure.code, failure.request_id) == ("CONTEXT_WINDOW_EXCEEDED", "req-9")
 
 
-def test_connection_refused_is_network_error() -> None:
-    """Ensures that an endpoint nobody listens on ends the stream NETWORK."""
+def test_connection_refused_is_a_transport_error() -> None:
+    """Ensures that an endpoint nobody listens on ends the stream TRANSPORT."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -444,7 +461,7 @@ def test_connection_refused_is_network_error() -> None:
 
     chunks = asyncio.run(main())
     assert len(chunks) == 1
-    assert _failure(chunks).code == "NETWORK"
+    assert _failure(chunks).code == "TRANSPORT"
 
 
 def test_stalled_stream_times_out() -> None:

@@ -94,12 +94,13 @@ def test_stream_cut_before_done_is_a_network_error(cut: str) -> None:
     assert not any(isinstance(c, UsageChunk) for c in chunks)
 
 
-def test_dropped_connection_after_the_finish_reason_is_a_network_error() -> None:
-    """Ensures that a socket dropped after finish_reason (no terminating chunk) is NETWORK too."""
+def test_dropped_connection_after_the_finish_reason_is_a_transport_error() -> None:
+    """Ensures that a socket dropped after finish_reason (no terminating chunk) is no answer
+    either: TRANSPORT, a broken connection (a clean end of the body is NETWORK)."""
     chunks = _stream(Reply(events=FINISHED, end="drop"))
     last = chunks[-1]
     assert isinstance(last, FinishChunk) and isinstance(last.reason, FinishError)
-    assert last.reason.failure.code == "NETWORK"
+    assert last.reason.failure.code == "TRANSPORT"
     assert [c.text for c in chunks if isinstance(c, TextDelta)] == ["The ans", "wer is", " 42."]
 
 
@@ -178,6 +179,7 @@ def test_truncated_child_stream_gives_the_parent_an_error_result(tmp_path: Path)
     assert isinstance(block, ToolResultBlock) and block.is_error
     text = "".join(b.text for b in block.content if isinstance(b, TextBlock))
     assert text == ("Error: subagent run failed\n"
+                    f"Diagnostic: NETWORK: {TRUNCATED}\n"
                     "Partial output before the run ended:\nThe answer is")
     child_ends = [e.data.reason for e in child_events if isinstance(e, TurnEndEvent)]
     assert child_ends[-1] == TurnError(error=LlmFailure(message=TRUNCATED, code="NETWORK"))

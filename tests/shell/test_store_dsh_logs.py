@@ -42,8 +42,8 @@ def _place(root: Path, header: SessionHeader, text: bytes, compression: str) -> 
 
 
 def test_fixture_sets_are_present() -> None:
-    """The test really covers the DSH logs (two runtime dumps, 18 committed sessions)."""
-    assert len(GENERATED) == 2 and len(PROJECTED) == 18
+    """The test really covers the DSH logs (two runtime dumps, 19 committed sessions)."""
+    assert len(GENERATED) == 2 and len(PROJECTED) == 19
 
 
 @pytest.mark.parametrize("compression", ["none", "zstd"])

@@ -131,7 +131,8 @@ def test_refusals_in_dshs_words(tmp_path: Path) -> None:
     async def main() -> None:
         host, parent, model, child_model, _jobs = _host(tmp_path, tools=False)
         SubagentTool(provider="spawn", tool_name="plain_subagent",
-                     agent_options=AgentOptions(provider="child")).install(host)
+                     agent_options=AgentOptions(provider="child"),
+                     enable_run_in_background=False).install(host)
         no_registry = SubagentTool(provider="spawn", tool_name="no_jobs",
                                    enable_run_in_background=True)
         no_registry.install(host)

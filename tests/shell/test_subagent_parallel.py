@@ -73,7 +73,7 @@ def test_ten_sibling_forks_one_failing() -> None:
         parent.followup("fan out")
         await parent.when_idle()
         expected = [f"answer {n}" for n in range(10)]
-        expected[7] = "Error: subagent run failed"
+        expected[7] = "Error: subagent run failed\nDiagnostic: AUTH: bad key"
         assert result_texts(parent.session.events) == expected
         children = list(recorder.children.values())
         assert len(children) == 10 and len(host.agents) == 1

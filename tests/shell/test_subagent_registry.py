@@ -10,12 +10,14 @@ from msgspec import Raw
 from turnfork.core import Capabilities, ToolRestriction
 from turnfork.shell import (
     ALL_CAPABILITIES,
+    AbortController,
     ForkProvider,
     Reply,
     SpawnProvider,
     SubagentRuntime,
     SubagentStartError,
 )
+from turnfork.shell.subagents import SubagentAbortedError
 
 
 def test_runtime_attaches_to_the_host() -> None:
@@ -136,6 +138,40 @@ def test_unregistering_stops_new_starts_but_not_existing_runs() -> None:
         assert [p.provider_name for p in host.subagents.list()] == ["fork"]
         await held.dispose()
         assert model.calls == 1
+        await finish(parent, recorder)
+
+    run(main)
+
+
+def test_no_provider_is_handed_a_start_whose_signal_already_aborted() -> None:
+    """A start whose signal aborted before the call is refused by the runtime itself
+    (``SubagentAbortedError``, DSH's text) after its request checks and before any provider is
+    called — a custom provider included (on earlier code the custom provider got the aborted
+    signal, and a background job killed before its start ran never settled)."""
+
+    class Custom:
+        provider_name = "custom"
+        capabilities = ALL_CAPABILITIES
+        inherits_parent_context = False
+
+        def __init__(self) -> None:
+            self.calls: list[object] = []
+
+        async def start(self, *args: object, **kwargs: object) -> object:
+            self.calls.append(args)
+            raise AssertionError("never called")
+
+    async def main() -> None:
+        host, parent, _, recorder = subagent_host()
+        custom = Custom()
+        host.subagents.register_provider(custom)  # type: ignore[arg-type]
+        controller = AbortController()
+        controller.abort("gave up")
+        with pytest.raises(SubagentAbortedError, match="subagent request was aborted before "
+                                                       "child publication"):
+            await host.subagents.start("custom", request("p"), parent=parent,
+                                       signal=controller.signal)
+        assert custom.calls == [] and recorder.events == []
         await finish(parent, recorder)
 
     run(main)

@@ -108,7 +108,8 @@ def test_tool_schema_and_visibility_follow_the_provider() -> None:
         spawn_tool.install(host)
         registered = host.tools.get("subagent_fork")
         assert registered is not None and host.tools.get("subagent") is None
-        assert registered.schema == subagent_tool_schema(True, "subagent_fork")
+        # DSH's default offers run_in_background (tool-subagent.spec.ts:103)
+        assert registered.schema == subagent_tool_schema(True, "subagent_fork", "one-shot")
         assert registered.concurrency_safe
         host.subagents.unregister_provider("fork")
         assert "subagent_fork" not in host.tools and not tool.visible
@@ -225,7 +226,8 @@ def test_a_child_route_without_a_model_fails_the_childs_turn() -> None:
     """A child model route no model serves is not refused up front: the child is created, its
     turn ends ``error`` naming the route, and the parent reads ``subagent run failed`` (DSH
     subagent-in-process-driver.spec.ts "stamps only the resolved depth when neither parent nor
-    request declares a model route": the turn fails in the request, not the start)."""
+    request declares a model route": the turn fails in the request, not the start), with the
+    child's failure as its diagnostic (ours: DSH's in-process providers give none)."""
 
     async def main() -> None:
         host, parent, _, recorder = subagent_host([_call("d", "p"), Reply.text("ok")])
@@ -233,7 +235,9 @@ def test_a_child_route_without_a_model_fails_the_childs_turn() -> None:
                      agent_options=AgentOptions(provider="missing")).install(host)
         parent.followup("go")
         await parent.when_idle()
-        assert result_texts(parent.session.events) == ["Error: subagent run failed"]
+        assert result_texts(parent.session.events) == [
+            "Error: subagent run failed\nDiagnostic: UNKNOWN: no model registered for provider "
+            "'missing'"]
         child = recorder.child()
         (reason,) = turn_ends(child.session.events)
         assert isinstance(reason, TurnError)

@@ -1,0 +1,62 @@
+"""Mutants that cannot change behaviour, each with the reason.
+
+Keyed by module (short name) and :attr:`Mutant.key <benchmarks.mutation.operators.Mutant.key>`
+(``scope: `before` -> `after```, no line number, so the list survives edits around them; ``#n``
+tells apart the same change made at the n-th place in one scope). A key listed here that a run
+kills is reported as stale; one that no longer exists, too.
+"""
+
+from __future__ import annotations
+
+__all__ = ["EQUIVALENT"]
+
+EQUIVALENT: dict[str, dict[str, str]] = {
+    "seed": {
+        # `return type(self)(self._source, max(stop, 0))`, reached only with step == 1
+        "SequencePrefix.__getitem__: `0` -> `-1 #2`":
+            "with step 1, slice.indices clamps stop into 0..length, so max(stop, -1) is "
+            "max(stop, 0): both are stop",
+        # `len(other) == self._length and all(... zip(self, other, strict=True))`
+        "SequencePrefix.__eq__: `True` -> `False`":
+            "zip's strict check fires only on sequences of different lengths, and the "
+            "length comparison before it has already returned False for those",
+    },
+    "trace": {
+        # `len(blocks) != 1 or not isinstance(blocks[0], ...) or blocks[0].tool_call_id != ...`
+        "_Tracer._tool_result: `0` -> `-1`":
+            "len(blocks) != 1 is tested first, so blocks[-1] is blocks[0]",
+        "_Tracer._tool_result: `0` -> `-1 #2`":
+            "len(blocks) != 1 is tested first, so blocks[-1] is blocks[0]",
+        "_Tracer._tool_result: `0` -> `-1 #3`":
+            "blocks holds exactly one block here (the shape rule above), so blocks[-1] is "
+            "blocks[0]",
+        # `(data.turn, data.step, data.message.id, data.message.source, block.tool_call_id, …)`
+        "_without_result_content: `block.tool_call_id` -> `(entry dropped)`":
+            "the shape rule, checked first, makes a result's block.tool_call_id its message "
+            "source's callId, and the source is still compared",
+    },
+    "codec": {
+        # `if not projected: fast = _decode_fast(data) ...` in _decode_body
+        "_decode_body: `not projected` -> `projected`":
+            "the fast path only ever answers as the line-by-line path does (or gives up); "
+            "skipping it, or trying it on projected records, which have no seq and always "
+            "make it give up, leaves every answer the same",
+        # `data[data.rfind(b"\n", 0, at) + 1:...]`, the line a -0 candidate sits on
+        "_line_around: `0` -> `1`":
+            "the line differs only by a leading newline when the data starts with one; its "
+            "one reader, the fast path's -0 check, may then give up where it went on, and "
+            "the line-by-line path gives the same answer",
+    },
+    "closers": {
+        # `if turn is None: return ()` at the top of closing_events
+        "closing_events: `return ()` -> `pass`":
+            "with no open turn a trace has no pending call and its phase is IDLE, whose "
+            "closing walk is empty: the rest of the function returns () as well",
+    },
+    "grammar": {
+        # `while frontier and Phase.IDLE not in paths:` in the breadth-first search
+        "_walk: `frontier and Phase.IDLE not in paths` -> `frontier or Phase.IDLE not in paths`":
+            "searching on once IDLE is reached only adds phases not reached yet, so IDLE's "
+            "path stays as found (and the search still ends: the frontier empties)",
+    },
+}

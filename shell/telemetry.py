@@ -1,0 +1,301 @@
+"""Optional OpenTelemetry spans for turns, steps, model calls and child runs.
+
+Rules:
+
+* The ``otel`` extra (``opentelemetry-api``) turns them on; without it nothing is imported and
+  every hook is skipped (an agent holds ``None`` instead of its spans). The API is imported on
+  first use, never by ``import turnfork``.
+* Spans go to the tracer provider a :class:`~turnfork.shell.Host` was given
+  (``tracer_provider=``), else to OpenTelemetry's global one (a no-op until the application
+  sets one up).
+* The names and attributes are the GenAI semantic conventions' where one applies:
+
+  ==================  ==============================================================
+  span                what
+  ==================  ==============================================================
+  ``invoke_agent``    one turn (``gen_ai.operation.name`` ``invoke_agent``,
+                      ``gen_ai.agent.id``, ``gen_ai.conversation.id``, usage summed
+                      over its model calls, ``turnfork.turn``,
+                      ``turnfork.stop_reason``)
+  ``step``            one step of a turn (``turnfork.turn``, ``turnfork.step``)
+  ``chat <model>``    one model call (``chat``, ``gen_ai.provider.name``,
+                      ``gen_ai.request.model``, ``gen_ai.request.max_tokens``,
+                      ``gen_ai.usage.*``, ``gen_ai.response.finish_reasons``)
+  ``subagent <p>``    one child run through provider ``p`` (``invoke_agent``,
+                      ``gen_ai.agent.id`` the child's, ``turnfork.parent.id``,
+                      ``turnfork.subagent.provider``, ``turnfork.stop_reason``)
+  ==================  ==============================================================
+
+  A failure sets ``error.type`` (the DSH failure code, or the exception's class) and the
+  span's status to error. Spans carry no prompt or model text.
+* Nesting follows the work: a turn's span is a child of whatever span was current where the
+  agent was woken, a step's of its turn, a model call's of its step; tools run with their
+  step's span current, so a child run started by a tool nests under it, and the child's turns
+  under the child run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from msgspec import UnsetType
+
+from ..core import (
+    FinishAborted,
+    FinishChunk,
+    FinishError,
+    FinishReason,
+    LlmCallConfig,
+    LlmFailure,
+    StepStartEvent,
+    TokenUsage,
+    TurnEndEvent,
+    TurnError,
+    TurnStartEvent,
+    UsageChunk,
+    stop_reason_for,
+)
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.trace import Span, Tracer
+
+__all__ = ["Telemetry", "AgentSpans", "ModelCallSpan", "RunSpan"]
+
+#: The imported API, once looked for: ``(trace, context)``, or ``False`` when it is absent.
+_API: Any = None
+
+
+def _api() -> Any:
+    global _API  # noqa: PLW0603 - imported once per process, on first use
+    if _API is None:
+        try:
+            from opentelemetry import context, trace  # noqa: PLC0415 - the optional extra
+        except ImportError:
+            _API = False
+        else:
+            _API = (trace, context)
+    return _API
+
+
+def _usage_attributes(usage: TokenUsage) -> dict[str, int]:
+    cache_read = 0 if isinstance(usage.cache_read_tokens, UnsetType) else usage.cache_read_tokens
+    cache_write = (0 if isinstance(usage.cache_write_tokens, UnsetType)
+                   else usage.cache_write_tokens)
+    # DSH counts cached input apart; the conventions' input count includes it.
+    attributes = {"gen_ai.usage.input_tokens": usage.input_tokens + cache_read + cache_write,
+                  "gen_ai.usage.output_tokens": usage.output_tokens}
+    if not isinstance(usage.cache_read_tokens, UnsetType):
+        attributes["gen_ai.usage.cache_read.input_tokens"] = cache_read
+    if not isinstance(usage.cache_write_tokens, UnsetType):
+        attributes["gen_ai.usage.cache_creation.input_tokens"] = cache_write
+    return attributes
+
+
+def _fail(span: Span, error_type: str, description: str) -> None:
+    trace, _ = _API
+    span.set_attribute("error.type", error_type)
+    span.set_status(trace.Status(trace.StatusCode.ERROR, description))
+
+
+class Telemetry:
+    """Where spans go: a host's tracer, when OpenTelemetry's API is installed.
+
+    ``tracer_provider``: an OpenTelemetry ``TracerProvider``; ``None``: the global one.
+    """
+
+    def __init__(self, tracer_provider: Any | None = None) -> None:
+        self.tracer_provider = tracer_provider
+        self._tracer: Tracer | None = None
+
+    @property
+    def tracer(self) -> Tracer | None:
+        """The tracer (``None`` without the ``otel`` extra)."""
+        if self._tracer is None:
+            api = _api()
+            if not api:
+                return None
+            from .. import __version__  # noqa: PLC0415 - the package's, only once
+
+            self._tracer = api[0].get_tracer("turnfork", __version__,
+                                             tracer_provider=self.tracer_provider)
+        return self._tracer
+
+    def agent_spans(self, agent_id: str) -> AgentSpans | None:
+        """The spans of one agent's turns (``None`` without the extra)."""
+        tracer = self.tracer
+        return None if tracer is None else AgentSpans(tracer, agent_id)
+
+    def run_span(self, child_id: str, parent_id: str, provider: str) -> RunSpan | None:
+        """The span of one child run, started now (``None`` without the extra)."""
+        tracer = self.tracer
+        return None if tracer is None else RunSpan(tracer, child_id, parent_id, provider)
+
+
+class ModelCallSpan:
+    """One model call's span: fed the call's chunks, ended once."""
+
+    def __init__(self, span: Span, owner: AgentSpans) -> None:
+        self.span = span
+        self._owner = owner
+        self.usage: TokenUsage | None = None
+        self._finish: FinishReason | None = None
+
+    def chunk(self, chunk: object) -> None:
+        """Note a chunk of the call's stream (its usage and finish)."""
+        if isinstance(chunk, UsageChunk):
+            self.usage = chunk.usage
+        elif isinstance(chunk, FinishChunk):
+            self._finish = chunk.reason
+
+    def end(self, error: BaseException | None = None) -> None:
+        """End the span: its usage and finish, or the error the call raised."""
+        self._owner.model_call_ended(self)
+        span = self.span
+        if self.usage is not None:
+            span.set_attributes(_usage_attributes(self.usage))
+        finish = self._finish
+        if finish is not None:
+            span.set_attribute("gen_ai.response.finish_reasons",
+                               (str(type(finish).__struct_config__.tag),))
+            if isinstance(finish, FinishError | FinishAborted):
+                _fail(span, finish.failure.code, finish.failure.code)
+        elif error is not None:
+            span.record_exception(error)
+            _fail(span, type(error).__qualname__, str(error) or type(error).__name__)
+        span.end()
+
+
+class AgentSpans:
+    """The spans of one agent: its open turn and step, opened and closed by the events the
+    agent appends (:meth:`observe`); model calls by the agent (:meth:`model_call`)."""
+
+    def __init__(self, tracer: Tracer, agent_id: str) -> None:
+        self._tracer = tracer
+        self._agent_id = agent_id
+        self._parent: Context | None = None
+        self._turn: Span | None = None
+        self._step: Span | None = None
+        #: The open turn's usage attributes, summed over its model calls.
+        self._usage: dict[str, int] = {}
+
+    def woken(self) -> None:
+        """The agent's task starts here: its next turns nest under the span current now."""
+        self._parent = _API[1].get_current()
+
+    def observe(self, event: object) -> None:
+        """Open or close a span for a turn or step boundary the agent appended."""
+        trace = _API[0]
+        kind = type(event)
+        if kind is TurnStartEvent:
+            assert isinstance(event, TurnStartEvent)
+            self._close_step()
+            self._close_turn(None)
+            self._turn = self._tracer.start_span("invoke_agent", context=self._parent,
+                                                 attributes={
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.id": self._agent_id,
+                "gen_ai.conversation.id": self._agent_id,
+                "turnfork.turn": event.data.turn})
+        elif kind is StepStartEvent:
+            assert isinstance(event, StepStartEvent)
+            self._close_step()
+            context = None if self._turn is None else trace.set_span_in_context(self._turn)
+            self._step = self._tracer.start_span("step", context=context, attributes={
+                "turnfork.turn": event.data.turn, "turnfork.step": event.data.step})
+        elif kind is TurnEndEvent:
+            assert isinstance(event, TurnEndEvent)
+            self._close_step()
+            self._close_turn(event)
+
+    def model_call(self, config: LlmCallConfig) -> ModelCallSpan:
+        """Start the span of a model call in the open step."""
+        trace = _API[0]
+        parent = self._step or self._turn
+        attributes: dict[str, str | int] = {
+            "gen_ai.operation.name": "chat", "gen_ai.provider.name": config.provider,
+            "gen_ai.request.model": config.model, "gen_ai.conversation.id": self._agent_id}
+        if not isinstance(config.max_tokens, UnsetType):
+            attributes["gen_ai.request.max_tokens"] = config.max_tokens
+        span = self._tracer.start_span(
+            f"chat {config.model}", kind=trace.SpanKind.CLIENT, attributes=attributes,
+            context=None if parent is None else trace.set_span_in_context(parent))
+        return ModelCallSpan(span, self)
+
+    def model_call_ended(self, call: ModelCallSpan) -> None:
+        """Count a finished call's usage into its turn's."""
+        if call.usage is not None:
+            for name, count in _usage_attributes(call.usage).items():
+                self._usage[name] = self._usage.get(name, 0) + count
+
+    @contextlib.contextmanager
+    def tools(self) -> Iterator[None]:
+        """Run tools with the step's span current (a child run they start nests under it)."""
+        span = self._step or self._turn
+        if span is None:
+            yield
+            return
+        trace, context = _API
+        token = context.attach(trace.set_span_in_context(span))
+        try:
+            yield
+        finally:
+            context.detach(token)
+
+    def close(self) -> None:
+        """End whatever is still open (the agent was disposed with its log left open)."""
+        self._close_step()
+        self._close_turn(None)
+
+    def _close_step(self) -> None:
+        step, self._step = self._step, None
+        if step is not None:
+            step.end()
+
+    def _close_turn(self, end: TurnEndEvent | None) -> None:
+        turn, self._turn = self._turn, None
+        if turn is None:
+            return
+        usage, self._usage = self._usage, {}
+        if usage:
+            turn.set_attributes(usage)
+        if end is not None:
+            reason = end.data.reason
+            turn.set_attribute("turnfork.stop_reason", stop_reason_for(reason))
+            if isinstance(reason, TurnError):
+                _fail(turn, reason.error.code, reason.error.code)
+        turn.end()
+
+
+class RunSpan:
+    """One child run's span, current while the run delivers its prompt (the child's turns
+    nest under it)."""
+
+    def __init__(self, tracer: Tracer, child_id: str, parent_id: str, provider: str) -> None:
+        self.span = tracer.start_span(f"subagent {provider}", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.id": child_id,
+            "gen_ai.conversation.id": child_id, "turnfork.parent.id": parent_id,
+            "turnfork.subagent.provider": provider})
+
+    @contextlib.contextmanager
+    def current(self) -> Iterator[None]:
+        trace, context = _API
+        token = context.attach(trace.set_span_in_context(self.span))
+        try:
+            yield
+        finally:
+            context.detach(token)
+
+    def end(self, stop_reason: str | None, failure: LlmFailure | None = None,
+            error: BaseException | None = None) -> None:
+        span = self.span
+        if stop_reason is not None:
+            span.set_attribute("turnfork.stop_reason", stop_reason)
+        if failure is not None:
+            _fail(span, failure.code, failure.code)
+        elif error is not None:
+            span.record_exception(error)
+            _fail(span, type(error).__qualname__, str(error) or type(error).__name__)
+        span.end()
