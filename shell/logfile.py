@@ -1342,6 +1342,12 @@ class LogStream:
                     yield LogReadError(file=top.shown, line=1, problem=(
                         "the incomplete final zstd frame holds more than events"))
                     return
+                # The head lines count against max_events as every line does (the store's
+                # writer counts what it writes so): here and in each seed file.
+                refused = _check_events(self.head_text, top.shown, self._reader)
+                if refused is not None:
+                    yield refused
+                    return
             yield from self._level_chunks(top, text, tolerate_torn=True)
         except MemoryError:
             yield _out_of_memory(self.file)
@@ -1359,10 +1365,15 @@ class LogStream:
         text, status = opened
         last_time: int | None = None
         try:
-            if (status.st_dev, status.st_ino) != level.identity or text.skip(
-                    level.head_bytes) is None:
+            head = (text.skip(level.head_bytes)
+                    if (status.st_dev, status.st_ino) == level.identity else None)
+            if head is None:
                 yield text.error or LogReadError(file=level.shown, problem=(
                     "cannot read: the file changed while it was read"))
+                return True
+            refused = _check_events(head, level.shown, self._reader)
+            if refused is not None:
+                yield refused
                 return True
             for piece in self._level_chunks(level, text, tolerate_torn=False):
                 yield piece
