@@ -3,19 +3,36 @@
 ``import ray`` replaces ``sys.excepthook`` (Ray reports uncaught errors to its cluster); the
 host's own hook is put back, so importing turnfork's Ray provider changes nothing in the host
 process by itself.
+
+``msgspec.UNSET`` pickles by reference to :func:`unset` (registered with ``copyreg``): its own
+reduction names only ``"UNSET"``, so pickle searched every loaded module for it, a fraction of a
+millisecond each time Ray pickled a value holding it.
 """
 
 from __future__ import annotations
 
+import copyreg
 import sys
 from typing import Any
 
-__all__ = ["ray", "exceptions"]
+import msgspec
+from msgspec import UnsetType
+
+__all__ = ["ray", "exceptions", "client", "placement_group", "remove_placement_group",
+           "PlacementGroupSchedulingStrategy", "driver", "log_dispatcher", "bootstrap_address",
+           "unset"]
 
 _host_excepthook = sys.excepthook
 try:
     import ray as _ray
     import ray.exceptions as _exceptions
+    import ray.util.client as _client
+    from ray._private import ray_logging as _ray_logging
+    from ray._private import services as _services
+    from ray._private import worker as _driver
+    from ray.util.placement_group import placement_group as _placement_group
+    from ray.util.placement_group import remove_placement_group as _remove_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy as _strategy
 except ImportError as missing:  # pragma: no cover - exercised without the extra
     raise ImportError("turnfork.shell.ray needs Ray: pip install 'turnfork[ray]'") from missing
 finally:
@@ -25,3 +42,26 @@ finally:
 ray: Any = _ray
 #: ``ray.exceptions``.
 exceptions: Any = _exceptions
+#: Ray Client's connection (``ray.util.client.ray``).
+client: Any = _client.ray
+placement_group: Any = _placement_group
+remove_placement_group: Any = _remove_placement_group
+PlacementGroupSchedulingStrategy: Any = _strategy
+#: What Ray keeps of this process as a driver (``ray._private.worker``), its handlers of the
+#: workers' log lines, and its lookup of a cluster's address (``"auto"``): internals of Ray's,
+#: used by :mod:`.cluster` only.
+driver: Any = _driver
+log_dispatcher: Any = _ray_logging.global_worker_stdstream_dispatcher
+bootstrap_address: Any = _services.canonicalize_bootstrap_address_or_die
+
+
+def unset() -> UnsetType:
+    """``msgspec.UNSET``: what a pickled ``UNSET`` is rebuilt by."""
+    return msgspec.UNSET
+
+
+def _reduce_unset(value: UnsetType) -> tuple[Any, tuple[()]]:
+    return unset, ()
+
+
+copyreg.pickle(UnsetType, _reduce_unset)

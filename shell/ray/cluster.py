@@ -5,14 +5,21 @@ Rules:
 * The providers never start or join a cluster themselves (and never let Ray start one behind
   their back): the host calls :func:`start_local_cluster` or :func:`connect_cluster` (or
   ``ray.init`` itself) first.
-* Both keep the host's SIGTERM handler, ``sys.excepthook`` and ``PYTHONBREAKPOINT``:
-  ``ray.init`` replaces them and ``ray.shutdown`` restores nothing.
-* :func:`connect_cluster` fails fast, naming the address, when nothing accepts a TCP
+* Both keep the host's SIGTERM handler, ``sys.excepthook``, ``PYTHONBREAKPOINT`` and the rest
+  of its environment: ``ray.init`` replaces the first three and ``ray.shutdown`` restores
+  nothing; the variables that quiet Ray are set only while ``ray.init`` runs (the cluster's
+  processes it starts inherit them), so none is left set afterwards.
+* :func:`connect_cluster` takes what ``ray.init`` takes: ``host:port`` (the GCS), ``"auto"``
+  (the cluster ``ray start`` last started on this machine), ``ray://host:port`` (Ray Client),
+  or nothing (``RAY_ADDRESS``). It fails fast, naming the address, when nothing accepts a TCP
   connection there (``ray.init`` would retry for about 14 minutes).
 * :func:`start_local_cluster` starts a private cluster owned by this process
   (``address="local"``: never a stale cluster named in ``/tmp/ray`` or ``RAY_ADDRESS``), with
   no dashboard, no usage statistics, token authentication off (nothing leaves the machine's
   loopback that needs it) and an explicit object-store size.
+* With ``log_to_driver=False`` (the default of both) the messages Ray publishes to every
+  driver — a worker that died, a raylet that ended — go to the ``turnfork.shell.ray`` logger
+  at INFO instead of the host's stdout.
 * Ray's head contacts cloud metadata servers (169.254.169.254, metadata.google.internal)
   whenever it starts, usage statistics or not; :func:`network_isolated` tells whether this
   process can reach only loopback (a network namespace of its own), which is how turnfork's
@@ -27,15 +34,16 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ._ray import ray
+from ._ray import bootstrap_address, client, driver, log_dispatcher, ray
 
 __all__ = [
     "RayUnavailableError",
     "network_isolated",
     "gcs_address",
+    "probe_address",
     "start_local_cluster",
     "connect_cluster",
 ]
@@ -43,6 +51,10 @@ __all__ = [
 #: What ``start_local_cluster`` claims of shared memory unless told otherwise (Ray's default
 #: is 30 % of the machine's RAM).
 DEFAULT_OBJECT_STORE_BYTES = 256 * 2**20
+#: Ray Client's scheme.
+CLIENT_SCHEME = "ray://"
+
+_log = logging.getLogger("turnfork.shell.ray")
 
 
 class RayUnavailableError(RuntimeError):
@@ -54,18 +66,39 @@ def network_isolated() -> bool:
     return all(name == "lo" for _, name in socket.if_nameindex())
 
 
+def _client_connected() -> bool:
+    return bool(client.is_connected())
+
+
 def gcs_address() -> str | None:
-    """The connected cluster's GCS address (``host:port``), or ``None`` when not connected."""
-    if not ray.is_initialized():
+    """The connected cluster's GCS address (``host:port``), or ``None`` when not connected
+    (or connected through Ray Client, which hides it)."""
+    if not ray.is_initialized() or _client_connected():
         return None
     return str(ray.get_runtime_context().gcs_address)
 
 
+#: The Ray Client server this process joined (``host:port``), while connected through it.
+_client_server: list[str] = []
+
+
+def probe_address() -> str | None:
+    """Where the cluster answers this process (``host:port``): its GCS, or the Ray Client
+    server it joined through; ``None`` when not connected."""
+    if _client_connected():
+        return _client_server[-1] if _client_server else None
+    return gcs_address()
+
+
 @contextlib.contextmanager
-def _host_handlers_kept() -> Iterator[None]:
+def _host_process_kept(environment: Mapping[str, str]) -> Iterator[None]:
+    """Set ``environment`` for the duration (what the cluster's processes inherit), then put
+    every variable, the SIGTERM handler and the excepthook back as they were."""
     term = signal.getsignal(signal.SIGTERM)
     hook = sys.excepthook
-    breakpoint_hook = os.environ.get("PYTHONBREAKPOINT")
+    kept = {name: os.environ.get(name) for name in (*environment, "PYTHONBREAKPOINT")}
+    for name, value in environment.items():
+        os.environ.setdefault(name, value)
     try:
         yield
     finally:
@@ -73,10 +106,11 @@ def _host_handlers_kept() -> Iterator[None]:
             with contextlib.suppress(ValueError):  # not the main thread: Ray installed nothing
                 signal.signal(signal.SIGTERM, term)
         sys.excepthook = hook
-        if breakpoint_hook is None:
-            os.environ.pop("PYTHONBREAKPOINT", None)
-        else:
-            os.environ["PYTHONBREAKPOINT"] = breakpoint_hook
+        for variable, previous in kept.items():
+            if previous is None:
+                os.environ.pop(variable, None)
+            else:
+                os.environ[variable] = previous
 
 
 def _quiet_defaults(init: dict[str, Any]) -> dict[str, Any]:
@@ -84,6 +118,28 @@ def _quiet_defaults(init: dict[str, Any]) -> dict[str, Any]:
     init.setdefault("log_to_driver", False)
     init.setdefault("logging_level", logging.WARNING)
     return init
+
+
+def _logs_to_driver() -> bool:
+    return any(name == "ray_print_logs" for name, _ in log_dispatcher.handlers)
+
+
+def _keep_cluster_errors_off_stdout() -> None:
+    """Route the messages Ray publishes to every driver (its error listener prints them to
+    stdout whatever ``log_to_driver`` says) to the logger while logs stay off the driver."""
+    printer = getattr(driver, "print_to_stdstream", None)
+    if printer is None or getattr(printer, "turnfork_quiet", False):
+        return
+
+    def quiet(data: dict[str, Any], ignore_prefix: bool) -> None:
+        if data.get("pid") == "raylet" and not _logs_to_driver():
+            for line in data.get("lines", ()):
+                _log.info("Ray: %s", line)
+            return
+        printer(data, ignore_prefix)
+
+    quiet.turnfork_quiet = True  # type: ignore[attr-defined]
+    driver.print_to_stdstream = quiet
 
 
 def start_local_cluster(*, num_cpus: int | None = None,
@@ -104,12 +160,11 @@ def start_local_cluster(*, num_cpus: int | None = None,
     if ray.is_initialized():
         raise RayUnavailableError("Ray is already connected in this process: call "
                                   "ray.shutdown() before starting a local cluster")
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     if temp_dir is not None:
         init["_temp_dir"] = temp_dir
-    with _host_handlers_kept():
+    _keep_cluster_errors_off_stdout()
+    with _host_process_kept({"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_AUTO_CONNECT": "0",
+                             "RAY_AUTH_MODE": "disabled"}):
         ray.init(address="local", num_cpus=num_cpus, object_store_memory=object_store_memory,
                  **_quiet_defaults(init))
     address = gcs_address()
@@ -117,25 +172,59 @@ def start_local_cluster(*, num_cpus: int | None = None,
     return address
 
 
-def connect_cluster(address: str, *, timeout: float = 5.0, **init: Any) -> str:
-    """Join the running cluster whose GCS is at ``address`` (``host:port``); returns it.
+def _resolved(address: str | None, temp_dir: str | None) -> str:
+    """``address`` as ``host:port`` or ``ray://host:port``, looked up where it says."""
+    if address is None:
+        address = os.environ.get("RAY_ADDRESS") or None
+        if address is None:
+            raise RayUnavailableError("no Ray cluster address: pass one to connect_cluster "
+                                      "(host:port, 'auto' or ray://host:port) or set "
+                                      "RAY_ADDRESS")
+    if address == "auto":
+        try:
+            return str(bootstrap_address("auto", temp_dir))
+        except ConnectionError as error:
+            raise RayUnavailableError(f"no running Ray cluster found for address 'auto' "
+                                      f"(ray start --head on this machine): {error}") from error
+    return address
+
+
+def connect_cluster(address: str | None = None, *, timeout: float = 5.0, **init: Any) -> str:
+    """Join a running cluster; returns its address as joined (``host:port`` or
+    ``ray://host:port``).
+
+    Args:
+        address: ``host:port`` of its GCS (what ``ray start --head`` printed), ``"auto"``
+            (the cluster ``ray start`` last started on this machine), ``ray://host:port``
+            (a Ray Client server), or ``None``: the ``RAY_ADDRESS`` environment variable.
+        timeout: seconds to wait for a TCP connection there.
+        init: further ``ray.init`` keywords.
 
     The cluster's Ray and Python versions must be this process's; a cluster with token
     authentication needs ``RAY_AUTH_MODE=token`` and its token in this process's environment.
 
     Raises:
-        RayUnavailableError: Ray is connected already, or nothing accepts a TCP connection at
-            ``address`` within ``timeout`` seconds.
+        RayUnavailableError: Ray is connected already, no address is given or found, or
+            nothing accepts a TCP connection at the address within ``timeout`` seconds.
     """
     if ray.is_initialized():
         raise RayUnavailableError("Ray is already connected in this process")
-    host, _, port = address.rpartition(":")
+    joined = _resolved(address, init.get("_temp_dir"))
+    client = joined.startswith(CLIENT_SCHEME)
+    endpoint = joined[len(CLIENT_SCHEME):] if client else joined
+    host, _, port = endpoint.rpartition(":")
     try:
         with socket.create_connection((host, int(port)), timeout=timeout):
             pass
     except (OSError, ValueError) as error:
-        raise RayUnavailableError(f"no Ray cluster answers at {address}: {error}") from error
-    os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
-    with _host_handlers_kept():
-        ray.init(address=address, **_quiet_defaults(init))
-    return address
+        raise RayUnavailableError(f"no Ray cluster answers at {joined}: {error}") from error
+    if client:
+        # Ray Client takes few keywords: the driver's own logging is its server's.
+        with _host_process_kept({"RAY_ENABLE_AUTO_CONNECT": "0"}):
+            ray.init(address=joined, **init)
+        _client_server[:] = [endpoint]
+        return joined
+    _keep_cluster_errors_off_stdout()
+    with _host_process_kept({"RAY_ENABLE_AUTO_CONNECT": "0"}):
+        ray.init(address=joined, **_quiet_defaults(init))
+    return joined

@@ -14,24 +14,38 @@ Rules:
   a cluster found lost (``RAY_CLUSTER_LOST``), a seed the object store refuses
   (``RAY_SEED_NOT_STORED``); an abort or the parent's disposal during the setup window
   (``setup_checkpoint``).
+* A start waits for no worker while another can take the child: the least loaded started
+  worker takes it; only when none can does it wait (up to ``start_timeout``) for one to start
+  or free a slot. Workers that cannot be placed stay pending and stall nothing. The pool grows
+  up to ``max_size`` when every worker runs ``max_children``.
+* The pool learns that a worker died from the worker itself (a call that never answers fails
+  when it dies), not from a child that fails: a dead worker gets no new children. A worker Ray
+  says is unavailable (``ActorUnavailableError``, transient) keeps its children and gets no new
+  ones until it answers again; only after ``unavailable_timeout`` seconds are its children
+  given up on.
+* Per worker and host event loop there is one *link*: the children started on one tick go in
+  one call, their cancels in another, and one poll at a time brings back the events of all of
+  them (see :mod:`.worker`); each batch is decoded once, then appended child by child.
 * A fork child's seed is encoded once per fork point (parent and cut) and put into the object
-  store once; every child forked there gets the same reference. A parent keeps one stored
-  seed, replaced when its cut moves, dropped once it is disposed.
+  store once; every child forked there gets the same reference, and holds it only while it
+  runs. A parent keeps one stored seed, replaced when its cut moves, dropped as soon as the
+  parent is disposed.
 * The child's session lives on the parent's host (``host.sessions``: the store's file, read
-  like any local session); each batch the worker streams is decoded and appended there, where
-  the trace checks it. The worker's copy is a working copy.
+  like any local session); its events are appended there, where the trace checks them. The
+  worker's copy is a working copy.
 * Cancelling a run (the parent's signal, cause ``parent``; disposal, cause ``disposed``) asks
-  the worker to cancel the child through its own turn machine; its closing events stream back.
-  A child that has not stopped ``stop_timeout`` seconds later is cancelled by Ray
-  (``ray.cancel``), then given up on.
-* A child that is lost — its worker died, Ray cancelled it, the cluster's GCS stopped
-  answering, the stream failed — has its turn closed on the parent's host by the core's crash
-  closers (reason ``interrupted``: a started tool call's outcome is unknown), after every
-  event already received; its result is not ``completed`` and its diagnostic says what
-  happened. A batch the host cannot decode or append stops the child and rejects its result
-  (as a failing write does in process). Siblings on other workers are not affected; a dead
-  worker is replaced for later children (Ray never restarts actors or retries calls here:
-  a model turn is not replayed).
+  the worker to cancel the child through its own turn machine; its closing events come back.
+  A child that has not stopped ``stop_timeout`` seconds later is stopped on its worker (its
+  task cancelled), then given up on.
+* A child that is lost — its worker died, the cluster's GCS stopped answering, its events
+  could not be read — has its turn closed on the parent's host by the core's crash closers
+  (reason ``interrupted``: a started tool call's outcome is unknown), after every event already
+  received; its result is not ``completed`` and its diagnostic says what happened. With
+  ``recover`` (opt-in) a child whose worker died resumes instead, on another worker, from the
+  events this host acknowledged: a new turn answers :data:`RECOVERY_PROMPT`. A batch the host
+  cannot decode or append stops the child and rejects its result (as a failing write does in
+  process). Siblings on other workers are not affected. Ray never retries a child's calls
+  (a model turn is not replayed behind the parent's back).
 """
 
 from __future__ import annotations
@@ -39,12 +53,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
+import itertools
 import re
 import socket
 import threading
+import uuid
 import weakref
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
@@ -55,9 +72,9 @@ from ...core import (
     CancelUser,
     Capabilities,
     CheckedRequest,
-    ContentBlock,
     Event,
     StartError,
+    TextBlock,
     TurnInterrupted,
     close_open_turn,
     decode_log,
@@ -74,16 +91,27 @@ from ..subagents.providers import (
 )
 from ..subagents.registry import SubagentHost, SubagentRuntime, SubagentStartError
 from ..subagents.run import StructuredCapture, SubagentRun
-from ._ray import exceptions, ray
-from .cluster import gcs_address
+from ._ray import (
+    PlacementGroupSchedulingStrategy,
+    exceptions,
+    placement_group,
+    ray,
+    remove_placement_group,
+)
+from .cluster import probe_address
 from .worker import (
+    CONTROL,
+    CONTROL_CONCURRENCY,
     DEFAULT_FLUSH_INTERVAL,
     ChildDone,
     ChildSpec,
+    ChildStart,
     ChildWorker,
     EventsBatch,
     WorkerInfo,
     WorkerSetup,
+    decode_batch,
+    encode_wire,
 )
 
 __all__ = [
@@ -92,6 +120,8 @@ __all__ = [
     "RAY_WORKER_UNAVAILABLE",
     "RAY_CLUSTER_LOST",
     "RAY_SEED_NOT_STORED",
+    "RECOVERY_PROMPT",
+    "PLACEMENT_STRATEGIES",
     "RayWorker",
     "RayWorkerPool",
     "RemoteChild",
@@ -114,11 +144,29 @@ RAY_CLUSTER_LOST = "RAY_CLUSTER_LOST"
 #: ``StartError.code`` of a fork whose seed the object store refused.
 RAY_SEED_NOT_STORED = "RAY_SEED_NOT_STORED"
 
+#: What a recovered child's new turn is asked (the pool's ``recover``): its interrupted turn
+#: is in its history, closed by the crash closers.
+RECOVERY_PROMPT = ("Your previous turn was interrupted because the machine running it was "
+                   "lost. Continue the task from where it stopped.")
+
+#: Ray's placement-group strategies, for ``RayWorkerPool(placement=...)``.
+PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+
 #: Seconds between two probes of the GCS (each may take as long), and probes missed in a row
 #: before the cluster counts as lost: about 5 s, well inside the 60 s after which Ray ends a
 #: driver whose GCS is gone.
 _PROBE_INTERVAL = 1.0
 _PROBES_MISSED = 5
+#: Seconds before a call Ray called transiently unavailable is sent again, and how often.
+_RETRY_DELAY = 0.2
+_RETRIES = 50
+#: Options the pool owns, and what to use instead.
+_OWN_OPTIONS = {
+    "max_concurrency": "RayWorkerPool(max_concurrency=...)",
+    "concurrency_groups": "nothing: the pool's workers have their own (the control calls')",
+    "name": "RayWorkerPool(name=...)",
+}
+_pool_numbers = itertools.count(1)
 
 
 def _refusal(code: str, message: str) -> SubagentStartError:
@@ -145,24 +193,60 @@ def _first_line(error: BaseException) -> str:
     return first
 
 
+def _retrieved(future: concurrent.futures.Future[Any]) -> None:
+    """Read a fire-and-forget call's outcome (Ray reports an error never read)."""
+    with contextlib.suppress(BaseException):
+        future.exception()
+
+
+def _on_loop(loop_ref: weakref.ref[asyncio.AbstractEventLoop],
+             work: Callable[..., None], *args: Any) -> None:
+    """Run ``work(*args)`` on the loop (from any thread); nothing if it is gone or closed."""
+    loop = loop_ref()
+    if loop is not None:
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(work, *args)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 # ---------------------------------------------------------------------------- the pool
 
 
 @dataclass(eq=False)
 class RayWorker:
-    """One pool actor: its handle, what it reported when it started, its live children."""
+    """One pool actor: its handle and name, what it reported when it started, its children."""
 
     handle: Any
     index: int
+    name: str
     ready: concurrent.futures.Future[Any]
     info: WorkerInfo | None = None
     load: int = 0
     alive: bool = True
+    #: False while Ray says the worker is unavailable (it gets no new children then).
+    reachable: bool = True
+    #: Why it died or would not start.
+    problem: str | None = None
+    #: The incarnation its lifeline follows (none while no lifeline is out).
+    watched: str | None = None
+    links: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Link] = field(
+        default_factory=weakref.WeakKeyDictionary)
 
     @property
     def pid(self) -> int | None:
         """The worker process's id, once started."""
         return None if self.info is None else self.info.pid
+
+    @property
+    def started(self) -> bool:
+        return self.info is not None
+
+    def where(self) -> str:
+        return "" if self.info is None else f" (pid {self.info.pid})"
 
 
 @dataclass
@@ -177,54 +261,119 @@ class _Watch:
 
 
 class RayWorkerPool:
-    """A fixed number of async actors, each running many children on its own event loop.
+    """Async actors, each running many children on its own event loop.
 
     Args:
         setup: configures each worker's registries when it starts (its models and tools); an
             importable module-level function (Ray pickles it by reference).
         size: workers to keep (for a multi-node cluster, a few per node).
-        max_concurrency: calls one worker runs at once (children plus control calls).
-        start_timeout: seconds a new worker may take to start before a start is refused.
-        stop_timeout: seconds a cancelled child may take to stop before Ray cancels it (and
-            again before it is given up on).
-        flush_interval: seconds a child's events may wait on its worker for more to join
-            them in one stream item (they leave at once when the child goes idle).
+        max_size: workers to grow to when every worker runs ``max_children`` (default
+            ``size``: no growth).
+        max_children: children one worker runs at once (default: no limit). With per-worker
+            resources in ``actor_options`` this is what one child gets: e.g. ``num_gpus=1``
+            and ``max_children=1`` give every child a GPU of its own.
+        max_concurrency: calls one worker runs at once besides its control calls (a start
+            or a poll at a time per host; children are not calls).
+        start_timeout: seconds a start may wait when no worker can take its child.
+        stop_timeout: seconds a cancelled child may take to stop before it is stopped on its
+            worker (and again before it is given up on).
+        unavailable_timeout: seconds a worker Ray calls unavailable may stay so before its
+            children are given up on (they resume elsewhere under ``recover``).
+        flush_interval: seconds the children's events may wait on their worker for more to
+            join them in one batch.
+        placement: a placement-group strategy for the workers (:data:`PLACEMENT_STRATEGIES`):
+            ``"STRICT_SPREAD"`` puts one worker on each node; the group has ``size``
+            bundles, each a worker's resources.
+        recover: how many times a child whose worker died resumes on another worker from
+            its acknowledged events (0: never; its result says it was lost).
+        name: the pool's name; worker ``i`` is the named actor ``f"{name}-{i}"`` (default
+            ``turnfork-pool-N``, N counting this process's pools).
         actor_options: further ``ray.remote`` options for the workers (resources, a
-            ``runtime_env``, a node label, …). ``num_cpus`` is 0 unless given, and the
-            scheduling strategy ``SPREAD``; Ray never restarts a worker or retries its calls.
+            ``runtime_env``, a node label, …). ``num_cpus`` is 0 unless given, the
+            scheduling strategy ``SPREAD`` unless given (or ``placement``), ``max_restarts``
+            0 unless given; ``max_task_retries`` must be 0 (a model turn is not replayed);
+            ``max_concurrency`` and ``name`` are this class's arguments.
+
+    Raises:
+        ValueError: a size, timeout or option out of range, or an option the pool owns.
 
     The pool holds no event-loop state: one pool serves hosts on any loop. :meth:`close` kills
     its workers.
     """
 
     def __init__(self, setup: WorkerSetup | None = None, *, size: int = 2,
+                 max_size: int | None = None, max_children: int | None = None,
                  max_concurrency: int = 10_000, start_timeout: float = 60.0,
-                 stop_timeout: float = 10.0, flush_interval: float = DEFAULT_FLUSH_INTERVAL,
+                 stop_timeout: float = 10.0, unavailable_timeout: float = 30.0,
+                 flush_interval: float = DEFAULT_FLUSH_INTERVAL, placement: str | None = None,
+                 recover: int = 0, name: str | None = None,
                  actor_options: Mapping[str, Any] | None = None) -> None:
         if size < 1:
             raise ValueError("a Ray worker pool needs at least one worker")
+        if max_size is not None and max_size < size:
+            raise ValueError(f"max_size ({max_size}) is smaller than size ({size})")
+        if max_children is not None and max_children < 1:
+            raise ValueError("max_children must be at least 1")
+        if recover < 0:
+            raise ValueError("recover must be 0 or more")
+        if placement is not None and placement not in PLACEMENT_STRATEGIES:
+            raise ValueError(f"placement must be one of {', '.join(PLACEMENT_STRATEGIES)}, "
+                             f"not {placement!r}")
+        options = dict(actor_options or {})
+        for key, instead in _OWN_OPTIONS.items():
+            if key in options:
+                raise ValueError(f"actor_options[{key!r}]: the pool sets it; use {instead}")
+        if options.get("max_task_retries", 0) != 0:
+            raise ValueError("actor_options['max_task_retries'] must be 0: a remote child's "
+                             "calls are never retried (a model turn is not replayed behind "
+                             "the parent's back); RayWorkerPool(recover=...) resumes a lost "
+                             "child instead")
+        if placement is not None and "scheduling_strategy" in options:
+            raise ValueError("give placement or actor_options['scheduling_strategy'], "
+                             "not both")
+        options.setdefault("num_cpus", 0)
+        options.setdefault("max_restarts", 0)
+        options["max_task_retries"] = 0
+        options["max_concurrency"] = max_concurrency
+        if placement is None:
+            options.setdefault("scheduling_strategy", "SPREAD")
         self.setup = setup
         self.size = size
+        self.max_size = size if max_size is None else max_size
+        self.max_children = max_children
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
+        self.unavailable_timeout = unavailable_timeout
         self.flush_interval = flush_interval
-        options: dict[str, Any] = {"num_cpus": 0, "scheduling_strategy": "SPREAD",
-                                   **(actor_options or {})}
-        options.update(max_concurrency=max_concurrency, max_restarts=0, max_task_retries=0)
+        self.placement = placement
+        self.recover = recover
+        self.name = name or f"turnfork-pool-{next(_pool_numbers)}"
         self._options = options
+        self._actor: Any = None
+        self._group: Any = None
         self._workers: list[RayWorker] = []
         self._created = 0
         self._closed = False
+        # Worker states change in Ray's threads (a call answered) and on host loops: the lock
+        # guards the counters and the waiters, never a Ray call; spawning is the host's.
+        self._lock = threading.Lock()
+        self._spawning = threading.Lock()
+        self._waiters: list[tuple[weakref.ref[asyncio.AbstractEventLoop],
+                                  asyncio.Future[None]]] = []
+        self._waiting = 0
         self._watch = _Watch()
         self._puts = concurrent.futures.ThreadPoolExecutor(max_workers=1,
                                                            thread_name_prefix="turnfork-ray")
+        # What Ray's answers call back: never on Ray's own thread, which a Ray call blocks.
+        self._answers = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="turnfork-ray-pool")
         #: Seeds this pool put into the object store, and their bytes.
         self.seeds_stored = 0
         self.seed_bytes_stored = 0
 
     @property
     def workers(self) -> tuple[RayWorker, ...]:
-        """The live workers, in creation order."""
+        """The live workers (started or not), in creation order."""
         return tuple(worker for worker in self._workers if worker.alive)
 
     def check_connected(self) -> None:
@@ -243,73 +392,270 @@ class RayWorkerPool:
                            "or turnfork.shell.ray.connect_cluster(...) before starting children "
                            "on a Ray provider")
 
+    # ------------------------------------------------------------------ workers
+
+    def _placement_group(self) -> Any:
+        if self._group is None:
+            options = self._options
+            bundle = {"CPU": float(options.get("num_cpus") or 0),
+                      "GPU": float(options.get("num_gpus") or 0),
+                      **{key: float(value)
+                         for key, value in (options.get("resources") or {}).items()}}
+            if options.get("memory"):
+                bundle["memory"] = float(options["memory"])
+            bundle = {key: value for key, value in bundle.items() if value > 0}
+            # A bundle must ask for something; a worker that needs nothing takes a sliver.
+            self._group = placement_group([bundle or {"CPU": 0.01}] * self.size,
+                                          strategy=self.placement, name=f"{self.name}-placement")
+        return self._group
+
     def _spawn(self) -> RayWorker:
-        actor = ray.remote(ChildWorker).options(**self._options)
-        handle = actor.remote(self.setup, flush_interval=self.flush_interval)
-        worker = RayWorker(handle=handle, index=self._created,
-                           ready=handle.ready.remote().future())
+        if self._actor is None:
+            self._actor = ray.remote(
+                concurrency_groups={CONTROL: CONTROL_CONCURRENCY})(ChildWorker)
+        index = self._created
         self._created += 1
-        self._workers.append(worker)
-        return worker
-
-    async def _started(self, worker: RayWorker) -> RayWorker | str:
-        """The worker once started, or why it did not (then it is dropped)."""
-        if worker.info is not None:
-            return worker
+        name = f"{self.name}-{index}"
+        options = dict(self._options, name=name)
+        if self.placement is not None:
+            options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+                self._placement_group(), placement_group_bundle_index=index % self.size)
         try:
-            # Shielded: a start that gives up must not cancel the readiness others await.
-            info = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(worker.ready)),
-                                          self.start_timeout)
-        except TimeoutError:
-            self.lost(worker)
-            return f"a Ray worker did not start within {self.start_timeout:g} s"
-        except Exception as error:
-            self.lost(worker)
-            return f"a Ray worker could not start: {_first_line(error)}"
-        worker.info = info
+            handle = self._actor.options(**options).remote(self.setup,
+                                                           flush_interval=self.flush_interval)
+            ready = handle.ready.remote().future()
+        except Exception as error:  # e.g. the name is taken in this namespace
+            failed: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            failed.set_exception(error)
+            worker = RayWorker(handle=None, index=index, name=name, ready=failed, alive=False,
+                               problem=f"a Ray worker could not start: {_first_line(error)}")
+            self._workers.append(worker)
+            return worker
+        worker = RayWorker(handle=handle, index=index, name=name, ready=ready)
+        self._workers.append(worker)
+        self._when_answered(ready, self._answered_ready, worker)
         return worker
 
-    async def acquire(self) -> RayWorker:
-        """The least loaded started worker (starting the missing ones); its load counts one
-        more child until :meth:`release`.
+    def _when_answered(self, future: concurrent.futures.Future[Any],
+                       work: Callable[[RayWorker, concurrent.futures.Future[Any]], None],
+                       worker: RayWorker) -> None:
+        """Run ``work(worker, future)`` on the pool's thread once ``future`` is done."""
+
+        def answered(done: concurrent.futures.Future[Any]) -> None:
+            with contextlib.suppress(RuntimeError):  # closed: nothing to follow
+                self._answers.submit(work, worker, done)
+
+        future.add_done_callback(answered)
+
+    def _answered_ready(self, worker: RayWorker, future: concurrent.futures.Future[Any]) -> None:
+        """(The pool's thread) The worker's ``ready`` call ended."""
+        error = future.exception()
+        if self._closed or not worker.alive or not ray.is_initialized():
+            return  # (a Ray call after ray.shutdown() would start a cluster)
+        if isinstance(error, exceptions.ActorUnavailableError):
+            worker.reachable = False
+            self._later(self._ask_ready, worker)
+        elif error is not None:
+            worker.problem = f"a Ray worker could not start: {_first_line(error)}"
+            self._drop(worker)
+        else:
+            info = worker.info = future.result()
+            worker.reachable = True
+            if worker.watched != info.incarnation:
+                worker.watched = info.incarnation
+                with contextlib.suppress(Exception):  # killed meanwhile: nothing to follow
+                    lifeline = worker.handle.lifeline.remote().future()
+                    self._when_answered(lifeline, self._lifeline_ended, worker)
+        self._changed()
+
+    def _ask_ready(self, worker: RayWorker) -> None:
+        if self._closed or not worker.alive or not ray.is_initialized():
+            return
+        try:
+            ready = worker.handle.ready.remote().future()
+        except Exception:
+            return
+        self._when_answered(ready, self._answered_ready, worker)
+
+    def _lifeline_ended(self, worker: RayWorker, future: concurrent.futures.Future[Any]) -> None:
+        """(The pool's thread) The call that never answers did: the worker is gone, or Ray lost
+        touch with it for a while (then it is asked again whether it is ready)."""
+        error = None if future.cancelled() else future.exception()
+        worker.watched = None
+        if self._closed or not worker.alive or not ray.is_initialized():
+            return
+        if isinstance(error, exceptions.ActorUnavailableError):
+            worker.reachable = False
+            self._later(self._ask_ready, worker)
+        else:
+            worker.problem = (f"the Ray worker {worker.name}{worker.where()} died: "
+                              f"{_first_line(error) if error else 'it stopped'}")
+            self._drop(worker)
+        self._changed()
+
+    def _later(self, work: Callable[[RayWorker], None], worker: RayWorker) -> None:
+        timer = threading.Timer(_RETRY_DELAY * 5, work, args=(worker,))
+        timer.daemon = True
+        timer.start()
+
+    def _drop(self, worker: RayWorker) -> None:
+        if worker.alive:
+            worker.alive = False
+            if worker.handle is not None and ray.is_initialized():
+                with contextlib.suppress(Exception):
+                    ray.kill(worker.handle)
+
+    def _changed(self) -> None:
+        """Wake every start waiting for a worker (on whatever loop it waits)."""
+        with self._lock:
+            waiters, self._waiters = self._waiters, []
+        for loop, waiter in waiters:
+            _on_loop(loop, _wake, waiter)
+
+    def _top_up(self) -> None:
+        """Keep ``size`` workers; grow toward ``max_size`` while the waiting starts outnumber
+        the free slots (pending workers counted as free)."""
+        self._workers = [worker for worker in self._workers if worker.alive]
+        while len(self._workers) < self.size:
+            self._spawn()
+        if self.max_children is None:
+            return
+        free = sum(self.max_children - worker.load for worker in self._workers
+                   if worker.reachable and worker.load < self.max_children)
+        while free < self._waiting and len(self._workers) < self.max_size:
+            self._spawn()
+            free += self.max_children
+
+    def _choose(self, exclude: Collection[RayWorker]) -> RayWorker | None:
+        ready = [worker for worker in self._workers
+                 if worker.alive and worker.started and worker.reachable
+                 and worker not in exclude
+                 and (self.max_children is None or worker.load < self.max_children)]
+        return min(ready, key=lambda worker: (worker.load, worker.index), default=None)
+
+    def _why_none(self, spawned: Collection[RayWorker]) -> str | None:
+        """Why no worker can take a child now and none will: ``None`` while one may."""
+        alive = [worker for worker in self._workers if worker.alive]
+        if any(not worker.started or not worker.reachable for worker in alive):
+            return None  # one may start or come back
+        if alive and self.max_children is not None:
+            return None  # full: one may free a slot
+        problems = sorted({worker.problem for worker in spawned if worker.problem})
+        return "; ".join(problems) or "no Ray worker is available"
+
+    async def acquire(self, *, exclude: Collection[RayWorker] = ()) -> RayWorker:
+        """The least loaded started worker (starting the missing ones), not one of
+        ``exclude``; its load counts one more child until :meth:`release`.
 
         Raises:
             SubagentStartError: ``RAY_NOT_CONNECTED``, ``RAY_CLUSTER_LOST``, or
-                ``RAY_WORKER_UNAVAILABLE`` when no worker starts.
+                ``RAY_WORKER_UNAVAILABLE`` when no worker can take the child within
+                ``start_timeout``.
         """
         self.check_connected()
         self._watch_cluster()
-        while len(self.workers) < self.size:
-            self._spawn()
-        ready = self.workers
-        if any(worker.info is None for worker in ready):  # some are starting: wait for them
-            started = await asyncio.gather(*(self._started(worker) for worker in ready))
-            ready = tuple(worker for worker in started
-                          if isinstance(worker, RayWorker) and worker.alive)
-            if not ready:
-                problems = sorted({reason for reason in started if isinstance(reason, str)})
-                raise _refusal(RAY_WORKER_UNAVAILABLE, "; ".join(problems)
-                               or "no Ray worker is available")
-        chosen = min(ready, key=lambda worker: (worker.load, worker.index))
-        chosen.load += 1
-        return chosen
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.start_timeout
+        with self._lock:
+            self._waiting += 1
+        try:
+            with self._spawning:
+                before = set(self._workers)
+                self._top_up()
+                spawned = [worker for worker in self._workers if worker not in before]
+            while True:
+                with self._lock:
+                    # Registered first: a worker that starts right after this look wakes it.
+                    waiter: asyncio.Future[None] = loop.create_future()
+                    self._waiters.append((weakref.ref(loop), waiter))
+                    chosen = self._choose(exclude)
+                    if chosen is not None:
+                        chosen.load += 1
+                        return chosen
+                problem = self._why_none(spawned)
+                if problem is not None:
+                    raise _refusal(RAY_WORKER_UNAVAILABLE, problem)
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise _refusal(RAY_WORKER_UNAVAILABLE, self._waited())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(waiter, remaining)
+                self.check_connected()
+        finally:
+            with self._lock:
+                self._waiting -= 1
+
+    async def wait_ready(self) -> tuple[RayWorker, ...]:
+        """Start the missing workers and wait until none is starting any more (each started,
+        or failed to), at most ``start_timeout`` seconds; returns the started ones."""
+        self.check_connected()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.start_timeout
+        with self._spawning:
+            self._top_up()
+        while True:
+            with self._lock:
+                waiter: asyncio.Future[None] = loop.create_future()
+                self._waiters.append((weakref.ref(loop), waiter))
+            workers = self.workers
+            remaining = deadline - loop.time()
+            if all(worker.started for worker in workers) or remaining <= 0:
+                return tuple(worker for worker in workers if worker.started)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter, remaining)
+
+    def _waited(self) -> str:
+        alive = [worker for worker in self._workers if worker.alive]
+        pending = sum(not worker.started for worker in alive)
+        unreachable = sum(worker.started and not worker.reachable for worker in alive)
+        parts = []
+        if pending:
+            parts.append(f"{pending} still pending (the cluster cannot place them yet)")
+        if unreachable:
+            parts.append(f"{unreachable} unavailable")
+        if not parts and self.max_children is not None:
+            parts.append(f"every worker runs max_children={self.max_children} children")
+        return (f"no Ray worker could take the child within {self.start_timeout:g} s: "
+                + ", ".join(parts or ["none is available"]))
 
     def release(self, worker: RayWorker) -> None:
         """A child of ``worker`` ended (or never ran)."""
-        worker.load = max(0, worker.load - 1)
+        with self._lock:
+            worker.load = max(0, worker.load - 1)
+        if self.max_children is not None:
+            self._changed()
 
-    def lost(self, worker: RayWorker) -> None:
+    def lost(self, worker: RayWorker, problem: str | None = None) -> None:
         """``worker`` died or would not start: drop it (the next start replaces it)."""
-        if worker.alive:
-            worker.alive = False
-            with contextlib.suppress(Exception):
-                ray.kill(worker.handle)
+        if worker.alive and problem is not None:
+            worker.problem = problem
+        self._drop(worker)
+        self._changed()
+
+    def _reachable(self, worker: RayWorker, reachable: bool) -> None:
+        if worker.reachable != reachable:
+            worker.reachable = reachable
+            self._changed()
+
+    def link(self, worker: RayWorker) -> _Link:
+        """The link to ``worker`` of the running event loop (made on first use)."""
+        loop = asyncio.get_running_loop()
+        link = worker.links.get(loop)
+        if link is None:
+            link = worker.links[loop] = _Link(self, worker, loop)
+        return link
 
     async def live_children(self) -> tuple[str, ...]:
         """Ids of the children running on the live workers now (asks each worker)."""
+        asked = [asyncio.wrap_future(worker.handle.live_children.remote().future())
+                 for worker in self.workers if worker.started]
         found: list[str] = []
-        for worker in self.workers:
-            found.extend(await worker.handle.live_children.remote())
+        for answer in await asyncio.gather(*asked, return_exceptions=True):
+            if isinstance(answer, exceptions.RayActorError):
+                continue  # a dead worker runs nothing
+            if isinstance(answer, BaseException):
+                raise answer
+            found.extend(answer)
         return tuple(found)
 
     def put(self, events: Sequence[Event]) -> concurrent.futures.Future[tuple[Any, int]]:
@@ -326,13 +672,21 @@ class RayWorkerPool:
         return self._puts.submit(stored)
 
     def close(self) -> None:
-        """Kill every worker (any child still on one is lost) and stop the GCS probe."""
+        """Kill every worker (any child still on one is lost), remove the placement group
+        and stop the GCS probe."""
         self._closed = True
         self._watch.stop.set()
-        for worker in self._workers:
-            self.lost(worker)
-        self._workers.clear()
+        with self._spawning:
+            workers, self._workers = self._workers, []
+            group, self._group = self._group, None
+        for worker in workers:
+            self._drop(worker)
+        if group is not None:
+            with contextlib.suppress(Exception):
+                remove_placement_group(group)
         self._puts.shutdown(wait=False)
+        self._answers.shutdown(wait=False)
+        self._changed()
 
     # ------------------------------------------------------------------ the GCS probe
 
@@ -350,7 +704,7 @@ class RayWorkerPool:
         with watch.lock:
             if watch.thread is not None and watch.thread.is_alive():
                 return
-            address = gcs_address()
+            address = probe_address()
             if address is None:
                 return
             watch.thread = threading.Thread(target=self._probe, args=(address,),
@@ -380,7 +734,279 @@ class RayWorkerPool:
                 children = list(watch.children)
             for child in children:
                 child.lose_threadsafe(watch.lost)
+            self._changed()
             return
+
+    def __repr__(self) -> str:
+        return f"RayWorkerPool(name={self.name!r}, workers={len(self.workers)})"
+
+
+# ---------------------------------------------------------------------------- a link
+
+
+@dataclass
+class _StartCall:
+    """One ``start_children`` call, kept to be sent again while Ray calls its worker
+    transiently unavailable."""
+
+    link: str
+    payload: bytes
+    seeds: list[Any]
+    ids: list[str]
+    attempt: int = 0
+
+
+class _Link:
+    """One worker's children started from one host event loop: their starts and cancels go
+    in batches, one poll at a time brings their events back (see the module rules)."""
+
+    def __init__(self, pool: RayWorkerPool, worker: RayWorker,
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self._pool = pool
+        self._worker = worker
+        self._loop = weakref.ref(loop)
+        self._base = uuid.uuid4().hex[:12]
+        self._generation = 0
+        self.id = ""
+        self.children: dict[str, RemoteChild] = {}
+        #: The worker incarnation that started each child (what its start call answered).
+        self._started_on: dict[str, str] = {}
+        self._starts: list[tuple[ChildStart, Any]] = []
+        self._cancels: list[tuple[str, CancelCause]] = []
+        self._stops: list[str] = []
+        self._flushing = False
+        self._poller: asyncio.Task[None] | None = None
+
+    def start(self, child: RemoteChild, start: ChildStart, seed: Any) -> None:
+        if self._poller is None:  # a new generation: the worker's outbox for it is new
+            self._generation += 1
+            self.id = f"{self._base}.{self._generation}"
+            self._poller = asyncio.get_running_loop().create_task(
+                self._poll(self.id), name=f"ray-events:{self._worker.name}")
+        self.children[child.id] = child
+        self._starts.append((start, seed))
+        self._schedule()
+
+    def cancel(self, child_id: str, cause: CancelCause) -> None:
+        self._cancels.append((child_id, cause))
+        self._schedule()
+
+    def stop(self, child_id: str) -> None:
+        self._stops.append(child_id)
+        self._schedule()
+
+    def forget(self, child_id: str) -> None:
+        self.children.pop(child_id, None)
+        self._started_on.pop(child_id, None)
+        poller = self._poller
+        if not self.children and poller is not None and poller is not asyncio.current_task():
+            # Its last child left (given up on, or resumed elsewhere): the poll in flight is
+            # for no one, and the next start polls a new generation.
+            self._poller = None
+            poller.cancel()
+
+    def _schedule(self) -> None:
+        # What the loop's current tick asks of this worker goes in one call of each kind.
+        if not self._flushing:
+            self._flushing = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flushing = False
+        starts, self._starts = self._starts, []
+        starts = [(start, seed) for start, seed in starts if start.spec.header.id
+                  in self.children]
+        if starts:
+            seeds: list[Any] = []
+            numbers: dict[int, int] = {}
+            records = []
+            for start, seed in starts:
+                if seed is None:
+                    records.append(start)
+                    continue
+                number = numbers.setdefault(id(seed), len(seeds))
+                if number == len(seeds):
+                    seeds.append(seed)
+                records.append(msgspec.structs.replace(start, seed=number))
+            self._send_starts(_StartCall(link=self.id, payload=encode_wire(records),
+                                         seeds=seeds,
+                                         ids=[record.spec.header.id for record in records]))
+        if self._cancels:
+            cancels, self._cancels = self._cancels, []
+            self._control("cancel_children", encode_wire(cancels))
+        if self._stops:
+            stops, self._stops = self._stops, []
+            self._control("stop_children", stops)
+
+    def _send_starts(self, call: _StartCall) -> None:
+        if not self._worker.alive or not ray.is_initialized():
+            return  # its poll fails, which loses (or recovers) the children
+        ids = call.ids
+        name = (f"start child {ids[0]}" if len(ids) == 1
+                else f"start {len(ids)} children: {ids[0]} … {ids[-1]}")
+        try:
+            future = self._worker.handle.start_children.options(name=name).remote(
+                call.link, call.payload, call.seeds).future()
+        except Exception as error:
+            self._not_started(ids, error)
+            return
+        future.add_done_callback(functools.partial(self._threadsafe, self._starts_answered,
+                                                   call))
+
+    def _threadsafe(self, work: Callable[..., None], *args: Any) -> None:
+        _on_loop(self._loop, work, *args)
+
+    def _starts_answered(self, call: _StartCall, future: concurrent.futures.Future[Any],
+                         ) -> None:
+        error = future.exception()
+        if error is None:
+            for child_id in call.ids:
+                self._started_on[child_id] = future.result()
+            return
+        unavailable = isinstance(error, exceptions.ActorUnavailableError)
+        if isinstance(error, exceptions.RayActorError) and not unavailable:
+            return  # the worker died: its poll says so
+        loop = self._loop()
+        if unavailable and call.attempt < _RETRIES and loop is not None:
+            # The same start again: the worker runs each child once.
+            call.attempt += 1
+            loop.call_later(_RETRY_DELAY, self._send_starts, call)
+            return
+        self._not_started(call.ids, error)
+
+    def _not_started(self, ids: Sequence[str], error: BaseException) -> None:
+        for child_id in ids:
+            child = self.children.pop(child_id, None)
+            if child is not None:
+                child.lost(f"the Ray worker{self._worker.where()} could not start the child: "
+                           f"{_first_line(error)}")
+
+    def _control(self, method: str, argument: Any, attempt: int = 0) -> None:
+        if not self._worker.alive or not ray.is_initialized():
+            return
+        try:
+            future = getattr(self._worker.handle, method).remote(argument).future()
+        except Exception:
+            return  # the worker is gone: its poll says so
+        future.add_done_callback(functools.partial(
+            self._threadsafe, self._control_answered, method, argument, attempt))
+
+    def _control_answered(self, method: str, argument: Any, attempt: int,
+                          future: concurrent.futures.Future[Any]) -> None:
+        error = future.exception()
+        loop = self._loop()
+        if (isinstance(error, exceptions.ActorUnavailableError) and attempt < _RETRIES
+                and loop is not None):
+            loop.call_later(_RETRY_DELAY, self._control, method, argument, attempt + 1)
+
+    async def _poll(self, link: str) -> None:
+        worker, pool = self._worker, self._pool
+        loop = asyncio.get_running_loop()
+        acked = 0
+        incarnation: str | None = None
+        unavailable_since: float | None = None
+        try:
+            while self.children:
+                future = worker.handle.poll.options(name=f"events of {worker.name}").remote(
+                    link, acked).future()
+                try:
+                    data = await asyncio.wrap_future(future)
+                except exceptions.ActorUnavailableError as error:
+                    if not worker.alive:  # its lifeline says it died (its node was lost)
+                        self._lose_all(f"the Ray worker{worker.where()} running this child "
+                                       f"died before it finished: {worker.problem}",
+                                       recoverable=True)
+                        return
+                    now = loop.time()
+                    unavailable_since = unavailable_since or now
+                    pool._reachable(worker, False)
+                    if now - unavailable_since < pool.unavailable_timeout:
+                        await asyncio.sleep(_RETRY_DELAY)
+                        continue
+                    pool.lost(worker, f"the Ray worker {worker.name}{worker.where()} was "
+                                      f"unavailable for {pool.unavailable_timeout:g} s")
+                    self._lose_all(f"the Ray worker{worker.where()} running this child was "
+                                   f"unavailable for {pool.unavailable_timeout:g} s: "
+                                   f"{_first_line(error)}", recoverable=True)
+                    return
+                except exceptions.RayActorError as error:
+                    pool.lost(worker, f"the Ray worker {worker.name}{worker.where()} died: "
+                                      f"{_first_line(error)}")
+                    self._lose_all(f"the Ray worker{worker.where()} running this child died "
+                                   f"before it finished: {_first_line(error)}",
+                                   recoverable=True)
+                    return
+                except Exception as error:
+                    self._lose_all(f"the child's events could not be read from its Ray "
+                                   f"worker: {_first_line(error)}")
+                    return
+                if unavailable_since is not None:
+                    unavailable_since = None
+                    pool._reachable(worker, True)
+                try:
+                    batch = decode_batch(data)
+                except msgspec.DecodeError as error:
+                    self._fail_all(f"a batch from the Ray worker cannot be decoded: {error}")
+                    return
+                if batch.incarnation != incarnation:
+                    # A restarted worker's batches count from the start again.
+                    acked = 0 if incarnation is not None else acked
+                    incarnation = batch.incarnation
+                    self._restarted(incarnation)
+                    if worker.info is not None and worker.info.incarnation != incarnation:
+                        pool._ask_ready(worker)  # what the pool knows of it is stale
+                if batch.seq == acked + 1:
+                    acked = batch.seq
+                    self._deliver(batch)
+        finally:
+            if self._poller is asyncio.current_task():
+                self._poller = None
+            self._control("close_link", link)
+
+    def _restarted(self, incarnation: str) -> None:
+        """Ray restarted the worker (``max_restarts``): what its last process ran is lost."""
+        gone = [child_id for child_id, started_on in self._started_on.items()
+                if started_on != incarnation]
+        for child_id in gone:
+            self._started_on.pop(child_id, None)
+            child = self.children.pop(child_id, None)
+            if child is not None:
+                child.lost(f"the Ray worker{self._worker.where()} running this child was "
+                           "restarted by Ray before the child finished", recoverable=True)
+
+    def _deliver(self, batch: EventsBatch) -> None:
+        decoded = decode_log(batch.jsonl)
+        try:
+            events = decoded.unwrap()
+        except Exception:
+            self._fail_all(f"a batch from the Ray worker cannot be decoded: "
+                           f"{decoded.failure()}")
+            return
+        offset = 0
+        for child_id, count in batch.counts:
+            part = events[offset:offset + count]
+            offset += count
+            child = self.children.get(child_id)
+            if child is not None:
+                child.take(part)
+        for done in batch.done:
+            child = self.children.get(done.id)
+            if child is not None:
+                child.finish(done)
+
+    def _lose_all(self, reason: str, *, recoverable: bool = False) -> None:
+        children = list(self.children.values())
+        self.children.clear()
+        self._started_on.clear()
+        for child in children:
+            child.lost(reason, recoverable=recoverable)
+
+    def _fail_all(self, problem: str) -> None:
+        children = list(self.children.values())
+        self.children.clear()
+        self._started_on.clear()
+        for child in children:
+            child.fail(_HostSideError(problem))
 
 
 # ---------------------------------------------------------------------------- a remote child
@@ -388,7 +1014,7 @@ class RayWorkerPool:
 
 class RemoteChild:
     """A child running on a pool worker, as its run drives it: ``session`` is the child's
-    session on the parent's host, where its streamed events land (see the module rules)."""
+    session on the parent's host, where its events land (see the module rules)."""
 
     def __init__(self, *, pool: RayWorkerPool, worker: RayWorker, host: SubagentHost,
                  session: Session, spec: ChildSpec, seed: Any,
@@ -401,21 +1027,27 @@ class RemoteChild:
         self._seed = seed
         self._capture = capture
         self._loop = asyncio.get_running_loop()
+        self._idle: asyncio.Future[None] = self._loop.create_future()
+        self._stopped: asyncio.Future[None] | None = None
+        self._link: _Link | None = None
+        self._started = False
+        self._holds_worker = True
         self._cause: CancelCause | None = None
-        self._pump: asyncio.Task[None] | None = None
-        self._stream: Any = None
-        self._released = False
-        self._stopping: asyncio.Task[None] | None = None
-        self._lost_reason: str | None = None
-        self._messages: set[asyncio.Task[None]] = set()
+        self._resuming: asyncio.Task[None] | None = None
+        # What the worker rebuilds by itself before a resumed child's acknowledged events:
+        # the header, the seed and its end.
+        self._setup_length = len(session) - len(spec.policy)
         #: Why the child ended abnormally, when its worker or the cluster let it down.
         self.diagnostic: str | None = None
         #: A failure of the host's side (a batch it could not decode or append), raised once
         #: by :meth:`when_idle`.
         self.failure: BaseException | None = None
-        #: Events received from the worker and appended here, in how many stream items.
+        #: Events received from the worker and appended here, in how many batches.
         self.received = 0
         self.batches = 0
+        #: Times it resumed on another worker after its worker died (the pool's ``recover``),
+        #: and why each time.
+        self.recoveries: list[str] = []
 
     @property
     def id(self) -> str:
@@ -423,34 +1055,28 @@ class RemoteChild:
 
     @property
     def running(self) -> bool:
-        return self._pump is not None and not self._pump.done()
+        return self._started and not self._idle.done()
 
     def followup(self, prompt: Prompt) -> None:
         """Start the child on its worker with ``prompt`` (once)."""
-        if self._pump is not None:
+        if self._started:
             raise RuntimeError(f"the remote child {self.id} was started already")
+        self._started = True
         self.pool.follow(self)
-        self._pump = self._loop.create_task(self._run(user_message(prompt, "").content),
-                                            name=f"ray-child:{self.id}")
+        self._send(ChildStart(spec=self._spec, prompt=user_message(prompt, "").content,
+                              seed=None if self._seed is None else 0, cause=self._cause))
+
+    def _send(self, start: ChildStart) -> None:
+        self._link = self.pool.link(self.worker)
+        self._link.start(self, start, self._seed)
 
     def cancel(self, cause: CancelCause | None = None) -> None:
         """Cancel the child's turn with ``cause`` (the first cause wins), on its worker."""
         if self._cause is not None:
             return
         self._cause = cause or CancelUser()
-        if self._stream is not None and self.running:
-            self._send_cancel()
-
-    def _send_cancel(self) -> None:
-        assert self._cause is not None
-        try:
-            sent = self.worker.handle.cancel_child.remote(self.id, self._cause)
-        except Exception:  # the worker is gone: the stream says so
-            return
-        # Awaited so that a dead worker's error is read, not reported as unhandled.
-        message = self._loop.create_task(_settled(sent))
-        self._messages.add(message)
-        message.add_done_callback(self._messages.discard)
+        if self.running and self._link is not None and self._resuming is None:
+            self._link.cancel(self.id, self._cause)
 
     async def when_idle(self) -> None:
         """Wait until the child stopped (on its worker, or given up on) and its log here is
@@ -459,112 +1085,128 @@ class RemoteChild:
         Raises:
             AgentLoopError: the host could not take the child's events; raised once.
         """
-        if self._pump is not None:
-            await asyncio.wait([self._pump])
+        await asyncio.wait([self._idle])
         await report_idle(self)
 
     async def dispose(self) -> None:
         """Cancel with ``disposed``, wait for the child to stop (see the module rules), and
         release its session here (the store keeps its file). Idempotent, concurrent-safe."""
-        if self._stopping is None:
-            self.cancel(CancelDisposed())
-            self._stopping = self._loop.create_task(self._stop())
-        await asyncio.wait([self._stopping])
-        self._release()
+        self.cancel(CancelDisposed())
+        if not self._started:
+            self._finish()
+        if self._stopped is None:
+            self._stopped = self._loop.create_future()
+            try:
+                await self._stop()
+            finally:
+                _wake(self._stopped)
+        else:
+            await asyncio.wait([self._stopped])
+        self._host.sessions.release(self.id)
 
     async def _stop(self) -> None:
-        pump = self._pump
-        if pump is None:
-            return
         timeout = self.pool.stop_timeout
-        done, _ = await asyncio.wait([pump], timeout=timeout)
-        if not done and self._stream is not None:
-            with contextlib.suppress(Exception):
-                ray.cancel(self._stream)
-            done, _ = await asyncio.wait([pump], timeout=timeout)
+        done, _ = await asyncio.wait([self._idle], timeout=timeout)
+        if not done and self._link is not None:
+            self._link.stop(self.id)
+            done, _ = await asyncio.wait([self._idle], timeout=timeout)
         if not done:
-            self._lose(f"the child did not stop within {2 * timeout:g} s of being cancelled "
-                       "and was given up on; its worker may still be running it")
+            self.lost(f"the child did not stop within {2 * timeout:g} s of being cancelled "
+                      "and was given up on; its worker may still be running it")
 
     def lose_threadsafe(self, reason: str) -> None:
-        """:meth:`_lose` from another thread (the pool's GCS probe)."""
+        """:meth:`lost` from another thread (the pool's GCS probe)."""
         with contextlib.suppress(RuntimeError):  # the loop is closed: nothing is running
-            self._loop.call_soon_threadsafe(self._lose, reason)
+            self._loop.call_soon_threadsafe(self.lost, reason)
 
-    def _lose(self, reason: str) -> None:
-        """Stop waiting for the worker: the child is lost for ``reason``."""
-        if self._lost_reason is None and self.running:
-            self._lost_reason = reason
-            assert self._pump is not None
-            self._pump.cancel()
+    # ------------------------------------------------------------------ what the link says
 
-    # ------------------------------------------------------------------ the stream
-
-    async def _run(self, prompt: tuple[ContentBlock, ...]) -> None:
-        try:
-            seed = None if self._seed is None else [self._seed]
-            self._stream = self.worker.handle.run_child.remote(self._spec, seed, prompt)
-            if self._cause is not None:  # cancelled before the stream existed
-                self._send_cancel()
-            async for reference in self._stream:
-                item = await reference
-                if isinstance(item, EventsBatch):
-                    self._append(item)
-                elif isinstance(item, ChildDone):
-                    self._done(item)
-        except asyncio.CancelledError:
-            if self._lost_reason is None:
-                raise
-            self._close(self._lost_reason)
-        except _HostSideError as error:
-            self.failure = error
-            self._abandon()
-        except exceptions.RayActorError as error:
-            self.pool.lost(self.worker)
-            where = "" if self.worker.info is None else f" (pid {self.worker.info.pid})"
-            self._close(f"the Ray worker{where} running this child died before it finished: "
-                        f"{_first_line(error)}")
-        except exceptions.TaskCancelledError:
-            self._close("Ray cancelled the child on its worker before it finished")
-        except Exception as error:
-            self._close(f"the child's stream from its Ray worker failed: {_first_line(error)}")
-        finally:
-            self.pool.unfollow(self)
-            if not self._released:
-                self.pool.release(self.worker)
-                self._released = True
-
-    def _append(self, batch: EventsBatch) -> None:
-        decoded = decode_log(batch.jsonl)
-        try:
-            events = decoded.unwrap()
-        except Exception as error:
-            raise _HostSideError(f"a batch from the Ray worker cannot be decoded: "
-                                 f"{decoded.failure()}") from error
-        if not events:
+    def take(self, events: Sequence[Event]) -> None:
+        """Append events the worker sent; a failure stops the child (see the module rules)."""
+        if not events or self._idle.done():
             return
         try:
             self.session.extend(events)
         except Exception as error:
-            raise _HostSideError(str(error)) from error
+            self.fail(_HostSideError(str(error)))
+            return
         self.received += len(events)
         self.batches += 1
 
-    def _done(self, done: ChildDone) -> None:
-        self._append(EventsBatch(jsonl=done.jsonl))
+    def finish(self, done: ChildDone) -> None:
+        """The worker says the child is idle and disposed there."""
+        if self._idle.done():
+            return
         if self._capture is not None and done.captured is not None:
             self._capture.value = msgspec.Raw(done.captured)
         if done.failure is not None:
             self.failure = RuntimeError(f"the child's loop failed on its Ray worker: "
                                         f"{done.failure}")
+        if done.error is not None:
+            self._close(done.error)
+        self._finish()
 
-    def _abandon(self) -> None:
+    def fail(self, failure: BaseException) -> None:
         """The host cannot follow the child any more: stop it there, close it here."""
-        if self._stream is not None:
-            with contextlib.suppress(Exception):
-                ray.cancel(self._stream)
+        if self._idle.done():
+            return
+        self.failure = failure
+        if self._link is not None:
+            self._link.stop(self.id)
         with contextlib.suppress(Exception):
             self._close_turn()
+        self._finish()
+
+    def lost(self, reason: str, *, recoverable: bool = False) -> None:
+        """Stop waiting for the worker: the child is lost for ``reason`` (resumed elsewhere
+        when ``recoverable`` and the pool's ``recover`` allows)."""
+        if self._idle.done() or self._resuming is not None:
+            return
+        if (recoverable and self._cause is None
+                and len(self.recoveries) < self.pool.recover):
+            self._recover(reason)
+            return
+        self._close(reason)
+        self._finish()
+
+    # ------------------------------------------------------------------ recovery
+
+    def _recover(self, reason: str) -> None:
+        self.recoveries.append(reason)
+        if self._link is not None:
+            self._link.forget(self.id)
+        try:
+            self._close_turn()
+        except Exception as error:
+            self.failure = error
+            self._finish()
+            return
+        self._release_worker()
+        self._resuming = self._loop.create_task(self._resume(reason),
+                                                name=f"ray-resume:{self.id}")
+
+    async def _resume(self, reason: str) -> None:
+        try:
+            try:
+                worker = await self.pool.acquire(exclude=(self.worker,))
+            except SubagentStartError as refused:
+                self._close(f"{reason}; it could not resume on another Ray worker: {refused}")
+                self._finish()
+                return
+            if self._cause is not None or self._idle.done():
+                self.pool.release(worker)
+                self._finish()
+                return
+            self.worker, self._holds_worker = worker, True
+            acknowledged = self.session.events[self._setup_length:]
+            self._send(ChildStart(
+                spec=self._spec, prompt=(TextBlock(text=RECOVERY_PROMPT),),
+                seed=None if self._seed is None else 0,
+                resumed=encode_log(acknowledged)))
+        finally:
+            self._resuming = None
+
+    # ------------------------------------------------------------------ endings
 
     def _close(self, reason: str) -> None:
         """Close the child's open turn here, after every event received, and say why."""
@@ -582,8 +1224,22 @@ class RemoteChild:
         if closers:
             session.extend(closers)
 
-    def _release(self) -> None:
-        self._host.sessions.release(self.id)
+    def _release_worker(self) -> None:
+        if self._holds_worker:
+            self._holds_worker = False
+            self.pool.release(self.worker)
+
+    def _finish(self) -> None:
+        if self._idle.done():
+            return
+        self._idle.set_result(None)
+        self._release_worker()
+        self.pool.unfollow(self)
+        if self._link is not None:
+            self._link.forget(self.id)
+        # Nothing of a finished child pins the object store or the link.
+        self._seed = None
+        self._link = None
 
     def __repr__(self) -> str:
         return f"RemoteChild(id={self.id!r}, worker={self.worker.index})"
@@ -593,40 +1249,52 @@ class _HostSideError(Exception):
     """The host could not take a batch of the child's events."""
 
 
-async def _settled(reference: Any) -> None:
-    with contextlib.suppress(Exception):
-        await reference
-
-
 # ---------------------------------------------------------------------------- seeds
 
 
 @dataclass
 class _StoredSeed:
     cut: int
-    parent: weakref.ref[Agent]
     put: concurrent.futures.Future[tuple[Any, int]]
 
 
 class _SeedRefs:
-    """A provider's stored seeds: one per parent, at its latest fork point."""
+    """A provider's stored seeds: one per parent, at its latest fork point, dropped when the
+    parent is disposed."""
 
     def __init__(self, pool: RayWorkerPool) -> None:
         self._pool = pool
         self._by_parent: dict[str, _StoredSeed] = {}
+        self._runtimes: weakref.WeakSet[SubagentRuntime] = weakref.WeakSet()
 
-    def _sweep(self) -> None:
-        for parent_id, stored in list(self._by_parent.items()):
-            parent = stored.parent()
-            if parent is None or parent.disposed:
-                del self._by_parent[parent_id]
+    def _follow(self, runtime: SubagentRuntime) -> None:
+        """Drop a parent's seed as soon as the runtime releases the parent (its disposal)."""
+        if runtime in self._runtimes:
+            return
+        self._runtimes.add(runtime)
+        seeds = weakref.ref(self)
 
-    async def reference(self, parent: Agent, seed: Sequence[Event]) -> Any:
-        self._sweep()
+        async def release(parent: Agent) -> None:
+            held = seeds()
+            if held is not None:
+                held._by_parent.pop(parent.id, None)
+
+        def owns(parent: Agent) -> bool:
+            held = seeds()
+            return held is not None and parent.id in held._by_parent
+
+        runtime.on_release(release, owns=owns)
+
+    def held(self) -> int:
+        """Parents with a stored seed."""
+        return len(self._by_parent)
+
+    async def reference(self, runtime: SubagentRuntime, parent: Agent,
+                        seed: Sequence[Event]) -> Any:
+        self._follow(runtime)
         stored = self._by_parent.get(parent.id)
         if stored is None or stored.cut != len(seed):
-            stored = _StoredSeed(cut=len(seed), parent=weakref.ref(parent),
-                                 put=self._pool.put(seed))
+            stored = _StoredSeed(cut=len(seed), put=self._pool.put(seed))
             self._by_parent[parent.id] = stored
         try:
             reference, _ = await asyncio.shield(asyncio.wrap_future(stored.put))
@@ -638,6 +1306,8 @@ class _SeedRefs:
             raise _refusal(RAY_SEED_NOT_STORED,
                            f"the fork seed ({len(seed)} events of {parent.id}) could not be "
                            f"put into Ray's object store: {_first_line(error)}") from error
+        if parent.disposed:  # released meanwhile: keep nothing for it
+            self._by_parent.pop(parent.id, None)
         return reference
 
     def clear(self) -> None:
@@ -647,24 +1317,57 @@ class _SeedRefs:
 # ---------------------------------------------------------------------------- providers
 
 
+def _route_pool(pools: Mapping[str, RayWorkerPool], request: CheckedRequest) -> str:
+    """The default choice of pool: the one named like the child's model provider, else the
+    first."""
+    options = request.request.agent_options
+    wanted = None if options is None else options.provider
+    return wanted if wanted is not None and wanted in pools else next(iter(pools))
+
+
 class RayProvider:
     """A provider whose children run on a :class:`RayWorkerPool`; subclasses differ only in
-    :attr:`kind`, as the in-process ones do."""
+    :attr:`kind`, as the in-process ones do.
+
+    ``pool`` is one pool or several by name; with several, ``pool_for(request)`` names the
+    one a child runs on (default: the pool named like the child's model provider, else the
+    first). Each pool's workers have their own resources (``actor_options``), so the pool is
+    how a child asks for resources.
+    """
 
     kind: Literal["fork", "spawn"] = "spawn"
 
-    def __init__(self, pool: RayWorkerPool, provider_name: str) -> None:
+    def __init__(self, pool: RayWorkerPool | Mapping[str, RayWorkerPool], provider_name: str,
+                 *, pool_for: Callable[[CheckedRequest], str] | None = None) -> None:
         if not provider_name:
             raise ValueError("a subagent provider name must not be empty")
-        self.pool = pool
+        pools = {"default": pool} if isinstance(pool, RayWorkerPool) else dict(pool)
+        if not pools:
+            raise ValueError("a Ray provider needs at least one pool")
+        self.pools: Mapping[str, RayWorkerPool] = pools
+        #: The first pool (the only one, for a provider of one pool).
+        self.pool = next(iter(pools.values()))
         self.provider_name = provider_name
         self.capabilities = RAY_CAPABILITIES
-        self._seeds = _SeedRefs(pool)
+        self._pool_for = pool_for or functools.partial(_route_pool, pools)
+        self._seeds = {name: _SeedRefs(each) for name, each in pools.items()}
 
     @property
     def inherits_parent_context(self) -> bool:
         """Whether children see the parent's completed turns (a fork) or not (a spawn)."""
         return self.kind == "fork"
+
+    def seeds_held(self) -> int:
+        """Stored seeds this provider still references (one per parent and pool at most)."""
+        return sum(seeds.held() for seeds in self._seeds.values())
+
+    def _chosen(self, request: CheckedRequest) -> str:
+        name = self._pool_for(request)
+        if name not in self.pools:
+            raise _refusal(RAY_WORKER_UNAVAILABLE,
+                           f"no Ray worker pool named {name!r} (this provider has "
+                           f"{', '.join(map(repr, self.pools))})")
+        return name
 
     async def start(self, runtime: SubagentRuntime, request: CheckedRequest, *, parent: Agent,
                     signal: AbortSignal | None) -> SubagentRun:
@@ -672,31 +1375,29 @@ class RayProvider:
         host = runtime.host
         setup = plan_setup(host, request, parent, signal, kind=self.kind,
                            provider_name=self.provider_name)
-        self.pool.check_connected()
+        name = self._chosen(request)
+        pool = self.pools[name]
+        pool.check_connected()
         plan = setup.plan
         session = create_child_session(host, plan)
         try:
-            worker = await self.pool.acquire()
+            worker = await pool.acquire()
             try:
                 seed = (None if plan.seed is None
-                        else await self._seeds.reference(parent, plan.seed))
+                        else await self._seeds[name].reference(runtime, parent, plan.seed))
                 await setup_checkpoint(session.id, parent, signal)
             except BaseException:
-                self.pool.release(worker)
+                pool.release(worker)
                 raise
         except BaseException:
             discard_child(host, session.id)
             raise
+        spec = ChildSpec.planned(setup, host_sections=host.prompt_sections.sections(),
+                                 sandbox_mode=getattr(host, "sandbox_mode", None),
+                                 session_titles=bool(getattr(host, "session_titles", True)))
         structured = plan.structured
-        spec = ChildSpec(
-            setup=replace(setup, plan=msgspec.structs.replace(plan, seed=None, seed_trace=None,
-                                                              structured=None)),
-            output_schema=None if structured is None else structured.output_schema.schema,
-            host_sections=host.prompt_sections.sections(),
-            sandbox_mode=getattr(host, "sandbox_mode", None),
-            session_titles=bool(getattr(host, "session_titles", True)))
         capture = None if structured is None else StructuredCapture(structured)
-        child = RemoteChild(pool=self.pool, worker=worker, host=host, session=session,
+        child = RemoteChild(pool=pool, worker=worker, host=host, session=session,
                             spec=spec, seed=seed, capture=capture)
 
         def diagnostic() -> str | None:
@@ -718,12 +1419,16 @@ class RayForkProvider(RayProvider):
 
     kind: Literal["fork", "spawn"] = "fork"
 
-    def __init__(self, pool: RayWorkerPool, provider_name: str = "ray-fork") -> None:
-        super().__init__(pool, provider_name)
+    def __init__(self, pool: RayWorkerPool | Mapping[str, RayWorkerPool],
+                 provider_name: str = "ray-fork", *,
+                 pool_for: Callable[[CheckedRequest], str] | None = None) -> None:
+        super().__init__(pool, provider_name, pool_for=pool_for)
 
 
 class RaySpawnProvider(RayProvider):
     """Children start empty: they see only their prompt."""
 
-    def __init__(self, pool: RayWorkerPool, provider_name: str = "ray-spawn") -> None:
-        super().__init__(pool, provider_name)
+    def __init__(self, pool: RayWorkerPool | Mapping[str, RayWorkerPool],
+                 provider_name: str = "ray-spawn", *,
+                 pool_for: Callable[[CheckedRequest], str] | None = None) -> None:
+        super().__init__(pool, provider_name, pool_for=pool_for)

@@ -1,5 +1,5 @@
 """What runs on a Ray worker: a pool actor that runs many children, each a turnfork agent on the
-actor's own event loop.
+actor's own event loop, and what travels between it and the parent's host.
 
 Rules:
 
@@ -18,41 +18,64 @@ Rules:
   runs as live and as the child of a run held on the parent's host, from the child's
   publication to its disposal: a service installed there judges it as the parent's host
   judges an in-process child (``ask_user_question`` refuses it as ``DELEGATED_CALLER``).
-* A fork child's seed arrives as an object-store reference, fetched, decoded and traced once
-  per fork point on each worker and shared by every child seeded there (a view, as in
-  process); the reference is nested in the call's arguments so Ray does not fetch it per
-  child.
-* :meth:`ChildWorker.run_child` streams the child's own events, everything committed after its
-  setup, as JSONL batches: what accumulated within the flush interval (20 ms by default) of
-  the first unsent event, and last one :class:`ChildDone` with the remaining events, the
-  captured structured value and the loop's failure, if any.
-* :meth:`ChildWorker.cancel_child` cancels a child's turn with the given cause through its own
-  turn machine, so its log closes there and the closing events still stream back; a cancel
-  that arrives before its child registers is kept and honoured at the child's start. A
-  Ray-level cancellation of the stream (``ray.cancel``) cancels the child with ``disposed``.
+* Everything between host and worker goes per *link* (one per worker and host event loop),
+  in batches, encoded with msgspec (MessagePack; events as the wire codec's JSONL):
+  :meth:`ChildWorker.start_children` starts many children in one call and returns at once
+  (children are tasks on the actor's loop, never calls that hold a slot);
+  :meth:`ChildWorker.poll` answers with one :class:`EventsBatch` of everything the link's
+  children committed since the last one — what accumulated within the flush interval (20 ms
+  by default) of the first unsent event, or nothing after ``poll_wait`` seconds — and the
+  :class:`ChildDone` of each child gone idle, sent only once the child is disposed here.
+* A batch is kept until the next poll acknowledges it (``acked``): a poll whose answer was
+  lost on the way is answered again, so a transient loss of the worker (Ray's
+  ``ActorUnavailableError``) loses and repeats nothing. Starts are idempotent (a child is
+  started once, whatever retries say).
+* Control calls run in their own concurrency group (:data:`CONTROL`: a thread and event loop
+  of Ray's), so they are answered however busy the children's loop is, and hand their work to
+  the children's loop: :meth:`~ChildWorker.cancel_children` cancels children's turns through
+  their own turn machines (a cancel that arrives before its child is kept for its start),
+  :meth:`~ChildWorker.stop_children` cancels what still runs of them (their tasks: they stop
+  as disposed), :meth:`~ChildWorker.live_children` lists them, :meth:`~ChildWorker.lifeline`
+  never answers: the pool learns from its failure that the worker is gone.
+* A fork child's seed arrives as an object-store reference, nested in the start call's
+  arguments (so Ray does not fetch it per child), and is fetched, decoded and traced once per
+  fork point on each worker and shared by every child seeded there (a view, as in process).
+* A child resumed from its log (the pool's recovery of a lost child) gets the events the host
+  acknowledged after its setup: its session here is rebuilt from them, and its descriptor is
+  not written again if the log has it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar, cast
 
 import msgspec
 from msgspec import Raw
 from returns.result import Failure
 
 from ...core import (
+    ApprovalPolicyData,
     CancelCause,
     CancelDisposed,
+    ChildPlan,
     ContentBlock,
     Event,
     PrefixView,
     PromptSection,
+    RuntimeOptions,
+    SandboxModeData,
     SessionHeader,
+    StructuredOutputContract,
+    SubagentDescriptorData,
+    SubagentDescriptorEvent,
+    ToolRestriction,
     Trace,
     decode_log,
     encode_log,
@@ -67,9 +90,11 @@ from ..tools import CallingAgent
 from ._ray import ray
 
 __all__ = [
+    "CONTROL",
     "WorkerSetup",
     "WorkerHost",
     "ChildSpec",
+    "ChildStart",
     "EventsBatch",
     "ChildDone",
     "WorkerInfo",
@@ -81,45 +106,138 @@ __all__ = [
 #: module-level function of an installed module), as Ray pickles it by reference.
 WorkerSetup = Callable[[Host], None]
 
-#: Seconds a child's committed events may wait on its worker for more to join them in one
-#: stream item (they leave at once when the child goes idle).
+#: The concurrency group of the control calls (cancel, stop, list, lifeline).
+CONTROL = "control"
+#: Calls the control group runs at once (one lifeline per host process among them).
+CONTROL_CONCURRENCY = 100
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _control(method: _Method) -> _Method:
+    """A method of the control group (see the module rules)."""
+    return cast(_Method, ray.method(concurrency_group=CONTROL)(method))
+
+
+#: Seconds a child's committed events may wait on its worker for more to join them.
 DEFAULT_FLUSH_INTERVAL = 0.02
+#: Seconds a poll waits with nothing to send before answering empty.
+DEFAULT_POLL_WAIT = 1.0
+#: Bytes of events one batch carries before the rest waits for the next poll: Ray passes a
+#: reply under 100 KiB inline, a larger one through the object store.
+BATCH_BYTES = 64 * 2**10
 #: Decoded seeds kept per worker once no child uses them (a later sibling reuses them).
 _IDLE_SEEDS = 2
-#: Cancels kept for children not started here yet (Ray does not order an async actor's calls).
-_EARLY_CANCELS = 10_000
+#: Cancels kept for children not started here yet (Ray does not order calls across groups),
+#: and ids of children started here, so that a repeated start is not run twice.
+_REMEMBERED = 10_000
 
 
-@dataclass(frozen=True, slots=True)
-class ChildSpec:
-    """One child as its provider planned it on the parent's host, shipped to a worker."""
+# ---------------------------------------------------------------------------- the wire
 
-    #: The shared driver's setup, without the seed, its trace and the compiled
-    #: structured-output contract (they are rebuilt there).
-    setup: ChildSetup
+
+class _SandboxPolicy(msgspec.Struct, frozen=True, tag="sandbox"):
+    data: SandboxModeData
+
+
+class _ApprovalPolicy(msgspec.Struct, frozen=True, tag="approval"):
+    data: ApprovalPolicyData
+
+
+class ChildSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """One child as its provider planned it on the parent's host: the core's plan without its
+    seed, seed trace and compiled structured-output contract (rebuilt on the worker), the
+    rest of the shared driver's setup, and what the child's host mirrors of the parent's."""
+
+    kind: Literal["fork", "spawn"]
+    header: SessionHeader
+    options: RuntimeOptions
+    policy: tuple[_SandboxPolicy | _ApprovalPolicy, ...]
+    descriptor: SubagentDescriptorData
+    prompt: tuple[ContentBlock, ...]
+    sections: tuple[PromptSection, ...]
+    context: tuple[PromptSection, ...]
+    persona: str | None
+    tool_filter: ToolRestriction | None
+    depth: int
+    #: The setup's approval flag and the child's own prompt sections (``ChildSetup``).
+    approval: bool
+    child_sections: tuple[PromptSection, ...]
     #: The requested output schema's JSON text, compiled again on the worker.
-    output_schema: Raw | None
+    output_schema: bytes | None
     #: The parent host's prompt sections (the deployment's), mirrored by the child's host.
     host_sections: tuple[PromptSection, ...]
     sandbox_mode: SandboxMode | None
     session_titles: bool
 
+    @classmethod
+    def planned(cls, setup: ChildSetup, *, host_sections: tuple[PromptSection, ...],
+                sandbox_mode: SandboxMode | None, session_titles: bool) -> ChildSpec:
+        """What ships of ``setup`` (planned by the shared driver on the parent's host)."""
+        plan = setup.plan
+        structured = plan.structured
+        return cls(
+            kind=plan.kind, header=plan.header, options=plan.options,
+            policy=tuple(_SandboxPolicy(data=policy) if isinstance(policy, SandboxModeData)
+                         else _ApprovalPolicy(data=policy) for policy in plan.policy),
+            descriptor=plan.descriptor, prompt=plan.prompt, sections=plan.sections,
+            context=plan.context, persona=plan.persona, tool_filter=plan.tool_filter,
+            depth=plan.depth, approval=setup.approval, child_sections=setup.sections,
+            output_schema=(None if structured is None
+                           else bytes(structured.output_schema.schema)),
+            host_sections=host_sections, sandbox_mode=sandbox_mode,
+            session_titles=session_titles)
 
-@dataclass(frozen=True, slots=True)
-class EventsBatch:
-    """Events the child committed, in order, as JSONL (the wire codec)."""
+    def setup(self, *, seed: PrefixView | None, seed_trace: Trace | None,
+              structured: StructuredOutputContract | None,
+              with_policy: bool = True) -> ChildSetup:
+        """The shared driver's setup again, with what the worker rebuilt."""
+        plan = ChildPlan(
+            kind=self.kind, header=self.header, seed=seed, seed_trace=seed_trace,
+            options=self.options,
+            policy=tuple(wrapped.data for wrapped in self.policy) if with_policy else (),
+            descriptor=self.descriptor, prompt=self.prompt, sections=self.sections,
+            context=self.context, persona=self.persona, tool_filter=self.tool_filter,
+            structured=structured, depth=self.depth)
+        return ChildSetup(plan=plan, approval=self.approval, sections=self.child_sections)
 
-    jsonl: bytes
+
+class ChildStart(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """A child to start in a :meth:`ChildWorker.start_children` batch."""
+
+    spec: ChildSpec
+    #: The prompt its first turn answers (a resumed child's: the recovery prompt).
+    prompt: tuple[ContentBlock, ...]
+    #: Its seed: an index into the call's seed references; ``None`` for a spawn child.
+    seed: int | None = None
+    #: Cancelled before it was sent: it is set up but takes no turn.
+    cause: CancelCause | None = None
+    #: A resumed child's events after its setup, as the host acknowledged them (JSONL).
+    resumed: bytes | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ChildDone:
-    """The child is idle: its last events (JSONL), the structured value it captured (JSON),
-    the loop's own failure."""
+class ChildDone(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """A child is idle and disposed on its worker: the structured value it captured (JSON),
+    the loop's own failure, or why it could not run there."""
 
-    jsonl: bytes
-    captured: bytes | None
-    failure: str | None
+    id: str
+    captured: bytes | None = None
+    failure: str | None = None
+    #: It did not run to idle there: it could not be set up, or it was stopped.
+    error: str | None = None
+
+
+class EventsBatch(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """One poll's answer: events of many children (JSONL, grouped by child in ``counts``'
+    order), then the children gone idle. ``seq`` counts a link's batches (an empty answer
+    repeats the last); ``incarnation`` is the worker process's (a restarted actor has a new
+    one, and none of the children its last one ran)."""
+
+    seq: int
+    incarnation: str
+    jsonl: bytes = b""
+    #: ``(child id, number of its events)``, in ``jsonl``'s order.
+    counts: tuple[tuple[str, int], ...] = ()
+    done: tuple[ChildDone, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +248,27 @@ class WorkerInfo:
     node_id: str
     models: tuple[str, ...]
     tools: tuple[str, ...]
+    #: This process's own id: a restarted worker has a new one.
+    incarnation: str
+
+
+_encoder = msgspec.msgpack.Encoder()
+_starts = msgspec.msgpack.Decoder(list[ChildStart])
+_cancels = msgspec.msgpack.Decoder(list[tuple[str, CancelCause]])
+_batches = msgspec.msgpack.Decoder(EventsBatch)
+
+
+def encode_wire(value: object) -> bytes:
+    """Something for the wire as MessagePack."""
+    return _encoder.encode(value)
+
+
+def decode_batch(data: bytes) -> EventsBatch:
+    """A poll's answer (raises ``msgspec.DecodeError`` on bad bytes)."""
+    return _batches.decode(data)
+
+
+# ---------------------------------------------------------------------------- seeds
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +330,9 @@ class _Seeds:
             self._loading.pop(stale, None)
 
 
+# ---------------------------------------------------------------------------- hosts
+
+
 class WorkerHost(Host):
     """A worker's host: the registries ``setup`` fills, shared by every child's host, and the
     children the worker runs, each the child of a live subagent run held on its parent's host
@@ -222,38 +364,142 @@ class WorkerHost(Host):
         return parent if isinstance(parent, str) else None
 
 
+class _Outbox:
+    """What a link's children committed and not yet sent, and its last batch until acked."""
+
+    def __init__(self, incarnation: str) -> None:
+        self.incarnation = incarnation
+        self.pending: dict[str, list[Event]] = {}
+        self.done: list[ChildDone] = []
+        self.children: set[str] = set()
+        self.wake = asyncio.Event()
+        self.lock = asyncio.Lock()
+        self.seq = 0
+        self.sent: tuple[int, bytes] | None = None
+        #: The last batch left events behind: the next poll takes them at once.
+        self.backlog = False
+
+    def add(self, child_id: str, events: Sequence[Event]) -> None:
+        self.pending.setdefault(child_id, []).extend(events)
+        self.wake.set()
+
+    def finish(self, done: ChildDone) -> None:
+        self.children.discard(done.id)
+        self.done.append(done)
+        self.wake.set()
+
+    def empty(self) -> bool:
+        return not self.pending and not self.done
+
+    def take(self) -> bytes:
+        """The next batch: whole children's events up to :data:`BATCH_BYTES` (at least one
+        child's), then the children done whose events have all gone."""
+        counts: list[tuple[str, int]] = []
+        parts: list[bytes] = []
+        size = 0
+        for child_id in list(self.pending):
+            if size >= BATCH_BYTES:
+                break
+            events = self.pending.pop(child_id)
+            part = encode_log(events, pack_chunks=True)
+            counts.append((child_id, len(events)))
+            parts.append(part)
+            size += len(part)
+        done = [finished for finished in self.done if finished.id not in self.pending]
+        self.done = [finished for finished in self.done if finished.id in self.pending]
+        self.seq += 1
+        data = encode_wire(EventsBatch(seq=self.seq, incarnation=self.incarnation,
+                                       jsonl=b"".join(parts), counts=tuple(counts),
+                                       done=tuple(done)))
+        if self.empty():
+            self.wake.clear()
+        self.sent = (self.seq, data)
+        return data
+
+
+def _error_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+# ---------------------------------------------------------------------------- the actor
+
+
 class ChildWorker:
     """A pool actor's body: many children, each an agent on this actor's event loop."""
 
     def __init__(self, setup: WorkerSetup | None = None, *,
-                 flush_interval: float = DEFAULT_FLUSH_INTERVAL) -> None:
+                 flush_interval: float = DEFAULT_FLUSH_INTERVAL,
+                 poll_wait: float = DEFAULT_POLL_WAIT) -> None:
         self.host = WorkerHost()
+        self.incarnation = uuid.uuid4().hex
         self._flush_interval = flush_interval
+        self._poll_wait = poll_wait
         if setup is not None:
             setup(self.host)
-        self._early_cancels: dict[str, CancelCause] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._outboxes: dict[str, _Outbox] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._early_cancels: OrderedDict[str, CancelCause] = OrderedDict()
+        self._started: OrderedDict[str, None] = OrderedDict()
         self._seeds = _Seeds()
+
+    # ------------------------------------------------------------------ the children's loop
 
     async def ready(self) -> WorkerInfo:
         """Where this worker runs and what its setup registered (the pool awaits it once)."""
+        self._loop = asyncio.get_running_loop()
         return WorkerInfo(pid=os.getpid(), node_id=str(ray.get_runtime_context().get_node_id()),
-                          models=self.host.models.list(), tools=self.host.tools.names())
+                          models=self.host.models.list(), tools=self.host.tools.names(),
+                          incarnation=self.incarnation)
 
-    async def live_children(self) -> tuple[str, ...]:
-        """Ids of the children running here now."""
-        return self.host.children()
+    def _outbox(self, link: str) -> _Outbox:
+        outbox = self._outboxes.get(link)
+        if outbox is None:
+            outbox = self._outboxes[link] = _Outbox(self.incarnation)
+        return outbox
 
-    async def cancel_child(self, child_id: str, cause: CancelCause) -> bool:
-        """Cancel a child's turn with ``cause``; ``False``: it had not started here yet (the
-        cause is kept for its start)."""
-        agent = self.host.child(child_id)
-        if agent is None:
-            self._early_cancels.setdefault(child_id, cause)
-            while len(self._early_cancels) > _EARLY_CANCELS:  # late ones for children gone
-                del self._early_cancels[next(iter(self._early_cancels))]
-            return False
-        agent.cancel(cause)
-        return True
+    async def start_children(self, link: str, batch: bytes, seeds: Sequence[Any]) -> str:
+        """Start every child of ``batch`` (:class:`ChildStart` records) on this loop, their
+        events going to ``link``; ``seeds``: the references the records' ``seed`` index.
+        A repeated start is not run twice. Returns this process's incarnation."""
+        self._loop = asyncio.get_running_loop()
+        outbox = self._outbox(link)
+        for start in _starts.decode(batch):
+            child_id = start.spec.header.id
+            if child_id in self._started:
+                continue
+            self._started[child_id] = None
+            while len(self._started) > _REMEMBERED:
+                self._started.popitem(last=False)
+            outbox.children.add(child_id)
+            seed = None if start.seed is None else seeds[start.seed]
+            self._tasks[child_id] = self._loop.create_task(
+                self._run_child(outbox, start, seed), name=f"child:{child_id}")
+        return self.incarnation
+
+    async def poll(self, link: str, acked: int) -> bytes:
+        """The next :class:`EventsBatch` of ``link`` after ``acked`` (MessagePack); see the
+        module rules."""
+        outbox = self._outbox(link)
+        async with outbox.lock:
+            if outbox.sent is not None:
+                seq, data = outbox.sent
+                if seq > acked:  # its answer was lost on the way: again
+                    return data
+                outbox.sent = None
+            if outbox.empty():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(outbox.wake.wait(), self._poll_wait)
+            if outbox.empty():
+                return encode_wire(EventsBatch(seq=outbox.seq, incarnation=self.incarnation))
+            if not outbox.backlog:
+                # Events wait up to the flush interval for more to join them: one call costs
+                # Ray far more than many more events in it.
+                await asyncio.sleep(self._flush_interval)
+            data = outbox.take()
+            outbox.backlog = not outbox.empty()
+            return data
 
     def _child_host(self, spec: ChildSpec) -> Host:
         host = Host(session_titles=spec.session_titles, sandbox_mode=spec.sandbox_mode)
@@ -264,72 +510,117 @@ class ChildWorker:
             host.prompt_sections.add(section)
         return host
 
-    async def run_child(self, spec: ChildSpec, seed: Sequence[Any] | None,
-                        prompt: tuple[ContentBlock, ...]) -> AsyncIterator[EventsBatch | ChildDone]:
-        """Run one child to idle, streaming its events; see the module rules."""
-        plan = spec.setup.plan
-        child_id = plan.header.id
+    async def _run_child(self, outbox: _Outbox, start: ChildStart, seed_ref: Any) -> None:
+        spec = start.spec
+        child_id = spec.header.id
         seed_key: str | None = None
-        agent = None
-        outbox: list[Event] = []
-        wake = asyncio.Event()
-
-        def forward(events: Sequence[Event]) -> None:
-            outbox.extend(events)
-            wake.set()
-
+        agent: Agent | None = None
+        done = ChildDone(id=child_id, error="the child was stopped on its Ray worker before "
+                                            "it finished")
         try:
-            history = None
-            if seed is not None:
-                seed_key, loaded = await self._seeds.acquire(seed[0])
-                plan = msgspec.structs.replace(plan, seed=loaded.prefix, seed_trace=loaded.trace)
-                history = loaded.history
+            seed = seed_trace = history = None
+            if seed_ref is not None:
+                seed_key, loaded = await self._seeds.acquire(seed_ref)
+                seed, seed_trace, history = loaded.prefix, loaded.trace, loaded.history
+            structured = None
             if spec.output_schema is not None:
-                compiled = validate_output_schema(spec.output_schema).unwrap()
-                plan = msgspec.structs.replace(
-                    plan, structured=structured_output_contract(compiled))
+                compiled = validate_output_schema(Raw(spec.output_schema)).unwrap()
+                structured = structured_output_contract(compiled)
+            resumed: Sequence[Event] = ()
+            if start.resumed is not None:
+                resumed = decode_log(start.resumed).unwrap()
+            setup = spec.setup(seed=seed, seed_trace=seed_trace, structured=structured,
+                               with_policy=start.resumed is None)
             host = self._child_host(spec)
-            session = create_child_session(host, plan, history)
-            agent, capture = configure_child(host, session, replace(spec.setup, plan=plan))
+            session = create_child_session(host, setup.plan, history)
+            if resumed:
+                session.extend(resumed)
+            agent, capture = configure_child(
+                host, session, setup,
+                descriptor_logged=any(isinstance(event, SubagentDescriptorEvent)
+                                      for event in resumed))
             host.agents.add(agent)
             self.host.add_child(agent)
-            session.listeners.append(forward)
-            early = self._early_cancels.pop(child_id, None)
-            if early is None:
-                agent.followup(prompt)
-            idle = asyncio.ensure_future(agent.when_idle())
+            session.listeners.append(lambda events: outbox.add(child_id, events))
+            cause = start.cause or self._early_cancels.pop(child_id, None)
+            if cause is None:
+                agent.followup(start.prompt)
+            failure = None
             try:
-                while not idle.done():
-                    if not outbox:
-                        waiting = asyncio.ensure_future(wake.wait())
-                        await asyncio.wait([idle, waiting], return_when=asyncio.FIRST_COMPLETED)
-                        waiting.cancel()
-                        continue
-                    # Events wait up to the flush interval (unless the child goes idle first,
-                    # when they travel with ChildDone): one stream item costs Ray far more
-                    # than a few more events in it.
-                    await asyncio.wait([idle], timeout=self._flush_interval)
-                    if not idle.done():
-                        batch = outbox[:]
-                        outbox.clear()
-                        wake.clear()
-                        yield EventsBatch(jsonl=encode_log(batch))
-            finally:
-                if not idle.done():
-                    idle.cancel()
-            error = None if idle.cancelled() else idle.exception()
-            captured = None if capture is None or capture.value is None else bytes(capture.value)
-            last = outbox[:]
-            outbox.clear()
-            yield ChildDone(jsonl=encode_log(last), captured=captured,
-                            failure=None if error is None else str(error))
+                await agent.when_idle()
+            except Exception as error:  # the loop's own failure: it travels with ChildDone
+                failure = str(error)
+            captured = (None if capture is None or capture.value is None
+                        else bytes(capture.value))
+            done = ChildDone(id=child_id, captured=captured, failure=failure)
+        except asyncio.CancelledError:
+            pass  # stopped (stop_children): it ends as disposed, below
+        except Exception as error:
+            done = ChildDone(id=child_id, error=f"the child could not run on its Ray worker: "
+                                                f"{_error_line(error)}")
         finally:
             try:
                 if agent is not None:
-                    # A Ray-level cancellation lands here: the child stops as disposed.
                     agent.cancel(CancelDisposed())
                     await agent.dispose()
             finally:
-                self.host.remove_child(child_id)  # listed while anything of it runs
+                # Listed, and not reported done, while anything of it runs.
+                self.host.remove_child(child_id)
+                self._tasks.pop(child_id, None)
                 if seed_key is not None:
                     self._seeds.release(seed_key)
+                outbox.finish(done)
+
+    def _cancel(self, items: Sequence[tuple[str, CancelCause]]) -> None:
+        for child_id, cause in items:
+            agent = self.host.child(child_id)
+            if agent is not None:
+                agent.cancel(cause)
+                continue
+            # Not set up here yet (its start is on its way, or fetching its seed).
+            self._early_cancels.setdefault(child_id, cause)
+            while len(self._early_cancels) > _REMEMBERED:
+                self._early_cancels.popitem(last=False)
+
+    def _stop(self, child_ids: Sequence[str]) -> None:
+        for child_id in child_ids:
+            task = self._tasks.get(child_id)
+            if task is not None:
+                task.cancel()
+
+    def _close(self, link: str) -> None:
+        outbox = self._outboxes.get(link)
+        if outbox is not None and not outbox.children:
+            del self._outboxes[link]
+
+    def _on_children_loop(self, work: Callable[..., None], *args: Any) -> None:
+        loop = self._loop
+        if loop is not None:  # no loop yet: no child has started here
+            loop.call_soon_threadsafe(work, *args)
+
+    # ------------------------------------------------------------------ control calls
+
+    @_control
+    async def cancel_children(self, batch: bytes) -> None:
+        """Cancel the turns of the ``(child id, cause)`` pairs in ``batch`` (MessagePack)."""
+        self._on_children_loop(self._cancel, _cancels.decode(batch))
+
+    @_control
+    async def stop_children(self, child_ids: Sequence[str]) -> None:
+        """Stop what still runs of these children (they end as disposed)."""
+        self._on_children_loop(self._stop, tuple(child_ids))
+
+    @_control
+    async def close_link(self, link: str) -> None:
+        """Forget ``link``'s outbox once it has no child (its host stopped polling it)."""
+        self._on_children_loop(self._close, link)
+
+    @_control
+    async def live_children(self) -> tuple[str, ...]:
+        """Ids of the children running here now."""
+        return self.host.children()
+
+    @_control
+    async def lifeline(self) -> None:
+        """Never answers: its failure tells the pool the worker is gone."""
+        await asyncio.Event().wait()

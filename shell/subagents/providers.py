@@ -275,19 +275,20 @@ def create_child_session(host: SubagentHost, plan: ChildPlan,
     return session
 
 
-def configure_child(host: SubagentHost, session: Session, setup: ChildSetup,
-                    ) -> tuple[Agent, StructuredCapture | None]:
+def configure_child(host: SubagentHost, session: Session, setup: ChildSetup, *,
+                    descriptor_logged: bool = False) -> tuple[Agent, StructuredCapture | None]:
     """The child agent over ``session``, unpublished: the plan's route and depth, its
-    descriptor as preamble, a fresh tool scope over ``host``'s global tools with the plan's
-    filter (the parent's scope is never inherited), approval pinned to ``never``, its own
-    prompt sections and, when asked for, the structured-output capture."""
+    descriptor as preamble (unless ``descriptor_logged``: a child rebuilt from a log that has
+    it), a fresh tool scope over ``host``'s global tools with the plan's filter (the parent's
+    scope is never inherited), approval pinned to ``never``, its own prompt sections and,
+    when asked for, the structured-output capture."""
     plan = setup.plan
     options = plan.options
     agent = host.build_agent(
         session, provider=options.provider, model=options.model,
         max_tokens=options.max_tokens, subagent_depth=plan.depth, approval=setup.approval,
         tools_scope=ToolScope(host.tools, restriction=plan.tool_filter),
-        preamble=(plan.descriptor,))
+        preamble=() if descriptor_logged else (plan.descriptor,))
     # Pinned whether or not an approval service is composed: a child never asks.
     agent.approval_policy = "never"
     for section in setup.sections:

@@ -285,6 +285,9 @@ class SubagentRuntime:
                 failure=failure))
 
         run.result.add_done_callback(settled)
+        forget = getattr(run, "on_disposed", None)
+        if forget is not None:
+            forget(lambda: self._runs.pop(run_id, None))
         self._emit(SubagentStart(run=run, run_id=run_id, provider=provider, id=run.id,
                                  local=local, parent_id=parent.id, label=run.label,
                                  seed_length=run.seed_length))

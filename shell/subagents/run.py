@@ -146,6 +146,7 @@ class SubagentRun:
         self._cancelled = False
         self._disposing = False
         self._disposed = False
+        self._on_disposed: list[Callable[[], None]] = []
         if signal is not None:
             signal.add_listener(self.abort)
         self._span = parent.host.telemetry.run_span(child.id, parent.id, provider)
@@ -205,6 +206,17 @@ class SubagentRun:
         if self._capture is not None:
             self._capture.uninstall(self.child)
         self._disposed = True
+        callbacks, self._on_disposed = self._on_disposed, []
+        for callback in callbacks:
+            callback()
+
+    def on_disposed(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once :meth:`dispose` has finished (the runtime then forgets the
+        run, so a host that delegates every turn holds only its live runs)."""
+        if self._disposed:
+            callback()
+        else:
+            self._on_disposed.append(callback)
 
     def _detach(self) -> None:
         if self._signal is not None:

@@ -56,6 +56,37 @@ WRONG_COUNT: int = completed_turn_prefix(decode_log(b"").unwrap())
 WRONG_AGENT = Host().create_agent(provider=1, model="m")
 '''
 
+#: ``agent.run``'s result and the ModelError family, as a user reads them.
+RUN_USER_CODE = '''\
+from __future__ import annotations
+
+from turnfork.shell import Host, ModelError, ModelServerError, Reply, RunResult, ScriptedModel
+
+
+async def ask(prompt: str) -> str:
+    async with Host() as host:
+        host.models.register("s", ScriptedModel([Reply.text("hi")]))
+        async with host.create_agent(provider="s", model="m") as agent:
+            result: RunResult = await agent.run(prompt)
+            try:
+                await agent.run(prompt, raise_on_failure=True)
+            except ModelServerError as error:
+                status: int | None = error.status
+                print(status)
+            except ModelError as error:
+                print(error.code, error.failure.message)
+            last = await agent.when_idle()
+            if last is not None:
+                print(last.output.upper())
+            return result.output.upper()
+'''
+
+RUN_MISTAKE = '''
+async def wrong(host: Host) -> int:
+    return (await host.create_agent(provider="s", model="m").run("x")).output
+'''
+
+
 NOT_FOUND = re.compile(r"import-not-found|import-untyped|missing library stubs|"
                        r"Cannot find implementation|Skipping analyzing", re.IGNORECASE)
 
@@ -129,3 +160,20 @@ def test_the_readme_examples_pass_mypy_strict(typing_venv: Venv) -> None:
     assert not NOT_FOUND.search(output), output
     assert done.returncode == 0, output
     assert f"Success: no issues found in {len(modules)} source files" in output
+
+
+def test_mypy_strict_reads_the_run_result_and_the_model_errors(typing_venv: Venv) -> None:
+    """`agent.run`'s result and the ModelError family type-check without narrowing:
+    ``result.output`` is a ``str``, ``error.status`` an ``int | None``."""
+    status, output = _mypy(typing_venv, RUN_USER_CODE, "user_run.py")
+    assert not NOT_FOUND.search(output), output
+    assert status == 0, output
+
+
+def test_mypy_strict_catches_a_wrong_use_of_the_run_result(typing_venv: Venv) -> None:
+    """Reading ``output`` as an ``int`` is reported (so the result's type is really seen)."""
+    status, output = _mypy(typing_venv, RUN_USER_CODE + RUN_MISTAKE, "user_run_mistake.py")
+    assert not NOT_FOUND.search(output), output
+    assert status == 1, output
+    assert 'Incompatible return value type (got "str", expected "int")' in output, output
+    assert "Found 1 error in 1 file" in output, output

@@ -5,6 +5,8 @@ puts this folder on the workers' PYTHONPATH), so a child behaves alike in proces
 The model reads the task, the last human message it was sent:
 
 * ``say TEXT``: answers TEXT; ``hang``: streams a little, then waits to be cancelled;
+  ``hang-then TEXT``: hangs, and answers TEXT when a recovered child's new turn asks it to go
+  on (``RECOVERY_PROMPT``);
   ``slow MS TEXT``: waits MS milliseconds, then answers TEXT; ``fail``: the call fails;
 * ``recall``: answers the first human message of its history before its task (a fork
   child's seed), or ``nothing``; ``model?``: its route (``provider/model``); ``system?``:
@@ -69,9 +71,20 @@ def _tool_results(request: ModelRequest) -> list[str]:
     return results[::-1]
 
 
+def _humans(request: ModelRequest) -> list[str]:
+    return [_text(message.content) for message in request.messages
+            if isinstance(message, UserMessage) and message.source.kind == "user"]
+
+
 async def answer(request: ModelRequest) -> Reply:
     """The reply to ``request`` (see the module's rules)."""
+    from turnfork.shell.ray import RECOVERY_PROMPT
+
     task = task_of(request)
+    if task == RECOVERY_PROMPT:
+        earlier = [human for human in _humans(request) if human != RECOVERY_PROMPT]
+        verb, _, rest = (earlier[-1] if earlier else "").partition(" ")
+        return Reply.text(rest if verb == "hang-then" else f"resumed: {' '.join(earlier)}")
     verb, _, rest = task.partition(" ")
     after = _tool_results(request)
     if after:
@@ -84,7 +97,7 @@ async def answer(request: ModelRequest) -> Reply:
         return Reply.text("tool said: " + after[0])
     if verb == "say":
         return Reply.text(rest)
-    if verb == "hang":
+    if verb in ("hang", "hang-then"):
         return Reply.hang("partial")
     if verb == "slow":
         delay, _, text = rest.partition(" ")
@@ -206,3 +219,35 @@ def asking_setup(host: Host) -> None:
     """:func:`configure`, plus the question service with the tripwire as its answerer."""
     configure(host)
     UserQuestions(tripwire).install(host)
+
+
+async def _env(args: dict[str, object], ctx: object) -> str:
+    return os.environ.get(str(args.get("text", "")), "<unset>")
+
+
+def add_env(host: Host) -> None:
+    """An ``env`` tool that answers the environment variable named by its ``text`` (what a
+    worker's ``runtime_env`` set), and the rules model under the provider name ``env``."""
+    host.models.register("env", RuleModel())
+    host.tools.register(Tool("env", "an environment variable", _OBJECT, _env,
+                             concurrency_safe=True))
+
+
+def env_setup(host: Host) -> None:
+    """:func:`configure`, plus :func:`add_env`."""
+    configure(host)
+    add_env(host)
+
+
+async def _task_name(args: dict[str, object], ctx: object) -> str:
+    from turnfork.shell.ray._ray import ray
+
+    return str(ray.get_runtime_context().get_task_name())
+
+
+def naming_setup(host: Host) -> None:
+    """:func:`configure`, plus a ``task`` tool that answers the name of the Ray call the child
+    was started by (what the dashboard shows)."""
+    configure(host)
+    host.tools.register(Tool("task", "the Ray task's name", {"type": "object"}, _task_name,
+                             concurrency_safe=True))

@@ -8,6 +8,11 @@ holds. The test that runs them is test_ray_cluster_states.py.
   disk fallback is refused; the parent forks, then forks again once the objects are freed.
 * ``cluster-dies``: the parent delegates two hanging children, and the cluster's GCS is
   killed; the parent's turn must go on, and the logs on disk must be balanced.
+* ``worker-dies``: a child's worker is killed mid-run; what Ray tells every driver about it
+  must not reach this process's output. Reports the ``RAY_*`` variables the process had
+  before the cluster and after it shut down.
+* ``interrupted``: two children hang on two workers until the test interrupts this process
+  (SIGINT), as a user's Ctrl-C does; then every log on disk must be balanced.
 """
 
 from __future__ import annotations
@@ -66,10 +71,16 @@ async def _turn(agent: Agent, task: str) -> str:
     return _texts(final_assistant_output(agent.session.events))
 
 
-def _start(directory: Path, **system_config: Any) -> None:
+def _start(directory: Path, *, own_variables: bool = True, **system_config: Any) -> None:
+    """A local cluster; ``own_variables=False``: with only the variables start_local_cluster
+    sets (the private home and the import path aside)."""
     from turnfork.shell.ray import start_local_cluster
 
-    os.environ.update(worker_environment(directory / "home"))
+    environment = worker_environment(directory / "home")
+    if not own_variables:
+        environment = {name: value for name, value in environment.items()
+                       if not name.startswith("RAY_")}
+    os.environ.update(environment)
     start_local_cluster(num_cpus=1, object_store_memory=80 * 2**20,
                         temp_dir=str(directory / "t"), _system_config=system_config)
 
@@ -164,11 +175,81 @@ async def cluster_dies(directory: Path) -> dict[str, Any]:
     return summary
 
 
+def _ray_variables() -> dict[str, str]:
+    return {name: value for name, value in os.environ.items() if name.startswith("RAY_")}
+
+
+async def worker_dies(directory: Path) -> dict[str, Any]:
+    from turnfork.shell.ray import RayWorkerPool
+    from turnfork.shell.ray._ray import ray
+
+    before = _ray_variables()
+    _start(directory, own_variables=False)
+    pool = RayWorkerPool(_ray_rules.configure, size=1)
+    host, parent = _host(pool)
+    await _turn(parent, "say first")
+    started: list[Any] = []
+    host.subagents.subscribe(lambda event: started.append(event.run)
+                             if type(event).__name__ == "SubagentStart" else None)
+    parent.followup("delegate 1 hang")
+    async with asyncio.timeout(30):
+        while not started or len(started[0].own_events()) < 5:
+            await asyncio.sleep(0.01)
+    os.kill(pool.workers[0].pid, signal.SIGKILL)
+    async with asyncio.timeout(30):
+        await parent.when_idle()
+    stop = (await started[0].result).stop_reason
+    await asyncio.sleep(2)  # what Ray publishes about the dead worker arrives meanwhile
+    await host.aclose()
+    pool.close()
+    ray.shutdown()
+    return {"stop": stop, "before": before, "after": _ray_variables()}
+
+
+async def interrupted(directory: Path) -> dict[str, Any]:
+    from turnfork.shell.ray import RayWorkerPool
+
+    _start(directory)
+    pool = RayWorkerPool(_ray_rules.configure, size=2)
+    store = JsonlSessionStore(directory / "sessions")
+    host, parent = _host(pool, store)
+    await pool.wait_ready()
+    await _turn(parent, "say first")
+    started: list[Any] = []
+    host.subagents.subscribe(lambda event: started.append(event.run)
+                             if type(event).__name__ == "SubagentStart" else None)
+    parent.followup("delegate 2 hang")
+    async with asyncio.timeout(30):
+        while len(started) < 2 or any(len(run.own_events()) < 5 for run in started):
+            await asyncio.sleep(0.01)
+    _INTERRUPTED.update(runs=started, parent=parent)
+    print(json.dumps({"running": [run.id for run in started], "parent": parent.id}),
+          flush=True)
+    await asyncio.Event().wait()  # until interrupted
+    return {}
+
+
+#: What ``interrupted`` left in memory, read once the interrupt has ended the event loop.
+_INTERRUPTED: dict[str, Any] = {}
+
+
+def _acknowledged() -> dict[str, int]:
+    """Events each session of ``interrupted`` held in memory at the end."""
+    sessions = [_INTERRUPTED["parent"].session,
+                *(run.child.session for run in _INTERRUPTED.get("runs", ()))]
+    return {session.id: len(session) for session in sessions}
+
+
 def main() -> int:
     name, directory = sys.argv[1], Path(sys.argv[2])
     scenario = {"no-cluster": no_cluster, "full-store": full_store,
-                "cluster-dies": cluster_dies}[name]
-    summary = asyncio.run(scenario(directory))
+                "cluster-dies": cluster_dies, "worker-dies": worker_dies,
+                "interrupted": interrupted}[name]
+    try:
+        summary = asyncio.run(scenario(directory))
+    except KeyboardInterrupt:
+        summary = {"interrupted": True,
+                   "acknowledged": _acknowledged() if _INTERRUPTED else {}}
     print(json.dumps(summary), flush=True)
     # Ray ends a process whose GCS is gone at its own pace; this one is done now.
     os._exit(0)

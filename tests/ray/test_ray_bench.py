@@ -1,7 +1,11 @@
-"""The Ray benchmark runs (its quick workload, in its own subprocess and cluster) and reports
-well-formed figures: the seed stored once, nothing per child in the object store."""
+"""The Ray benchmark runs (its quick workload, in its own subprocesses and clusters: one node,
+then two) and reports well-formed figures: the seed stored once, nothing per child in the
+object store, the ratios judged against their target, the workers' CPU on each of two nodes,
+the load average it ran under; and its profile's parts cover the host's code."""
 
 from __future__ import annotations
+
+import pstats
 
 import pytest
 
@@ -36,4 +40,25 @@ def test_the_quick_ray_benchmark_reports_its_figures() -> None:
     for label, value in rows.items():
         if "bytes" not in label and "/dev/shm" not in label:
             assert value > 0, label
-    assert len(section.notes) == 3 and "scaling across nodes" in section.notes[2]
+    (ratio,) = (row for row in section.rows if row.label.endswith("Ray (1 node) / in process, "
+                                                                   "all done"))
+    assert ratio.target is not None and ratio.target.bound == 2 and ratio.cpu_value
+    shares = [label for label in rows if ", 2 nodes: worker CPU per child on node" in label]
+    assert len(shares) == 2  # both nodes' workers ran children
+    assert len(section.notes) == 4 and "load average" in section.notes[1]
+    assert "scaling across nodes" in section.notes[3]
+
+
+def test_the_profile_parts_cover_the_host_code() -> None:
+    """Every part of profile_parts is named, and a profile of this process's own code falls
+    into them, the parts adding up to its total self time."""
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    bench_ray._loads([1.0, 2.0, 3.0])
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    parts = bench_ray.profile_parts(stats)
+    total = sum(entry[2] for entry in stats.stats.values())  # type: ignore[attr-defined]
+    assert abs(sum(parts.values()) - total) < 1e-9 and "other" in parts

@@ -42,6 +42,7 @@ def test_a_killed_worker_fails_only_its_children(pool: Any, tmp_path: Path) -> N
         store = JsonlSessionStore(tmp_path / "sessions")
         host, parent, recorder = contract_host(pool, store=store)
         SubagentTool(provider="ray-fork").install(host)
+        assert len(await pool.wait_ready()) == 2  # both up: one child goes to each
         await one_turn(parent, "say before")
         parent.followup("delegate-each hang|slow 1500 sibling done")
         await until(lambda: len(recorder.starts()) == 2)
