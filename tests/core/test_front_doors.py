@@ -182,3 +182,35 @@ def test_the_shell_import_check_sees_a_module_path(tmp_path: Path) -> None:
             "shell/_probe_for_the_test.py:3: turnfork.core.log _checking"]
     finally:
         module.unlink()
+
+
+#: The shell's package doors that bind their names at import. ``turnfork.shell`` itself loads
+#: its names on first use (its ``__getattr__`` also answers the names of its modules), and the
+#: Ray door needs the ``ray`` extra.
+SHELL_DOORS = ("turnfork.shell.subagents", "turnfork.shell.models", "turnfork.shell.cli",
+               "turnfork.shell.ray")
+
+
+@pytest.mark.parametrize("name", SHELL_DOORS)
+def test_a_shell_door_binds_exactly_its_all(name: str) -> None:
+    """The shell's package doors too: their public names, submodules aside, are their
+    ``__all__`` (a door without one binds no public name)."""
+    try:
+        door = importlib.import_module(name)
+    except ImportError as missing:
+        pytest.skip(f"{name} needs an extra: {missing}")
+    listed = list(getattr(door, "__all__", ()))
+    public = {n for n in vars(door) if not n.startswith("_") and n.isidentifier()}
+    submodules = {n for n in public if _is_submodule(door, getattr(door, n))}
+    assert public - submodules == set(listed) - submodules, (
+        sorted(public - submodules - set(listed)), sorted(set(listed) - public))
+
+
+def test_no_front_door_star_imports() -> None:
+    """No ``from … import *`` in any package door of the core or the shell."""
+    doors = sorted([*CORE.rglob("__init__.py"), *(ROOT / "shell").rglob("__init__.py")])
+    assert len(doors) >= 9
+    starred = [f"{path.relative_to(ROOT)}:{node.lineno}"
+               for path in doors for node in ast.walk(ast.parse(path.read_text("utf-8")))
+               if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)]
+    assert starred == []
