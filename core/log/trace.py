@@ -68,11 +68,22 @@ from .events import (
     UserMessageEvent,
     event_type,
 )
-from .grammar import Phase, phase_after, phase_of
+from .grammar import (
+    PHASE_CHANGES,
+    STEP_END,
+    STEP_START,
+    TURN_END,
+    TURN_START,
+    Phase,
+    phase_after,
+    phase_of,
+)
 
 # Called per event by the fold, behind its checked entry points: their plain forms.
 _phase_after = plain(phase_after)
 _phase_of = plain(phase_of)
+#: The phase each phase-changing event leaves the log in, as the grammar table says.
+_LEAVES: Final[dict[str, Phase]] = {kind: leaves for kind, (_, leaves) in PHASE_CHANGES.items()}
 _is_context_snapshot = plain(is_context_snapshot)
 _fallback_title = plain(fallback_title)
 
@@ -302,8 +313,8 @@ class _Tracer:
         self.length = trace.length
         self.open_turn = trace.open_turn
         self.open_step = trace.open_step
-        #: Where the log stands (:func:`.grammar.phase_of`), set again when a turn or step
-        #: opens or closes.
+        #: Where the log stands: :func:`.grammar.phase_of` of the trace it starts from, then
+        #: the phase each turn or step boundary leaves (the grammar's ``PHASE_CHANGES``).
         self.phase = _phase_of(trace.open_turn, trace.open_step)
         self.next_turn = trace.next_turn
         self.next_step = trace.next_step
@@ -489,7 +500,7 @@ class _Tracer:
                              problem=f"turn/start for turn {turn}, expected turn "
                                      f"{self.next_turn}")
         self.open_turn = turn
-        self.phase = _phase_of(turn, self.open_step)
+        self.phase = _LEAVES[TURN_START]
         self.open_turn_seq = seq
         self.next_step = 1
         self.calls.clear()
@@ -501,7 +512,7 @@ class _Tracer:
             return Violation(seq=seq, rule="turn",
                              problem=f"turn/end for turn {turn} but turn {self.open_turn} is open")
         self.open_turn = None
-        self.phase = _phase_of(None, self.open_step)
+        self.phase = _LEAVES[TURN_END]
         self.open_turn_seq = None
         self.next_turn = turn + 1
         self.completed = seq + 1
@@ -516,7 +527,7 @@ class _Tracer:
                              problem=f"step/start for turn {turn} step {step}, expected step "
                                      f"{self.next_step}")
         self.open_step = step
-        self.phase = _phase_of(turn, step)
+        self.phase = _LEAVES[STEP_START]
         return None
 
     def _step_end(self, event: StepEndEvent, seq: int) -> Violation | None:
@@ -529,7 +540,7 @@ class _Tracer:
                              problem=f"step/end for turn {turn} step {step} while {waiting} "
                                      "still has no tool/result")
         self.open_step = None
-        self.phase = _phase_of(turn, None)
+        self.phase = _LEAVES[STEP_END]
         self.next_step = step + 1
         self.calls.clear()
         return None
