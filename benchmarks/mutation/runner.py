@@ -220,7 +220,14 @@ class _LineRecorder:
 
 
 class _Profile:
-    """A pytest plugin: the ``ci`` profile without the example database."""
+    """A pytest plugin: the ``ci`` profile without the example database; and the module's
+    finder back in front of pytest's assertion rewriter, which pytest puts first on
+    ``sys.meta_path`` and which takes every module of a package that ships a pytest plugin
+    (``turnfork`` does), so that the module would otherwise load unchanged from its file."""
+
+    def pytest_load_initial_conftests(self) -> None:
+        ours = [f for f in sys.meta_path if isinstance(f, _OneModuleFinder)]
+        sys.meta_path[:] = ours + [f for f in sys.meta_path if f not in ours]
 
     def pytest_configure(self, config: Any) -> None:
         from hypothesis import settings
@@ -303,6 +310,9 @@ def run_module(name: str, tests: Sequence[str], *, seed: int = 0, jobs: int = 1,
     found = [m for m in mutants(source) if only is None or only(m)]
     lines, seconds, clean = _clean_run(name, path, tests, seed)
     at_import = lines.pop("<import>", set())
+    if lines and not any(lines.values()):
+        raise RuntimeError(f"the clean run of {name} recorded no statement: the tests did not "
+                           "load it through the runner's finder")
     run = ModuleRun(module=name, file=str(path), tests=list(tests), clean_seconds=clean)
     ordered = sorted(lines, key=lambda test: seconds.get(test, 0.0))
     queue = list(found)
