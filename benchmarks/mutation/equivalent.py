@@ -53,6 +53,30 @@ EQUIVALENT: dict[str, dict[str, str]] = {
             "with no open turn a trace has no pending call and its phase is IDLE, whose "
             "closing walk is empty: the rest of the function returns () as well",
     },
+    "formats.common": {
+        # read_items: the one-call conversion of the whole list, then a slow path that converts
+        # item by item with from_attributes=True and returns the views when every item reads
+        "read_items: `True` -> `False`":
+            "objects then fail the one-call conversion, and the slow path reads each of them "
+            "with from_attributes=True into the same views: only slower",
+        "read_items: `return items, None` -> `pass`":
+            "the slow path then converts each item of a list that has just converted whole, "
+            "and returns the same views and no violation: only slower",
+        # `return tuple(good), None` after the slow path's loop
+        "read_items: `return tuple(good), None` -> `return None`":
+            "never runs: the slow path runs only when converting the whole list failed, so one "
+            "item fails converting alone (the same type and flags) and the loop returns there",
+        "read_items: `tuple(good)` -> `(entry dropped) #2`":
+            "never runs: the slow path runs only when converting the whole list failed, so one "
+            "item fails converting alone (the same type and flags) and the loop returns there",
+        "read_items: `None` -> `(entry dropped) #2`":
+            "never runs: the slow path runs only when converting the whole list failed, so one "
+            "item fails converting alone (the same type and flags) and the loop returns there",
+        # `strict: bool = False` in read_history's signature
+        "read_history: `False` -> `True`":
+            "the default is never used: its only callers, the three formats' decode_history, "
+            "always pass strict=, and the function is not on the formats front door",
+    },
     "grammar": {
         # `while frontier and Phase.IDLE not in paths:` in the breadth-first search
         "_walk: `frontier and Phase.IDLE not in paths` -> `frontier or Phase.IDLE not in paths`":
