@@ -77,6 +77,30 @@ EQUIVALENT: dict[str, dict[str, str]] = {
             "the default is never used: its only callers, the three formats' decode_history, "
             "always pass strict=, and the function is not on the formats front door",
     },
+    "formats.openai_chat": {
+        # `_JSON_TYPES = ((str, "a string"), ...)`, read by _json_type
+        "<module>: `(str, \"a string\")` -> `(entry dropped)`":
+            "_json_type is called only for arguments that are not a string (the strict check "
+            "tests isinstance(arguments, str) first), so the str entry never matches",
+        # the _fold's starting state
+        "_fold: `1` -> `2`":
+            "calls_at (-1 -> -2) is read only while waiting holds calls, and waiting is filled "
+            "only together with calls_at = index",
+        "_fold: `1` -> `0`":
+            "calls_at (-1 -> 0) is read only while waiting holds calls, and waiting is filled "
+            "only together with calls_at = index",
+        "_fold: `1` -> `2 #2`":
+            "legacy_at (-1 -> -2) is only tested with legacy_at >= 0, false for both",
+        "_fold: `1` -> `2 #3`":
+            "legacy_at (-1 -> -2, after a message that is not the assistant's) is only tested "
+            "with legacy_at >= 0, false for both",
+        "_fold: `False` -> `True`":
+            "a step open before the first message: an assistant one keeps step_calls False as "
+            "a new step would, any other closes it with cut = 0 (already 0), and an empty or "
+            "at-once unreadable history sets cut to length 0",
+        "_fold: `False` -> `True #2`":
+            "step_calls is read only while in_step, and every step starts by setting it False",
+    },
     "grammar": {
         # `while frontier and Phase.IDLE not in paths:` in the breadth-first search
         "_walk: `frontier and Phase.IDLE not in paths` -> `frontier or Phase.IDLE not in paths`":
