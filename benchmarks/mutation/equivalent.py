@@ -101,6 +101,24 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "_fold: `False` -> `True #2`":
             "step_calls is read only while in_step, and every step starts by setting it False",
     },
+    "formats.openai_responses": {
+        # `_MODEL_SIDE = frozenset({"reasoning", ...})`, read by _class_of's last test
+        "<module>: `\"reasoning\"` -> `(entry dropped)`":
+            "_class_of answers _REASONING for a reasoning item before it reads _MODEL_SIDE, "
+            "its only reader",
+        # the _fold's starting state
+        "_fold: `False` -> `True`":
+            "a step open before the first item: an output item keeps step_calls False as a "
+            "new step would, any other closes it with cut = 0 (already 0; reasoning_at and "
+            "waiting are empty), and an empty or at-once unreadable history sets cut to 0",
+        "_fold: `False` -> `True #2`":
+            "step_calls is read only while in_step, and every step starts by setting it False",
+        # `waiting[call_id] = (...); step_calls = True` for a client call
+        "_fold: `True` -> `False #3`":
+            "the call waits in `waiting` until its output, which is not of the model's side and "
+            "so closes the step before it is popped; each reading of step_calls also requires "
+            "an empty `waiting`",
+    },
     "grammar": {
         # `while frontier and Phase.IDLE not in paths:` in the breadth-first search
         "_walk: `frontier and Phase.IDLE not in paths` -> `frontier or Phase.IDLE not in paths`":
