@@ -119,6 +119,37 @@ EQUIVALENT: dict[str, dict[str, str]] = {
             "so closes the step before it is popped; each reading of step_calls also requires "
             "an empty `waiting`",
     },
+    "formats.anthropic": {
+        # the fold's starting state, in _Fold.__init__
+        "_Fold.__init__: `1` -> `2`":
+            "calls_at (-1 -> -2) is read only while calls holds tool uses, and calls is filled "
+            "only together with calls_at = index",
+        "_Fold.__init__: `1` -> `0`":
+            "calls_at (-1 -> 0) is read only while calls holds tool uses, and calls is filled "
+            "only together with calls_at = index",
+        "_Fold.__init__: `False` -> `True`":
+            "a step open before the first message: an assistant one finds step_calls False and "
+            "no server call as a new step would, any other closes it with cut = 0 (already "
+            "0), and an empty or at-once unreadable history stops with cut 0 and no call",
+        "_Fold.__init__: `False` -> `True #2`":
+            "step_calls is read only while in_step, and every step starts by setting it False",
+        "_Fold.__init__: `False` -> `True #4`":
+            "loop_open is read only by end(), and every message the fold goes past sets it "
+            "(False in assistant(), False or True in user()); with no message turn_start is "
+            "None and the thinking check is skipped",
+        # `self.loop_open = False` at the end of assistant()
+        "_Fold.assistant: `False` -> `True #2`":
+            "after an assistant message the step is open: end() returns before it reads "
+            "loop_open, and the next message sets it again (or stops the fold)",
+        # `self.turn_start, self.loop_open = None, False; return None` in user(), no calls open
+        "_Fold.user: `False` -> `True #2`":
+            "turn_start is set to None beside it, and the thinking check needs a turn_start; "
+            "the next assistant message sets both again",
+        "_Fold.user: `return None` -> `pass`":
+            "with no call open and no result the rest of user() finds nothing missing and no "
+            "result to count, and only sets loop_open True beside turn_start None: the "
+            "thinking check needs a turn_start, and the next assistant message resets both",
+    },
     "grammar": {
         # `while frontier and Phase.IDLE not in paths:` in the breadth-first search
         "_walk: `frontier and Phase.IDLE not in paths` -> `frontier or Phase.IDLE not in paths`":

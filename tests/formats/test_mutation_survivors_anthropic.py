@@ -210,3 +210,31 @@ def test_the_sentences_of_the_pairing_rules() -> None:
     assert (stray.index, stray.rule, stray.call_id, stray.problem) == (
         2, "orphan-result", "t3", "unexpected `tool_use_id` found in `tool_result` blocks: t3: "
         "the previous message made no tool call")
+
+
+@pytest.mark.parametrize("blocks", [["t0", "text", "t1"], ["t0", "text", "t1", "t2"],
+                                    ["t0", "t1", "text", "t2"]])
+def test_every_result_must_come_before_the_first_other_block(blocks: list[str]) -> None:
+    """A text block among the results breaks the rule, wherever it stands among them."""
+    ids = [b for b in blocks if b != "text"]
+    uses = {"role": "assistant", "content": [_use(i) for i in ids]}
+    content = [{"type": "text", "text": "x"} if b == "text" else _result(b) for b in blocks]
+    violation = _violation([USER, uses, {"role": "user", "content": content}])
+    assert (violation.index, violation.rule) == (2, "results-first")
+
+
+def test_results_after_no_call_name_the_first_one() -> None:
+    stray = {"role": "user", "content": [_result("t3"), _result("t4")]}
+    violation = _violation([USER, ANSWER, stray])
+    assert (violation.index, violation.rule, violation.call_id) == (2, "orphan-result", "t3")
+    assert violation.problem == ("unexpected `tool_use_id` found in `tool_result` blocks: t3: "
+                                 "the previous message made no tool call")
+
+
+def test_thinking_first_names_the_first_block_found() -> None:
+    opening = {"role": "assistant", "content": [{"type": "text", "text": "Let me look."},
+                                                _use()]}
+    violation = _violation([USER, opening, {"role": "user", "content": [_result()]}],
+                           thinking=True)
+    assert (violation.index, violation.rule) == (1, "thinking-first")
+    assert "but found `text`:" in violation.problem
