@@ -15,15 +15,15 @@ from types import TracebackType
 from typing import Any, Self
 
 from ..core import (
+    DEFAULT_MAX_STEPS,
     PERSONA_SECTION_NAME,
     PERSONA_SECTION_ORDER,
     Event,
+    RetryPolicy,
     SessionHeader,
     SubagentDescriptorData,
     Trace,
 )
-from ..core.loop import DEFAULT_MAX_STEPS
-from ..core.retry import RetryPolicy
 from .agent import Agent, ApprovalPolicy, Approver, SandboxMode
 from .clock import Clock, IdFactory, system_clock, uuid_ids
 from .models.base import Model
@@ -159,7 +159,7 @@ class Host:
             was_live = self.sessions.get(sid) is not None
             session = self.sessions.get(sid) or self.sessions.load(sid, clock=self.clock)
             try:
-                # A delegated child keeps the authority its delegation took away (issue 14.8).
+                # A delegated child keeps the authority its delegation took away.
                 delegated = delegated_resume_terms(session)
                 if delegated is not None:
                     tools_scope = resumed_scope(self, delegated, tools_scope)

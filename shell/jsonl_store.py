@@ -89,6 +89,8 @@ from ..core import (
     Trace,
     TurnEndEvent,
     advance,
+    check_event,
+    check_header,
     decode_log,
     encode_header_line,
     encode_log,
@@ -96,7 +98,6 @@ from ..core import (
     repair_closers,
     trace_log,
 )
-from ..core.codec import check_event, check_header
 from .clock import Clock
 from .logfile import (
     DEFAULT_LIMITS,
@@ -126,7 +127,7 @@ from .store import (
 )
 
 __all__ = ["JsonlSessionStore", "Compression", "ForkSeeds", "SessionPathError",
-           "check_session_id", "session_file_bytes", "closing_room"]
+           "check_session_id", "session_file_bytes", "closing_room", "held_directory_lock"]
 
 logger = logging.getLogger(__name__)
 
@@ -399,6 +400,19 @@ def _lock(fd: int) -> bool:
         return True
 
 
+@contextlib.contextmanager
+def held_directory_lock(directory: str | os.PathLike[str]) -> Iterator[bool]:
+    """A session directory's writer lock, held for the ``with`` by a writer that is not a
+    store (``turnfork export`` replacing a session file): ``True`` when it is held here,
+    ``False`` when another writer holds it (then nothing may be written there). Raises
+    ``OSError`` when the directory cannot be opened."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield _lock(fd)
+    finally:
+        _close_quietly(fd)
+
+
 # ---------------------------------------------------------------------------- the writer
 
 
@@ -647,7 +661,7 @@ class _SessionFile:
 
     def _checked(self, events: Sequence[Event]) -> bytes:
         """The JSONL of ``events``, read back through the typed decoder first: what the
-        loader would refuse is refused here (issue 14.2)."""
+        loader would refuse is refused here."""
         try:
             text = encode_log(events, pack_chunks=self.store.pack_chunks)
         except (TypeError, ValueError, OverflowError, NotImplementedError) as exc:

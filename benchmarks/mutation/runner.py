@@ -220,16 +220,16 @@ class _LineRecorder:
 
 
 class _Profile:
-    """A pytest plugin: the ``ci`` profile without the example database; and the module's
-    finder back in front of pytest's assertion rewriter, which pytest puts first on
-    ``sys.meta_path`` and which takes every module of a package that ships a pytest plugin
-    (``turnfork`` does), so that the module would otherwise load unchanged from its file."""
-
-    def pytest_load_initial_conftests(self) -> None:
-        ours = [f for f in sys.meta_path if isinstance(f, _OneModuleFinder)]
-        sys.meta_path[:] = ours + [f for f in sys.meta_path if f not in ours]
+    """A pytest plugin: the ``ci`` profile without the example database, and the module's
+    finder first on ``sys.meta_path``."""
 
     def pytest_configure(self, config: Any) -> None:
+        # pytest's assertion rewriter is first on sys.meta_path by now, and it serves the
+        # modules of a pytest plugin's package (turnfork is one) from their files: the
+        # module's own finder goes back in front of it.
+        for finder in [f for f in sys.meta_path if isinstance(f, _OneModuleFinder)]:
+            sys.meta_path.remove(finder)
+            sys.meta_path.insert(0, finder)
         from hypothesis import settings
 
         settings.register_profile("mutation", parent=settings.get_profile("ci"), database=None)

@@ -40,12 +40,14 @@ from msgspec import UnsetType
 from returns.result import Failure
 
 from ...core import (
+    DEFAULT_RETRY_POLICY,
     AgentOptions,
     AssistantMessageEvent,
     CancelHook,
     ContentBlock,
     Event,
     Message,
+    RetryPolicy,
     SandboxModeData,
     SandboxModeEvent,
     SessionHeader,
@@ -64,7 +66,6 @@ from ...core import (
     final_assistant_output,
     output_text,
 )
-from ...core.retry import DEFAULT_RETRY_POLICY, RetryPolicy
 from ..agent import Agent, AgentLoopError
 from ..clock import Clock, CountingIds, IdFactory, ManualClock
 from ..host import Host
@@ -104,7 +105,7 @@ DEMO_START_MS = 1_767_225_600_000
 #: Seconds one user turn may take (the child's run included) before it is cancelled.
 DEFAULT_TURN_TIMEOUT = 300.0
 #: The least share of its system, tools and seed a plain fork child's first request must
-#: have in common with the parent's request (issue 13.2).
+#: have in common with the parent's request.
 PLAIN_FORK_SHARE = 0.99
 #: Seconds allowed for closing down after a cancellation or at the end.
 _CLOSE_TIMEOUT = 30.0
@@ -579,8 +580,8 @@ def _problems(result: DemoResult) -> list[str]:
         if fork.stop_reason != "completed":
             problems.append(f"{who} stopped: {fork.stop_reason}")
         if not fork.seed_matches_prefix or fork.seed_length != fork.prefix_length_at_fork:
-            problems.append(f"{who}'s seed ({fork.seed_length} events) is not the parent's "
-                            f"completed-turn prefix ({fork.prefix_length_at_fork} events)")
+            problems.append(f"{who}'s seed ({fork.seed_length:,} events) is not the parent's "
+                            f"completed-turn prefix ({fork.prefix_length_at_fork:,} events)")
         if fork.call_id is None:
             problems.append(f"{who}: no subagent call in the parent's log matches it")
         elif fork.stop_reason == "completed" and fork.tool_result_text != fork.final_text:
@@ -688,7 +689,7 @@ async def run_demo_async(*, model: Model | None = None, provider: str = "model",
                                  len(requests.bodies)))
             if progress:
                 progress(f"fork child {event.child_id} runs its own turn "
-                         f"(seeded with {event.seed_length} events)")
+                         f"(seeded with {event.seed_length:,} events)")
         else:
             ends[event.child_id] = event
             if progress:

@@ -58,35 +58,35 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar
 from returns.result import Failure
 
 from ...core import (
+    ACTIVATION_TEARDOWN_FAILED,
+    MALFORMED_DESCRIPTOR,
+    ApprovalPolicyData,
     CancelParent,
     CancelUser,
     ContentBlock,
+    ContinuableStart,
     MessageSource,
     PromptSection,
+    ResumeTerms,
+    SandboxModeData,
+    SandboxModeEvent,
     SessionHeader,
     StartError,
     SubagentResult,
     TextBlock,
     UserMessage,
-    final_assistant_output,
-)
-from ...core.continuation import (
-    ACTIVATION_TEARDOWN_FAILED,
-    MALFORMED_DESCRIPTOR,
-    ContinuableStart,
-    ResumeTerms,
     check_continuable,
     child_identity,
     epoch_stop_reason,
+    final_assistant_output,
     plan_continuable,
     refusal,
     report_message,
     resume_terms,
     same_lifecycle,
     settlement_notice,
+    trace_log,
 )
-from ...core.events import ApprovalPolicyData, SandboxModeData, SandboxModeEvent
-from ...core.trace import trace_log
 from ..abort import AbortSignal
 from ..agent import Agent, failure_of
 from ..clock import IdFactory
@@ -276,8 +276,8 @@ def _is_delegated(header: SessionHeader) -> bool:
 
 
 def delegated_resume_terms(session: Session) -> ResumeTerms | None:
-    """What resuming ``session`` as an agent must restore, when it is a delegated child
-    (issue 14.8): ``None`` for a session delegation did not create.
+    """What resuming ``session`` as an agent must restore, when it is a delegated child;
+    ``None`` for a session delegation did not create.
 
     Raises:
         ValueError: a delegated child whose log does not record its delegation's terms (a

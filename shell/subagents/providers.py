@@ -39,6 +39,7 @@ from ...core import (
     Capabilities,
     CheckedRequest,
     ChildPlan,
+    CompletedPrefix,
     Event,
     HistorySnapshot,
     ParentView,
@@ -172,15 +173,17 @@ class SpawnProvider(InProcessProvider):
 
 def parent_view(parent: Agent) -> ParentView:
     """What the core's plans read of a live parent, read at once (before any await): its
-    header, route, depth, log and trace, and its trace at the completed-turn cut."""
+    header, route, depth, log and trace, and its completed-turn prefix with the trace there
+    (the view the session keeps, handed on as it is)."""
     session = parent.session
-    _, at_cut = session.completed_prefix()
+    prefix, at_cut = session.completed_prefix()
     return ParentView(
         header=session.header,
         options=RuntimeOptions(provider=parent.provider, model=parent.model,
                                max_tokens=parent.max_tokens,
                                subagent_depth=parent.subagent_depth),
-        events=session.events, trace=session.trace, completed=at_cut,
+        events=session.events, trace=session.trace,
+        completed=CompletedPrefix(events=prefix, trace=at_cut),
         approval_in_use=parent.approval_composed)
 
 
@@ -206,6 +209,8 @@ class ChildSetup:
     #: persona among them; its runtime context is not inherited), then the plan's sections
     #: (a requested persona shadows the deployment's) and its runtime context.
     sections: tuple[PromptSection, ...]
+    #: What the plan read of the parent (``None``: not kept).
+    parent: ParentView | None = None
 
 
 def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
@@ -219,7 +224,8 @@ def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
     """
     if signal is not None and signal.aborted:
         raise SubagentAbortedError()
-    planned = plan_child(parent_view(parent), request, kind, provider_name=provider_name,
+    view = parent_view(parent)
+    planned = plan_child(view, request, kind, provider_name=provider_name,
                          child_id=host.ids(), created_at=host.clock(),
                          known_tools=host.tools.names())
     raise_on_failure(planned)
@@ -227,13 +233,21 @@ def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
     sections = tuple(section for section in (*parent.prompt_sections.sections(),
                                              *plan.sections, *plan.context)
                      if section.kind == "section" or section in plan.context)
-    return ChildSetup(plan=plan, approval=parent.approval_composed, sections=sections)
+    return ChildSetup(plan=plan, approval=parent.approval_composed, sections=sections,
+                      parent=view)
 
 
-def seed_history(parent: Agent, plan: ChildPlan) -> Callable[[], HistorySnapshot] | None:
+def seed_history(parent: Agent, plan: ChildPlan, view: ParentView | None = None,
+                 ) -> Callable[[], HistorySnapshot] | None:
     """The parent's model history at the cut, for a child seeded exactly there (siblings
-    seeded at the same cut share it, computed once); ``None`` otherwise."""
-    if plan.seed_trace is not None and plan.seed_trace is parent.session.completed_prefix()[1]:
+    seeded at the same cut share it, computed once); ``None`` otherwise.
+
+    ``view``: what the plan read of the parent (:func:`parent_view`), so the parent is not
+    read again; without it the parent's session is asked for its cut.
+    """
+    kept = (parent.session.completed_prefix()[1] if view is None
+            else None if view.completed is None else view.completed.trace)
+    if plan.seed_trace is not None and plan.seed_trace is kept:
         return parent.session.completed_prefix_history
     return None
 
@@ -315,7 +329,7 @@ async def drive_child(host: SubagentHost, provider: InProcessProvider, request: 
     setup = plan_setup(host, request, parent, signal, kind=provider.kind,
                        provider_name=provider.provider_name)
     plan = setup.plan
-    session = create_child_session(host, plan, seed_history(parent, plan))
+    session = create_child_session(host, plan, seed_history(parent, plan, setup.parent))
     try:
         agent, capture = configure_child(host, session, setup)
         await setup_checkpoint(session.id, parent, signal)
