@@ -245,7 +245,7 @@ def repair_closers(events: Sequence[Event]) -> tuple[Event, ...]:
             call_id = event.data.message.source.call_id
             if call_id is not None:
                 calls.answer(call_id)
-    if turn is None or not events:
+    if turn is None:  # an open turn means the log has events
         return ()
     last = events[-1]
     return _closing(turn, step, calls.pending.values(), seq=last.seq + 1, time=last.time,

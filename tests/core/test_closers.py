@@ -26,6 +26,7 @@ from turnfork.core import (
     TurnInterrupted,
     check_balance,
     close_open_turn,
+    closing_events,
     decode_session,
     trace_log,
 )
@@ -85,6 +86,29 @@ def test_every_pending_call_gets_the_texts_of_its_situation(log: Log,
             assert (call.call_id in dispatched) == (not started)
         assert _result_text(result) == expected
     assert any(isinstance(e, StepEndEvent) for e in closers) == (trace.open_step is not None)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(in_flight_logs(), st.sampled_from(REASONS[1:]), st.data())
+def test_started_calls_never_dispatched_are_answered_before_dispatch(
+        log: Log, reason: TurnEndReason, data: st.DataObject) -> None:
+    """A cancellation's closers, told which started calls were never dispatched, answer those
+    (and the announced ones) ABORTED_BEFORE_DISPATCH with code ``ABORTED_BEFORE_DISPATCH``, and
+    the other started calls ABORTED; the log stays balanced (DSH tool-subagent.spec.ts:908)."""
+    trace = trace_log(log).unwrap()
+    started = sorted(call.call_id for call in trace.pending_calls if call.call_seq is not None)
+    undispatched = frozenset(data.draw(st.sets(st.sampled_from(started)) if started
+                                       else st.just(set())))
+    closers = closing_events(trace, reason, time=7, undispatched=undispatched)
+    assert isinstance(check_balance(log + closers), Success)
+    results = {e.data.message.source.call_id: e for e in closers if isinstance(e, ToolResultEvent)}
+    for call in trace.pending_calls:
+        result = results[call.call_id]
+        never = call.call_seq is None or call.call_id in undispatched
+        assert _result_text(result) == (ABORTED_BEFORE_DISPATCH_TEXT if never else ABORTED_TEXT)
+        assert result.data.error
+        assert result.data.error.code == ("ABORTED_BEFORE_DISPATCH" if never else "ABORTED")
+        assert result.data.message.content[0].is_error
 
 
 @settings(max_examples=examples(100), deadline=None)
