@@ -16,6 +16,7 @@ strategies ``.strategies`` (needs the ``hypothesis`` extra; never imported here)
 from . import (
     arguments,
     assembly,
+    cache_fork,
     child_plan,
     closers,
     codec,
@@ -43,7 +44,7 @@ from ._checking import check_public
 
 for _module in (arguments, assembly, child_plan, closers, codec, context, delegation, depth, events,
                 grammar, history, loop, outcome, render, results, schema_subset, seed, structured,
-                trace, continuation, control, jobs, descriptor, retry):
+                trace, continuation, control, jobs, descriptor, retry, cache_fork):
     check_public(vars(_module))
 del _module
 
@@ -51,6 +52,7 @@ del _module
 # the front door below is the short list.
 from .arguments import *  # noqa: E402, F403
 from .assembly import *  # noqa: E402, F403
+from .cache_fork import *  # noqa: E402, F403
 from .child_plan import *  # noqa: E402, F403
 from .closers import *  # noqa: E402, F403
 from .codec import *  # noqa: E402, F403
