@@ -239,9 +239,10 @@ def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
     """
     if signal is not None and signal.aborted:
         raise SubagentAbortedError()
+    # The known tools matter only to a tool filter (and checking the collection costs).
+    known = None if request.request.tool_filter is None else host.tools.names()
     planned = plan_child(parent_view(parent), request, kind, provider_name=provider_name,
-                         child_id=host.ids(), created_at=host.clock(),
-                         known_tools=host.tools.names())
+                         child_id=host.ids(), created_at=host.clock(), known_tools=known)
     raise_on_failure(planned)
     plan = planned.unwrap()
     if cache_preserving and plan.seed is not None:
