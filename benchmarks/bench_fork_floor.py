@@ -1,7 +1,8 @@
 """Fork start against its floor: the least any Python fork must do, in the same run (issue 28).
 
 The parents are :mod:`benchmarks.bench_fork_shell`'s (real agents built by the shell,
-mid-turn), at K = 10 and 1,000. Contenders, interleaved round by round:
+mid-turn), at K = 10 and 1,000 (10 and 100 with ``--quick``). Contenders, interleaved round by
+round:
 
 * **real**: ``await host.subagents.start("fork", request, parent=agent)`` → the child is
   published, as ``fork-shell`` measures it;
@@ -98,7 +99,7 @@ async def _measure(parents: Sequence[ShellParent], rounds: int) -> dict[str, dic
 
 
 def run(settings: Settings) -> Section:
-    sizes = (10, 1000)
+    sizes = (10, 100) if settings.quick else (10, 1000)
     rounds = settings.rounds(full=41, quick=3)
     bench = shell_workbench()
     parents = [bench.parent(k) for k in sizes]

@@ -141,9 +141,11 @@ def _continued_rows(k: int, mode: str, cached: bool, root: Path
     share = wire_prefix.prompt_share(wire.parent, wire.child[0], wire.seed_messages)
     # The scenario serves parent and child from two fake servers (their replies must not
     # race), so the child's server never saw the parent's prompt: the hits are the ones one
-    # provider would bill, floor(shared prefix bytes / 4), as the fake's accounting does.
+    # provider would bill, floor(shared prefix bytes / 4), all of them when the whole
+    # inherited prompt is shared (the request goes on past it, as the fake's accounting sees).
     inherited = -(-share.inherited_bytes // 4)
-    hits = min(share.shared_bytes // 4, inherited)
+    hits = inherited if share.shared_bytes == share.inherited_bytes \
+        else min(share.shared_bytes // 4, inherited)
     target = Target("<=", 0.01, "(issue 28)") if cached else None
     steps = list(zip(wire.child, wire.child[1:], strict=False))
     extended = [continued.extends(later, earlier) for earlier, later in steps]
