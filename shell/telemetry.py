@@ -137,8 +137,9 @@ class Telemetry:
             else tracer
 
     def agent_spans(self, agent_id: str) -> AgentSpans | None:
-        """The spans of one agent's turns (``None`` when nothing would record them)."""
-        tracer = self.recording
+        """The spans of one agent's turns (``None`` without the extra; they are started turn
+        by turn, so a provider set later records the turns after it)."""
+        tracer = self.tracer
         return None if tracer is None else AgentSpans(tracer, agent_id)
 
     def run_span(self, child_id: str, parent_id: str, provider: str) -> RunSpan | None:

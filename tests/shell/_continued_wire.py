@@ -98,7 +98,7 @@ def _call(name: str, arguments: dict[str, Any], call_id: str) -> Reply:
 
 
 async def _quiet(host: Host) -> None:
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(120):  # a K = 1,000 parent's requests are large
         while host.subagents.continuation.activations() or any(
                 agent.running for agent in host.agents.list()):
             await asyncio.sleep(0.002)
