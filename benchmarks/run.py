@@ -26,7 +26,8 @@ __all__ = ["MODULES", "OPTIONAL", "main"]
 #: Benchmark modules, in the order they run and print: the core's codec, prefix and fork share,
 #: then the shell-level fork benchmarks (start to publication, memory per child, and 1,000
 #: concurrent children in a fresh subprocess), the disk store beside the memory store (fork
-#: start on disk, group-commit throughput), the wire-history formats, then the cost of a turn
+#: start on disk, group-commit throughput), the wire-history formats, the CLI on a large log
+#: (fresh processes beside msgspec's decode of the same bytes), then the cost of a turn
 #: in a long session (last:
 #: its 10,000-turn agent would weigh on every collection of the benchmarks after it).
 MODULES: tuple[str, ...] = (
@@ -41,6 +42,7 @@ MODULES: tuple[str, ...] = (
     "benchmarks.bench_fork_load",
     "benchmarks.bench_store",
     "benchmarks.bench_formats",
+    "benchmarks.bench_large_logs",
     "benchmarks.bench_prompt_cache",
     "benchmarks.bench_turns",
 )

@@ -126,7 +126,7 @@ from .store import (
 )
 
 __all__ = ["JsonlSessionStore", "Compression", "ForkSeeds", "SessionPathError",
-           "check_session_id", "session_file_bytes", "closing_room"]
+           "check_session_id", "session_file_bytes", "closing_room", "held_directory_lock"]
 
 logger = logging.getLogger(__name__)
 
@@ -397,6 +397,19 @@ def _lock(fd: int) -> bool:
             time.sleep(0.005)
             continue
         return True
+
+
+@contextlib.contextmanager
+def held_directory_lock(directory: str | os.PathLike[str]) -> Iterator[bool]:
+    """A session directory's writer lock, held for the ``with`` by a writer that is not a
+    store (``turnfork export`` replacing a session file): ``True`` when it is held here,
+    ``False`` when another writer holds it (then nothing may be written there). Raises
+    ``OSError`` when the directory cannot be opened."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield _lock(fd)
+    finally:
+        _close_quietly(fd)
 
 
 # ---------------------------------------------------------------------------- the writer

@@ -1,8 +1,8 @@
 """Reading a session log from disk, whatever shape it comes in.
 
-This is the one reader of DSH files: the CLI reads through :func:`read_log`, the disk store
-through :func:`read_session_file`; both share the bounded file reading, the zstd frames and
-the torn-tail rule below.
+This is the one reader of DSH files: the CLI streams a log through :func:`open_log` (or reads
+it whole with :func:`read_log`), the disk store reads with :func:`read_session_file`; they
+share the bounded file reading, the zstd frames, the seed chain and the torn-tail rule below.
 
 Input kinds, told apart by content (never by trust in the file name alone):
 
@@ -31,19 +31,29 @@ Rules:
   decompressed; devices, FIFOs and sockets are refused from ``stat`` without being opened (and
   the file is opened ``O_NONBLOCK``, then checked again); running out of memory is an error
   value too.
-* The torn-tail rule (``tolerate_torn_tail``): only the *final* line can be torn — when it
-  has no newline, or is not JSON at all — and it is left out (:class:`TornTail` says where
-  the file would be cut). For zstd, an incomplete final frame is torn; the whole lines it
-  holds are kept (the store writes them again), its own final line under the same rule. A
-  complete line that cannot be decoded anywhere else is an error, never a tail.
+* Reading streams: the text is decoded a piece at a time (:data:`CHUNK_TEXT` bytes of whole
+  lines; a zstd frame is fed block by block), so a read holds one piece and what its caller
+  keeps, whatever the size of the file (:class:`LogStream`). A projected fixture is decoded
+  in one piece (its seqs are restored by counting from the first record).
+* The torn-tail rule, the same for every reader and DSH's own: only the *final* line can be
+  torn — when it has no newline, or is not JSON at all — and it is left out (:class:`TornTail`
+  says where, how many bytes and why). For zstd, only an incomplete final frame can be torn:
+  the whole lines it holds are kept (the store writes them again), its own final line under
+  the same rule; a complete frame whose text does not end with a newline is corruption. A
+  complete line that cannot be decoded anywhere else is an error, never a tail. A seed is
+  read strictly: nothing of it may be torn.
+* A seed chain (a seed file whose own seed record names a lower-numbered one, one link per
+  generation of forks of forks) is followed iteratively, whatever its length.
 """
 
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, TypeAlias
 
 import msgspec
@@ -55,7 +65,6 @@ from ..core import (
     SessionHeader,
     decode_header_line,
     decode_log,
-    decode_session,
 )
 from ..core.codec import is_json_line
 
@@ -70,10 +79,15 @@ __all__ = [
     "SEED_RECORD_TYPE",
     "seed_file_name",
     "FileText",
+    "LogChunk",
+    "LogStream",
+    "CHUNK_TEXT",
+    "open_log",
     "read_log",
     "read_text",
     "read_session_file",
     "read_session_header",
+    "session_file_in",
     "SESSION_FILE_NAMES",
     "counted_events",
 ]
@@ -84,7 +98,14 @@ LogFormat: TypeAlias = Literal["events-jsonl", "events-jsonl-zstd", "session-jso
 #: The file names a DSH session directory may hold (zstd is DSH's default).
 SESSION_FILE_NAMES = ("session.jsonl.zstd", "session.jsonl")
 
+#: Bytes of whole lines decoded at a time.
+CHUNK_TEXT = 1 << 20
+
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+#: Bytes read from a file (or regenerated bound fed to zstd) at a time; the first read of a
+#: file is smaller: its head lines are usually all a seed file is opened for at first.
+_PIECE = 1 << 20
+_FIRST_PIECE = 64 << 10
 #: What msgspec raises for text that is not readable JSON; RecursionError for JSON nested
 #: deeper than the interpreter's recursion limit.
 _UNREADABLE = (msgspec.DecodeError, RecursionError)
@@ -144,8 +165,18 @@ class LogReadError(msgspec.Struct, frozen=True, kw_only=True):
         return self.message
 
 
+#: Why a tail was left out.
+TornCause: TypeAlias = Literal["no-newline", "not-json", "incomplete-frame"]
+
+_CAUSE_WORDS: dict[str, str] = {
+    "no-newline": "it has no newline",
+    "not-json": "it is not JSON",
+    "incomplete-frame": "the final zstd frame is incomplete",
+}
+
+
 class TornTail(msgspec.Struct, frozen=True, kw_only=True):
-    """The torn tail a tolerant read left out, and how to cut it off the file."""
+    """The torn tail a read left out, and how to cut it off the file."""
 
     #: The file's length without the tail: what crash repair truncates it to.
     keep_bytes: int
@@ -158,13 +189,31 @@ class TornTail(msgspec.Struct, frozen=True, kw_only=True):
     rewrite_from: int | None = None
     #: zstd: bytes of text the incomplete frame held in all.
     frame_text_bytes: int = 0
+    #: Why it was left out: the final line has no newline, or is not JSON; or (zstd) the final
+    #: frame is incomplete (its whole lines are kept, its final line under the same rule).
+    cause: TornCause = "no-newline"
 
     @property
     def description(self) -> str:
         if self.rewrite_from is None:
-            return f"a torn tail ({self.dropped_bytes} bytes from line {self.line})"
-        return (f"an incomplete final zstd frame ({self.frame_text_bytes} bytes of text, "
-                f"{self.dropped_bytes} of them a torn tail)")
+            return f"a torn tail ({_bytes(self.dropped_bytes)} from line {self.line})"
+        return (f"an incomplete final zstd frame ({_bytes(self.frame_text_bytes)} of text, "
+                f"{self.dropped_bytes:,} of them a torn tail)")
+
+    @property
+    def words(self) -> str:
+        """What was left out and why, in one sentence for a reader of the log."""
+        if self.rewrite_from is None:
+            return (f"left out line {self.line} ({_bytes(self.dropped_bytes)}): "
+                    f"{_CAUSE_WORDS[self.cause]}, a write cut short (the torn-tail rule)")
+        torn = (f", and dropped {_bytes(self.dropped_bytes)} of a torn final line from line "
+                f"{self.line}" if self.dropped_bytes else "")
+        return (f"read {_bytes(self.frame_text_bytes - self.dropped_bytes)} of whole lines from "
+                f"an incomplete final zstd frame{torn} (the torn-tail rule)")
+
+
+def _bytes(count: int) -> str:
+    return f"{count:,} byte{'' if count == 1 else 's'}"
 
 
 #: The record type of a seed taken from another file (a turnfork extension DSH does not read).
@@ -202,6 +251,21 @@ def _seed_file_index(name: str) -> int | None:
     return int(number)
 
 
+def _describe(format_name: LogFormat, path: str, file: str, *, header_file: str | None,
+              projected: bool, seed: SeedRecord | None) -> str:
+    words = _FORMAT_NAMES[format_name]
+    if file != path:
+        words += f" in session directory ({os.path.basename(file)})"
+    if header_file is not None:
+        words += f", header from {os.path.basename(header_file)}"
+    if projected:
+        words += ", projected fixture (no seq/time: restored by counting, time 0)"
+    if seed is not None:
+        words += (f", seed of {seed.events:,} events from {seed.file} (a turnfork fork child: "
+                  "export it for DSH)")
+    return words
+
+
 class LoadedLog(msgspec.Struct, frozen=True, kw_only=True):
     """A log read from disk: its header (if any), its events, and where they came from."""
 
@@ -218,12 +282,14 @@ class LoadedLog(msgspec.Struct, frozen=True, kw_only=True):
     events: tuple[Event, ...]
     #: The decoded (decompressed) text, kept to map a seq back to its line.
     text: bytes
-    #: What a tolerant read left out (``None``: nothing was torn, or the read was strict).
+    #: What the read left out (``None``: nothing was torn).
     torn: TornTail | None = None
     #: The seed record of the file, when its seed lives in another file.
     seed: SeedRecord | None = None
     #: Bytes of the file as read.
     file_bytes: int = 0
+    #: Every file the read opened: the log, its header file, its seed files.
+    files: tuple[str, ...] = ()
     #: What the read spent against :class:`ReadLimits` (the seed's files included, a torn
     #: tail too): bytes of text (``max_bytes``) and :func:`counted_events` (``max_events``).
     spent_bytes: int = 0
@@ -232,17 +298,8 @@ class LoadedLog(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def description(self) -> str:
         """The kind of input, in words, e.g. ``DSH session file, projected fixture (…)``."""
-        words = _FORMAT_NAMES[self.format]
-        if self.file != self.path:
-            words += f" in session directory ({os.path.basename(self.file)})"
-        if self.header_file is not None:
-            words += f", header from {os.path.basename(self.header_file)}"
-        if self.projected:
-            words += ", projected fixture (no seq/time: restored by counting, time 0)"
-        if self.seed is not None:
-            words += (f", seed of {self.seed.events} events from {self.seed.file} (a turnfork "
-                      "fork child: export it for DSH)")
-        return words
+        return _describe(self.format, self.path, self.file, header_file=self.header_file,
+                         projected=self.projected, seed=self.seed)
 
     def line_of(self, seq: int) -> int | None:
         """The 1-based line holding event ``seq`` (a packed row holds several), or ``None``.
@@ -257,14 +314,21 @@ class LoadedLog(msgspec.Struct, frozen=True, kw_only=True):
                 return 2
             first, count = 2, self.seed.events
         lines = self.text.split(b"\n")
-        for index in range(first, len(lines)):
-            line = lines[index]
-            if not line.strip():
-                continue
-            count += _events_on_line(line)
-            if count > seq:
-                return index + 1
-        return None
+        return _line_holding(lines[first:], first + 1, count, seq)
+
+
+def _line_holding(lines: list[bytes], first_line: int, first_position: int,
+                  position: int) -> int | None:
+    """The line of ``lines`` (the first numbered ``first_line``, its first event at
+    ``first_position``) that holds the event at ``position``."""
+    count = first_position
+    for index, line in enumerate(lines):
+        if not line.strip():
+            continue
+        count += _events_on_line(line)
+        if count > position:
+            return first_line + index
+    return None
 
 
 def _events_on_line(line: bytes) -> int:
@@ -320,7 +384,15 @@ def _size_words(size: int) -> str:
     for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if size >= 1 << shift:
             return f"{size / (1 << shift):.3g} {unit}"
-    return f"{size} bytes"
+    return _bytes(size)
+
+
+class _Progress:
+    """Bytes of the files read so far, of all there are to read (for a progress bar)."""
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.total = 0
 
 
 class _Reader:
@@ -333,11 +405,17 @@ class _Reader:
         # What the read has taken so far (a seed's files share the limits).
         self.spent_bytes = 0
         self.spent_events = 0
+        self.progress = _Progress()
 
-    def read_file(self, name: str, shown: str, *, size_cap: int | None = None,
-                  follow: bool | None = None) -> bytes | LogReadError:
-        """The bytes of a regular file (at most ``size_cap`` of them, when given);
-        ``follow``: whether a symbolic link is followed (default: the reader's rule)."""
+    def scratch(self) -> _Reader:
+        """A reader of the same files and limits whose spending is not counted (to look at
+        a file's first lines before it is read)."""
+        return _Reader(self.limits, self.dir_fd, self.follow)
+
+    def open_file(self, name: str, shown: str, *, size_cap: int | None = None,
+                  follow: bool | None = None) -> tuple[int, os.stat_result] | LogReadError:
+        """A regular file open for reading, and its ``fstat``; ``follow``: whether a symbolic
+        link is followed (default: the reader's rule)."""
         limit = self.limits.max_bytes
         follow = self.follow if follow is None else follow
         try:
@@ -365,21 +443,42 @@ class _Reader:
             return LogReadError(file=shown, problem=f"cannot read: {_os_problem(exc)}")
         try:
             opened = os.fstat(fd)
-            why = _not_regular(opened.st_mode, follow=True)
-            if why is not None:  # replaced between the stat and the open
-                return LogReadError(file=shown, problem=f"cannot read: {why}")
-            cap = limit if size_cap is None else min(limit, size_cap)
-            with os.fdopen(os.dup(fd), "rb") as handle:
-                data = handle.read(cap + 1 if size_cap is None else cap)
         except OSError as exc:
-            return LogReadError(file=shown, problem=f"cannot read: {_os_problem(exc)}")
-        finally:
             os.close(fd)
-        if size_cap is None and len(data) > limit:
-            return LogReadError(file=shown, problem=(
-                f"the file grew past the read limit of {_size_words(limit)} while it was "
-                "read (ReadLimits.max_bytes)"))
-        return data
+            return LogReadError(file=shown, problem=f"cannot read: {_os_problem(exc)}")
+        why = _not_regular(opened.st_mode, follow=True)
+        if why is not None:  # replaced between the stat and the open
+            os.close(fd)
+            return LogReadError(file=shown, problem=f"cannot read: {why}")
+        return fd, opened
+
+    def read_file(self, name: str, shown: str, *, size_cap: int | None = None,
+                  follow: bool | None = None) -> bytes | LogReadError:
+        """The bytes of a regular file (at most ``size_cap`` of them, when given)."""
+        opened = self.open_file(name, shown, size_cap=size_cap, follow=follow)
+        if isinstance(opened, LogReadError):
+            return opened
+        fd, _ = opened
+        return _read_whole(fd, shown, self.limits.max_bytes, size_cap)
+
+
+def _read_whole(fd: int, shown: str, limit: int, size_cap: int | None) -> bytes | LogReadError:
+    """Everything of ``fd`` (closed after), at most ``size_cap`` bytes or the limit."""
+    cap = limit if size_cap is None else min(limit, size_cap)
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(cap + 1 if size_cap is None else cap)
+    except OSError as exc:
+        return LogReadError(file=shown, problem=f"cannot read: {_os_problem(exc)}")
+    if size_cap is None and len(data) > limit:
+        return _grew(shown, limit)
+    return data
+
+
+def _grew(shown: str, limit: int) -> LogReadError:
+    return LogReadError(file=shown, problem=(
+        f"the file grew past the read limit of {_size_words(limit)} while it was read "
+        "(ReadLimits.max_bytes)"))
 
 
 # --------------------------------------------------------------------------- zstd frames
@@ -406,6 +505,8 @@ class _Frame(NamedTuple):
     bound: int
     #: Where each of its blocks ends (to decompress a large frame block by block).
     block_ends: tuple[int, ...]
+    #: The most each block can regenerate.
+    block_bounds: tuple[int, ...] = ()
 
 
 def _scan_frame(data: bytes, start: int) -> _Frame | str:
@@ -442,46 +543,40 @@ def _scan_frame(data: bytes, start: int) -> _Frame | str:
             content_size += 256
     position, known, bound = header_end, 0, 0
     block_ends: list[int] = []
+    block_bounds: list[int] = []
     last = False
     while not last:
         if position + 3 > size:
             return incomplete._replace(known=known, bound=bound + _BLOCK_MAX,
-                                       block_ends=tuple(block_ends))
+                                       block_ends=tuple(block_ends),
+                                       block_bounds=tuple(block_bounds))
         block = int.from_bytes(data[position:position + 3], "little")
         kind, length, last = (block >> 1) & 3, block >> 3, bool(block & 1)
         if kind == 3:
             return "a block of the reserved type"
         if kind == 1:  # RLE: one byte, regenerated `length` times
             position += 4
+            regenerated = length
             known += length
-            bound += length
         else:
             position += 3 + length
+            regenerated = length if kind == 0 else _BLOCK_MAX
             if kind == 0:
                 known += length
-                bound += length
-            else:
-                bound += _BLOCK_MAX
+        bound += regenerated
         block_ends.append(position)
+        block_bounds.append(regenerated)
         if position > size:
             return incomplete._replace(known=known, bound=bound,
-                                       block_ends=tuple(block_ends))
+                                       block_ends=tuple(block_ends),
+                                       block_bounds=tuple(block_bounds))
     end = position + (4 if descriptor & 0x04 else 0)
     return _Frame(start, end, end <= size, False, content_size, known, bound,
-                  tuple(block_ends))
-
-
-class _ZstdText(NamedTuple):
-    #: The text of the complete frames.
-    text: bytes
-    #: The text an incomplete final frame held (``None``: the last frame is complete).
-    partial: bytes | None
-    #: Where that incomplete frame starts in the file.
-    partial_offset: int
+                  tuple(block_ends), tuple(block_bounds))
 
 
 class _TextBudget:
-    """Decompressed text under the limits, checked as it grows (before memory is spent)."""
+    """Text under the limits, checked as it grows (before memory is spent)."""
 
     def __init__(self, reader: _Reader, shown: str) -> None:
         self.reader = reader
@@ -520,74 +615,141 @@ def _zstd_module() -> Any:
     return zstandard
 
 
-def _decompress(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: bool,
-                ) -> _ZstdText | LogReadError:
-    """The text of every zstd frame of ``data``, within the limits.
+class _Partial(NamedTuple):
+    """Marks where the text of an incomplete final zstd frame begins."""
+
+    #: Where that frame starts in the file.
+    offset: int
+
+
+class _FrameMark(NamedTuple):
+    """Where the text of an incomplete final zstd frame starts."""
+
+    #: Offset in the text, offset of the frame in the file, line of its first text.
+    text_offset: int
+    file_offset: int
+    line: int
+
+
+#: What a file's text source yields: text, the start of an incomplete final frame, or why it
+#: stops.
+_Piece: TypeAlias = "bytes | _Partial | LogReadError"
+
+
+def _zstd_pieces(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: bool,
+                 ) -> Iterator[_Piece]:
+    """The text of every zstd frame of ``data``, piece by piece, within the limits.
 
     A cut or corrupt frame is an error, except (``tolerate_torn``) an incomplete last one."""
     zstandard = _zstd_module()
     if zstandard is None:
-        return LogReadError(file=shown, problem="reading zstd needs the zstandard package "
-                                                "(pip install 'turnfork[zstd]')")
+        yield LogReadError(file=shown, problem="reading zstd needs the zstandard package "
+                                               "(pip install 'turnfork[zstd]')")
+        return
     budget = _TextBudget(reader, shown)
     context = zstandard.ZstdDecompressor()
-    parts: list[bytes] = []
     offset, number = 0, 0
     while offset < len(data):
         number += 1
         frame = _scan_frame(data, offset)
         if isinstance(frame, str):
-            return LogReadError(file=shown, problem=f"corrupt zstd frame {number} at byte "
-                                                    f"{offset}: {frame}")
+            yield LogReadError(file=shown, problem=f"corrupt zstd frame {number} at byte "
+                                                   f"{offset}: {frame}")
+            return
         if not frame.complete and not tolerate_torn:
-            return LogReadError(file=shown, problem=(
+            yield LogReadError(file=shown, problem=(
                 f"truncated zstd stream: frame {number} (from byte {offset}) is cut off at "
                 f"byte {len(data)}"))
+            return
         if frame.skippable:
             offset = frame.end
             continue
         refused = budget.reserve(frame.known if frame.content_size is None
                                  else frame.content_size)
         if refused is not None:
-            return refused
-        text = _frame_text(context, zstandard, data, frame, budget)
-        if isinstance(text, LogReadError | str):
-            if isinstance(text, LogReadError):
-                return text
-            return LogReadError(file=shown, problem=f"corrupt zstd frame {number} at byte "
-                                                    f"{offset}: {text}")
+            yield refused
+            return
         if not frame.complete:
-            return _ZstdText(b"".join(parts), text, offset)
-        parts.append(text)
+            yield _Partial(offset)
+        for piece in _frame_pieces(context, zstandard, data, frame, budget=budget,
+                                   progress=reader.progress):
+            if isinstance(piece, str):
+                yield LogReadError(file=shown, problem=f"corrupt zstd frame {number} at byte "
+                                                       f"{offset}: {piece}")
+                return
+            yield piece
+            if isinstance(piece, LogReadError):
+                return
+        if not frame.complete:
+            return
         offset = frame.end
-    return _ZstdText(b"".join(parts), None, 0)
 
 
-def _frame_text(context: Any, zstandard: Any, data: bytes, frame: _Frame,
-                budget: _TextBudget) -> bytes | str | LogReadError:
-    """One frame's text. A frame that could pass the limit is fed block by block, so that
-    the limit stops it within a block's worth of text."""
+def _frame_pieces(context: Any, zstandard: Any, data: bytes, frame: _Frame, *,
+                  budget: _TextBudget, progress: _Progress,
+                  ) -> Iterator[bytes | str | LogReadError]:
+    """One frame's text, fed to the decompressor a group of blocks at a time (at most about
+    :data:`_PIECE` of text each), so the limits stop a bomb within a block's worth of text."""
     stream = context.decompressobj()
-    room = budget.reader.limits.max_bytes - budget.reader.spent_bytes
-    whole = frame.complete and (frame.content_size is not None or frame.bound <= room)
-    stops = (frame.end,) if whole else (*frame.block_ends, frame.end)
-    pieces: list[bytes] = []
+    stops: list[int] = []
+    group = 0
+    for end, regenerated in zip(frame.block_ends, frame.block_bounds, strict=True):
+        group += regenerated
+        if group >= _PIECE:
+            stops.append(end)
+            group = 0
+    if not stops or stops[-1] != frame.end:  # the checksum, or the blocks since the last stop
+        stops.append(frame.end)
     start = frame.start
     try:
         for stop in stops:
             chunk = stream.decompress(data[start:min(stop, len(data))])
+            progress.done += min(stop, len(data)) - start
             start = stop
             refused = budget.admit(chunk)
             if refused is not None:
-                return refused
-            pieces.append(chunk)
+                yield refused
+                return
+            if chunk:
+                yield chunk
             if start >= len(data):
                 break
     except zstandard.ZstdError as exc:
-        return str(exc)
+        yield str(exc)
+        return
     if frame.complete and not stream.eof:
-        return "the frame ends early"
-    return b"".join(pieces)
+        yield "the frame ends early"
+
+
+def _file_pieces(fd: int, shown: str, reader: _Reader, cap: int | None) -> Iterator[_Piece]:
+    """The bytes of a plain file, piece by piece (``fd`` is closed at the end); ``cap``: the
+    bytes that belong to the log (a seed's region), else up to the read limit."""
+    limit = reader.limits.max_bytes
+    left = (limit + 1) if cap is None else min(cap, limit)
+    budget = _TextBudget(reader, shown)
+    size = _FIRST_PIECE
+    try:
+        while left > 0:
+            try:
+                piece = os.read(fd, min(size, left))
+            except OSError as exc:
+                yield LogReadError(file=shown, problem=f"cannot read: {_os_problem(exc)}")
+                return
+            if not piece:
+                return
+            size = _PIECE
+            left -= len(piece)
+            reader.progress.done += len(piece)
+            if cap is None and left <= 0:
+                yield _grew(shown, limit)
+                return
+            refused = budget.admit(piece)
+            if refused is not None:
+                yield refused
+                return
+            yield piece
+    finally:
+        os.close(fd)
 
 
 # --------------------------------------------------------------------------- text checks
@@ -599,7 +761,8 @@ def _line_too_long(shown: str, line: int | None, limits: ReadLimits) -> LogReadE
         "(ReadLimits.max_line)"))
 
 
-def _check_lines(text: bytes, shown: str, limits: ReadLimits) -> LogReadError | None:
+def _check_lines(text: bytes, shown: str, limits: ReadLimits,
+                 first_line: int = 1) -> LogReadError | None:
     """Refuse a line longer than ``limits.max_line``: any such line holds a whole aligned
     window of half that size, so only the windows without a newline are looked at."""
     window = max(1, limits.max_line // 2)
@@ -610,7 +773,7 @@ def _check_lines(text: bytes, shown: str, limits: ReadLimits) -> LogReadError | 
         end = text.find(b"\n", start)
         end = len(text) if end < 0 else end
         if end - begin > limits.max_line:
-            return _line_too_long(shown, text.count(b"\n", 0, begin) + 1, limits)
+            return _line_too_long(shown, first_line + text.count(b"\n", 0, begin), limits)
     return None
 
 
@@ -640,18 +803,19 @@ def _packed_rows(text: bytes) -> Iterator[tuple[int, int]]:
 def counted_events(text: bytes) -> int:
     """What ``text`` counts against :attr:`ReadLimits.max_events`: one per line, plus the
     members of its packed rows (a writer that must stay readable counts what it writes so)."""
-    lines = text.count(b"\n") + (0 if text.endswith(b"\n") else 1)
+    lines = text.count(b"\n") + (0 if text.endswith(b"\n") or not text else 1)
     if _ROW_MARK not in text:
         return lines
     return lines + sum(members for _, members in _packed_rows(text))
 
 
-def _check_events(text: bytes, shown: str, reader: _Reader) -> LogReadError | None:
+def _check_events(text: bytes, shown: str, reader: _Reader,
+                  first_line: int = 1) -> LogReadError | None:
     """Refuse a log that would expand to more than ``max_events`` events (a seed's files
     count too): :func:`counted_events`."""
     limits = reader.limits
     budget = limits.max_events - reader.spent_events
-    events = text.count(b"\n") + (0 if text.endswith(b"\n") else 1)
+    events = text.count(b"\n") + (0 if text.endswith(b"\n") or not text else 1)
     # Every member of a row after its first costs a comma: lines + commas bound the events.
     # Within that bound the text is let through, but what it spends is its exact count: the
     # seed's files read next get only what is left.
@@ -661,9 +825,10 @@ def _check_events(text: bytes, shown: str, reader: _Reader) -> LogReadError | No
     for begin, members in _packed_rows(text):
         events += members
         if events > budget:
-            return LogReadError(file=shown, line=text.count(b"\n", 0, begin) + 1, problem=(
-                f"the log expands to more than {limits.max_events:,} events (ReadLimits."
-                "max_events): packed rows stand for more events than can be read"))
+            return LogReadError(
+                file=shown, line=first_line + text.count(b"\n", 0, begin), problem=(
+                    f"the log expands to more than {limits.max_events:,} events (ReadLimits."
+                    "max_events): packed rows stand for more events than can be read"))
     if events > budget:
         return LogReadError(file=shown, problem=(
             f"the log holds more than {limits.max_events:,} events (ReadLimits.max_events)"))
@@ -671,26 +836,193 @@ def _check_events(text: bytes, shown: str, reader: _Reader) -> LogReadError | No
     return None
 
 
+def _utf8_problem(text: bytes, shown: str, first_line: int, offset: int) -> LogReadError | None:
+    """Invalid UTF-8 named by its line and its byte in the (decompressed) text."""
+    if text.isascii():
+        return None
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return LogReadError(file=shown, line=first_line + text.count(b"\n", 0, exc.start),
+                            problem=f"invalid UTF-8 at byte {offset + exc.start}")
+    return None
+
+
 def _is_json(line: bytes) -> bool:
-    # As DSH's JSON.parse reads it (lone-surrogate escapes, any depth): a complete line the
-    # codec then refuses is a bad record, never a torn write to drop.
+    # As DSH's JSON.parse reads it (invalid UTF-8 read as U+FFFD, lone-surrogate escapes, any
+    # depth): a complete line the codec then refuses is a bad record, never a torn write.
+    if not line.isascii():
+        line = line.decode("utf-8", "replace").encode()
     return is_json_line(line)
 
 
-def _torn_line(text: bytes, first_line: int) -> tuple[int, int] | None:
-    """(byte offset, line) where the torn final line of ``text`` starts, if it is torn: it
-    has no newline, or it is not JSON at all. ``first_line`` is the line number of
+def _torn_line(text: bytes, first_line: int) -> tuple[int, int, TornCause] | None:
+    """(byte offset, line, cause) where the torn final line of ``text`` starts, if it is
+    torn: it has no newline, or it is not JSON at all. ``first_line`` is the line number of
     ``text``'s first line."""
     if not text:
         return None
     if not text.endswith(b"\n"):
         start = text.rfind(b"\n") + 1
+        cause: TornCause = "no-newline"
     else:
         start = text.rfind(b"\n", 0, len(text) - 1) + 1
         line = text[start:-1].rstrip(b"\r")
         if not line.strip() or _is_json(line):
             return None
-    return start, first_line + text.count(b"\n", 0, start)
+        cause = "not-json"
+    return start, first_line + text.count(b"\n", 0, start), cause
+
+
+# --------------------------------------------------------------------------- a file's text
+
+
+class _Text:
+    """A file's text, pulled from its source piece by piece and handed out as whole lines.
+
+    Offsets and line numbers count from the start of the file's (decompressed) text."""
+
+    def __init__(self, pieces: Iterator[_Piece], shown: str, compressed: bool) -> None:
+        self._pieces = pieces
+        self.shown = shown
+        self.compressed = compressed
+        self.buffer = bytearray()
+        #: Offset in the text, and line number, of ``buffer[0]``.
+        self.start = 0
+        self.line = 1
+        self.ended = False
+        self.error: LogReadError | None = None
+        #: Where the text of an incomplete final zstd frame starts.
+        self.partial: _FrameMark | None = None
+        #: Bytes of the file read (for zstd: the whole file, read at once).
+        self.file_bytes = 0
+        #: The last two newlines of the buffer (-1: none).
+        self._last = -1
+        self._before_last = -1
+
+    def close(self) -> None:
+        close = getattr(self._pieces, "close", None)
+        if close is not None:
+            close()
+
+    def pull(self) -> bool:
+        """One more piece of text into the buffer; ``False`` at the end or on an error."""
+        while not self.ended:
+            piece = next(self._pieces, None)
+            if piece is None:
+                self.ended = True
+            elif isinstance(piece, LogReadError):
+                self.error, self.ended = piece, True
+            elif isinstance(piece, _Partial):
+                line = self.line + self.buffer.count(b"\n")
+                self.partial = _FrameMark(self.start + len(self.buffer), piece.offset, line)
+                if self.buffer and self.buffer[-1] != 0x0A:
+                    self.error, self.ended = _cut_short(self.shown, line), True
+            elif piece:
+                if not self.compressed:
+                    self.file_bytes += len(piece)
+                at = len(self.buffer)
+                self.buffer += piece
+                last = piece.rfind(b"\n")
+                if last >= 0:
+                    before = piece.rfind(b"\n", 0, last)
+                    self._before_last = at + before if before >= 0 else self._last
+                    self._last = at + last
+                return True
+        return False
+
+    def head_line(self, index: int) -> tuple[bytes, bool] | None:
+        """Line ``index`` (0-based) of the text not yet handed out, and whether a newline
+        ends it; ``None`` when there are fewer lines (or on an error)."""
+        at = 0
+        searched = 0
+        while True:
+            newline = self.buffer.find(b"\n", max(at, searched))
+            if newline < 0:
+                searched = len(self.buffer)
+                if self.pull():
+                    continue
+                if self.error is not None or index > 0 or at >= len(self.buffer):
+                    return None  # fewer lines than that
+                return bytes(self.buffer[at:]), False
+            if index == 0:
+                return bytes(self.buffer[at:newline]), True
+            index -= 1
+            at = newline + 1
+
+    def skip(self, size: int) -> bytes | None:
+        """Hand out the first ``size`` bytes; ``None`` if the text is shorter."""
+        while len(self.buffer) < size:
+            if not self.pull():
+                return None
+        return self._hand_out(size)
+
+    def _hand_out(self, size: int) -> bytes:
+        text = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        self.start += size
+        self.line += text.count(b"\n")
+        self._last -= size
+        self._before_last -= size
+        if self._before_last < 0:
+            self._before_last = -1
+        if self._last < 0:
+            self._last = -1
+        return text
+
+    def take(self, size: int | None) -> tuple[bytes, int, int, bool] | None:
+        """Whole lines: at least ``size`` bytes of them (``None``: all the text), the final
+        line held back until the text ends, and never across the start of an incomplete
+        final frame. Returns (text, its first line, its offset, whether it is the last), or
+        ``None`` on an error."""
+        while True:
+            if self.ended:
+                cut, final = len(self.buffer), True
+                break
+            if size is not None and len(self.buffer) >= size and self._before_last >= 0:
+                newline = self.buffer.find(b"\n", size - 1, self._before_last + 1)
+                cut, final = (self._before_last if newline < 0 else newline) + 1, False
+                break
+            self.pull()
+        if self.error is not None:
+            return None
+        if self.partial is not None and (
+                self.start < self.partial.text_offset < self.start + cut):
+            cut, final = self.partial.text_offset - self.start, False
+        first_line, offset = self.line, self.start
+        return self._hand_out(cut), first_line, offset, final
+
+
+def _cut_short(shown: str, line: int) -> LogReadError:
+    return LogReadError(file=shown, line=line,
+                        problem="a record is cut short inside a complete zstd frame")
+
+
+def _open_text(reader: _Reader, name: str, shown: str, *, size_cap: int | None = None,
+               follow: bool | None = None, tolerate_torn: bool,
+               ) -> tuple[_Text, os.stat_result] | LogReadError:
+    """The text of a file (its first ``size_cap`` bytes, when given), ready to be pulled."""
+    opened = reader.open_file(name, shown, size_cap=size_cap, follow=follow)
+    if isinstance(opened, LogReadError):
+        return opened
+    fd, status = opened
+    try:
+        magic = os.pread(fd, 4, 0)
+    except OSError as exc:
+        os.close(fd)
+        return LogReadError(file=shown, problem=f"cannot read: {_os_problem(exc)}")
+    if magic != _ZSTD_MAGIC or (size_cap is not None and size_cap < 4):
+        if name.endswith((".zstd", ".zst")):
+            os.close(fd)
+            return LogReadError(file=shown, problem="not a zstd stream (the file does not "
+                                                    "start with the zstd magic number)")
+        return _Text(_file_pieces(fd, shown, reader, size_cap), shown, False), status
+    data = _read_whole(fd, shown, reader.limits.max_bytes, size_cap)
+    if isinstance(data, LogReadError):
+        return data
+    text = _Text(_zstd_pieces(data, shown, reader, tolerate_torn=tolerate_torn), shown, True)
+    text.file_bytes = len(data)
+    return text, status
 
 
 # --------------------------------------------------------------------------- decoding
@@ -722,25 +1054,6 @@ def _from_decode_error(file: str, error: DecodeError, shift: int = 0) -> LogRead
                         event_type=error.event_type, problem=error.problem)
 
 
-def _first_record(text: bytes, *, skip_header: bool) -> bytes | None:
-    """The first non-blank record line (after the header line when ``skip_header``)."""
-    start = 0
-    if skip_header:
-        newline = text.find(b"\n")
-        if newline == -1:
-            return None
-        start = newline + 1
-    while start < len(text):
-        end = text.find(b"\n", start)
-        if end == -1:
-            end = len(text)
-        line = text[start:end]
-        if line.strip():
-            return line
-        start = end + 1
-    return None
-
-
 _SEED_DECODER = msgspec.json.Decoder(SeedRecord)
 
 
@@ -759,120 +1072,423 @@ def _seed_record(line: bytes, shown: str) -> SeedRecord | LogReadError | None:
     return record
 
 
-class _Decoded(NamedTuple):
+@dataclass
+class _Level:
+    """One file of a log: the log's own file, or a seed file of its chain."""
+
+    #: How the file is named in messages, and its name in the reader's directory.
+    shown: str
+    name: str
+    session: bool
     header: SessionHeader | None
-    events: tuple[Event, ...]
-    seed: SeedRecord | None
+    #: The seed record the file holds (it names the next level down), if any.
+    record: SeedRecord | None
+    #: Bytes of the file's head (the header line and the seed record line).
+    head_bytes: int
+    projected: bool
+    compressed: bool
+    #: The bytes of the file that belong to the log (a seed: its record's ``size``).
+    size_cap: int | None
+    identity: tuple[int, int]
+    #: The record of the level above, which names this one (``None`` for the log's file).
+    named_by: SeedRecord | None = None
+    #: Where the level above is shown (its seed record is on its line 2).
+    above: str = ""
+    #: An event log of one line without a newline (all of it a torn tail, by the rule).
+    unterminated: bool = False
 
 
-def _decode_session_text(text: bytes, shown: str, reader: _Reader, *, projected: bool,
-                         below: int | None) -> _Decoded | LogReadError:
-    """A session file's text (header line first), its seed resolved. ``below``: the index
-    of the seed file being read (its own seed must name a lower one)."""
-    newline = text.find(b"\n")
-    rest_at = len(text) if newline < 0 else newline + 1
-    second_end = text.find(b"\n", rest_at)
-    second = text[rest_at:len(text) if second_end < 0 else second_end]
-    record = _seed_record(second, shown) if second.strip() else None
-    if isinstance(record, LogReadError):
-        return record
-    if record is None:
-        decoded = decode_session(text, projected=projected)
-        if isinstance(decoded, Failure):
-            return _from_decode_error(shown, decoded.failure())
-        header, events = decoded.unwrap()
-        return _Decoded(header, events, None)
-    parsed = decode_header_line(text[:newline].rstrip(b"\r"))
+def _first_record(text: _Text, index: int) -> bytes | None:
+    """The first non-blank line from line ``index`` of the text not yet handed out."""
+    while True:
+        line = text.head_line(index)
+        if line is None:
+            return None
+        if line[0].strip():
+            return line[0]
+        index += 1
+
+
+def _read_head(text: _Text, name: str, shown: str, status: os.stat_result, *,
+               expect_header: bool, tolerate_torn: bool,
+               size_cap: int | None = None) -> _Level | LogReadError:
+    """What a file's first lines say: a session file's header and seed record, or an event
+    log; whether it is a projected fixture."""
+    identity = (status.st_dev, status.st_ino)
+    first = text.head_line(0)
+    if text.error is not None:
+        return text.error
+    is_session = first is not None and bool(first[0].strip()) and (
+        (_peek(first[0].rstrip(b"\r")) or _Peek()).type == "session")
+    if not is_session and not expect_header and not (
+            text.compressed and _first_record(text, 0) is None):
+        if text.error is not None:
+            return text.error
+        return _Level(shown=shown, name=name, session=False, header=None, record=None,
+                      head_bytes=0, projected=_is_projected(_first_record(text, 0)),
+                      compressed=text.compressed, size_cap=size_cap, identity=identity,
+                      unterminated=first is not None and not first[1])
+    if text.error is not None:
+        return text.error
+    if first is None or not first[0].strip():
+        return LogReadError(file=shown, line=1, problem="empty session file: no header line")
+    line, newline = first
+    if not newline:
+        words = " (it is in the incomplete final zstd frame)" if text.partial is not None else ""
+        return LogReadError(file=shown, line=1, problem=f"the header line is incomplete{words}")
+    parsed = decode_header_line(line.rstrip(b"\r"))
     if isinstance(parsed, Failure):
         return _from_decode_error(shown, parsed.failure())
-    header = parsed.unwrap()
-    seed = _read_seed(record, header, shown, reader, below)
-    if isinstance(seed, LogReadError):
-        return seed
-    body = b"" if second_end < 0 else text[second_end + 1:]
-    own = decode_log(body)
-    if isinstance(own, Failure):
-        return _from_decode_error(shown, own.failure(), shift=2)
-    return _Decoded(header, seed + own.unwrap(), record)
+    head_bytes = len(line) + 1
+    record: SeedRecord | None = None
+    second = text.head_line(1)
+    if second is not None and second[0].strip() and (second[1] or not tolerate_torn):
+        found = _seed_record(second[0].rstrip(b"\r"), shown)
+        if isinstance(found, LogReadError):
+            return found
+        if found is not None:
+            record = found
+            head_bytes += len(second[0]) + 1
+    projected = record is None and _is_projected(_first_record(text, 1))
+    if text.error is not None:
+        return text.error
+    return _Level(shown=shown, name=name, session=True, header=parsed.unwrap(), record=record,
+                  head_bytes=head_bytes, projected=projected, compressed=text.compressed,
+                  size_cap=size_cap, identity=identity)
 
 
-def _read_seed(record: SeedRecord, header: SessionHeader, shown: str, reader: _Reader,
-               below: int | None) -> tuple[Event, ...] | LogReadError:
-    index = _seed_file_index(record.file)
-    assert index is not None
-    where = os.path.join(os.path.dirname(shown), record.file)
-
-    def refused(problem: str) -> LogReadError:
-        return LogReadError(file=shown, line=2, event_type=SEED_RECORD_TYPE,
-                            problem=f"seed {record.file}: {problem}")
-
-    if below is not None and index >= below:
-        return refused(f"a seed file may only name a lower-numbered one (read from seed-"
-                       f"{below})")
-    raw = reader.read_file(record.file, where, size_cap=record.size, follow=False)
-    if isinstance(raw, LogReadError):
-        return raw
-    if len(raw) < record.size:
-        return refused(f"the file holds {len(raw)} bytes, the record needs {record.size}")
-    if raw.startswith(_ZSTD_MAGIC):
-        unpacked = _decompress(raw, where, reader, tolerate_torn=False)
-        if isinstance(unpacked, LogReadError):
-            return unpacked
-        text = unpacked.text
-    else:
-        budget = _TextBudget(reader, where)
-        too_much = budget.admit(raw)
-        if too_much is not None:
-            return too_much
-        text = raw
-    checked = _check_lines(text, where, reader.limits) or _check_events(text, where, reader)
-    if checked is not None:
-        return checked
-    decoded = _decode_session_text(text, where, reader, projected=False, below=index)
-    if isinstance(decoded, LogReadError):
-        return decoded
-    events = decoded.events
-    if isinstance(header.parent_session, str) and decoded.header is not None and (
-            decoded.header.id != header.parent_session):
-        return refused(f"it is session {decoded.header.id!r}, not the parent "
-                       f"{header.parent_session!r}")
-    if len(events) != record.events:
-        return refused(f"it holds {len(events)} events, the record says {record.events}")
-    if events and events[-1].time != record.last_time:
-        return refused("its last event is not the one the record names")
-    return events
+def _seed_chain(top: _Level, reader: _Reader) -> list[_Level] | LogReadError:
+    """The seed files below ``top``, nearest first, each one's head read and checked (the
+    chain is walked, not recursed into: it may be as long as the generations of forks)."""
+    chain: list[_Level] = []
+    above, below = top, None
+    directory = os.path.dirname(top.shown)
+    while above.record is not None:
+        record = above.record
+        index = _seed_file_index(record.file)
+        if index is None:  # _seed_record refuses such a name
+            return _seed_refused(above.shown, record, "not a seed file name")
+        if below is not None and index >= below:
+            return _seed_refused(above.shown, record, (
+                f"a seed file may only name a lower-numbered one (read from seed-{below})"))
+        where = os.path.join(directory, record.file)
+        scratch = reader.scratch()
+        opened = _open_text(scratch, record.file, where, size_cap=record.size, follow=False,
+                            tolerate_torn=False)
+        if isinstance(opened, LogReadError):
+            return opened
+        text, status = opened
+        try:
+            if status.st_size < record.size:
+                return _seed_refused(above.shown, record, (
+                    f"the file holds {_bytes(status.st_size)}, the record needs "
+                    f"{record.size:,}"))
+            level = _read_head(text, record.file, where, status, expect_header=True,
+                               tolerate_torn=False, size_cap=record.size)
+        finally:
+            text.close()
+        if isinstance(level, LogReadError):
+            return level
+        parent = above.header.parent_session if above.header is not None else None
+        if isinstance(parent, str) and level.header is not None and level.header.id != parent:
+            return _seed_refused(above.shown, record, (
+                f"it is session {level.header.id!r}, not the parent {parent!r}"))
+        level.named_by, level.above = record, above.shown
+        chain.append(level)
+        above, below = level, index
+    return chain
 
 
-def _decode(given: str, file: str, text: bytes, reader: _Reader, *, compressed: bool,
-            expect_header: bool) -> Result[LoadedLog, LogReadError]:
-    first_line = text.split(b"\n", 1)[0].rstrip(b"\r")
-    first = _peek(first_line) if first_line.strip() else None
-    has_header = first is not None and first.type == "session"
-    if has_header or ((compressed or expect_header) and not text.strip()):
-        projected = _is_projected(_first_record(text, skip_header=True))
-        decoded = _decode_session_text(text, file, reader, projected=projected, below=None)
-        if isinstance(decoded, LogReadError):
-            return Failure(decoded)
+def _seed_refused(shown: str, record: SeedRecord, problem: str) -> LogReadError:
+    return LogReadError(file=shown, line=2, event_type=SEED_RECORD_TYPE,
+                        problem=f"seed {record.file}: {problem}")
+
+
+# --------------------------------------------------------------------------- the stream
+
+
+class LogChunk(NamedTuple):
+    """Events of a log read together: the events of whole lines of one file."""
+
+    events: tuple[Event, ...]
+    #: The position (index in the log) of the first of them.
+    start: int
+    #: The file they were read from (a seed file for a fork child's inherited events).
+    file: str
+    #: The line (1-based, in the decompressed text) of the first line of ``text``.
+    first_line: int
+    #: The lines they were decoded from.
+    text: bytes
+
+    def line_of(self, position: int) -> int | None:
+        """The line of ``file`` holding the event at ``position``, if it is in this chunk."""
+        if not self.start <= position < self.start + len(self.events):
+            return None
+        return _line_holding(self.text.split(b"\n"), self.first_line, self.start, position)
+
+
+class LogStream:
+    """A log open for reading: what is known before its events (the file, its kind, its
+    header, its seed), then its events a chunk at a time (:meth:`chunks`), and once they are
+    all read, what was left out (:attr:`torn`).
+
+    Use it as a context manager (or call :meth:`close`) when :meth:`chunks` may not be read
+    to its end.
+    """
+
+    def __init__(self, *, path: str, levels: list[_Level], text: _Text, reader: _Reader,
+                 header_file: str | None, header: SessionHeader | None,
+                 close_directory: bool) -> None:
+        top = levels[0]
+        #: The path as the user gave it, and the file actually read.
+        self.path = path
+        self.file = top.shown
+        self.format: LogFormat = (("session-jsonl-zstd" if top.compressed else "session-jsonl")
+                                  if top.session else
+                                  ("events-jsonl-zstd" if top.compressed else "events-jsonl"))
+        #: Decoded as a DSH projected fixture.
+        self.projected = top.projected
+        self.header = header
+        self.header_file = header_file
+        #: The seed record of the file, when its seed lives in another file.
+        self.seed = top.record
+        #: What the read left out (known once :meth:`chunks` has ended).
+        self.torn: TornTail | None = None
+        #: Events read so far.
+        self.events = 0
+        #: The head lines of the log's file (its header and seed record lines).
+        self.head_text = b""
+        self._levels = levels
+        self._text = text
+        self._reader = reader
+        self._close_directory = close_directory
+        self._closed = False
+        self._ahead: tuple[LogChunk | LogReadError | None,
+                           Iterator[LogChunk | LogReadError]] | None = None
+
+    @property
+    def description(self) -> str:
+        """The kind of input, in words (as :attr:`LoadedLog.description`)."""
+        return _describe(self.format, self.path, self.file, header_file=self.header_file,
+                         projected=self.projected, seed=self.seed)
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """Every file the log is read from: the log, its header file, its seed files."""
+        header = () if self.header_file is None else (self.header_file,)
+        return (self.file, *header, *(level.shown for level in self._levels[1:]))
+
+    @property
+    def one_torn_line(self) -> bool:
+        """The file is an event log of one line without a newline: by the torn-tail rule,
+        nothing of it is an event (it may be a JSON document of another kind)."""
+        return self._levels[0].unterminated
+
+    @property
+    def file_bytes(self) -> int:
+        """Bytes of the log's file read so far."""
+        return self._text.file_bytes
+
+    @property
+    def progress(self) -> tuple[int, int]:
+        """(bytes read, bytes to read) of the log's files, for a progress bar."""
+        progress = self._reader.progress
+        return min(progress.done, progress.total), progress.total
+
+    def close(self) -> None:
+        """Close the files (reading :meth:`chunks` to its end does it too)."""
+        if not self._closed:
+            self._closed = True
+            self._text.close()
+            if self._close_directory and self._reader.dir_fd is not None:
+                os.close(self._reader.dir_fd)
+
+    def __enter__(self) -> LogStream:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def peek(self) -> LogChunk | LogReadError | None:
+        """The first chunk, read ahead (:meth:`chunks` still begins with it): whether the
+        file starts as a log (``None``: it holds no events)."""
+        if self._ahead is None:
+            pieces = self._chunks()
+            self._ahead = (next(pieces, None), pieces)
+        return self._ahead[0]
+
+    def chunks(self) -> Iterator[LogChunk | LogReadError]:
+        """The events, a chunk at a time, the seed's first; a :class:`LogReadError` ends
+        them. Read once."""
+        if self._ahead is None:
+            yield from self._chunks()
+            return
+        first, pieces = self._ahead
+        if first is not None:
+            yield first
+            yield from pieces
+
+    def _chunks(self) -> Iterator[LogChunk | LogReadError]:
+        try:
+            for level in reversed(self._levels[1:]):
+                failed = yield from self._seed_level(level)
+                if failed:
+                    return
+            top = self._levels[0]
+            text = self._text
+            if top.head_bytes:
+                self.head_text = text.skip(top.head_bytes) or b""
+                if text.partial is not None and text.partial.text_offset < top.head_bytes:
+                    yield LogReadError(file=top.shown, line=1, problem=(
+                        "the incomplete final zstd frame holds more than events"))
+                    return
+                # The head lines count against max_events as every line does (the store's
+                # writer counts what it writes so): here and in each seed file.
+                refused = _check_events(self.head_text, top.shown, self._reader)
+                if refused is not None:
+                    yield refused
+                    return
+            yield from self._level_chunks(top, text, tolerate_torn=True)
+        except MemoryError:
+            yield _out_of_memory(self.file)
+        finally:
+            self.close()
+
+    def _seed_level(self, level: _Level) -> Generator[LogChunk | LogReadError, None, bool]:
+        """A seed file's own events, read strictly; then the record that names it checked.
+        Returns whether the read failed."""
+        opened = _open_text(self._reader, level.name, level.shown, size_cap=level.size_cap,
+                            follow=False, tolerate_torn=False)
+        if isinstance(opened, LogReadError):
+            yield opened
+            return True
+        text, status = opened
+        last_time: int | None = None
+        try:
+            head = (text.skip(level.head_bytes)
+                    if (status.st_dev, status.st_ino) == level.identity else None)
+            if head is None:
+                yield text.error or LogReadError(file=level.shown, problem=(
+                    "cannot read: the file changed while it was read"))
+                return True
+            refused = _check_events(head, level.shown, self._reader)
+            if refused is not None:
+                yield refused
+                return True
+            for piece in self._level_chunks(level, text, tolerate_torn=False):
+                yield piece
+                if isinstance(piece, LogReadError):
+                    return True
+                if piece.events:
+                    last_time = piece.events[-1].time
+        finally:
+            text.close()
+        record = level.named_by
+        assert record is not None
+        if self.events != record.events:
+            yield _seed_refused(level.above, record, (
+                f"it holds {self.events:,} events, the record says {record.events:,}"))
+            return True
+        if last_time is not None and last_time != record.last_time:
+            yield _seed_refused(level.above, record,
+                                "its last event is not the one the record names")
+            return True
+        return False
+
+    def _level_chunks(self, level: _Level, text: _Text, *, tolerate_torn: bool,
+                      ) -> Iterator[LogChunk | LogReadError]:
+        """A file's events after its head, chunk by chunk."""
+        reader = self._reader
+        size = None if level.projected else CHUNK_TEXT
+        recovered_from: int | None = None
+        while True:
+            taken = text.take(size)
+            if taken is None:
+                yield text.error or _out_of_memory(level.shown)
+                return
+            chunk_text, first_line, offset, final = taken
+            if recovered_from is None and text.partial is not None and (
+                    offset >= text.partial.text_offset):
+                recovered_from = self.events
+            if final and tolerate_torn:
+                kept = self._torn_tail(level, text, chunk_text, first_line, offset)
+                if isinstance(kept, LogReadError):
+                    yield kept
+                    return
+                chunk_text = kept
+            if chunk_text:
+                refused = (_utf8_problem(chunk_text, level.shown, first_line, offset)
+                           or _check_lines(chunk_text, level.shown, reader.limits, first_line)
+                           or _check_events(chunk_text, level.shown, reader, first_line))
+                if refused is not None:
+                    yield refused
+                    return
+                decoded = decode_log(chunk_text, projected=level.projected)
+                if isinstance(decoded, Failure):
+                    yield _from_decode_error(level.shown, decoded.failure(), first_line - 1)
+                    return
+                events = decoded.unwrap()
+                chunk = LogChunk(events, self.events, level.shown, first_line, chunk_text)
+                self.events += len(events)
+                yield chunk
+            if final:
+                break
+        if self.torn is not None and self.torn.rewrite_from is not None:
+            self.torn = msgspec.structs.replace(
+                self.torn, rewrite_from=self.events if recovered_from is None
+                else recovered_from)
+
+    def _torn_tail(self, level: _Level, text: _Text, chunk_text: bytes, first_line: int,
+                   offset: int) -> bytes | LogReadError:
+        """The last lines of the log's file, its torn tail (if any) left out and described."""
+        mark = text.partial
+        if mark is not None:
+            cut = _torn_line(chunk_text, first_line)
+            kept = chunk_text if cut is None else chunk_text[:cut[0]]
+            self.torn = TornTail(
+                keep_bytes=mark.file_offset, line=mark.line if cut is None else cut[1],
+                dropped_bytes=len(chunk_text) - len(kept), rewrite_from=-1,
+                frame_text_bytes=offset + len(chunk_text) - mark.text_offset,
+                cause="incomplete-frame")
+            return kept
+        if text.compressed:
+            if chunk_text and not chunk_text.endswith(b"\n"):
+                return _cut_short(level.shown, first_line + chunk_text.count(b"\n"))
+            return chunk_text
+        cut = _torn_line(chunk_text, first_line)
+        if cut is None:
+            return chunk_text
+        start, line, cause = cut
+        self.torn = TornTail(keep_bytes=offset + start, line=line,
+                             dropped_bytes=len(chunk_text) - start, cause=cause)
+        return chunk_text[:start]
+
+    def read_all(self, *, tick: Callable[[], object] | None = None,
+                 ) -> Result[LoadedLog, LogReadError]:
+        """Every event, gathered into a :class:`LoadedLog` (``tick`` is called after each
+        chunk, for a progress bar)."""
+        parts: list[tuple[Event, ...]] = []
+        texts: list[bytes] = []
+        for piece in self.chunks():
+            if isinstance(piece, LogReadError):
+                return Failure(piece)
+            if tick is not None:
+                tick()
+            parts.append(piece.events)
+            if piece.file == self.file:
+                texts.append(piece.text)
         return Success(LoadedLog(
-            path=given, file=file,
-            format="session-jsonl-zstd" if compressed else "session-jsonl",
-            projected=projected and decoded.seed is None, header=decoded.header,
-            header_file=None, events=decoded.events, text=text, seed=decoded.seed))
-    projected = _is_projected(_first_record(text, skip_header=False))
-    decoded_log = decode_log(text, projected=projected)
-    if isinstance(decoded_log, Failure):
-        return Failure(_from_decode_error(file, decoded_log.failure()))
-    sibling = _sibling_header(file, reader)
-    if isinstance(sibling, LogReadError):
-        return Failure(sibling)
-    header: SessionHeader | None = None
-    header_file: str | None = None
-    if sibling is not None:
-        header, header_file = sibling
-    return Success(LoadedLog(
-        path=given, file=file, format="events-jsonl-zstd" if compressed else "events-jsonl",
-        projected=projected, header=header, header_file=header_file,
-        events=decoded_log.unwrap(), text=text))
+            path=self.path, file=self.file, format=self.format,
+            projected=self.projected and self.seed is None, header=self.header,
+            header_file=self.header_file, events=tuple(itertools.chain.from_iterable(parts)),
+            text=self.head_text + b"".join(texts), torn=self.torn, seed=self.seed,
+            file_bytes=self.file_bytes, files=self.files,
+            spent_bytes=self._reader.spent_bytes, spent_events=self._reader.spent_events))
+
+
+def _out_of_memory(file: str) -> LogReadError:
+    return LogReadError(file=file, problem=(
+        "out of memory while reading the log (ReadLimits bound what one read may take)"))
 
 
 def _sibling_header(file: str, reader: _Reader,
@@ -892,12 +1508,55 @@ def _sibling_header(file: str, reader: _Reader,
         return LogReadError(file=header_file, line=1, problem=f"header: {exc}")
 
 
+def _stream(path: str, reader: _Reader, name: str, shown: str, located: str, *,
+            expect_header: bool, close_directory: bool) -> LogStream | LogReadError:
+    """Open ``name`` in the reader's directory (``located`` on disk, ``shown`` in messages),
+    read its head and its seed chain's heads."""
+    opened = _open_text(reader, name, shown, tolerate_torn=True)
+    if isinstance(opened, LogReadError):
+        return opened
+    text, status = opened
+    try:
+        top = _read_head(text, name, shown, status, expect_header=expect_header,
+                         tolerate_torn=True)
+        if isinstance(top, LogReadError):
+            text.close()
+            return top
+        header, header_file = top.header, None
+        if not top.session:
+            sibling = _sibling_header(located, reader)
+            if isinstance(sibling, LogReadError):
+                text.close()
+                return sibling
+            if sibling is not None:
+                header, header_file = sibling
+        chain = _seed_chain(top, reader)
+        if isinstance(chain, LogReadError):
+            text.close()
+            return chain
+    except BaseException:
+        text.close()
+        raise
+    reader.progress.total = status.st_size + sum(level.size_cap or 0 for level in chain)
+    return LogStream(path=path, levels=[top, *chain], text=text, reader=reader,
+                     header_file=header_file, header=header,
+                     close_directory=close_directory)
+
+
 # --------------------------------------------------------------------------- reading
 
 
-def _session_file_in(directory: str) -> str | LogReadError:
-    present = [name for name in SESSION_FILE_NAMES
-               if os.path.lexists(os.path.join(directory, name))]
+def session_file_in(directory: str) -> str | LogReadError:
+    """The session file a DSH session directory holds, or why there is none to read."""
+    present = []
+    for name in SESSION_FILE_NAMES:
+        try:
+            os.lstat(os.path.join(directory, name))
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            return LogReadError(file=directory, problem=f"cannot read: {_os_problem(exc)}")
+        present.append(name)
     if not present:
         return LogReadError(
             file=directory,
@@ -911,50 +1570,22 @@ def _session_file_in(directory: str) -> str | LogReadError:
     return os.path.join(directory, present[0])
 
 
-def _out_of_memory(file: str) -> LogReadError:
-    return LogReadError(file=file, problem=(
-        "out of memory while reading the log (ReadLimits bound what one read may take)"))
-
-
-def _text_of(raw: bytes, file: str, reader: _Reader, *, tolerate_torn: bool,
-             ) -> tuple[bytes, bytes | None, int, bool] | LogReadError:
-    """(text, text of an incomplete last zstd frame, that frame's offset, compressed)."""
-    if raw.startswith(_ZSTD_MAGIC):
-        unpacked = _decompress(raw, file, reader, tolerate_torn=tolerate_torn)
-        if isinstance(unpacked, LogReadError):
-            return unpacked
-        return unpacked.text, unpacked.partial, unpacked.partial_offset, True
-    if file.endswith((".zstd", ".zst")):
-        return LogReadError(file=file, problem="not a zstd stream (the file does not start "
-                                               "with the zstd magic number)")
-    too_much = _TextBudget(reader, file).admit(raw)
-    if too_much is not None:
-        return too_much
-    return raw, None, 0, False
-
-
-def _bounded(text: bytes, file: str, reader: _Reader) -> LogReadError | None:
-    return _check_lines(text, file, reader.limits) or _check_events(text, file, reader)
-
-
-def read_log(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMITS,
-             ) -> Result[LoadedLog, LogReadError]:
-    """Read a log in any supported shape (see the module docstring), strictly: a torn tail
-    is an error here, as anything else that cannot be read.
+def open_log(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMITS,
+             shown: str | None = None) -> Result[LogStream, LogReadError]:
+    """Open a log in any supported shape (see the module docstring) for streaming: its head
+    (header, seed chain) is read now, its events by :meth:`LogStream.chunks`.
 
     Args:
         path: a JSONL event log, a DSH session file (plain or zstd) or a session directory.
         limits: bounds on what the read may cost.
-
-    Returns:
-        ``Success(LoadedLog)`` or ``Failure(LogReadError)`` naming file, line, seq, problem.
+        shown: how to name the file in messages (default: as found from ``path``).
     """
     given = os.fspath(path)
     try:
         in_directory = os.path.isdir(given)  # False for what it cannot stat; the read says why
         file = given
         if in_directory:
-            found = _session_file_in(given)
+            found = session_file_in(given)
             if isinstance(found, LogReadError):
                 return Failure(found)
             file = found
@@ -965,21 +1596,39 @@ def read_log(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMIT
             return Failure(LogReadError(file=file, problem=f"cannot read: {_os_problem(exc)}"))
         try:
             reader = _Reader(limits, dir_fd, follow=True)
-            read = _whole_file(reader, os.path.basename(file), file)
-            if isinstance(read, LogReadError):
-                return Failure(read)
-            refused = _bounded(read.text, file, reader)
-            if refused is not None:
-                return Failure(refused)
-            decoded = _decode(given, file, read.text, reader, compressed=read.compressed,
-                              expect_header=in_directory)
-            return decoded.map(lambda log: msgspec.structs.replace(
-                log, file_bytes=read.file_bytes, spent_bytes=reader.spent_bytes,
-                spent_events=reader.spent_events))
-        finally:
+            stream = _stream(shown or given, reader, os.path.basename(file), shown or file,
+                             file, expect_header=in_directory, close_directory=True)
+        except BaseException:
             os.close(dir_fd)
+            raise
+        if isinstance(stream, LogReadError):
+            os.close(dir_fd)
+            return Failure(stream)
+        return Success(stream)
     except MemoryError:
         return Failure(_out_of_memory(given))
+
+
+def read_log(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMITS,
+             ) -> Result[LoadedLog, LogReadError]:
+    """Read a log in any supported shape (see the module docstring), whole. A torn tail is
+    left out and described in :attr:`LoadedLog.torn`, as every reader does.
+
+    Args:
+        path: a JSONL event log, a DSH session file (plain or zstd) or a session directory.
+        limits: bounds on what the read may cost.
+
+    Returns:
+        ``Success(LoadedLog)`` or ``Failure(LogReadError)`` naming file, line, seq, problem.
+    """
+    opened = open_log(path, limits=limits)
+    if isinstance(opened, Failure):
+        return Failure(opened.failure())
+    with opened.unwrap() as stream:
+        try:
+            return stream.read_all()
+        except MemoryError:
+            return Failure(_out_of_memory(stream.file))
 
 
 class FileText(msgspec.Struct, frozen=True, kw_only=True):
@@ -993,19 +1642,6 @@ class FileText(msgspec.Struct, frozen=True, kw_only=True):
     file_bytes: int
 
 
-def _whole_file(reader: _Reader, name: str, shown: str) -> FileText | LogReadError:
-    """``name`` read and decompressed whole, strictly (an incomplete zstd frame is an error);
-    its lines and events are not looked at yet."""
-    raw = reader.read_file(name, shown)
-    if isinstance(raw, LogReadError):
-        return raw
-    read = _text_of(raw, shown, reader, tolerate_torn=False)
-    if isinstance(read, LogReadError):
-        return read
-    text, _, _, compressed = read
-    return FileText(file=shown, text=text, compressed=compressed, file_bytes=len(raw))
-
-
 def read_text(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMITS,
               ) -> Result[FileText, LogReadError]:
     """The text of a file that holds something other than a DSH log (a wire history, say),
@@ -1014,13 +1650,24 @@ def read_text(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMI
     ``max_line``. A directory is refused; nothing is decoded."""
     file = os.fspath(path)
     try:
-        read = _whole_file(_Reader(limits, None, follow=True), file, file)
-        if isinstance(read, LogReadError):
-            return Failure(read)
-        refused = _check_lines(read.text, file, limits)
+        reader = _Reader(limits, None, follow=True)
+        opened = _open_text(reader, file, file, tolerate_torn=False)
+        if isinstance(opened, LogReadError):
+            return Failure(opened)
+        text, _ = opened
+        try:
+            while text.pull():
+                pass
+        finally:
+            text.close()
+        if text.error is not None:
+            return Failure(text.error)
+        whole = bytes(text.buffer)
+        refused = _check_lines(whole, file, limits)
         if refused is not None:
             return Failure(refused)
-        return Success(read)
+        return Success(FileText(file=file, text=whole, compressed=text.compressed,
+                                file_bytes=text.file_bytes))
     except MemoryError:
         return Failure(_out_of_memory(file))
 
@@ -1039,63 +1686,12 @@ def read_session_file(name: str, *, dir_fd: int, shown: str,
     """
     try:
         reader = _Reader(limits, dir_fd, follow=False)
-        raw = reader.read_file(name, shown)
-        if isinstance(raw, LogReadError):
-            return Failure(raw)
-        compressed = name.endswith(".zstd")
-        if compressed and not raw.startswith(_ZSTD_MAGIC):
-            return Failure(LogReadError(file=shown, problem=(
-                "not a zstd stream (the file does not start with the zstd magic number)")))
-        read = _text_of(raw, shown, reader, tolerate_torn=True)
-        if isinstance(read, LogReadError):
-            return Failure(read)
-        text, partial, partial_offset, _ = read
-        if b"\n" not in text:
-            if partial is None:
-                return Failure(LogReadError(file=shown, line=1,
-                                            problem="the header line is incomplete"))
-            return Failure(LogReadError(file=shown, line=1, problem=(
-                "the header line is incomplete (it is in the incomplete final zstd frame)")))
-        torn: TornTail | None = None
-        kept = b""
-        if compressed:
-            if not text.endswith(b"\n"):
-                return Failure(LogReadError(
-                    file=shown, line=text.count(b"\n") + 1,
-                    problem="a record is cut short inside a complete zstd frame"))
-            if partial is not None:
-                first_line = text.count(b"\n") + 1
-                cut = _torn_line(partial, first_line)
-                kept = partial if cut is None else partial[:cut[0]]
-                torn = TornTail(keep_bytes=partial_offset, line=first_line if cut is None
-                                else cut[1], dropped_bytes=len(partial) - len(kept),
-                                rewrite_from=-1, frame_text_bytes=len(partial))
-                text += kept
-        else:
-            cut = _torn_line(text, 1)
-            if cut is not None and cut[1] > 1:
-                torn = TornTail(keep_bytes=cut[0], line=cut[1],
-                                dropped_bytes=len(text) - cut[0])
-                text = text[:cut[0]]
-        refused = _bounded(text, shown, reader)
-        if refused is not None:
-            return Failure(refused)
-        decoded = _decode_session_text(text, shown, reader, projected=False, below=None)
-        if isinstance(decoded, LogReadError):
-            return Failure(decoded)
-        if torn is not None and torn.rewrite_from is not None:
-            recovered = decode_log(kept)
-            if isinstance(recovered, Failure):  # the seed record itself is in that frame
-                return Failure(LogReadError(file=shown, line=torn.line, problem=(
-                    "the incomplete final zstd frame holds more than events")))
-            torn = msgspec.structs.replace(
-                torn, rewrite_from=len(decoded.events) - len(recovered.unwrap()))
-        return Success(LoadedLog(
-            path=shown, file=shown,
-            format="session-jsonl-zstd" if compressed else "session-jsonl", projected=False,
-            header=decoded.header, header_file=None, events=decoded.events, text=text,
-            torn=torn, seed=decoded.seed, file_bytes=len(raw),
-            spent_bytes=reader.spent_bytes, spent_events=reader.spent_events))
+        stream = _stream(shown, reader, name, shown, shown, expect_header=True,
+                         close_directory=False)
+        if isinstance(stream, LogReadError):
+            return Failure(stream)
+        with stream:
+            return stream.read_all()
     except MemoryError:
         return Failure(_out_of_memory(shown))
 

@@ -23,15 +23,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import io
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
 from ... import __version__
-from .terminal import PROG, error, inert
+from .terminal import PROG, WholeWrites, error, inert
 
 __all__ = [
     "EXIT_OK",
@@ -419,20 +420,53 @@ def _tolerate_narrow_encodings() -> None:
                 reconfigure(errors="replace")
 
 
+@contextlib.contextmanager
+def _whole_stdout() -> Iterator[None]:
+    """The process's stdout, written whole or not at all while the command runs: a write a
+    closed pipe cut short raises ``BrokenPipeError`` instead of being dropped in silence (a
+    buffered stream may report a short write of a large piece and lose the rest)."""
+    stdout = sys.stdout
+    if stdout is not sys.__stdout__ or not isinstance(stdout, io.TextIOWrapper):
+        yield  # embedded, or captured: left as it is
+        return
+    try:
+        descriptor = stdout.fileno()
+    except (OSError, ValueError):
+        yield
+        return
+    stdout.flush()
+    sys.stdout = io.TextIOWrapper(
+        io.BufferedWriter(WholeWrites(descriptor)), encoding=stdout.encoding,
+        errors="replace", line_buffering=stdout.line_buffering)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        sys.stdout = stdout
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (see the module docstring)."""
     _tolerate_narrow_encodings()
+    with _whole_stdout():
+        return _run(argv)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
+    args: argparse.Namespace | None = None
     try:
-        args = parser.parse_args(None if argv is None else list(argv))
-    except SystemExit as exc:  # --help and --version exit 0, usage errors 2
-        return exc.code if isinstance(exc.code, int) else EXIT_UNREADABLE
-    command: Command = args.command
-    try:
+        try:
+            args = parser.parse_args(None if argv is None else list(argv))
+        except SystemExit as exc:  # --help and --version exit 0, usage errors 2
+            sys.stdout.flush()  # argparse ignores a failed write: the flush says it
+            return exc.code if isinstance(exc.code, int) else EXIT_UNREADABLE
+        command: Command = args.command
         status = command.run(args)
         sys.stdout.flush()
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(f"{PROG}: interrupted" + (f": {exc}" if str(exc) else ""), file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`turnfork show x | head`): stop quietly, as a pipe stage
@@ -442,7 +476,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
     except MemoryError:
-        path = getattr(args, "path", None)
+        path = None if args is None else getattr(args, "path", None)
         where = f"{'<stdin>' if path == '-' else path}: " if path is not None else ""
         error(f"{where}out of memory: the input is larger than this machine can hold")
         return EXIT_UNREADABLE

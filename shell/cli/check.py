@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import TYPE_CHECKING
 
-from ..logfile import LoadedLog, LogReadError
+from ..logfile import LogReadError, LogStream
 from .app import EXIT_INVALID, EXIT_OK, EXIT_OPEN, EXIT_UNREADABLE
-from .assess import Assessment, assess
-from .inputs import load_arguments
+from .assess import Assessment, assess_stream, ended_words
+from .inputs import opened_input
 from .reports import (
     error_json,
     history_input_json,
     history_violation_json,
     input_json,
+    torn_json,
     violation_json,
     where,
 )
@@ -24,24 +26,26 @@ if TYPE_CHECKING:
 
 __all__ = ["run", "check_json", "history_check_json"]
 
-_STATUS = {"closed": EXIT_OK, "open": EXIT_OPEN, "invalid": EXIT_INVALID}
+_STATUS = {"closed": EXIT_OK, "empty": EXIT_OK, "open": EXIT_OPEN, "invalid": EXIT_INVALID}
 
 
-def check_json(path: str, log: LoadedLog | None, assessment: Assessment | None,
+def check_json(path: str, log: LogStream | None, assessment: Assessment | None,
                error: LogReadError | None) -> dict[str, object]:
     """The ``check --json`` report (see docs/cli.md)."""
-    report: dict[str, object] = input_json(path, log)
+    report: dict[str, object] = input_json(
+        path, log, None if assessment is None else assessment.events)
     report.update({
         "valid": False, "closed": False, "state": "unreadable",
-        "completed_prefix_length": None, "completed_turns": None, "open_turn": None,
-        "open_step": None, "pending_calls": [], "events_after_cut": None,
-        "violation": None, "verdict": None,
+        "completed_prefix_length": None, "completed_turns": None, "turns_ended": None,
+        "open_turn": None, "open_step": None, "pending_calls": [], "events_after_cut": None,
+        "left_out": None, "violation": None, "verdict": None,
         "error": None if error is None else error_json(error),
     })
     if assessment is None or log is None:
         return report
     report.update({"valid": assessment.valid, "closed": assessment.closed,
-                   "state": assessment.state, "verdict": assessment.verdict(len(log.events))})
+                   "state": assessment.state, "verdict": assessment.verdict(),
+                   "left_out": torn_json(assessment.torn)})
     if assessment.violation is not None:
         report["violation"] = violation_json(assessment.violation, assessment.violation_line)
     trace = assessment.trace
@@ -49,6 +53,7 @@ def check_json(path: str, log: LoadedLog | None, assessment: Assessment | None,
         report.update({
             "completed_prefix_length": assessment.cut,
             "completed_turns": assessment.completed_turns,
+            "turns_ended": assessment.ended,
             "open_turn": trace.open_turn, "open_step": trace.open_step,
             "pending_calls": [call.call_id for call in trace.pending_calls],
             "events_after_cut": assessment.tail.events,
@@ -94,30 +99,44 @@ def _check_history(args: argparse.Namespace, loaded: LoadedHistory) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Check ``args.path``; exit 0 closed, 1 open, 2 unreadable, 3 invalid."""
-    loaded = load_arguments(args)
-    if args.strict and isinstance(loaded, LoadedLog):
-        loaded = LogReadError(file=loaded.path, problem=(
-            "--strict checks a wire history's items against the provider's rules, and this "
-            "is a DSH log"))
-        error(loaded.message)
-    if isinstance(loaded, LogReadError):
-        if args.json:
-            print_json(check_json(args.path, None, None, loaded))
-        return EXIT_UNREADABLE
-    if not isinstance(loaded, LoadedLog):
-        from .histories import strictly  # noqa: PLC0415
+    """Check ``args.path``; exit 0 closed (or empty), 1 open, 2 unreadable, 3 invalid."""
+    with opened_input(args) as read:
+        if isinstance(read, LogReadError):
+            if args.json:
+                print_json(check_json(args.path, None, None, read))
+            return EXIT_UNREADABLE
+        if not isinstance(read.opened, LogStream):
+            from .histories import strictly  # noqa: PLC0415
 
-        return _check_history(args, strictly(loaded) if args.strict else loaded)
-    log = loaded
-    assessment = assess(log)
+            return _check_history(args, strictly(read.opened) if args.strict else read.opened)
+        if args.strict:
+            refused = LogReadError(file=read.opened.path, problem=(
+                "--strict checks a wire history's items against the provider's rules, and "
+                "this is a DSH log"))
+            error(refused.message)
+            if args.json:
+                print_json(check_json(args.path, None, None, refused))
+            return EXIT_UNREADABLE
+        return _check_log(args, read.opened)
+
+
+def _check_log(args: argparse.Namespace, log: LogStream) -> int:
+    assessment = assess_stream(log, what=f"checking {os.path.basename(log.file)}")
+    if isinstance(assessment, LogReadError):
+        error(assessment.message)
+        if args.json:
+            print_json(check_json(args.path, None, None, assessment))
+        return EXIT_UNREADABLE
     if args.json:
         print_json(check_json(args.path, log, assessment, None))
-    else:
-        say(f"{where(log, assessment.violation_line)}: {assessment.verdict(len(log.events))}")
-        say(f"  input: {log.description}; {counted(len(log.events), 'event')}")
-        if assessment.valid:
-            say(f"  completed-turn prefix: {counted(assessment.cut, 'event')}, "
-                f"{counted(assessment.completed_turns, 'turn')} "
-                "(what a fork child is seeded with; `turnfork seed` writes it)")
+        return _STATUS[assessment.state]
+    say(f"{where(log, assessment.violation_line, assessment.violation_file)}: "
+        f"{assessment.verdict()}")
+    say(f"  input: {log.description}; {counted(assessment.events, 'event')}")
+    if assessment.torn is not None and assessment.events:
+        say(f"  {assessment.torn.words}")
+    if assessment.valid and assessment.events:
+        say(f"  completed-turn prefix: {counted(assessment.cut, 'event')}, "
+            f"{ended_words(assessment.ended)}: what a fork child is seeded with; "
+            "`turnfork seed` writes it")
     return _STATUS[assessment.state]

@@ -579,8 +579,8 @@ def _problems(result: DemoResult) -> list[str]:
         if fork.stop_reason != "completed":
             problems.append(f"{who} stopped: {fork.stop_reason}")
         if not fork.seed_matches_prefix or fork.seed_length != fork.prefix_length_at_fork:
-            problems.append(f"{who}'s seed ({fork.seed_length} events) is not the parent's "
-                            f"completed-turn prefix ({fork.prefix_length_at_fork} events)")
+            problems.append(f"{who}'s seed ({fork.seed_length:,} events) is not the parent's "
+                            f"completed-turn prefix ({fork.prefix_length_at_fork:,} events)")
         if fork.call_id is None:
             problems.append(f"{who}: no subagent call in the parent's log matches it")
         elif fork.stop_reason == "completed" and fork.tool_result_text != fork.final_text:
@@ -688,7 +688,7 @@ async def run_demo_async(*, model: Model | None = None, provider: str = "model",
                                  len(requests.bodies)))
             if progress:
                 progress(f"fork child {event.child_id} runs its own turn "
-                         f"(seeded with {event.seed_length} events)")
+                         f"(seeded with {event.seed_length:,} events)")
         else:
             ends[event.child_id] = event
             if progress:

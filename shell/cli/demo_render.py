@@ -76,7 +76,7 @@ def fork_point_words(result: DemoResult, fork: ForkRecord) -> str:
     cut = fork.prefix_length_at_fork
     turns = sum(1 for event in at_fork[:cut] if isinstance(event, TurnEndEvent))
     if cut:
-        seeded = (f"fork point: child {fork.child_id} is seeded with the {cut} events above, "
+        seeded = (f"fork point: child {fork.child_id} is seeded with the {cut:,} events above, "
                   f"through turn {turns}'s turn/end (seq {cut - 1})")
     else:
         seeded = (f"fork point: no turn had completed, so child {fork.child_id} starts "

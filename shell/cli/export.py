@@ -10,9 +10,13 @@ checked as ``check`` and ``show`` find it.
 
 The export is all or nothing up to the first write: every input is read and checked, and every
 output planned, before anything is written. An unreadable input, an input without a session
-header, an invalid log, two inputs that are the same session, an output that is an input, or
-an output that exists (without ``--force``) refuses the whole export, each problem named on its
-own line, and nothing is written.
+header, an invalid log, two inputs that are the same session, an output that is an input (a
+fork child's seed files included), an output in a session directory whose writer lock a live
+store holds, a socket or a block device, ``--zstd`` with a file ``OUT`` not named ``*.zstd``,
+or an output that exists (without ``--force``) refuses the whole export, each problem named on
+its own line, and nothing is written. Each file is written by :mod:`.outputs`' rules: a
+regular file atomically, under its directory's writer lock; a FIFO or a device written into,
+never replaced.
 """
 
 from __future__ import annotations
@@ -30,8 +34,8 @@ from ..store import InvalidSessionIdError
 from .app import EXIT_INVALID, EXIT_OK, EXIT_UNREADABLE
 from .assess import Assessment, assess
 from .inputs import STDIN, is_the_input, read_input
-from .reports import error_json, input_json, violation_json, where
-from .seed import write_atomically
+from .outputs import OutputError, output_problem, write_file
+from .reports import error_json, input_json, torn_json, violation_json, where
 from .terminal import counted, error, print_json, say
 
 __all__ = ["run"]
@@ -83,6 +87,10 @@ def _layout(output: str, headers: int, *, zstd: bool) -> tuple[str, bool, str]:
     if os.path.isdir(output):
         return "root", zstd, ""
     if headers == 1:
+        if zstd and not output.endswith(_ZSTD_SUFFIX):
+            return "file", zstd, (f"--zstd writes zstd, and a file whose name does not end in "
+                                  f"{_ZSTD_SUFFIX} is read as plain text: name it "
+                                  f"{os.path.basename(output)}{_ZSTD_SUFFIX}")
         return "file", zstd or output.endswith(_ZSTD_SUFFIX), ""
     if os.path.lexists(output):
         return "root", zstd, (f"is not a directory: {counted(headers, 'session')} are "
@@ -91,7 +99,7 @@ def _layout(output: str, headers: int, *, zstd: bool) -> tuple[str, bool, str]:
 
 
 def _read(path: str) -> LoadedLog | _Problem:
-    loaded = read_input(path, "dsh")
+    loaded = read_input(path, "dsh", progress=f"reading {os.path.basename(path)}")
     if isinstance(loaded, LogReadError):
         return _Problem(loaded.message, EXIT_UNREADABLE, error_json(loaded))
     assert isinstance(loaded, LoadedLog)  # --format dsh reads nothing else
@@ -145,12 +153,14 @@ def _conflicts(exports: list[_Export], force: bool) -> list[_Problem]:
             continue
         seen[key] = export
         inputs = [other for other in exports if is_the_input(target, other.path, other.log)]
+        refused = output_problem(target, lock=True)
         if inputs:
             problems.append(_problem(target, (
                 f"is where {inputs[0].path} was read from: exporting over it would "
-                "replace that session (export to another file or directory)")))
-        elif os.path.isdir(target):
-            problems.append(_problem(target, "is a directory"))
+                "replace that session (export to another file or directory); refused, "
+                "--force or not")))
+        elif refused is not None:
+            problems.append(_problem(target, refused))
         elif os.path.lexists(target) and not force:
             problems.append(_problem(target, "exists (--force replaces it)"))
     return problems
@@ -165,7 +175,7 @@ def _summary(export: _Export, replaced: bool) -> dict[str, Any]:
         "seed_events": None if log.seed is None else log.seed.events,
         "seed_file": None if log.seed is None else log.seed.file,
         "output": str(export.target), "compression": export.compression,
-        "replaced": replaced,
+        "replaced": replaced, "left_out": torn_json(log.torn),
     })
     return report
 
@@ -175,12 +185,17 @@ def _words(export: _Export, replaced: bool) -> str:
     assert log.header is not None
     what = f"session {log.header.id}, {counted(len(log.events), 'event')}"
     if log.seed is not None:
-        what += f" (the first {log.seed.events} its seed, written inline from {log.seed.file})"
+        what += (f" (the first {log.seed.events:,} its seed, written inline from "
+                 f"{log.seed.file})")
     if export.assessment.state == "open":
         what += "; open: it ends inside a turn, as it was read"
+    if log.torn is not None:
+        what += f"; {log.torn.words}"
     destination = "stdout" if export.to_stdout else str(export.target)
     return (f"exported {export.path} → {destination}: {what}"
-            + ("; replaced the file that was there" if replaced else ""))
+            + (("; replaced the file that was there" if export.target.is_file()
+                else "; written into what was there (a FIFO or a device is never replaced)")
+               if replaced else ""))
 
 
 def _refuse(args: argparse.Namespace, problems: list[_Problem]) -> int:
@@ -242,14 +257,20 @@ def run(args: argparse.Namespace) -> int:
             data = session_file_bytes(log.header, log.events, compression="zstd" if zstd
                                       else "none")
             if export.to_stdout:
-                sys.stdout.flush()
-                sys.stdout.buffer.write(data)
-                sys.stdout.buffer.flush()
+                write_file(None, data)
             else:
                 export.target.parent.mkdir(parents=True, exist_ok=True)
-                write_atomically(str(export.target), data)
+                write_file(str(export.target), data)
+        except BrokenPipeError:
+            if export.to_stdout:
+                raise  # the reader of stdout went away: 141, and no claim of success
+            problem = "cannot write: the pipe's reader went away"
         except (OSError, RuntimeError) as exc:  # RuntimeError: zstd without zstandard
-            problem = f"cannot write: {getattr(exc, 'strerror', None) or exc}"
+            problem = (str(exc) if isinstance(exc, OutputError) else
+                       f"cannot write: {getattr(exc, 'strerror', None) or exc}")
+        else:
+            problem = ""
+        if problem:
             error(f"{export.target}: {problem}; it and the inputs after it were not exported")
             if args.json:
                 print_json({"output": output, "exports": written,

@@ -1,9 +1,12 @@
 """A session log as plain data: the outline ``turnfork show`` draws and ``show --json`` prints.
 
-:func:`build_outline` walks the events once and returns an :class:`Outline`: header facts, the
-whole log's :class:`Counts`, and entries in log order (turns with their steps and items,
-between-turn items, the cut marker). Drawing it is :mod:`.render`'s job, so the picture and the
-machine form cannot disagree.
+An :class:`OutlineBuilder` walks the events once, as the shared reader streams them, and hands
+out the entries in log order (turns with their steps and items, between-turn items, the cut
+marker) as soon as each is final: a turn once it has ended, what follows the last ``turn/end``
+only at the end (the cut is known then). :meth:`OutlineBuilder.finish` gives the rest and an
+:class:`Outline`: header facts, the whole log's :class:`Counts`, the verdict.
+:func:`build_outline` does it all for a log held in memory. Drawing is :mod:`.render`'s job,
+so the picture and the machine form cannot disagree.
 
 Rules of the outline:
 
@@ -15,14 +18,19 @@ Rules of the outline:
 * The completed-turn cut is an item of kind ``cut``, exactly once, in log order; what follows
   it is never part of a seed.
 * Events not drawn are one item each stretch: a fork child's inherited seed (kind ``seed``,
-  unless asked for) and what lies outside the chosen ``window`` (kind ``elided``). When the cut
-  falls in such a stretch, its marker follows the stretch's item.
+  unless asked for) and what lies outside the chosen turns (kind ``elided``). When the cut
+  falls in such a stretch, its marker follows the stretch's item. A chosen turn is drawn with
+  the between-turn events just before it (the user's message spliced in before its
+  ``turn/start``); the events after the last turn are drawn when the last turn is.
+* A summary needs no items inside turns, only each turn's figures: built with
+  ``detail=False``, a turn has no entries.
 * Text is shortened to one line here; it is made inert (terminal controls escaped) where it is
   drawn, so ``--json`` keeps the exact characters.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -72,7 +80,7 @@ from ...core import (
     Violation,
     event_type,
 )
-from ..logfile import LoadedLog
+from ..logfile import LoadedLog, LogChunk
 from .assess import Assessment
 from .terminal import counted
 
@@ -84,9 +92,9 @@ __all__ = [
     "Counts",
     "SeedFacts",
     "Outline",
-    "TurnSpan",
-    "turn_spans",
-    "seed_length",
+    "Choose",
+    "OutlineBuilder",
+    "seed_length_of",
     "build_outline",
     "shorten",
 ]
@@ -191,7 +199,7 @@ class Outline:
     header: dict[str, object] | None
     events: int
     cut: int
-    state: Literal["closed", "open", "invalid"]
+    state: Literal["closed", "open", "invalid", "empty"]
     verdict: str
     #: What the cut leaves out, in one sentence.
     excluded: str
@@ -200,6 +208,10 @@ class Outline:
     #: The positions drawn (``[first, stop)``); the rest are ``elided`` items.
     window: tuple[int, int]
     entries: list[TurnNode | Item] = field(default_factory=list)
+    #: How the turns before the cut ended (``{"completed": 9, "error": 1}``).
+    turns_ended: dict[str, int] = field(default_factory=dict)
+    #: What the read left out by the torn-tail rule, in one sentence.
+    left_out: str | None = None
 
 
 # --------------------------------------------------------------------------- words
@@ -286,69 +298,35 @@ def _turns_words(turns: list[int]) -> str:
 # --------------------------------------------------------------------------- turns
 
 
-@dataclass(frozen=True)
-class TurnSpan:
-    """Where a turn lies: its number, its ``turn/start`` and its ``turn/end`` (positions)."""
-
-    turn: int
-    start: int
-    #: ``None`` while it is in flight (or never ended).
-    end: int | None
-
-
-def turn_spans(events: tuple[Event, ...]) -> list[TurnSpan]:
-    """Every turn of ``events`` in log order (a ``turn/start`` opens one)."""
-    spans: list[TurnSpan] = []
-    open_turn: tuple[int, int] | None = None
-    for position, event in enumerate(events):
-        if isinstance(event, TurnStartEvent):
-            if open_turn is not None:
-                spans.append(TurnSpan(open_turn[0], open_turn[1], None))
-            open_turn = (event.data.turn, position)
-        elif isinstance(event, TurnEndEvent) and open_turn is not None:
-            spans.append(TurnSpan(open_turn[0], open_turn[1], position))
-            open_turn = None
-    if open_turn is not None:
-        spans.append(TurnSpan(open_turn[0], open_turn[1], None))
-    return spans
-
-
-def seed_length(log: LoadedLog) -> int:
-    """How many of the log's first events a fork child inherited (its header's seedLength)."""
-    header = log.header
-    if header is None or isinstance(header.seed_length, UnsetType):
-        return 0
-    return min(header.seed_length, len(log.events))
-
-
-def _counts(events: tuple[Event, ...]) -> Counts:
-    counts = Counts()
-    in_turn = False
+def _counted_into(counts: Counts, events: tuple[Event, ...], in_turn: bool) -> bool:
+    """Add ``events`` to ``counts``; returns whether a turn is open after them."""
     for event in events:
-        if isinstance(event, AssistantChunkEvent):
+        kind = type(event)
+        if kind is AssistantChunkEvent:
             counts.chunks += 1
-        elif isinstance(event, TurnStartEvent):
+        elif kind is TurnStartEvent:
             counts.turns += 1
             in_turn = True
-        elif isinstance(event, TurnEndEvent):
+        elif kind is TurnEndEvent:
             counts.completed_turns += 1
             in_turn = False
         elif not in_turn:
             counts.between_turn_events += 1
-        elif isinstance(event, StepStartEvent):
+        elif kind is StepStartEvent:
             counts.steps += 1
-        elif isinstance(event, ToolCallEvent):
+        elif kind is ToolCallEvent:
             counts.tool_calls += 1
-        elif isinstance(event, ToolResultEvent):
+        elif kind is ToolResultEvent:
+            assert isinstance(event, ToolResultEvent)
             counts.tool_results += 1
             content = event.data.message.content
             if content and isinstance(content[0], ToolResultBlock) and content[0].is_error:
                 counts.error_results += 1
-        elif isinstance(event, AssistantMessageEvent):
+        elif kind is AssistantMessageEvent:
             counts.assistant_messages += 1
-        elif isinstance(event, UserMessageEvent):
+        elif kind is UserMessageEvent:
             counts.user_messages += 1
-    return counts
+    return in_turn
 
 
 # --------------------------------------------------------------------------- the outline
@@ -366,24 +344,163 @@ class _Stretch:
     violation: Violation | None = None
 
 
-class _Builder:
-    """Walks the events once, keeping the open turn, step, chunk run and waiting calls."""
+#: Which turns to draw: called with a turn's number and its index among the log's turns (a
+#: ``turn/start`` opens one), from 0.
+Choose = Callable[[int, int], bool]
 
-    def __init__(self, cut: int, violation: Violation | None) -> None:
-        self.cut = cut
-        self.violation = violation
-        self.top: list[TurnNode | Item] = []
+
+class OutlineBuilder:
+    """Walks the events once, keeping the open turn, step, chunk run and waiting calls, and
+    hands out each entry once it is final (see the module docstring).
+
+    Args:
+        header: the log's header (its ``parentSession`` names a fork child's parent).
+        seed_length: how many first events are an inherited seed (one ``seed`` item unless
+            ``draw_seed``).
+        choose: which turns to draw (``None``: all).
+        detail: build the items inside turns (``False``: only each turn's figures).
+        cut: the cut, when it is known before the events are (then entries are final at
+            once); by default it is the position past the last ``turn/end`` seen.
+    """
+
+    def __init__(self, *, header: SessionHeader | None = None, seed_length: int = 0,
+                 draw_seed: bool = False, choose: Choose | None = None, detail: bool = True,
+                 cut: int | None = None) -> None:
+        self.header = header
+        self.parent = header.parent_session if header is not None and isinstance(
+            header.parent_session, str) else None
+        self.seed_length = seed_length
+        self.hidden_seed = 0 if draw_seed else seed_length
+        self.draw_seed = draw_seed
+        self.choose = choose
+        self.detail = detail
+        self.known_cut = cut
+        self.cut = 0 if cut is None else cut
+        self.violation: Violation | None = None
+        self.counts = Counts()
+        self._counting_in_turn = False
         self.turn: TurnNode | None = None
         self.step: StepNode | None = None
         self.chunk_count = 0
         self.chunk_seq = 0
         self.chunk_finish: str | None = None
-        self.calls: dict[str, tuple[Item, TurnNode | None]] = {}
+        self.calls: dict[str, tuple[Item | None, TurnNode | None]] = {}
         self.stretch: _Stretch | None = None
-        self.parent: str | None = None
         #: Index of the event being fed (differs from its seq only in a log that breaks
         #: the seq rule; the cut and a violation are positions).
         self.position = 0
+        #: Final entries not yet handed out; and those after the latest candidate for the
+        #: cut, held until it is known whether it is the cut (``None``: nothing held).
+        self._ready: list[TurnNode | Item] = []
+        self._held: list[TurnNode | Item] | None = [] if cut is None else None
+        if cut == 0:
+            self.mark_cut()
+        # Which turns are drawn: the turns seen, the chosen one in progress, and the
+        # between-turn events waiting for the next turn to say whether they are drawn.
+        self.spans = 0
+        self._in_span = False
+        self._span_chosen = choose is None
+        self._last_span_chosen = False
+        self._waiting: list[tuple[Event, int]] = []
+        self.numbers: tuple[int, int] | None = None
+        self.numbers_distinct = False
+        #: A turn was chosen (it may lie in a seed that is not drawn).
+        self.chose = False
+        self._first_drawn: int | None = None
+        self._stop_drawn = 0
+        self.seed_turn_ends = 0
+
+    # ------------------------------------------------------------------ entries out
+
+    def _emit(self, entry: TurnNode | Item) -> None:
+        (self._ready if self._held is None else self._held).append(entry)
+
+    def _cut_candidate(self) -> None:
+        """The entry just emitted holds the latest ``turn/end``: the cut may follow it."""
+        if self.known_cut is not None:
+            return
+        assert self._held is not None
+        self._ready.extend(self._held)
+        self._held = []
+
+    def take(self) -> list[TurnNode | Item]:
+        """The entries that became final since the last call."""
+        ready, self._ready = self._ready, []
+        return ready
+
+    # ------------------------------------------------------------------ events in
+
+    def feed_chunk(self, chunk: LogChunk, violation: Violation | None) -> None:
+        """The next events of the log (``violation``: the log's first, once it is known)."""
+        self.violation = violation
+        self._counting_in_turn = _counted_into(self.counts, chunk.events,
+                                               self._counting_in_turn)
+        for offset, event in enumerate(chunk.events):
+            self._route(event, chunk.start + offset)
+
+    def _route(self, event: Event, position: int) -> None:
+        kind = type(event)
+        if kind is TurnStartEvent:
+            assert isinstance(event, TurnStartEvent)
+            self._span_start(event.data.turn)
+        if position < self.seed_length and kind is TurnEndEvent:
+            self.seed_turn_ends += 1
+        if position < self.hidden_seed:
+            self._in_span = self._in_span and kind is not TurnEndEvent
+            self.hide(event, position, "seed")
+            return
+        if self.choose is None:
+            self._draw(event, position)
+        elif kind is TurnStartEvent:
+            self._release(self._span_chosen)
+            self._place(event, position, self._span_chosen)
+        elif self._in_span:
+            self._place(event, position, self._span_chosen)
+        else:
+            self._waiting.append((event, position))
+        if kind is TurnEndEvent:
+            self._in_span = False
+
+    def _span_start(self, number: int) -> None:
+        if self.numbers is None:
+            self.numbers = (number, number)
+        else:
+            low, high = self.numbers
+            self.numbers_distinct = self.numbers_distinct or number != low
+            self.numbers = (min(low, number), max(high, number))
+        chosen = self.choose is None or self.choose(number, self.spans)
+        self.chose = self.chose or chosen
+        self.spans += 1
+        self._in_span = True
+        self._span_chosen = chosen
+        self._last_span_chosen = chosen
+
+    def _release(self, drawn: bool) -> None:
+        """The between-turn events waiting for this turn: drawn with it, or not drawn."""
+        waiting, self._waiting = self._waiting, []
+        for event, position in waiting:
+            self._place(event, position, drawn)
+
+    def _place(self, event: Event, position: int, drawn: bool) -> None:
+        if drawn:
+            self._draw(event, position)
+        else:
+            self.hide(event, position, "elided")
+
+    def _draw(self, event: Event, position: int) -> None:
+        if self._first_drawn is None:
+            self._first_drawn = position
+        self._stop_drawn = position + 1
+        self.feed(event, position)
+
+    @property
+    def drawn(self) -> tuple[int, int] | None:
+        """The positions drawn, ``(first, stop)``; ``None`` when nothing is."""
+        if self._first_drawn is None:
+            return None
+        return self._first_drawn, self._stop_drawn
+
+    # ------------------------------------------------------------------ entries
 
     def add(self, item: Item) -> None:
         if self.step is not None:
@@ -391,16 +508,23 @@ class _Builder:
         elif self.turn is not None:
             self.turn.entries.append(item)
         else:
-            self.top.append(item)
+            self._emit(item)
+
+    def _close_turn(self) -> None:
+        """The open turn is final: hand it out."""
+        if self.turn is not None:
+            self._emit(self.turn)
+            self.turn = None
 
     def flush_chunks(self) -> None:
         if not self.chunk_count:
             return
-        words = f"{counted(self.chunk_count, 'streamed chunk')}, no assistant/message"
-        if self.chunk_finish:
-            words += f" ({self.chunk_finish})"
-        self.add(Item(seq=self.chunk_seq, kind="chunks", text=words,
-                      error=self.chunk_finish is not None))
+        if self.detail or self.turn is None:
+            words = f"{counted(self.chunk_count, 'streamed chunk')}, no assistant/message"
+            if self.chunk_finish:
+                words += f" ({self.chunk_finish})"
+            self.add(Item(seq=self.chunk_seq, kind="chunks", text=words,
+                          error=self.chunk_finish is not None))
         self._reset_chunks()
 
     def _reset_chunks(self) -> None:
@@ -422,7 +546,14 @@ class _Builder:
             if invalid_before:
                 note = "the log breaks a rule above, so no fork child can be seeded from it"
         note += "; nothing below is part of any seed"
-        self.top.append(Item(seq=self.cut, kind="cut", text=text, note=note))
+        self._ready.append(Item(seq=self.cut, kind="cut", text=text, note=note))
+
+    def _cut_after(self, first: int, last: int) -> None:
+        """Entries of positions ``first..last`` holding a ``turn/end`` were just emitted."""
+        if self.known_cut is None:
+            self._cut_candidate()
+        elif first <= self.known_cut - 1 <= last:
+            self.mark_cut()
 
     # ------------------------------------------------------------------ not drawn
 
@@ -431,7 +562,7 @@ class _Builder:
         if self.stretch is None or self.stretch.kind != kind:
             self.end_stretch()
             self.close_step()
-            self.turn = None
+            self._close_turn()
             self.stretch = _Stretch(kind=kind, first=position, last=position)
         stretch = self.stretch
         stretch.last = position
@@ -460,50 +591,56 @@ class _Builder:
         if stretch.violation is not None:
             text += (f"; ✗ seq {stretch.violation.seq} breaks a rule: "
                      f"{stretch.violation.problem} (rule: {stretch.violation.rule})")
-        self.top.append(Item(seq=stretch.first, kind=stretch.kind, text=text, error=error))
-        if stretch.first <= self.cut - 1 <= stretch.last:
-            self.mark_cut()
+        self._emit(Item(seq=stretch.first, kind=stretch.kind, text=text, error=error))
+        if stretch.completed:
+            self._cut_after(stretch.first, stretch.last)
 
     # ------------------------------------------------------------------ drawn
+
+    def _items_here(self) -> bool:
+        """Whether items are built where the walk is (always between turns)."""
+        return self.detail or self.turn is None
 
     def feed(self, event: Event, position: int) -> None:
         self.end_stretch()
         seq = event.seq
         self.position = position
         if self.violation is not None and position == self.violation.seq:
-            self.add(Item(seq=seq, kind="violation", error=True,
-                          text=f"invalid here: {self.violation.problem} "
-                               f"(rule: {self.violation.rule})"))
             if self.turn is not None:
                 self.turn.violation_seq = seq
-        if isinstance(event, AssistantChunkEvent):
+            if self._items_here():
+                self.add(Item(seq=seq, kind="violation", error=True,
+                              text=f"invalid here: {self.violation.problem} "
+                                   f"(rule: {self.violation.rule})"))
+        kind = type(event)
+        if kind is AssistantChunkEvent:
+            assert isinstance(event, AssistantChunkEvent)
             if not self.chunk_count:
                 self.chunk_seq = seq
             self.chunk_count += 1
             if isinstance(event.data.chunk, FinishChunk):
                 self.chunk_finish = _finish_words(event.data.chunk)
             return
-        if isinstance(event, TurnStartEvent):
+        if kind is TurnStartEvent:
+            assert isinstance(event, TurnStartEvent)
             self._turn_start(event)
-        elif isinstance(event, TurnEndEvent):
+        elif kind is TurnEndEvent:
+            assert isinstance(event, TurnEndEvent)
             self._turn_end(event)
-        elif isinstance(event, StepStartEvent):
+        elif kind is StepStartEvent:
+            assert isinstance(event, StepStartEvent)
             self._step_start(event)
-        elif isinstance(event, StepEndEvent):
+        elif kind is StepEndEvent:
+            assert isinstance(event, StepEndEvent)
             self._step_end(event)
-        elif isinstance(event, AssistantMessageEvent):
+        elif kind is AssistantMessageEvent:
+            assert isinstance(event, AssistantMessageEvent)
             self._assistant(event)
-        elif isinstance(event, ToolCallEvent):
-            data = event.data
-            item = Item(seq=seq, kind="tool",
-                        text=f"{data.name}({shorten(data.arguments, _ARGS_LIMIT)})")
-            self.calls[data.call_id] = (item, self.turn)
-            if self.turn is not None:
-                self.turn.tool_calls += 1
-                if data.name not in self.turn.tool_names:
-                    self.turn.tool_names.append(data.name)
-            self.add(item)
-        elif isinstance(event, ToolResultEvent):
+        elif kind is ToolCallEvent:
+            assert isinstance(event, ToolCallEvent)
+            self._tool_call(event)
+        elif kind is ToolResultEvent:
+            assert isinstance(event, ToolResultEvent)
             self._tool_result(event)
         else:
             if isinstance(event, UserMessageEvent) and self.turn is not None and (
@@ -511,15 +648,16 @@ class _Builder:
                 self.turn.prompt = shorten(_blocks_text(event.data.content), _PROMPT_LIMIT)
             if isinstance(event, LlmRetryEvent):
                 self.flush_chunks()  # the failed call's chunks are not the retried call's
-            self.add(_other_item(event))
+            if self._items_here():
+                self.add(_other_item(event))
 
     def _turn_start(self, event: TurnStartEvent) -> None:
         self.close_step()
         if self.turn is not None:  # a second turn/start: the earlier turn never ended
             self.turn.reason, self.turn.reason_ok = "never ended", False
-        self.turn = TurnNode(turn=event.data.turn, start_seq=event.seq,
-                             in_flight=self.position >= self.cut)
-        self.top.append(self.turn)
+            self._close_turn()
+        in_flight = self.known_cut is not None and self.position >= self.known_cut
+        self.turn = TurnNode(turn=event.data.turn, start_seq=event.seq, in_flight=in_flight)
 
     def _turn_end(self, event: TurnEndEvent) -> None:
         self.close_step()
@@ -530,9 +668,8 @@ class _Builder:
                                "turn"))
         else:
             self.turn.end_seq, self.turn.reason, self.turn.reason_ok = event.seq, words, ok
-            self.turn = None
-        if self.position == self.cut - 1:
-            self.mark_cut()
+            self._close_turn()
+        self._cut_after(self.position, self.position)
 
     def _step_start(self, event: StepStartEvent) -> None:
         self.close_step()
@@ -542,19 +679,24 @@ class _Builder:
                                "outside a turn"))
             return
         self.step = StepNode(step=event.data.step, start_seq=event.seq)
-        self.turn.entries.append(self.step)
+        if self.detail:
+            self.turn.entries.append(self.step)
         self.turn.steps += 1
 
     def _step_end(self, event: StepEndEvent) -> None:
         if self.step is None:
-            self.add(Item(seq=event.seq, kind="structure", error=True,
-                          text=f"step/end for turn {event.data.turn} step {event.data.step} "
-                               "with no open step"))
+            if self._items_here():
+                self.add(Item(seq=event.seq, kind="structure", error=True,
+                              text=f"step/end for turn {event.data.turn} step "
+                                   f"{event.data.step} with no open step"))
             return
         self.step.end_seq = event.seq
         self.close_step()
 
     def _assistant(self, event: AssistantMessageEvent) -> None:
+        if not self._items_here():
+            self._reset_chunks()
+            return
         data = event.data
         blocks = data.message.content
         words = f"assistant: {_quoted(_blocks_text(blocks))}" if _blocks_text(blocks) else (
@@ -565,9 +707,9 @@ class _Builder:
         if calls:
             extras.append(f"calls {', '.join(calls)}")
         if reasoning:
-            extras.append(f"reasoning {reasoning} chars")
+            extras.append(f"reasoning {reasoning:,} chars")
         if self.chunk_count:
-            extras.append(f"streamed in {self.chunk_count} chunks")
+            extras.append(f"streamed in {self.chunk_count:,} chunks")
         if self.chunk_finish:
             extras.append(self.chunk_finish)
         if data.interrupted is True:
@@ -582,6 +724,20 @@ class _Builder:
         self.add(Item(seq=event.seq, kind="assistant", text=words,
                       error=data.interrupted is True))
 
+    def _tool_call(self, event: ToolCallEvent) -> None:
+        data = event.data
+        item = None
+        if self._items_here():
+            item = Item(seq=event.seq, kind="tool",
+                        text=f"{data.name}({shorten(data.arguments, _ARGS_LIMIT)})")
+        self.calls[data.call_id] = (item, self.turn)
+        if self.turn is not None:
+            self.turn.tool_calls += 1
+            if data.name not in self.turn.tool_names:
+                self.turn.tool_names.append(data.name)
+        if item is not None:
+            self.add(item)
+
     def _tool_result(self, event: ToolResultEvent) -> None:
         data = event.data
         call_id = data.message.source.call_id or "?"
@@ -589,31 +745,71 @@ class _Builder:
         is_error = isinstance(block, ToolResultBlock) and block.is_error is True
         if is_error and self.turn is not None:
             self.turn.error_results += 1
+        replaced = isinstance(event.surface_op, SurfaceReplace)
+        waiting = None if replaced else self.calls.pop(call_id, None)
+        if not self._items_here():
+            return
         words = _quoted(_blocks_text(data.message.content))
         if not isinstance(data.error, UnsetType):
             words += f" ({data.error.name} {data.error.code})"
-        replaced = isinstance(event.surface_op, SurfaceReplace)
-        waiting = None if replaced else self.calls.pop(call_id, None)
-        if waiting is not None:
+        if waiting is not None and waiting[0] is not None:
             waiting[0].children.append(Item(seq=event.seq, kind="result", text=f"→ {words}",
                                             error=is_error))
             return
-        if replaced:
-            assert isinstance(event.surface_op, SurfaceReplace)
+        if isinstance(event.surface_op, SurfaceReplace):
             label = f"result for {call_id} rewritten ({_replace_words(event.surface_op)})"
         else:
             label = f"result for {call_id} (no tool/call)"
         self.add(Item(seq=event.seq, kind="result", text=f"{label}: {words}", error=is_error))
 
-    def finish(self) -> None:
+    # ------------------------------------------------------------------ the end
+
+    def finish(self, assessment: Assessment, *, path: str, source: str,
+               left_out: str | None = None) -> Outline:
+        """The log has ended: every entry left is handed out by the next :meth:`take`, the
+        cut marked (``assessment``: the whole log's), and the outline's figures returned
+        (its ``entries`` empty: they were handed out)."""
+        self.violation = assessment.violation
+        self._release(self._last_span_chosen)
         self.end_stretch()
         self.close_step()
         for call, turn in self.calls.values():
-            call.children.append(Item(seq=call.seq, kind="pending",
-                                      text="… no tool/result yet (the log ends here)"))
+            if call is not None:
+                call.children.append(Item(seq=call.seq, kind="pending",
+                                          text="… no tool/result yet (the log ends here)"))
             if turn is not None:
                 turn.waiting_calls += 1
         self.calls.clear()
+        self._close_turn()
+        if self._held is not None:
+            self.cut = assessment.cut
+            for entry in self._held:
+                if isinstance(entry, TurnNode):
+                    entry.in_flight = True
+            self.mark_cut()
+            self._ready.extend(self._held)
+            self._held = None
+        events = assessment.events
+        inherited = min(self.seed_length, events)
+        seed_facts = None
+        if inherited:
+            seed_facts = SeedFacts(length=inherited, parent=self.parent, drawn=self.draw_seed,
+                                   completed_turns=self.seed_turn_ends)
+        return Outline(path=path, source=source, header=_header_facts(self.header),
+                       events=events, cut=self.cut, state=assessment.state,
+                       verdict=assessment.verdict(), excluded=assessment.tail.words(),
+                       counts=self.counts, seed=seed_facts,
+                       window=(0, events) if self.choose is None else (self.drawn or (0, 0)),
+                       turns_ended=dict(assessment.ended), left_out=left_out)
+
+    def which(self) -> str:
+        """The turns the log has, in words (for a choice that names none of them)."""
+        if self.numbers is None:
+            return "the log has no turns"
+        low, high = self.numbers
+        if not self.numbers_distinct:
+            return f"the log has turn {low} only"
+        return f"the log has turns {low}..{high}"
 
 
 def _replace_words(op: SurfaceReplace) -> str:
@@ -635,9 +831,9 @@ def _other_item(event: Event) -> Item:
         parts = [f"inbox splice → {data.target}"]
         if data.inserted:
             first = _blocks_text(data.inserted[0].content)
-            parts.append(f"+{len(data.inserted)}: {_quoted(first, 70)}")
+            parts.append(f"+{len(data.inserted):,}: {_quoted(first, 70)}")
         if not isinstance(data.removed_count, UnsetType):
-            parts.append(f"{data.removed_count} claimed")
+            parts.append(f"{data.removed_count:,} claimed")
         if data.outcome == "canceled":
             parts.append("canceled")
         return Item(seq=seq, kind="splice", text=", ".join(parts))
@@ -684,42 +880,34 @@ def _other_item(event: Event) -> Item:
     return Item(seq=seq, kind="event", text=event_type(event))  # a type added to core later
 
 
+def seed_length_of(header: SessionHeader | None) -> int:
+    """How many of a log's first events a fork child inherited (its header's seedLength)."""
+    if header is None or isinstance(header.seed_length, UnsetType):
+        return 0
+    return max(header.seed_length, 0)
+
+
 def build_outline(log: LoadedLog, assessment: Assessment, *,
                   window: tuple[int, int] | None = None, seed: bool = False) -> Outline:
-    """The picture of ``log`` as data (see the module docstring).
+    """The picture of a log held in memory, as data (see the module docstring).
 
     Args:
         log: the log.
-        assessment: its :func:`~.assess.assess` (the cut and the violation are taken from it).
-        window: the positions to draw, ``(first, stop)``; default all.
+        assessment: its :func:`~.assess.assess` (the cut and the violation are taken from it,
+            so a caller may move the cut: the demo draws it at the fork point).
+        window: the positions to draw, ``(first, stop)``, whole turns; default all.
         seed: draw a fork child's inherited seed instead of one ``seed`` item.
     """
-    events = log.events
-    first, stop = (0, len(events)) if window is None else window
-    inherited = seed_length(log)
-    hidden_seed = 0 if seed else inherited
-    builder = _Builder(assessment.cut, assessment.violation)
-    header = log.header
-    if header is not None and isinstance(header.parent_session, str):
-        builder.parent = header.parent_session
-    if assessment.cut == 0:
-        builder.mark_cut()
-    for position, event in enumerate(events):
-        if position < hidden_seed:
-            builder.hide(event, position, "seed")
-        elif first <= position < stop:
-            builder.feed(event, position)
-        else:
-            builder.hide(event, position, "elided")
-    builder.finish()
-    seed_facts = None
-    if inherited:
-        seed_facts = SeedFacts(
-            length=inherited, parent=builder.parent, drawn=seed,
-            completed_turns=sum(1 for event in events[:inherited]
-                                if isinstance(event, TurnEndEvent)))
-    return Outline(path=log.path, source=log.description, header=_header_facts(log.header),
-                   events=len(events), cut=assessment.cut, state=assessment.state,
-                   verdict=assessment.verdict(len(events)), excluded=assessment.tail.words(),
-                   counts=_counts(events), seed=seed_facts, window=(first, stop),
-                   entries=builder.top)
+    choose: Choose | None = None
+    if window is not None:
+        first, stop = window
+        starts = [position for position, event in enumerate(log.events)
+                  if isinstance(event, TurnStartEvent)]
+        chosen = {index for index, start in enumerate(starts) if first <= start < stop}
+        choose = lambda _number, index: index in chosen  # noqa: E731
+    builder = OutlineBuilder(header=log.header, seed_length=seed_length_of(log.header),
+                             draw_seed=seed, choose=choose, cut=assessment.cut)
+    builder.feed_chunk(LogChunk(log.events, 0, log.file, 1, b""), assessment.violation)
+    outline = builder.finish(assessment, path=log.path, source=log.description)
+    outline.entries = builder.take()
+    return outline

@@ -18,19 +18,20 @@ terminals and pipes get the same shape; every text is made inert first
 from __future__ import annotations
 
 import os
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
-from typing import IO, Literal
+from typing import IO, Literal, cast
 
 from rich.console import Console
 from rich.text import Text
 from rich.tree import Tree
 
 from .outline import Item, Outline, StepNode, TurnNode
-from .terminal import counted, inert
+from .terminal import TrimmedLines, counted, inert
 
 __all__ = ["Drawing", "drawing_of", "draw_trees", "draw_summary", "make_console",
-           "render_outline", "render_summary", "visible", "SUMMARY_TURNS"]
+           "render_outline", "render_summary", "visible", "SUMMARY_TURNS", "TreeStream",
+           "SummaryLines", "header_line"]
 
 #: A summary lists this many first and last turns of a log with more than their sum and two
 #: more, and one line for the turns in between.
@@ -50,9 +51,11 @@ class Drawing:
     entries: list[TurnNode | Item]
     excluded: str
     verdict: str
-    state: Literal["closed", "open", "invalid"]
+    state: Literal["closed", "open", "invalid", "empty"]
     unit: str = "seq"
     units: str = "seq"
+    #: What the read left out (the torn-tail rule), in one sentence.
+    left_out: str | None = None
 
     def span(self, first: int, last: int | None) -> str:
         """``seq 3..9`` (a log), ``items 3..9`` or ``item 3`` (a history); ``seq 3..`` open."""
@@ -78,7 +81,8 @@ def make_console(file: IO[str], *, plain: bool = False, terminal: bool | None = 
     pager's pipe); ``width`` is then that terminal's width.
     """
     no_colour = plain or bool(os.environ.get("NO_COLOR"))
-    return _Console(file=file, color_system=None if no_colour else "auto",
+    trimmed = cast(IO[str], TrimmedLines(file))
+    return _Console(file=trimmed, color_system=None if no_colour else "auto",
                     force_terminal=False if plain else (True if terminal else None),
                     no_color=no_colour, width=width, highlight=False, emoji=False,
                     markup=False, soft_wrap=False)
@@ -160,8 +164,8 @@ def _turn_tree(drawing: Drawing, turn: TurnNode, ascii_only: bool) -> Tree:
     return tree
 
 
-def _header_line(outline: Outline) -> str:
-    header = outline.header
+def header_line(header: dict[str, object] | None) -> str:
+    """A log's first line: its session id, parent, depth, seedLength and origin."""
     if header is None:
         return "session (no header)"
     words = f"session {header.get('id')}"
@@ -192,19 +196,26 @@ def _cut(console: Console, item: Item, ascii_only: bool) -> None:
         console.print(_label(item.note, "yellow", ascii_only, wrap=True))
 
 
+_VERDICT_STYLES = {"closed": "bold green", "open": "bold yellow", "invalid": "bold red",
+                   "empty": "bold"}
+
+
 def _verdict(console: Console, drawing: Drawing, ascii_only: bool) -> None:
     console.print()
-    style = {"closed": "bold green", "open": "bold yellow", "invalid": "bold red"}
-    console.print(_label(drawing.verdict, style[drawing.state], ascii_only, wrap=True))
+    if drawing.left_out:
+        console.print(_label(drawing.left_out, "yellow", ascii_only, wrap=True))
+    console.print(_label(drawing.verdict, _VERDICT_STYLES[drawing.state], ascii_only,
+                         wrap=True))
 
 
-def drawing_of(outline: Outline) -> Drawing:
-    """What a log's outline shows."""
-    return Drawing(title=_header_line(outline),
-                   source=f"{outline.path} · {outline.source} · "
-                          f"{counted(outline.events, 'event')}",
+def drawing_of(outline: Outline, *, events: bool = True) -> Drawing:
+    """What a log's outline shows (``events``: its event count on the source line)."""
+    count = f" · {counted(outline.events, 'event')}" if events else ""
+    return Drawing(title=header_line(outline.header),
+                   source=f"{outline.path} · {outline.source}{count}",
                    figures=_figures_line(outline), entries=outline.entries,
-                   excluded=outline.excluded, verdict=outline.verdict, state=outline.state)
+                   excluded=outline.excluded, verdict=outline.verdict, state=outline.state,
+                   left_out=outline.left_out)
 
 
 def render_outline(console: Console, outline: Outline) -> None:
@@ -212,18 +223,36 @@ def render_outline(console: Console, outline: Outline) -> None:
     draw_trees(console, drawing_of(outline))
 
 
+class TreeStream:
+    """Turns drawn as trees as their entries arrive: the head first, then the entries, each
+    batch drawn at once, then (:meth:`end`) the verdict."""
+
+    def __init__(self, console: Console, drawing: Drawing) -> None:
+        self.console = console
+        self.drawing = drawing
+        self.ascii_only = _ascii_only(console)
+        _head(console, drawing, self.ascii_only)
+
+    def draw(self, entries: list[TurnNode | Item]) -> None:
+        console, drawing, ascii_only = self.console, self.drawing, self.ascii_only
+        for entry in entries:
+            if isinstance(entry, TurnNode):
+                console.print(_turn_tree(drawing, entry, ascii_only))
+            elif entry.kind == "cut":
+                _cut(console, entry, ascii_only)
+            else:
+                _print_line(console, entry, ascii_only)
+
+    def end(self, drawing: Drawing) -> None:
+        """The verdict (and what was left out) of ``drawing``."""
+        _verdict(self.console, drawing, self.ascii_only)
+
+
 def draw_trees(console: Console, drawing: Drawing) -> None:
     """Draw ``drawing`` on ``console``: header, turns as trees, the cut rule, the verdict."""
-    ascii_only = _ascii_only(console)
-    _head(console, drawing, ascii_only)
-    for entry in drawing.entries:
-        if isinstance(entry, TurnNode):
-            console.print(_turn_tree(drawing, entry, ascii_only))
-        elif entry.kind == "cut":
-            _cut(console, entry, ascii_only)
-        else:
-            _print_line(console, entry, ascii_only)
-    _verdict(console, drawing, ascii_only)
+    stream = TreeStream(console, drawing)
+    stream.draw(drawing.entries)
+    stream.end(drawing)
 
 
 def _print_line(console: Console, item: Item, ascii_only: bool) -> None:
@@ -237,12 +266,17 @@ def _print_line(console: Console, item: Item, ascii_only: bool) -> None:
 
 
 def _figures_line(outline: Outline) -> str:
+    from .assess import END_REASONS  # noqa: PLC0415
+
     counts = outline.counts
-    ended = counts.completed_turns
     turns = counted(counts.turns, "turn")
     if counts.turns:
-        open_turns = counts.turns - ended
-        turns += f" ({ended} ended" + (f", {open_turns} in flight" if open_turns else "") + ")"
+        how = [f"{outline.turns_ended[reason]:,} {reason}" for reason in END_REASONS
+               if outline.turns_ended.get(reason)]
+        open_turns = counts.turns - counts.completed_turns
+        if open_turns > 0:
+            how.append(f"{open_turns:,} in flight")
+        turns += f" ({', '.join(how)})"
     results = counted(counts.tool_results, "result")
     if counts.error_results:
         results += f" ({counted(counts.error_results, 'error')})"
@@ -264,7 +298,7 @@ def _turn_figures(drawing: Drawing, turn: TurnNode) -> str:
         calls += f" ({', '.join(names)})"
     figures.append(calls)
     if turn.waiting_calls:
-        figures.append(f"{turn.waiting_calls} waiting")
+        figures.append(f"{turn.waiting_calls:,} waiting")
     if turn.error_results:
         figures.append(counted(turn.error_results, "error result"))
     if turn.violation_seq is not None:
@@ -275,44 +309,103 @@ def _turn_figures(drawing: Drawing, turn: TurnNode) -> str:
     return words
 
 
-def _left_out(turns: list[TurnNode]) -> Item:
-    reasons = Counter(turn.reason or "in flight" for turn in turns)
-    how = ", ".join(f"{number} {reason}" for reason, number in reasons.most_common(3))
-    if len(reasons) > 3:
-        how += ", …"
-    numbers = [turn.turn for turn in turns]
-    span = f"{min(numbers)}..{max(numbers)}"
-    return Item(seq=turns[0].start_seq, kind="elided",
-                text=f"… turns {span} not listed: {counted(len(turns), 'turn')} ({how}); "
-                     f"--turns {span} draws them")
+class _LeftOut:
+    """A run of turns the summary does not list, as one line."""
+
+    def __init__(self) -> None:
+        self.reasons: Counter[str] = Counter()
+        self.low: int | None = None
+        self.high = 0
+        self.first_seq = 0
+
+    def _reset(self) -> None:
+        self.reasons = Counter()
+        self.low, self.high, self.first_seq = None, 0, 0
+
+    def add(self, turn: TurnNode) -> None:
+        if self.low is None:
+            self.low, self.high, self.first_seq = turn.turn, turn.turn, turn.start_seq
+        self.low, self.high = min(self.low, turn.turn), max(self.high, turn.turn)
+        self.reasons[turn.reason or "in flight"] += 1
+
+    def item(self) -> Item | None:
+        """The line, and the run is empty again (``None``: it was)."""
+        if self.low is None:
+            return None
+        how = ", ".join(f"{number:,} {reason}" for reason, number in
+                        self.reasons.most_common(3))
+        if len(self.reasons) > 3:
+            how += ", …"
+        span = f"{self.low}..{self.high}"
+        item = Item(seq=self.first_seq, kind="elided",
+                    text=f"… turns {span} not listed: "
+                         f"{counted(sum(self.reasons.values()), 'turn')} ({how}); "
+                         f"--turns {span} draws them")
+        self._reset()
+        return item
+
+
+class SummaryLines:
+    """The summary's lines from entries fed in log order: every turn of a short log, the
+    first and last of a long one (:data:`SUMMARY_TURNS`), a turn in flight or one that breaks
+    a rule always, the cut, the stretches not drawn, a violation and any error line, and one
+    line for each run of turns left out. It holds only the turns still to be decided (at
+    most the last few), so a summary costs the same whatever the length of the log."""
+
+    def __init__(self) -> None:
+        self._head, self._tail = SUMMARY_TURNS
+        self._pending: deque[tuple[int, TurnNode | Item]] = deque()
+        self._turns = 0
+        self._left_out = _LeftOut()
+        self.lines: list[TurnNode | Item] = []
+
+    def feed(self, entries: list[TurnNode | Item]) -> None:
+        for entry in entries:
+            if isinstance(entry, TurnNode):
+                self._pending.append((self._turns, entry))
+                self._turns += 1
+            elif entry.kind in ("cut", "seed", "elided", "violation") or entry.error:
+                self._pending.append((-1, entry))
+        self._settle(final=False)
+
+    def finish(self) -> list[TurnNode | Item]:
+        """Every line, once the last entry is fed."""
+        self._settle(final=True)
+        self._list(self._left_out.item())
+        return self.lines
+
+    def _list(self, entry: TurnNode | Item | None) -> None:
+        if entry is not None:
+            self.lines.append(entry)
+
+    def _settle(self, *, final: bool) -> None:
+        head, tail, seen = self._head, self._tail, self._turns
+        long_log = seen > head + tail + 2
+        while self._pending:
+            index, entry = self._pending[0]
+            if isinstance(entry, TurnNode):
+                notable = entry.in_flight or entry.violation_seq is not None
+                if not (notable or index < head):
+                    if final:
+                        skipped = long_log and index < seen - tail
+                    elif long_log and seen > index + tail:
+                        skipped = True
+                    else:
+                        break  # not yet known whether it is among the last turns
+                    if skipped:
+                        self._pending.popleft()
+                        self._left_out.add(entry)
+                        continue
+            self._pending.popleft()
+            self._list(self._left_out.item())
+            self._list(entry)
 
 
 def _listed(entries: list[TurnNode | Item]) -> list[TurnNode | Item]:
     """The summary's lines: every turn of a short log; the first and last of a long one."""
-    turns = [entry for entry in entries if isinstance(entry, TurnNode)]
-    head, tail = SUMMARY_TURNS
-    short = len(turns) <= head + tail + 2
-    kept = {id(turn) for turn in (turns if short else turns[:head] + turns[-tail:])}
-    lines: list[TurnNode | Item] = []
-    skipped: list[TurnNode] = []
-    for entry in entries:
-        if isinstance(entry, TurnNode):
-            notable = entry.in_flight or entry.violation_seq is not None
-            if id(entry) in kept or notable:
-                if skipped:
-                    lines.append(_left_out(skipped))
-                    skipped = []
-                lines.append(entry)
-            else:
-                skipped.append(entry)
-        elif entry.kind in ("cut", "seed", "elided", "violation") or entry.error:
-            if skipped:
-                lines.append(_left_out(skipped))
-                skipped = []
-            lines.append(entry)
-    if skipped:
-        lines.append(_left_out(skipped))
-    return lines
+    lines = SummaryLines()
+    lines.feed(entries)
+    return lines.finish()
 
 
 def render_summary(console: Console, outline: Outline) -> None:

@@ -1,27 +1,31 @@
 """``turnfork seed``: write the completed-turn prefix of a log or a wire history, the seed a
-fork child gets."""
+fork child gets.
+
+A log's seed is written as it is read: each chunk's events are encoded and written to the
+output's sink (:mod:`.outputs`) as they are folded, and what follows the last ``turn/end``
+is cut off the sink before it is committed; nothing is committed when the prefix breaks a
+rule or the log cannot be read to its end.
+"""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
-import tempfile
 from typing import TYPE_CHECKING
 
-from returns.result import Failure
-
-from ...core import Violation, check_balance, completed_turn_prefix, encode_log
-from ..logfile import LoadedLog, LogReadError
+from ...core import TurnEndEvent, encode_log
+from ..logfile import LogChunk, LogReadError, LogStream
 from .app import EXIT_INVALID, EXIT_OK, EXIT_UNREADABLE
-from .assess import Tail, assess
-from .inputs import STDIN, is_the_input, load_arguments
+from .assess import Assessor, Tail, assess_stream, ended_words
+from .inputs import STDIN, Opened, is_the_input, opened_input
+from .outputs import OutputError, Sink, open_sink, write_file
 from .reports import (
     error_json,
     history_input_json,
     history_violation_json,
     input_json,
+    torn_json,
     violation_json,
     where,
 )
@@ -30,7 +34,7 @@ from .terminal import counted, error, print_json, say
 if TYPE_CHECKING:
     from .histories import LoadedHistory
 
-__all__ = ["run", "write_atomically"]
+__all__ = ["run"]
 
 
 def _tail_json(tail: Tail) -> dict[str, object]:
@@ -39,10 +43,11 @@ def _tail_json(tail: Tail) -> dict[str, object]:
             "between_turn_events": tail.between_turn_events}
 
 
-def _seed_json(path: str, log: LoadedLog | None) -> dict[str, object]:
-    report: dict[str, object] = input_json(path, log)
+def _seed_json(path: str, log: LogStream | None, events: int | None = None) -> dict[str, object]:
+    report: dict[str, object] = input_json(path, log, events)
     report.update({"output": None, "seed_length": None, "completed_turns": None,
-                   "excluded": None, "violation": None, "tail_violation": None, "error": None})
+                   "turns_ended": None, "excluded": None, "left_out": None, "violation": None,
+                   "tail_violation": None, "error": None})
     return report
 
 
@@ -51,56 +56,17 @@ def _output_error(output: str, problem: str) -> dict[str, object]:
             "problem": problem, "message": f"{output}: {problem}"}
 
 
-def write_atomically(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` whole, or leave it untouched (raises ``OSError``)."""
-    if os.path.isdir(path):
-        raise IsADirectoryError(21, "is a directory", path)
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        mode = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    handle, temporary = tempfile.mkstemp(dir=directory,
-                                         prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    with contextlib.suppress(OSError):  # durability of the rename; not every FS allows it
-        directory_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(directory_fd)
-        finally:
-            os.close(directory_fd)
-
-
-def _write(output: str | None, data: bytes, report: dict[str, object], json: bool) -> bool:
-    """``data`` to ``output`` (atomically) or stdout; ``False`` (and the error said) when
-    ``output`` cannot be written."""
-    if output is None:
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-        return True
-    try:
-        write_atomically(output, data)
-    except OSError as exc:
-        problem = f"cannot write: {exc.strerror or exc}"
-        error(f"{output}: {problem}; nothing written")
-        if json:
-            report["error"] = _output_error(output, problem)
-            print_json(report)
-        return False
-    return True
+def _cannot_write(output: str | None, exc: OSError, report: dict[str, object],
+                  json: bool) -> int:
+    """``OUT`` could not be opened or written: the error said, nothing written."""
+    where_to = "stdout" if output is None else output
+    problem = str(exc) if isinstance(exc, OutputError) else (
+        f"cannot write: {exc.strerror or exc}")
+    error(f"{where_to}: {problem}; nothing written")
+    if json:
+        report["error"] = _output_error(where_to, problem)
+        print_json(report)
+    return EXIT_UNREADABLE
 
 
 def _seed_history(args: argparse.Namespace, output: str | None, loaded: LoadedHistory) -> int:
@@ -113,8 +79,12 @@ def _seed_history(args: argparse.Namespace, output: str | None, loaded: LoadedHi
     report = history_input_json(args.path, loaded)
     report.update({"output": output, "seed_length": None, "excluded": None,
                    "tail_violation": None, "end_violation": None, "error": None})
-    if not _write(output, encode_seed(loaded), report, args.json):
-        return EXIT_UNREADABLE
+    try:
+        write_file(output, encode_seed(loaded))
+    except OSError as exc:
+        if output is None and isinstance(exc, BrokenPipeError):
+            raise
+        return _cannot_write(output, exc, report, args.json)
     tail_violation = history.violation
     if args.json:
         report.update({
@@ -143,69 +113,137 @@ def _seed_history(args: argparse.Namespace, output: str | None, loaded: LoadedHi
     return EXIT_OK
 
 
+class _PrefixWriter:
+    """Writes each chunk's events as they come, and knows where the completed-turn prefix
+    ends in what it wrote (just past the last ``turn/end``)."""
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+        #: Bytes written through the last ``turn/end``.
+        self.cut_bytes = 0
+        #: The prefix breaks a rule: nothing more is written, nothing will be committed.
+        self.refused = False
+
+    def __call__(self, chunk: LogChunk, assessor: Assessor) -> None:
+        violation = assessor.violation
+        if violation is not None and violation.seq < assessor.cut:
+            self.refused = True
+        if self.refused:
+            return
+        events = chunk.events
+        last_end = next((index for index in range(len(events) - 1, -1, -1)
+                         if type(events[index]) is TurnEndEvent), None)
+        if last_end is None:
+            self.sink.write(encode_log(events))
+            return
+        self.sink.write(encode_log(events[:last_end + 1]))
+        self.cut_bytes = self.sink.written
+        self.sink.write(encode_log(events[last_end + 1:]))
+
+
+def _refuse_onto_input(args: argparse.Namespace, output: str, opened: Opened) -> int:
+    what = "log" if isinstance(opened, LogStream) else "history"
+    problem = (f"is the input {what} ({opened.file}): writing the seed over it would "
+               f"destroy the {what}; nothing written")
+    error(f"{output}: {problem}")
+    if args.json:
+        report = (_seed_json(args.path, opened) if isinstance(opened, LogStream)
+                  else history_input_json(args.path, opened))
+        report["error"] = _output_error(output, problem)
+        print_json(report)
+    return EXIT_UNREADABLE
+
+
 def run(args: argparse.Namespace) -> int:
     """Write the seed of ``args.path``; exit 0 written, 2 unreadable/unwritable, 3 invalid."""
     output = None if args.output in (None, STDIN) else args.output
     if args.json and output is None:
         error("seed --json needs -o OUT (stdout cannot carry both the seed and the report)")
         return EXIT_UNREADABLE
-    loaded = load_arguments(args)
-    if isinstance(loaded, LogReadError):
+    if output is not None and output.endswith((".zstd", ".zst")):
+        error(f"{output}: seed writes plain JSONL, and a name ending in .zstd is read as zstd: "
+              "name it without .zstd (and compress it afterwards, if need be); nothing written")
+        return EXIT_UNREADABLE
+    with opened_input(args) as read:
+        if isinstance(read, LogReadError):
+            if args.json:
+                report = _seed_json(args.path, None)
+                report["error"] = error_json(read)
+                print_json(report)
+            return EXIT_UNREADABLE
+        opened = read.opened
+        if output is not None and is_the_input(output, args.path, opened):
+            return _refuse_onto_input(args, output, opened)
+        if not isinstance(opened, LogStream):
+            return _seed_history(args, output, opened)
+        return _seed_log(args, output, opened)
+
+
+def _seed_log(args: argparse.Namespace, output: str | None, log: LogStream) -> int:
+    report = _seed_json(args.path, log)
+    try:
+        sink = open_sink(output)
+    except OSError as exc:
+        return _cannot_write(output, exc, report, args.json)
+    writer = _PrefixWriter(sink)
+    try:
+        assessment = assess_stream(log, what=f"seeding from {os.path.basename(log.file)}",
+                                   each=writer)
+    except BaseException:
+        sink.abort()
+        raise
+    if isinstance(assessment, LogReadError):
+        sink.abort()
+        error(assessment.message)
         if args.json:
             report = _seed_json(args.path, None)
-            report["error"] = error_json(loaded)
+            report["error"] = error_json(assessment)
             print_json(report)
         return EXIT_UNREADABLE
-    if output is not None and is_the_input(output, args.path, loaded):
-        what = "log" if isinstance(loaded, LoadedLog) else "history"
-        problem = (f"is the input {what} ({loaded.file}): writing the seed over it would "
-                   f"destroy the {what}; nothing written")
-        error(f"{output}: {problem}")
-        if args.json:
-            report = (_seed_json(args.path, loaded) if isinstance(loaded, LoadedLog)
-                      else history_input_json(args.path, loaded))
-            report["error"] = _output_error(output, problem)
-            print_json(report)
-        return EXIT_UNREADABLE
-    if not isinstance(loaded, LoadedLog):
-        return _seed_history(args, output, loaded)
-    log = loaded
-    report = _seed_json(args.path, log)
-    prefix = completed_turn_prefix(log.events)
-    balanced = check_balance(prefix)
-    if isinstance(balanced, Failure):
-        violation: Violation = balanced.failure()
-        line = log.line_of(violation.seq)
-        error(f"{where(log, line)}: invalid: {violation.message} (rule: {violation.rule}); "
-              "a seed must be valid, nothing written")
+    report = _seed_json(args.path, log, assessment.events)
+    violation = assessment.violation
+    if violation is not None and violation.seq < assessment.cut:
+        sink.abort()
+        line = assessment.violation_line
+        error(f"{where(log, line, assessment.violation_file)}: invalid: {violation.message} "
+              f"(rule: {violation.rule}); a seed must be valid, nothing written")
         if args.json:
             report["violation"] = violation_json(violation, line)
             print_json(report)
         return EXIT_INVALID
-    assessment = assess(log)
-    if not _write(output, encode_log(prefix), report, args.json):
-        return EXIT_UNREADABLE
-    tail_violation = assessment.violation  # only a violation after the cut can remain here
+    try:
+        sink.keep(writer.cut_bytes)
+        sink.commit()
+    except OSError as exc:
+        sink.abort()
+        if output is None and isinstance(exc, BrokenPipeError):
+            raise
+        return _cannot_write(output, exc, report, args.json)
+    cut = assessment.cut
     if args.json:
         report.update({
-            "output": output, "seed_length": len(prefix),
+            "output": output, "seed_length": cut,
             "completed_turns": assessment.completed_turns,
+            "turns_ended": assessment.ended,
             "excluded": _tail_json(assessment.tail),
-            "tail_violation": None if tail_violation is None else violation_json(
-                tail_violation, assessment.violation_line),
+            "left_out": torn_json(assessment.torn),
+            "tail_violation": None if violation is None else violation_json(
+                violation, assessment.violation_line),
         })
         print_json(report)
         return EXIT_OK
     destination = "stdout" if output is None else output
-    if len(prefix):
-        say(f"seed: {counted(len(prefix), 'event')} (seq 0..{len(prefix) - 1}), "
-            f"{counted(assessment.completed_turns, 'completed turn')} → {destination}",
-            file=sys.stderr)
+    if cut:
+        say(f"seed: {counted(cut, 'event')} (seq 0..{cut - 1}), "
+            f"{ended_words(assessment.ended)} → {destination}", file=sys.stderr)
     else:
         say(f"seed: empty, no turn has completed (a fork child starts with no history, "
             f"like a spawn) → {destination}", file=sys.stderr)
     say(assessment.tail.words(), file=sys.stderr)
-    if tail_violation is not None:
-        say(f"warning: {where(log, assessment.violation_line)}: the excluded part breaks "
-            f"a rule: {tail_violation.message} (rule: {tail_violation.rule})", file=sys.stderr)
+    if assessment.torn is not None:
+        say(assessment.torn.words, file=sys.stderr)
+    if violation is not None:
+        say(f"warning: {where(log, assessment.violation_line, assessment.violation_file)}: "
+            f"the excluded part breaks a rule: {violation.message} (rule: {violation.rule})",
+            file=sys.stderr)
     return EXIT_OK

@@ -16,21 +16,26 @@ A backslash is left as it is (a log's own ``\\x1b`` text reads the same as an es
 ``\\uNNNN`` for the rest (:func:`inert_json`), so a JSON reader gets the exact text back.
 
 Errors are one line on stderr (:func:`error`); reports go through :func:`say`. :func:`paged`
-sends long output through a pager on a terminal, as ``git`` does.
+sends long output through a pager on a terminal, as ``git`` does. Counts are written one way
+everywhere (:func:`counted`, ``f"{n:,}"``): with thousands separators; what a reader types back
+(a seq, a line, a turn number, a byte offset) is written bare, and ``--json`` holds plain
+numbers. :class:`Progress` draws a bar on stderr while a long read runs, on a terminal only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import re
 import shlex
 import shutil
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, TextIO
+from typing import IO, TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from subprocess import Popen
@@ -46,6 +51,11 @@ __all__ = [
     "Output",
     "paged",
     "pager_command",
+    "CUT_NOTICE",
+    "TrimmedLines",
+    "WholeWrites",
+    "Progress",
+    "PROGRESS_AFTER",
 ]
 
 PROG = "turnfork"
@@ -96,8 +106,10 @@ def inert_json(text: str) -> str:
 
 
 def counted(number: int, noun: str) -> str:
-    """``number`` and ``noun``, plural unless it is one: ``counted(2, "event")`` is ``2 events``."""
-    return f"{number} {noun}{'' if number == 1 else 's'}"
+    """``number`` and ``noun``, plural unless it is one, the number with thousands
+    separators: ``counted(2, "event")`` is ``2 events``, ``counted(23009, "event")``
+    ``23,009 events``."""
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
 def error(message: str) -> None:
@@ -133,6 +145,11 @@ def pager_command(environ: dict[str, str] | os._Environ[str] | None = None) -> s
     except (ValueError, IndexError):
         return None
     return command if shutil.which(program) is not None else None
+
+
+#: The line a pager shows last when the document was interrupted (Ctrl-C) before its end.
+CUT_NOTICE = (f"{PROG}: interrupted (Ctrl-C): the document is cut here, what follows was "
+              "never written")
 
 
 @dataclass(frozen=True)
@@ -178,13 +195,22 @@ def paged(*, enabled: bool = True, stdout: TextIO | None = None) -> Iterator[Out
         yield Output(stream=stream, terminal=True, width=width)
     except BrokenPipeError:
         pass  # the reader quit the pager before the end: nothing was lost that was asked for
+    except KeyboardInterrupt:
+        # The reader is still in the pager, looking at a document that stops here: say so
+        # there, where it is read.
+        with contextlib.suppress(OSError, ValueError):
+            stream.write(f"\n{CUT_NOTICE}\n")
+            stream.flush()
+        raise KeyboardInterrupt("the document in the pager was cut short") from None
     finally:
         with contextlib.suppress(OSError, ValueError):
             stream.close()
+        with contextlib.suppress(OSError, ValueError):
+            pager.stdin.close()
         _wait(pager)
 
 
-def _isatty(stream: TextIO) -> bool:
+def _isatty(stream: IO[str]) -> bool:
     try:
         return stream.isatty()
     except (AttributeError, ValueError, OSError):
@@ -192,9 +218,8 @@ def _isatty(stream: TextIO) -> bool:
 
 
 def _text(binary: IO[bytes]) -> TextIO:
-    import io  # noqa: PLC0415
-
-    return io.TextIOWrapper(binary, encoding="utf-8", errors="replace", line_buffering=False)
+    return io.TextIOWrapper(io.BufferedWriter(WholeWrites(binary.fileno())), encoding="utf-8",
+                            errors="replace", line_buffering=False)
 
 
 def _wait(pager: Popen[bytes]) -> None:
@@ -210,3 +235,153 @@ def _wait(pager: Popen[bytes]) -> None:
         pager.wait()
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+# --------------------------------------------------------------------------- streams
+
+
+class WholeWrites(io.RawIOBase):
+    """A descriptor written whole or not at all: each write loops until every byte is out
+    (a pipe takes a large write in parts) or raises (``BrokenPipeError`` when the reader has
+    gone). A buffered writer over a raw file may otherwise report a short write and drop the
+    rest without an error. The descriptor is not closed."""
+
+    def __init__(self, descriptor: int) -> None:
+        super().__init__()
+        self._descriptor = descriptor
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._descriptor
+
+    def isatty(self) -> bool:
+        return os.isatty(self._descriptor)
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        written = 0
+        while written < len(view):
+            written += os.write(self._descriptor, view[written:])
+        return written
+
+
+_LINE_END = re.compile(r" +((?:\x1b\[[0-9;]*m)*)\n")
+_OPEN_END = re.compile(r"(?: |\x1b\[[0-9;]*m)*\Z")
+
+
+class TrimmedLines(io.TextIOBase):
+    """Text passed on to ``stream`` without the spaces at the end of its lines (rich keeps
+    the space a wrapped line was broken at; colour codes after it are kept). What may still
+    end a line is held back until the next write shows whether it does."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        super().__init__()
+        self._stream = stream
+        self._held = ""
+
+    def write(self, text: str) -> int:
+        whole = self._held + text
+        open_line = whole.rfind("\n") + 1
+        held = _OPEN_END.search(whole, open_line)
+        at = len(whole) if held is None else held.start()
+        self._held = whole[at:]
+        self._stream.write(_LINE_END.sub(r"\1\n", whole[:at]))
+        return len(text)
+
+    def flush(self) -> None:
+        if not getattr(self._stream, "closed", False):
+            self._stream.flush()
+
+    def close(self) -> None:
+        """Pass on what is held (it ends no line) and flush; ``stream`` stays open."""
+        if not self.closed:
+            with contextlib.suppress(OSError, ValueError):
+                self._stream.write(self._held)
+                self._stream.flush()
+            self._held = ""
+        with contextlib.suppress(OSError, ValueError):
+            super().close()
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return _isatty(self._stream)
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self._stream, "errors", None)
+
+
+# --------------------------------------------------------------------------- progress
+
+#: A read that has run this long (seconds) gets a progress bar, on a terminal.
+PROGRESS_AFTER = 1.0
+
+
+class Progress:
+    """A progress bar on stderr for a long read: drawn only when stderr is a terminal, and
+    only once the read has run :data:`PROGRESS_AFTER` seconds (``rich`` is imported then);
+    removed when it ends. ``measure`` gives (bytes read, bytes to read)."""
+
+    def __init__(self, measure: Callable[[], tuple[int, int]], what: str, *,
+                 enabled: bool = True) -> None:
+        self._measure = measure
+        self._what = what
+        self._enabled = enabled and _isatty(sys.stderr)
+        self._started = time.monotonic()
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def tick(self) -> None:
+        """Called as the read goes on: draws or moves the bar when it is due."""
+        if not self._enabled:
+            return
+        if self._bar is None:
+            if time.monotonic() - self._started < PROGRESS_AFTER:
+                return
+            self._show()
+        done, total = self._measure()
+        self._bar.update(self._task, completed=done, total=total or None)
+
+    def pause(self) -> None:
+        """Take the bar off the screen (before the command writes to the terminal)."""
+        self.close()
+        self._enabled = False
+
+    def _show(self) -> None:
+        from rich.console import Console  # noqa: PLC0415
+        from rich.progress import (  # noqa: PLC0415
+            BarColumn,
+            DownloadColumn,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as Bar  # noqa: PLC0415
+
+        self._bar = Bar(TextColumn(inert(self._what)), BarColumn(), DownloadColumn(),
+                        TimeRemainingColumn(),
+                        console=Console(file=sys.stderr), transient=True)
+        self._task = self._bar.add_task(self._what, total=None)
+        self._bar.start()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._bar.stop()
+            self._bar = None

@@ -84,13 +84,16 @@ def test_quick_run_prints_a_table_and_writes_well_formed_json(tmp_path: Path) ->
     assert meta["versions"]["python"] and meta["versions"]["msgspec"]
     assert meta["core_beartype"] == "on"
     assert set(results["benchmarks"]) == {"startup", "codec", "prefix", "surface",
-                                          "fork-core", "fork-shell", "fork-floor", "fork-memory",
-                                          "fork-load", "store", "formats", "prompt-cache",
-                                          "turns"}
+                                          "fork-core", "fork-shell", "fork-floor",
+                                          "fork-memory", "fork-load", "store", "formats",
+                                          "large-logs", "prompt-cache", "turns"}
     for name, section in results["benchmarks"].items():
         assert f"== {name}:" in done.stdout
         assert section["unavailable"] is None
         _check_rows(section)
+    large = {row["label"] for row in results["benchmarks"]["large-logs"]["rows"]}
+    assert {"turnfork check / msgspec decode_lines", "turnfork show / msgspec decode_lines",
+            "turnfork seed -o: peak RSS / file size"} <= large
     codec_rows = {row["label"] for row in results["benchmarks"]["codec"]["rows"]}
     assert "[gc on] ratio: ours / msgspec plain" in codec_rows
     units = {row["label"]: row["unit"] for row in results["benchmarks"]["fork-memory"]["rows"]}

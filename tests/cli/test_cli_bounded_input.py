@@ -50,10 +50,10 @@ def _one_line(done: subprocess.CompletedProcess[str], path: Path | str, words: s
 def test_running_out_of_memory_is_one_line(command: str, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     """A MemoryError while reading: `turnfork: error: PATH: out of memory…`, exit 2."""
-    def exhausted(path: object) -> object:
+    def exhausted(*args: object, **kwargs: object) -> object:
         raise MemoryError
 
-    monkeypatch.setattr(inputs, "read_log", exhausted)
+    monkeypatch.setattr(inputs, "open_log", exhausted)
     assert main([command, str(FORK_PARENT)]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""

@@ -37,7 +37,7 @@ def test_closed_log_exits_0() -> None:
     run = run_cli("check", FORK_PARENT)
     assert run.code == 0, run.stderr
     first = run.stdout.splitlines()[0]
-    assert first == f"{FORK_PARENT}: valid and closed: 200 events, 2 completed turns"
+    assert first == f"{FORK_PARENT}: valid and closed: 200 events, 2 turns (2 completed)"
     assert "projected fixture" in run.stdout
     assert run.stderr == ""
 
@@ -129,13 +129,20 @@ def test_events_log_with_sibling_header(capsys: pytest.CaptureFixture[str]) -> N
     assert "projected" not in out
 
 
-def test_empty_event_log_is_valid_and_closed(tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
-    """An empty event log (an empty seed) is valid and closed."""
+def test_a_0_byte_file_is_empty_not_valid_and_closed(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A 0-byte file (an empty seed) is said to be empty, exit 0, state `empty` (before: "valid
+    and closed: 0 events, 0 completed turns", as if it were a finished session)."""
     path = tmp_path / "empty.jsonl"
     path.write_bytes(b"")
     assert main(["check", str(path)]) == 0
-    assert "valid and closed: 0 events, 0 completed turns" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"{path}: empty: no events (a 0-byte file)"
+    assert "valid and closed" not in out
+    assert main(["check", "--json", str(path)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["state"], report["valid"], report["closed"], report["events"]) == (
+        "empty", True, True, 0)
 
 
 def test_trailing_between_turn_events_are_still_closed(tmp_path: Path,

@@ -15,6 +15,7 @@ from _cli_helpers import (
     session_zstd,
     turn_lines,
     write_lines,
+    zstd_frames,
 )
 
 from turnfork.shell.cli import inputs, main
@@ -51,9 +52,12 @@ def _unknown_type(tmp_path: Path) -> Path:
     return write_lines(tmp_path / "x.jsonl", [*GOOD[:2], event("mystery/thing", 2, {})])
 
 
-def _truncated_zstd(tmp_path: Path) -> Path:
+def _cut_inside_a_complete_frame(tmp_path: Path) -> Path:
+    """Complete zstd frames whose text ends inside a record: corruption, not a torn tail."""
     path = tmp_path / "session.jsonl.zstd"
-    path.write_bytes(session_zstd(FORK_PARENT)[:-40])
+    text = FORK_PARENT.read_bytes()[:-1]
+    header, _, rest = text.partition(b"\n")
+    path.write_bytes(zstd_frames(header + b"\n", rest))
     return path
 
 
@@ -73,7 +77,8 @@ CASES: list[tuple[str, Callable[[Path], Path], int | None, str]] = [
                                      "`data.step`"),
     ("unknown event type", _unknown_type, 3,
      'seq 2 (mystery/thing): unknown event type "mystery/thing" is not marked "ignorable"'),
-    ("truncated zstd", _truncated_zstd, None, "truncated zstd stream: frame 3"),
+    ("zstd record cut inside a complete frame", _cut_inside_a_complete_frame, 50,
+     "a record is cut short inside a complete zstd frame"),
     ("path through a file", _not_a_directory, None,
      "cannot read: a component of the path is not a directory"),
 ]
@@ -173,9 +178,9 @@ def test_bad_header_line_and_bad_sibling_header(tmp_path: Path,
 def test_keyboard_interrupt_exits_130(monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     """Ctrl-C ends the command with status 130 and one line, not a traceback."""
-    def interrupted(path: object) -> object:
+    def interrupted(*args: object, **kwargs: object) -> object:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(inputs, "read_log", interrupted)
+    monkeypatch.setattr(inputs, "open_log", interrupted)
     assert main(["check", str(FORK_PARENT)]) == 130
     assert capsys.readouterr().err == "turnfork: interrupted\n"

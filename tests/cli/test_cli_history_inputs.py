@@ -152,11 +152,18 @@ def test_dsh_logs_read_as_before(cli: Callable[..., Run]) -> None:
 
 
 def test_format_dsh_refuses_a_history(tmp_path: Path, cli: Callable[..., Run]) -> None:
-    """--format dsh on a JSON list: the DSH reader's error, exit 2."""
+    """--format dsh on a JSON list: the DSH reader's error, exit 2; without its newline the
+    list is the log's only line, torn by the DSH rule: left out, and the log is empty."""
     path = _json(tmp_path / "h.json", CHAT)
+    path.write_bytes(path.read_bytes() + b"\n")
     run = cli("check", "--format", "dsh", path)
     assert (run.code, run.stderr) == (
         2, f"turnfork: error: {path}:1: Expected `object`, got `array`\n")
+    path.write_bytes(path.read_bytes()[:-1])
+    run = cli("check", "--format", "dsh", path)
+    assert run.code == 0 and run.stderr == ""
+    assert run.stdout.startswith(f"{path}: empty: no events (its only line is left out: left "
+                                 "out line 1 (")
 
 
 def test_thinking_comes_from_the_request_or_the_option(tmp_path: Path,

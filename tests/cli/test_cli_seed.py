@@ -35,7 +35,7 @@ def test_seed_to_stdout_is_the_valid_prefix_of_the_parent() -> None:
     assert seed == parent[:232]
     assert check_balance(seed).unwrap().is_closed
     assert run.stderr.splitlines() == [
-        "seed: 232 events (seq 0..231), 10 completed turns → stdout",
+        "seed: 232 events (seq 0..231), 10 turns (10 completed) → stdout",
         "excluded: 7 events after the last turn/end: 1 between-turn event, then in-flight "
         "turn 11 (6 events from seq 233)",
     ]
@@ -50,7 +50,7 @@ def test_seed_file_checks_closed(tmp_path: Path) -> None:
     assert "→ " + str(out) in run.stderr
     checked = run_cli("check", out)
     assert checked.code == 0
-    assert "valid and closed: 232 events, 10 completed turns" in checked.stdout
+    assert "valid and closed: 232 events, 10 turns (10 completed)" in checked.stdout
 
 
 def test_seed_json_report(tmp_path: Path) -> None:

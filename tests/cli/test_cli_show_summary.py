@@ -37,8 +37,9 @@ def test_default_is_a_summary_of_every_turn_of_a_short_log(
     """K10: the figures, one line per turn, the cut, what lies beyond it; no trees."""
     code, lines = _show(capsys, monkeypatch, str(OPEN_LOG))
     assert code == 0
-    assert lines[3] == ("11 turns (10 ended, 1 in flight) · 21 steps · 10 tool calls, 10 results "
-                        "· 20 assistant messages · 102 streamed chunks · 11 between-turn events")
+    assert lines[3] == ("11 turns (10 completed, 1 in flight) · 21 steps · 10 tool calls, "
+                        "10 results · 20 assistant messages · 102 streamed chunks · "
+                        "11 between-turn events")
     turns = [line for line in lines if line.startswith("Turn ")]
     assert len(turns) == 11
     assert turns[0] == ('Turn 1 · completed · seq 1..24 · 2 steps, 1 tool call (echo) · '
@@ -63,9 +64,9 @@ def test_a_thousand_turn_log_summary_fits_one_screen(
     assert turns == ["Turn 1", "Turn 2", "Turn 3", *(f"Turn {n}" for n in range(996, 1002))]
     assert ("… turns 4..995 not listed: 992 turns (992 completed); --turns 4..995 draws them"
             in lines)
-    assert any(f"{CUT_MARKER} (seq 0..23001, 23002 events)" in line for line in lines)
-    assert lines[3].startswith("1001 turns (1000 ended, 1 in flight) · 2001 steps · 1000 tool "
-                               "calls, 1000 results")
+    assert any(f"{CUT_MARKER} (seq 0..23001, 23,002 events)" in line for line in lines)
+    assert lines[3].startswith("1,001 turns (1,000 completed, 1 in flight) · 2,001 steps · "
+                               "1,000 tool calls, 1,000 results")
 
 
 def test_turn_ranges_draw_those_turns_and_one_line_for_the_rest(

@@ -71,7 +71,7 @@ def test_seed_and_show_read_stdin(fed: Callable[..., Run]) -> None:
 def test_errors_on_stdin_name_it_and_the_line(fed: Callable[..., Run]) -> None:
     """A broken line on stdin: `<stdin>:LINE: …`, exit 2, one line."""
     lines = turn_lines(0, 1, "c1")
-    data = ("\n".join(lines[:2]) + "\n{not json\n").encode()
+    data = ("\n".join(lines[:2]) + "\n{not json\n" + lines[2] + "\n").encode()
     run = fed(data, "check", "-")
     assert run.code == 2
     assert run.stderr.startswith("turnfork: error: <stdin>:3: ")

@@ -1,8 +1,11 @@
 """Fuzzing the CLI: corrupted logs and cut or damaged zstd files give exit 0, 1, 2 or 3, an exit-2
-error is one stderr line, and no traceback ever shows (issue 8, item 1)."""
+error is one stderr line, and no traceback ever shows (issue 8, item 1). The CLI reads by the
+torn-tail rule every reader applies (issue 22): what it reads is what the decoder reads of the
+text once its torn final line is left out."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -29,7 +32,7 @@ from hypothesis import strategies as st
 from hypothesis.strategies import DrawFn
 from returns.result import Success
 
-from turnfork.core import check_balance
+from turnfork.core import check_balance, is_json_line
 from turnfork.shell.cli import main
 
 #: The crash, fuzz and load families run after the README command (`.ci/run`), not in it.
@@ -83,6 +86,23 @@ def _write(directory: Path, case: Corrupted, *, in_directory: bool) -> tuple[Pat
     return directory / name, directory / name
 
 
+def _without_a_torn_tail(case: Corrupted) -> Corrupted:
+    """``case`` as every reader reads it: without its final line when that line has no
+    newline, or is not JSON (read as `JSON.parse` reads it, invalid UTF-8 as U+FFFD); a
+    session file's header line is never a tail."""
+    data = case.data
+    if data.endswith(b"\n"):
+        start = data.rfind(b"\n", 0, len(data) - 1) + 1
+        line = data[start:-1].rstrip(b"\r")
+        if not line.strip() or is_json_line(line.decode("utf-8", "replace").encode()):
+            return case
+    else:
+        start = data.rfind(b"\n") + 1
+    if case.session and start == 0:
+        return case  # the header line: incomplete, an error of its own
+    return dataclasses.replace(case, data=data[:start])
+
+
 def _reads_like_the_decoder(case: Corrupted) -> bool:
     """The CLI tells a session file by its first line and a projected fixture by its first
     record; a corruption at or before them may change what the file is read as."""
@@ -103,7 +123,11 @@ def test_cli_on_corrupted_logs_exits_cleanly_without_traceback(
     _assert_clean(ran, command)
     if not _reads_like_the_decoder(case):
         return
-    outcome = decode_and_trace(case)
+    read = _without_a_torn_tail(case)
+    if read.session and b"\n" not in read.data and read.data.strip():
+        assert ran.code == 2 and "the header line is incomplete" in ran.err, ran
+        return
+    outcome = decode_and_trace(read)
     if outcome.error is not None:
         assert ran.code == 2, (ran, outcome.error, case.describe())
         assert f"{PREFIX}{file}:{outcome.error.line}: " in ran.err, (ran.err, outcome.error)
@@ -189,8 +213,23 @@ def test_cli_on_damaged_zstd_sessions_exits_cleanly(
     if case.cut is None:
         return
     if case.cut not in case.boundaries[1:]:  # empty, or a frame cut off
-        assert ran.code == 2, ran
-        assert "zstd" in ran.err, ran.err
+        if case.cut < case.boundaries[1]:  # nothing, or the header's own frame cut off
+            if ran.code == 0:  # no whole line in it: a one-line log, torn (the rule's case)
+                assert not in_directory and "incomplete final zstd frame" in (
+                    ran.out + ran.err), ran
+                return
+            assert ran.code == 2, ran
+            assert "zstd" in ran.err or "header line is incomplete" in ran.err, ran.err
+            return
+        # An incomplete final frame is a torn tail: its whole lines are read, as the store
+        # reads them.
+        frame = next(index for index, end in enumerate(case.boundaries) if end > case.cut)
+        assert ran.code in (0, 1, 3), ran
+        if command == ("check", "--json"):
+            report = json.loads(ran.out)
+            assert report["left_out"]["cause"] == "incomplete-frame", report
+            assert case.events_before[frame - 1] <= report["events"] <= (
+                case.events_before[frame]), (report["events"], case)
         return
     events = case.events_before[case.boundaries.index(case.cut)]
     kept = case.text.events[:events]
@@ -198,7 +237,7 @@ def test_cli_on_damaged_zstd_sessions_exits_cleanly(
     if command == ("check", "--json"):
         report = json.loads(ran.out)
         assert report["events"] == events and report["format"] == "session-jsonl-zstd"
-        state = {0: "closed", 1: "open", 3: "invalid"}[ran.code]
+        state = {0: "closed" if events else "empty", 1: "open", 3: "invalid"}[ran.code]
         assert report["state"] == state
         assert (ran.code == 0) == isinstance(check_balance(kept), Success)
 
@@ -210,7 +249,8 @@ _CUT_ZSTD = zstandard.ZstdCompressor(write_checksum=True).compress(
 _RECORD = b'{"type":"turn/start","seq":0,"time":5,"data":{"turn":1}}\n'
 #: Unreadable inputs for the real process, each with the line its error must name.
 SUBPROCESS_CASES = {
-    "invalid-utf8.jsonl": (_RECORD + b'{"type":"turn/end","seq":1,"time":6,"da\xfft\n', ":2: "),
+    "invalid-utf8.jsonl": (_RECORD + b'{"type":"turn/end","seq":1,"time":6,"da\xfft\n'
+                           + _RECORD, ":2: "),
     "deep.jsonl": (_RECORD + b'{"type":"goal/change","seq":1,"time":6,"data":'
                    + b"[" * 50_000 + b"]" * 50_000 + b"}\n", ":2: "),
     "deep-first-line.jsonl": (b'{"type":"goal/change","data":' + b'{"a":' * 50_000 + b"0"
@@ -221,7 +261,7 @@ SUBPROCESS_CASES = {
                        b'"tool-result","toolCallId":"c","content":[],"isError":false}],'
                        b'"role":"user","id":"i"},"meta":{"exitCode":1e999}},'
                        b'"sourceEventSeqs":[0],"surfaceOp":"append"}\n', ":1: "),
-    "cut.jsonl.zstd": (_CUT_ZSTD[:-3], "truncated zstd stream"),
+    "cut.jsonl.zstd": (_CUT_ZSTD[:-3], "the incomplete final zstd frame holds more than events"),
     "empty.jsonl.zstd": (b"", "not a zstd stream"),
 }
 

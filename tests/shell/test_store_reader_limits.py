@@ -115,7 +115,7 @@ def test_a_file_over_the_size_limit_is_refused_from_stat(tmp_path: Path) -> None
     path.write_bytes(TURN * 100)
     error = _error(path, ReadLimits(max_bytes=1000))
     assert error.problem.startswith("the file is ")
-    assert "over the read limit of 1000 bytes" in error.problem
+    assert "over the read limit of 1,000 bytes" in error.problem
 
 
 def test_a_line_over_the_line_limit_is_refused_with_its_line(tmp_path: Path) -> None:
@@ -153,6 +153,6 @@ def test_running_out_of_memory_is_an_error_value(tmp_path: Path,
     def exhausted(*args: object, **kwargs: object) -> object:
         raise MemoryError
 
-    monkeypatch.setattr(logfile, "decode_session", exhausted)
+    monkeypatch.setattr(logfile, "decode_log", exhausted)
     error = _error(path)
     assert error.problem.startswith("out of memory while reading the log")

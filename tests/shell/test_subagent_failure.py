@@ -113,6 +113,8 @@ def test_a_diagnostic_of_exactly_the_bound_is_kept_whole() -> None:
 
 
 def test_an_oversized_multibyte_diagnostic_is_cut_on_a_character_and_marked() -> None:
+    """DSH run-settlement.spec.ts:87 — a diagnostic over 4,096 UTF-8 bytes is cut on a
+    character boundary (no replacement character) and ends ``[diagnostic truncated]``."""
     oversized = "权限" * MAX_DIAGNOSTIC_BYTES
     limited = bound_diagnostic(oversized)
     assert len(limited.encode("utf-8")) <= MAX_DIAGNOSTIC_BYTES
