@@ -156,6 +156,22 @@ def test_every_public_function_is_type_checked_when_called() -> None:
         core.grammar.phase_after("idle", "turn/start")  # type: ignore[arg-type]
 
 
+def test_a_modules_own_calls_of_its_public_functions_are_not_checked_again() -> None:
+    """Ensures that a checked entry point's call of another public function of its module
+    binds the plain function (checked once, at the entry point), while a caller outside the
+    module still gets the checked one."""
+    from turnfork.core import child_plan
+
+    entry = child_plan.plan_child.__wrapped__  # type: ignore[attr-defined]
+    inner = entry.__globals__["child_header"]
+    plain = child_plan.child_header.__wrapped__  # type: ignore[attr-defined]
+    assert not hasattr(inner, "__wrapped__") and inner is plain
+    assert entry.__globals__["_fork_cut"].__globals__ is entry.__globals__
+    with pytest.raises(BeartypeCallHintViolation):
+        child_plan.child_header(42, child_id="c", created_at=0, depth=1,  # type: ignore[arg-type]
+                                seed_length=0)
+
+
 def test_importing_the_core_decorates_nothing() -> None:
     """Importing the core builds no beartype wrapper (checking is paid for at first call)."""
     code = ("import turnfork.core as c, sys; "
