@@ -1,172 +1,25 @@
-"""The turn grammar: where each event may stand in a session log, as data.
+"""Kept importable: the names of :mod:`turnfork.core.log.grammar`, the same objects.
 
-Rules of this module (wire-format §1.1, §6.1, §6.4):
-
-* Everything that decides *where* an event may stand lives here, as tables; the validator
-  (:mod:`.trace`), the closers (:mod:`.closers`), the generator (:mod:`.strategies`) and the
-  agent's turn machine (:mod:`.loop`) all read these tables and restate none of them. What an
-  event must *say* (turn and step numbers, call pairing, surface citations) is checked by the
-  trace, the one place that keeps the state those rules need.
-* A log is always in one of three phases: :attr:`Phase.IDLE` (between turns), :attr:`Phase.TURN`
-  (a turn is open, no step is) and :attr:`Phase.STEP` (a step of the open turn is open).
-* Four event types move a log from one phase to the next (:data:`PHASE_CHANGES`). The types in
-  :data:`CONFINED` may stand only in the phases they list and leave the phase as it is. Every
-  other type — between-turn input, policy and descriptor events, plugin events — may stand in
-  any phase.
-* Pairing, the one rule that spans events: a tool call announced in a step (by a ``tool-call``
-  block of its ``assistant/message`` or by a ``tool/call``) is *pending* until its
-  ``tool/result``, and a step cannot end while a call is pending.
-* Closing an open turn is walking to :attr:`Phase.IDLE` along :data:`PHASE_CHANGES`
-  (:func:`closing_walk`), after answering every pending call.
-* :data:`STEP_ORDER` is the order DSH's agent loop writes inside a step. The validator does not
-  require it (DSH's reader accepts other orders); the loop writes it and the generator draws it.
-
-Theory of operation: a phase is a property of the log so far, not of an event, so folding one
-event is a table lookup, ``phase_after(phase, type)``; ``None`` means the event cannot stand
-there. The few rules that need more than the phase (numbering, pairing, the surface) are code,
-in :mod:`.trace`.
+An earlier path of that module; it belongs to no tier (a vendored copy leaves it out), and new
+code imports from the tier's front door.
 """
 
-from __future__ import annotations
-
-import enum
-from collections.abc import Mapping
-from types import MappingProxyType
-
-__all__ = [
-    "Phase",
-    "TURN_START",
-    "TURN_END",
-    "STEP_START",
-    "STEP_END",
-    "PHASE_CHANGES",
-    "CONFINED",
-    "STEP_ORDER",
-    "phase_after",
-    "allowed_phases",
-    "closing_walk",
-]
-
-
-class Phase(enum.Enum):
-    """Where a log stands between two events."""
-
-    #: No turn is open: only between-turn events, and ``turn/start``.
-    IDLE = "between turns"
-    #: A turn is open and none of its steps is.
-    TURN = "inside a turn"
-    #: A step of the open turn is open.
-    STEP = "inside a step"
-
-
-TURN_START = "turn/start"
-TURN_END = "turn/end"
-STEP_START = "step/start"
-STEP_END = "step/end"
-
-#: The events that change the phase: type -> (the phase it needs, the phase it leaves).
-PHASE_CHANGES: Mapping[str, tuple[Phase, Phase]] = MappingProxyType({
-    TURN_START: (Phase.IDLE, Phase.TURN),
-    STEP_START: (Phase.TURN, Phase.STEP),
-    STEP_END: (Phase.STEP, Phase.TURN),
-    TURN_END: (Phase.TURN, Phase.IDLE),
-})
-
-_IN_STEP = frozenset({Phase.STEP})
-_IN_TURN = frozenset({Phase.TURN, Phase.STEP})
-
-#: Types that may stand only in some phases and do not change the phase. A ``tool/result`` that
-#: *replaces* an earlier result on the surface (a pruning) is the one exception: it may also
-#: stand between the steps of its turn (the trace checks it against the surface instead).
-CONFINED: Mapping[str, frozenset[Phase]] = MappingProxyType({
-    "assistant/chunk": _IN_STEP,
-    "assistant/message": _IN_STEP,
-    "tool/call": _IN_STEP,
-    "tool/result": _IN_STEP,
-    # A retry belongs to the step whose model call failed (DSH's llm-retry invariant).
-    "llm/retry": _IN_STEP,
-    "llm/retry-started": _IN_STEP,
-    "request/header": _IN_TURN,
-    "request/context": _IN_TURN,
-    "todo/write": _IN_TURN,
-})
-
-#: The order DSH's loop writes inside a step, one entry per kind of event (wire-format §6.4):
-#: the turn's claimed input and the runtime context, the request header, the model's chunks
-#: (a failed call's are followed by the retry it schedules, the end of its wait, and the
-#: retried call's chunks), its assembled message, then each tool call with its result.
-STEP_ORDER: tuple[str, ...] = (
-    STEP_START,
-    "user/message",
-    "request/header",
-    "assistant/chunk",
-    "llm/retry",
-    "llm/retry-started",
-    "assistant/message",
-    "tool/call",
-    "tool/result",
+from .log.grammar import (
+    CONFINED,
+    PHASE_CHANGES,
     STEP_END,
+    STEP_ORDER,
+    STEP_START,
+    TURN_END,
+    TURN_START,
+    Phase,
+    allowed_phases,
+    closing_walk,
+    phase_after,
+    phase_of,
 )
 
-_ANYWHERE = frozenset(Phase)
-
-
-def allowed_phases(event_type: str) -> frozenset[Phase]:
-    """The phases an event of this type may stand in.
-
-    >>> sorted(phase.name for phase in allowed_phases("request/header"))
-    ['STEP', 'TURN']
-    >>> allowed_phases("agent/inbox/spliced") == frozenset(Phase)
-    True
-    """
-    change = PHASE_CHANGES.get(event_type)
-    if change is not None:
-        return frozenset({change[0]})
-    return CONFINED.get(event_type, _ANYWHERE)
-
-
-def phase_after(phase: Phase, event_type: str) -> Phase | None:
-    """The phase after an event of ``event_type`` in ``phase``; ``None``: it cannot stand there.
-
-    >>> phase_after(Phase.IDLE, "turn/start")
-    <Phase.TURN: 'inside a turn'>
-    >>> phase_after(Phase.TURN, "assistant/chunk") is None
-    True
-    """
-    change = PHASE_CHANGES.get(event_type)
-    if change is not None:
-        return change[1] if change[0] is phase else None
-    allowed = CONFINED.get(event_type)
-    return phase if allowed is None or phase in allowed else None
-
-
-def _walk(start: Phase) -> tuple[str, ...]:
-    # Breadth-first over the phase-changing events: the shortest way back to IDLE.
-    paths: dict[Phase, tuple[str, ...]] = {start: ()}
-    frontier = [start]
-    while frontier and Phase.IDLE not in paths:
-        following: list[Phase] = []
-        for phase in frontier:
-            for event_type, (needs, leaves) in PHASE_CHANGES.items():
-                if needs is phase and leaves not in paths:
-                    paths[leaves] = (*paths[phase], event_type)
-                    following.append(leaves)
-        frontier = following
-    return paths[Phase.IDLE]
-
-
-_CLOSING_WALKS: Mapping[Phase, tuple[str, ...]] = MappingProxyType(
-    {phase: _walk(phase) for phase in Phase})
-
-
-def closing_walk(phase: Phase) -> tuple[str, ...]:
-    """The phase-changing events that take a log from ``phase`` back to IDLE, in order.
-
-    Pending calls are answered before the first of them (a step cannot end with one pending).
-
-    >>> closing_walk(Phase.STEP)
-    ('step/end', 'turn/end')
-    >>> closing_walk(Phase.IDLE)
-    ()
-    """
-    return _CLOSING_WALKS[phase]
+__all__ = [
+    "Phase", "TURN_START", "TURN_END", "STEP_START", "STEP_END", "PHASE_CHANGES", "CONFINED",
+    "STEP_ORDER", "phase_of", "phase_after", "allowed_phases", "closing_walk",
+]

@@ -25,36 +25,43 @@ bytes).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from types import MappingProxyType
+from typing import Any, TypeVar
 
 import msgspec
 from returns.result import Failure, Result, Success
 
-from ._checking import check_public, unchecked
-from .events import (
+from ._checking import checked, unchecked
+from .formats import FormatName
+from .log import (
     AssistantMessage,
     ContentBlock,
     Event,
     ImageBlock,
+    Message,
+    SequencePrefix,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
     ToolResultMessage,
+    Violation,
+    model_history,
+    trace_log,
 )
-from .formats.common import FormatName
-from .history import Message, model_history
-from .trace import Violation, trace_log
 
-__all__ = ["IMAGE_PLACEHOLDER", "plain_text", "from_model_history", "from_dsh"]
+__all__ = ["IMAGE_PLACEHOLDER", "plain_text", "from_model_history", "from_dsh", "EARLIER_NAMES"]
 
 #: What an image becomes (the log holds no image bytes); the same text the shell's
 #: OpenAI-compatible model sends.
 IMAGE_PLACEHOLDER = "[image omitted]"
 
 _JSON = msgspec.json.Decoder()
+_Items = TypeVar("_Items")
 
 
+@checked
 def plain_text(blocks: tuple[ContentBlock, ...]) -> str:
     """The text of content blocks, joined by blank lines; an image becomes
     :data:`IMAGE_PLACEHOLDER`, anything else is left out."""
@@ -173,22 +180,54 @@ _PROJECTIONS: Mapping[FormatName, Callable[[Sequence[Message]], list[dict[str, A
 }
 
 
+@checked
 def from_model_history(messages: Sequence[Message], format_name: FormatName,
                        ) -> list[dict[str, Any]]:
     """What a model saw (``core.model_history``) as a ``format_name`` history (rules above)."""
     return _PROJECTIONS[format_name](messages)
 
 
+@checked
 def from_dsh(events: Sequence[Event], format_name: FormatName,
              ) -> Result[list[dict[str, Any]], Violation]:
     """The ``format_name`` history of a DSH log's model history (a fork seed, typically).
 
     The log is traced first; a log that breaks a rule gives that rule's ``Violation``.
     """
+    return _from_dsh_log(events, _PROJECTIONS[format_name])
+
+
+@checked
+def _from_dsh_log(events: Sequence[Event], project: Callable[[Sequence[Message]], _Items],
+                  ) -> Result[_Items, Violation]:
+    """A DSH log traced, its model history projected by ``project``; a log that breaks a rule
+    gives that rule's ``Violation``."""
     traced = trace_log(events)
     if isinstance(traced, Failure):
         return Failure(traced.failure())
-    return Success(from_model_history(model_history(traced.unwrap()), format_name))
+    return Success(project(model_history(traced.unwrap())))
 
 
-check_public(globals())
+def _earlier_names() -> Mapping[str, Mapping[str, object]]:
+    shared = {"IMAGE_PLACEHOLDER": IMAGE_PLACEHOLDER, "HistoryPrefix": SequencePrefix}
+    modules: tuple[tuple[str, FormatName], ...] = (
+        ("openai_chat", "openai-chat"), ("openai_responses", "openai-responses"),
+        ("anthropic", "anthropic"))
+    bound = {module: MappingProxyType({
+        "from_dsh": functools.partial(from_dsh, format_name=format_name),
+        "from_model_history": functools.partial(from_model_history, format_name=format_name)})
+        for module, format_name in modules}
+    return MappingProxyType({
+        "formats": MappingProxyType(shared),
+        "common": MappingProxyType({**shared, "plain_text": plain_text,
+                                    "from_dsh_log": _from_dsh_log}),
+        **bound})
+
+
+#: The names the formats' modules offered before this projection moved here, by module
+#: (``formats`` for the front door), as this module's objects: a format's ``from_dsh(events)``
+#: and ``from_model_history(messages)`` are :func:`from_dsh` and :func:`from_model_history`
+#: bound to its format; ``HistoryPrefix`` is the log's ``SequencePrefix``; ``from_dsh_log(events,
+#: project)`` traces a log and projects its model history with ``project``. The formats'
+#: modules resolve those names from here on first use.
+EARLIER_NAMES: Mapping[str, Mapping[str, object]] = _earlier_names()

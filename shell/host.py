@@ -15,15 +15,15 @@ from types import TracebackType
 from typing import Any, Self
 
 from ..core import (
+    DEFAULT_MAX_STEPS,
     PERSONA_SECTION_NAME,
     PERSONA_SECTION_ORDER,
     Event,
+    RetryPolicy,
     SessionHeader,
     SubagentDescriptorData,
     Trace,
 )
-from ..core.loop import DEFAULT_MAX_STEPS
-from ..core.retry import RetryPolicy
 from .agent import Agent, ApprovalPolicy, Approver, SandboxMode
 from .clock import Clock, IdFactory, system_clock, uuid_ids
 from .models.base import Model

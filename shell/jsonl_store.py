@@ -89,6 +89,8 @@ from ..core import (
     Trace,
     TurnEndEvent,
     advance,
+    check_event,
+    check_header,
     decode_log,
     encode_header_line,
     encode_log,
@@ -96,7 +98,6 @@ from ..core import (
     repair_closers,
     trace_log,
 )
-from ..core.codec import check_event, check_header
 from .clock import Clock
 from .logfile import (
     DEFAULT_LIMITS,

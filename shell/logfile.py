@@ -65,8 +65,8 @@ from ..core import (
     SessionHeader,
     decode_header_line,
     decode_log,
+    is_json_line,
 )
-from ..core.codec import is_json_line
 
 __all__ = [
     "LogFormat",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.retry import DEFAULT_RETRY_POLICY, RetryPolicy
+from ..core import DEFAULT_RETRY_POLICY, RetryPolicy
 from .models.base import Model
 
 if TYPE_CHECKING:

@@ -33,17 +33,19 @@ from ..core import (
     ImageBlock,
     PromptSection,
     ReasoningBlock,
+    SupportedSchema,
     TextBlock,
     ToolCallBlock,
     ToolErrorInfo,
+    ToolOutcome,
     ToolRestriction,
     ToolResultBlock,
     ToolSchema,
+    check_schema,
+    parse_tool_arguments,
+    value_violations,
 )
-from ..core.arguments import parse_tool_arguments
 from ..core.delegation import validate_tool_filter
-from ..core.loop import ToolOutcome
-from ..core.schema_subset import SupportedSchema, check_schema, value_violations
 
 if TYPE_CHECKING:
     from .session import Session

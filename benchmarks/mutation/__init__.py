@@ -28,20 +28,20 @@ _FORMATS = "tests/formats/"
 
 #: module -> the test paths that exercise it, in the order the run takes them (formats last).
 MODULES: dict[str, tuple[str, ...]] = {
-    "turnfork.core.seed": tuple(_CORE + name for name in (
+    "turnfork.core.log.seed": tuple(_CORE + name for name in (
         "test_seed_views.py", "test_seed_properties.py", "test_trace_properties.py",
         "test_doctests.py")),
-    "turnfork.core.grammar": tuple(_CORE + name for name in (
+    "turnfork.core.log.grammar": tuple(_CORE + name for name in (
         "test_grammar.py", "test_trace.py", "test_trace_fold.py", "test_trace_properties.py",
         "test_closers.py", "test_repair.py", "test_strategies.py", "test_doctests.py")),
-    "turnfork.core.closers": tuple(_CORE + name for name in (
+    "turnfork.core.log.closers": tuple(_CORE + name for name in (
         "test_closers.py", "test_closers_properties.py", "test_repair.py", "test_doctests.py")),
-    "turnfork.core.trace": tuple(_CORE + name for name in (
+    "turnfork.core.log.trace": tuple(_CORE + name for name in (
         "test_trace.py", "test_trace_fold.py", "test_trace_properties.py",
         "test_trace_kernel.py", "test_check_event.py", "test_surface_replace.py",
         "test_surface_depth.py", "test_retained_context.py", "test_seed_properties.py",
         "test_closers.py", "test_repair.py", "test_dsh_logs.py", "test_doctests.py")),
-    "turnfork.core.codec": tuple(_CORE + name for name in (
+    "turnfork.core.log.codec": tuple(_CORE + name for name in (
         "test_codec.py", "test_codec_fast_path.py", "test_codec_kernel.py",
         "test_check_event.py", "test_dsh_logs.py", "test_doctests.py")),
     "turnfork.core.formats.common": (_FORMATS,),
@@ -53,5 +53,6 @@ MODULES: dict[str, tuple[str, ...]] = {
 
 
 def short_name(module: str) -> str:
-    """``turnfork.core.formats.common`` -> ``formats.common`` (how results are named)."""
-    return module.removeprefix("turnfork.core.")
+    """How results are named: a log-tier module by its own name (``turnfork.core.log.seed`` ->
+    ``seed``), the wire formats' by their folder too (``formats.common``)."""
+    return module.removeprefix("turnfork.core.").removeprefix("log.")

@@ -220,9 +220,16 @@ class _LineRecorder:
 
 
 class _Profile:
-    """A pytest plugin: the ``ci`` profile without the example database."""
+    """A pytest plugin: the ``ci`` profile without the example database, and the module's
+    finder first on ``sys.meta_path``."""
 
     def pytest_configure(self, config: Any) -> None:
+        # pytest's assertion rewriter is first on sys.meta_path by now, and it serves the
+        # modules of a pytest plugin's package (turnfork is one) from their files: the
+        # module's own finder goes back in front of it.
+        for finder in [f for f in sys.meta_path if isinstance(f, _OneModuleFinder)]:
+            sys.meta_path.remove(finder)
+            sys.meta_path.insert(0, finder)
         from hypothesis import settings
 
         settings.register_profile("mutation", parent=settings.get_profile("ci"), database=None)

@@ -20,6 +20,8 @@ Pure like the rest of the core: relative imports, no I/O; ``formats.strategies``
 is not imported here. A DSH log becomes one of these formats through :mod:`core.wire_seed`.
 """
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
 from . import anthropic, openai_chat, openai_responses
 from .common import (
     FORMAT_NAMES,
@@ -31,6 +33,7 @@ from .common import (
     completed_turn_cut,
     completed_turn_prefix,
 )
+from .common import moved_name as _moved_name
 from .detect import decode_history, detect_format, history_items, server_side_history
 
 __all__ = [
@@ -50,3 +53,8 @@ __all__ = [
     "history_items",
     "server_side_history",
 ]
+
+
+if not _TYPE_CHECKING:  # the type checker sees only the door's own names
+    def __getattr__(name: str) -> object:
+        return _moved_name(__name__, __package__, name)

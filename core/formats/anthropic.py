@@ -49,13 +49,13 @@ turn completes where a step ends with no client tool call and no server call sti
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from returns.result import Result
 
-from .._checking import check_public, unchecked
-from .common import FormatViolation, History, as_history, balance_of, read_history
+from .._checking import checked, unchecked
+from .common import FormatViolation, History, as_history, balance_of, moved_name, read_history
 from .common import completed_turn_prefix as _prefix
 
 __all__ = [
@@ -314,6 +314,7 @@ def _fold(items: tuple[AnthropicMessage, ...], thinking: bool | None, strict: bo
     return fold.cut, None, end
 
 
+@checked
 def decode_history(data: Sequence[Any], *, thinking: bool | None = None, strict: bool = False,
                    ) -> History[AnthropicMessage]:
     """Read a Messages ``messages`` list (dicts, or the SDK's objects) and check it in one pass.
@@ -335,6 +336,7 @@ Each `tool_use` block must have a corresponding `tool_result` block in the next 
                         fold=lambda items: _fold(items, thinking, strict, total))
 
 
+@checked
 def check_balance(history: History[AnthropicMessage] | Sequence[Any], *,
                   thinking: bool | None = None, strict: bool = False,
                   ) -> Result[History[AnthropicMessage], FormatViolation]:
@@ -349,14 +351,18 @@ def check_balance(history: History[AnthropicMessage] | Sequence[Any], *,
     return balance_of(as_history(history, decode, strict=strict, again=thinking is not None))
 
 
+@checked
 def completed_turn_cut(history: History[AnthropicMessage] | Sequence[Any]) -> int:
     """The length of the completed-turn prefix (O(1) on a decoded history)."""
     return as_history(history, decode_history).completed_prefix_length
 
 
+@checked
 def completed_turn_prefix(history: History[AnthropicMessage] | Sequence[Any]) -> list[Any]:
     """The caller's messages through the last completed turn, as a new list."""
     return _prefix(as_history(history, decode_history))
 
 
-check_public(globals())
+if not TYPE_CHECKING:  # the type checker sees only this module's own names
+    def __getattr__(name: str) -> Any:
+        return moved_name(__name__, __package__, name)

@@ -18,14 +18,16 @@ per call, costing one pointer per item, beside the O(n) pass that read the histo
 
 from __future__ import annotations
 
+import importlib
 import re
-from collections.abc import Callable, Sequence
-from typing import Any, Generic, Literal, TypeAlias, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar
 
 import msgspec
 from returns.result import Failure, Result, Success
 
-from .._checking import check_public, unchecked
+from .._checking import checked, unchecked
 
 __all__ = [
     "FormatName",
@@ -133,11 +135,13 @@ class History(msgspec.Struct, Generic[ItemT], frozen=True, kw_only=True):
                 f"strict={self.strict!r})")
 
 
+@checked
 def completed_turn_cut(history: History[Any]) -> int:
     """Index just past the last completed turn of a balanced prefix (0 when none). O(1)."""
     return history.completed_prefix_length
 
 
+@checked
 def completed_turn_prefix(history: History[Any]) -> list[Any]:
     """The caller's own items through the completed-turn cut, as a new ``list``.
 
@@ -147,12 +151,14 @@ def completed_turn_prefix(history: History[Any]) -> list[Any]:
     return list(history.source[:history.completed_prefix_length])
 
 
+@checked
 def balance_of(history: History[ItemT]) -> Result[History[ItemT], FormatViolation]:
     """``Success(history)`` when a provider would accept it, else the violation it reports."""
     problem = history.violation or history.end_violation
     return Success(history) if problem is None else Failure(problem)
 
 
+@checked
 def as_history(history: History[ItemT] | Sequence[Any],
                decode: Callable[..., History[ItemT]], *, strict: bool | None = None,
                again: bool = False) -> History[ItemT]:
@@ -224,4 +230,36 @@ def read_history(format: FormatName, data: Sequence[Any], item_type: type[ItemT]
                    violation=violation, end_violation=end, strict=strict)
 
 
-check_public(globals())
+#: The names each module of this folder offered before the DSH projection moved to the bridge,
+#: ``wire_seed`` (which needs the log tier, so this tier cannot import it): they still resolve
+#: from their earlier paths, to the bridge's own objects (``wire_seed.EARLIER_NAMES``), when the
+#: bridge is there. In no ``__all__``; new code imports them from ``wire_seed``.
+MOVED_TO_WIRE_SEED: Mapping[str, frozenset[str]] = MappingProxyType({
+    "formats": frozenset({"IMAGE_PLACEHOLDER", "HistoryPrefix"}),
+    "common": frozenset({"IMAGE_PLACEHOLDER", "HistoryPrefix", "plain_text", "from_dsh_log"}),
+    "openai_chat": frozenset({"from_dsh", "from_model_history"}),
+    "openai_responses": frozenset({"from_dsh", "from_model_history"}),
+    "anthropic": frozenset({"from_dsh", "from_model_history"}),
+})
+
+
+@unchecked
+def moved_name(module: str, package: str, name: str) -> Any:
+    """``name`` of the formats module ``module`` (its ``__name__``, in ``package``) where it
+    moved to ``wire_seed``; an ``AttributeError`` for a name that never lived here, or when
+    this copy of the formats holds no bridge."""
+    short = "formats" if module == package else module.rpartition(".")[2]
+    if name not in MOVED_TO_WIRE_SEED.get(short, frozenset()):
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    try:
+        bridge = importlib.import_module("..wire_seed", package)
+    except ModuleNotFoundError:
+        raise AttributeError(
+            f"{module}.{name} moved to wire_seed (the bridge of the log and formats tiers), "
+            f"which this copy does not hold") from None
+    return bridge.EARLIER_NAMES[short][name]
+
+
+if not TYPE_CHECKING:  # the type checker sees only this module's own names
+    def __getattr__(name: str) -> Any:
+        return moved_name(__name__, __package__, name)

@@ -12,7 +12,7 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
-from .._checking import check_public
+from .._checking import checked
 from . import anthropic, openai_chat, openai_responses
 from .common import FORMAT_NAMES, FormatName, History
 
@@ -66,6 +66,7 @@ def _formats_of(item: Any) -> frozenset[FormatName]:
     return fits
 
 
+@checked
 def history_items(data: Any) -> tuple[Sequence[Any], frozenset[FormatName]]:
     """The item list of a history or a request body, and the formats the wrapping allows.
 
@@ -83,6 +84,7 @@ def history_items(data: Any) -> tuple[Sequence[Any], frozenset[FormatName]]:
     return (), frozenset()
 
 
+@checked
 def detect_format(data: Any) -> Result[FormatName, str]:
     """The one format a history (or a request body) can be in, or why it cannot be told.
 
@@ -119,6 +121,7 @@ anthropic; name the format'
                    "name the format")
 
 
+@checked
 def server_side_history(data: Any) -> str | None:
     """Why a request body's history is not all in the body, or ``None``.
 
@@ -139,6 +142,7 @@ def server_side_history(data: Any) -> str | None:
     return None
 
 
+@checked
 def decode_history(data: Any, format_name: FormatName | None = None, *, strict: bool = False,
                    ) -> Result[History[Any], str]:
     """Read a history (or request body) in the named format, or the detected one.
@@ -163,6 +167,3 @@ def decode_history(data: Any, format_name: FormatName | None = None, *, strict: 
     if format_name == "openai-responses":
         return Success(openai_responses.decode_history(items, strict=strict))
     return Success(anthropic.decode_history(items, strict=strict))
-
-
-check_public(globals())

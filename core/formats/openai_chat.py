@@ -35,13 +35,13 @@ calls ends. The completed-turn cut is the end of the last such step before anyth
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from returns.result import Result
 
-from .._checking import check_public, unchecked
-from .common import FormatViolation, History, as_history, balance_of, read_history
+from .._checking import checked, unchecked
+from .common import FormatViolation, History, as_history, balance_of, moved_name, read_history
 from .common import completed_turn_prefix as _prefix
 
 __all__ = [
@@ -223,6 +223,7 @@ def _fold(items: tuple[ChatMessage, ...], strict: bool,
     return cut, None, None
 
 
+@checked
 def decode_history(data: Sequence[Any], *, strict: bool = False) -> History[ChatMessage]:
     """Read a chat ``messages`` list (dicts, or the SDK's objects) and check it, in one O(n) pass.
 
@@ -240,6 +241,7 @@ def decode_history(data: Sequence[Any], *, strict: bool = False) -> History[Chat
                         fold=lambda items: _fold(items, strict))
 
 
+@checked
 def check_balance(history: History[ChatMessage] | Sequence[Any], *, strict: bool = False,
                   ) -> Result[History[ChatMessage], FormatViolation]:
     """``Success(history)`` when OpenAI would accept it as ``messages``, else the violation.
@@ -250,14 +252,18 @@ def check_balance(history: History[ChatMessage] | Sequence[Any], *, strict: bool
     return balance_of(as_history(history, decode_history, strict=strict))
 
 
+@checked
 def completed_turn_cut(history: History[ChatMessage] | Sequence[Any]) -> int:
     """The length of the completed-turn prefix (O(1) on a decoded history)."""
     return as_history(history, decode_history).completed_prefix_length
 
 
+@checked
 def completed_turn_prefix(history: History[ChatMessage] | Sequence[Any]) -> list[Any]:
     """The caller's messages through the last completed turn, as a new list."""
     return _prefix(as_history(history, decode_history))
 
 
-check_public(globals())
+if not TYPE_CHECKING:  # the type checker sees only this module's own names
+    def __getattr__(name: str) -> Any:
+        return moved_name(__name__, __package__, name)

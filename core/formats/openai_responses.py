@@ -48,13 +48,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from returns.result import Result
 
-from .._checking import check_public, unchecked
-from .common import FormatViolation, History, as_history, balance_of, read_history
+from .._checking import checked, unchecked
+from .common import FormatViolation, History, as_history, balance_of, moved_name, read_history
 from .common import completed_turn_prefix as _prefix
 
 __all__ = [
@@ -268,6 +268,7 @@ def _alone(items: tuple[ResponsesItem, ...], index: int) -> FormatViolation:
                                    "required following item")
 
 
+@checked
 def decode_history(data: Sequence[Any], *, strict: bool = False) -> History[ResponsesItem]:
     """Read a Responses ``input`` list (dicts, or the SDK's objects) and check it in one pass.
 
@@ -287,20 +288,25 @@ def decode_history(data: Sequence[Any], *, strict: bool = False) -> History[Resp
                         strict=strict)
 
 
+@checked
 def check_balance(history: History[ResponsesItem] | Sequence[Any], *, strict: bool = False,
                   ) -> Result[History[ResponsesItem], FormatViolation]:
     """``Success(history)`` when OpenAI would accept it as ``input``, else the violation."""
     return balance_of(as_history(history, decode_history, strict=strict))
 
 
+@checked
 def completed_turn_cut(history: History[ResponsesItem] | Sequence[Any]) -> int:
     """The length of the completed-turn prefix (O(1) on a decoded history)."""
     return as_history(history, decode_history).completed_prefix_length
 
 
+@checked
 def completed_turn_prefix(history: History[ResponsesItem] | Sequence[Any]) -> list[Any]:
     """The caller's items through the last completed turn, as a new list."""
     return _prefix(as_history(history, decode_history))
 
 
-check_public(globals())
+if not TYPE_CHECKING:  # the type checker sees only this module's own names
+    def __getattr__(name: str) -> Any:
+        return moved_name(__name__, __package__, name)

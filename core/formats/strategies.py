@@ -36,7 +36,7 @@ from typing import Any, TypeAlias
 
 import msgspec
 
-from .._checking import check_public, unchecked
+from .._checking import checked, unchecked
 from .common import FormatName, Rule
 
 try:
@@ -461,17 +461,20 @@ def _name(fmt: FormatName) -> str:
     return fmt
 
 
+@checked
 def closed_histories(fmt: FormatName, *, min_turns: int = 0, max_turns: int = 4,
                      ) -> SearchStrategy[Sample]:
     """Valid histories that end where their last turn completed (``cut == len(items)``)."""
     return _closed(_name(fmt), min_turns, max_turns)
 
 
+@checked
 def in_flight_histories(fmt: FormatName, *, max_turns: int = 4) -> SearchStrategy[Sample]:
     """Valid histories stopped inside their last turn; ``cut`` is where the turn before ended."""
     return _in_flight(_name(fmt), max_turns)
 
 
+@checked
 def histories(fmt: FormatName, *, max_turns: int = 4) -> SearchStrategy[Sample]:
     """Closed or in-flight histories of the format, with their completed-turn cut."""
     return st.one_of(closed_histories(fmt, max_turns=max_turns),
@@ -830,6 +833,7 @@ def _broken(draw: DrawFn, fmt: str, max_turns: int) -> BrokenSample:
     return BrokenSample(items=tuple(items), index=index, rule=rule)
 
 
+@checked
 def broken_histories(fmt: FormatName, *, max_turns: int = 3) -> SearchStrategy[BrokenSample]:
     """A valid history with exactly one defect, and where and which rule it breaks.
 
@@ -841,6 +845,3 @@ def broken_histories(fmt: FormatName, *, max_turns: int = 3) -> SearchStrategy[B
     (Anthropic). Every item before ``index`` is untouched.
     """
     return _broken(_name(fmt), max_turns)
-
-
-check_public(globals())

@@ -13,8 +13,6 @@ No runtime module imports this package. A command's module is imported only when
 asyncio runtime.
 """
 
-from __future__ import annotations
-
 from .app import (
     COMMANDS,
     EXIT_BROKEN_PIPE,

@@ -40,12 +40,14 @@ from msgspec import UnsetType
 from returns.result import Failure
 
 from ...core import (
+    DEFAULT_RETRY_POLICY,
     AgentOptions,
     AssistantMessageEvent,
     CancelHook,
     ContentBlock,
     Event,
     Message,
+    RetryPolicy,
     SandboxModeData,
     SandboxModeEvent,
     SessionHeader,
@@ -64,7 +66,6 @@ from ...core import (
     final_assistant_output,
     output_text,
 )
-from ...core.retry import DEFAULT_RETRY_POLICY, RetryPolicy
 from ..agent import Agent, AgentLoopError
 from ..clock import Clock, CountingIds, IdFactory, ManualClock
 from ..host import Host

@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ...core.retry import DEFAULT_RETRY_POLICY, RetryPolicy
+from ...core import DEFAULT_RETRY_POLICY, RetryPolicy
 from ..jsonl_store import JsonlSessionStore
 from ..store import SessionExistsError
 from .app import EXIT_NOT_AS_INTENDED, EXIT_OK, EXIT_UNREADABLE

@@ -773,7 +773,7 @@ class OutlineBuilder:
         self._release(self._last_span_chosen)
         self.end_stretch()
         self.close_step()
-        for call, turn in self.calls.values():
+        for call, turn in self._waiting_calls(assessment):
             if call is not None:
                 call.children.append(Item(seq=call.seq, kind="pending",
                                           text="… no tool/result yet (the log ends here)"))
@@ -801,6 +801,16 @@ class OutlineBuilder:
                        counts=self.counts, seed=seed_facts,
                        window=(0, events) if self.choose is None else (self.drawn or (0, 0)),
                        turns_ended=dict(assessment.ended), left_out=left_out)
+
+    def _waiting_calls(self, assessment: Assessment,
+                       ) -> list[tuple[Item | None, TurnNode | None]]:
+        """The calls still waiting for a result at the end: for a log that traces clean, the
+        trace's pending calls that started (the walk only finds their items); for a broken
+        one, the ``tool/call`` events the walk saw no result for."""
+        if assessment.trace is None:
+            return list(self.calls.values())
+        return [self.calls[call.call_id] for call in assessment.trace.pending_calls
+                if call.call_seq is not None and call.call_id in self.calls]
 
     def which(self) -> str:
         """The turns the log has, in words (for a choice that names none of them)."""

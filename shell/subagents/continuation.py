@@ -58,36 +58,36 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar
 from returns.result import Failure
 
 from ...core import (
+    ACTIVATION_TEARDOWN_FAILED,
+    MALFORMED_DESCRIPTOR,
+    ApprovalPolicyData,
     CancelParent,
     CancelUser,
     ContentBlock,
+    ContinuableStart,
     MessageSource,
     PromptSection,
+    ResumeTerms,
+    SandboxModeData,
+    SandboxModeEvent,
     SessionHeader,
     StartError,
     SubagentResult,
     TextBlock,
     UserMessage,
-    final_assistant_output,
-)
-from ...core.cache_fork import cache_preserving_context
-from ...core.continuation import (
-    ACTIVATION_TEARDOWN_FAILED,
-    MALFORMED_DESCRIPTOR,
-    ContinuableStart,
-    ResumeTerms,
+    cache_preserving_context,
     check_continuable,
     child_identity,
     epoch_stop_reason,
+    final_assistant_output,
     plan_continuable,
     refusal,
     report_message,
     resume_terms,
     same_lifecycle,
     settlement_notice,
+    trace_log,
 )
-from ...core.events import ApprovalPolicyData, SandboxModeData, SandboxModeEvent
-from ...core.trace import trace_log
 from ..abort import AbortSignal
 from ..agent import Agent, failure_of
 from ..clock import IdFactory

@@ -23,20 +23,22 @@ from typing import Any
 
 import msgspec
 
-from ...core import ToolOutcome, render_start_error
-from ...core.control import (
+from ...core import (
     AgentListDiagnostic,
     AgentListEntry,
     AgentStatus,
+    MessageSource,
+    ToolOutcome,
+    ToolSchema,
     interrupt_agent_schema,
     list_agents_schema,
     no_calling_agent,
     render_agent_list,
     render_interrupt_requested,
     render_queued,
+    render_start_error,
     send_message_schema,
 )
-from ...core.events import MessageSource, ToolSchema
 from ..agent import Agent
 from ..tools import Tool, ToolContext, ToolHandler
 from .continuation import AncestorAuthority, ContinuationManager, ListedChild

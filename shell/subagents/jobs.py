@@ -28,14 +28,16 @@ from typing import Any, Literal
 
 import msgspec
 
-from ...core import ToolOutcome, UserMessageEvent
-from ...core.events import Event, ToolSchema
-from ...core.jobs import (
+from ...core import (
     JOBS_SECTION,
     NO_JOB_CONTROLLER,
+    Event,
     JobOutcome,
     JobStatus,
     JobView,
+    ToolOutcome,
+    ToolSchema,
+    UserMessageEvent,
     completion_notice,
     job_id,
     job_kill_schema,

@@ -39,6 +39,7 @@ from ...core import (
     Capabilities,
     CheckedRequest,
     ChildPlan,
+    CompletedPrefix,
     Event,
     HistorySnapshot,
     ParentView,
@@ -48,9 +49,9 @@ from ...core import (
     SandboxModeEvent,
     StartError,
     Trace,
+    cache_preserving_context,
     plan_child,
 )
-from ...core.cache_fork import cache_preserving_context
 from ..abort import AbortSignal
 from ..agent import Agent
 from ..session import Session
@@ -161,8 +162,8 @@ class ForkProvider(InProcessProvider):
     are its parent's, byte for byte, so its first request extends its parent's last one in
     the order a provider renders a prompt, whatever persona, tool filter, output schema or
     report tool it has: those ride in its runtime context, after its seed
-    (:mod:`turnfork.core.cache_fork`); a tool its filter forbids stays listed and is refused
-    when called; an output schema is answered in the closing message instead of a
+    (:mod:`turnfork.core.delegation.cache_fork`); a tool its filter forbids stays listed and is
+    refused when called; an output schema is answered in the closing message instead of a
     ``structured_output`` call. Before the parent's first completed turn a child is composed
     as DSH's (there is no prefix to keep).
     """
@@ -186,15 +187,17 @@ class SpawnProvider(InProcessProvider):
 
 def parent_view(parent: Agent) -> ParentView:
     """What the core's plans read of a live parent, read at once (before any await): its
-    header, route, depth, log and trace, and its trace at the completed-turn cut."""
+    header, route, depth, log and trace, and its completed-turn prefix with the trace there
+    (the view the session keeps, handed on as it is)."""
     session = parent.session
-    _, at_cut = session.completed_prefix()
+    prefix, at_cut = session.completed_prefix()
     return ParentView(
         header=session.header,
         options=RuntimeOptions(provider=parent.provider, model=parent.model,
                                max_tokens=parent.max_tokens,
                                subagent_depth=parent.subagent_depth),
-        events=session.events, trace=session.trace, completed=at_cut,
+        events=session.events, trace=session.trace,
+        completed=CompletedPrefix(events=prefix, trace=at_cut),
         approval_in_use=parent.approval_composed)
 
 
@@ -220,6 +223,8 @@ class ChildSetup:
     #: persona among them; its runtime context is not inherited), then the plan's sections
     #: (a requested persona shadows the deployment's) and its runtime context.
     sections: tuple[PromptSection, ...]
+    #: What the plan read of the parent (``None``: not kept).
+    parent: ParentView | None = None
     #: A cache-preserving child's tool list: its parent's, read with the rest (else ``None``).
     listed: tuple[Tool, ...] | None = None
 
@@ -241,7 +246,8 @@ def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
         raise SubagentAbortedError()
     # The known tools matter only to a tool filter (and checking the collection costs).
     known = None if request.request.tool_filter is None else host.tools.names()
-    planned = plan_child(parent_view(parent), request, kind, provider_name=provider_name,
+    view = parent_view(parent)
+    planned = plan_child(view, request, kind, provider_name=provider_name,
                          child_id=host.ids(), created_at=host.clock(), known_tools=known)
     raise_on_failure(planned)
     plan = planned.unwrap()
@@ -251,17 +257,25 @@ def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
         return ChildSetup(plan=plan, approval=parent.approval_composed,
                           sections=(*deployment, *plan.context,
                                     *cache_preserving_context(plan.persona, plan.structured)),
-                          listed=parent.tools.tools())
+                          parent=view, listed=parent.tools.tools())
     sections = tuple(section for section in (*parent.prompt_sections.sections(),
                                              *plan.sections, *plan.context)
                      if section.kind == "section" or section in plan.context)
-    return ChildSetup(plan=plan, approval=parent.approval_composed, sections=sections)
+    return ChildSetup(plan=plan, approval=parent.approval_composed, sections=sections,
+                      parent=view)
 
 
-def seed_history(parent: Agent, plan: ChildPlan) -> Callable[[], HistorySnapshot] | None:
+def seed_history(parent: Agent, plan: ChildPlan, view: ParentView | None = None,
+                 ) -> Callable[[], HistorySnapshot] | None:
     """The parent's model history at the cut, for a child seeded exactly there (siblings
-    seeded at the same cut share it, computed once); ``None`` otherwise."""
-    if plan.seed_trace is not None and plan.seed_trace is parent.session.completed_prefix()[1]:
+    seeded at the same cut share it, computed once); ``None`` otherwise.
+
+    ``view``: what the plan read of the parent (:func:`parent_view`), so the parent is not
+    read again; without it the parent's session is asked for its cut.
+    """
+    kept = (parent.session.completed_prefix()[1] if view is None
+            else None if view.completed is None else view.completed.trace)
+    if plan.seed_trace is not None and plan.seed_trace is kept:
         return parent.session.completed_prefix_history
     return None
 
@@ -344,7 +358,7 @@ async def drive_child(host: SubagentHost, provider: InProcessProvider, request: 
                        provider_name=provider.provider_name,
                        cache_preserving=provider.cache_preserving)
     plan = setup.plan
-    session = create_child_session(host, plan, seed_history(parent, plan))
+    session = create_child_session(host, plan, seed_history(parent, plan, setup.parent))
     try:
         agent, capture = configure_child(host, session, setup)
         await setup_checkpoint(session.id, parent, signal)

@@ -31,9 +31,15 @@ from typing import Any, Literal
 
 import msgspec
 
-from ...core import ToolOutcome, render_start_error
-from ...core.cache_fork import CLOSING_REPORT_SECTION
-from ...core.control import no_calling_agent, render_report_accepted, report_schema, report_section
+from ...core import (
+    CLOSING_REPORT_SECTION,
+    ToolOutcome,
+    no_calling_agent,
+    render_report_accepted,
+    render_start_error,
+    report_schema,
+    report_section,
+)
 from ..agent import Agent
 from ..tools import Tool, ToolContext
 from .continuation import ReportDelivery

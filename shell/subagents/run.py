@@ -49,9 +49,9 @@ from ...core import (
     read_result,
     render_invalid_arguments,
     render_structured_recorded,
+    structured_answer,
     validate_structured_arguments,
 )
-from ...core.cache_fork import structured_answer
 from ..abort import AbortSignal
 from ..agent import Agent, Prompt
 from ..session import Session
@@ -86,7 +86,7 @@ class StructuredCapture:
 
     ``in_answer``: the cache-preserving fork's form: no tool, no guard, no section; the value
     is read from the child's closing message when its run ends
-    (:func:`turnfork.core.cache_fork.structured_answer`).
+    (:func:`turnfork.core.structured_answer`).
     """
 
     def __init__(self, contract: StructuredOutputContract, *, in_answer: bool = False) -> None:

@@ -49,37 +49,33 @@ from msgspec import UnsetType
 from returns.result import Failure
 
 from ...core import (
+    BACKGROUND_JOBS_UNAVAILABLE,
+    KILLED_REASON,
     SUBAGENT_TOOL_NAME,
     AgentOptions,
     BackgroundMode,
+    BackgroundValue,
     CancelCause,
+    ContinuableStart,
+    ContinuableValue,
+    ForegroundValue,
+    JobOutcome,
     StartRequest,
     SubagentResult,
     TextBlock,
     ToolOutcome,
     ToolRestriction,
+    continuable_tool_section,
     render_infrastructure_failure,
+    render_job_started,
     render_result_and_dispose_failure,
     render_start_error,
-    render_tool_result,
-    subagent_tool_schema,
-    validate_max_depth,
-)
-from ...core.continuation import ContinuableStart
-from ...core.control import (
-    BackgroundValue,
-    ContinuableValue,
-    ForegroundValue,
-    continuable_tool_section,
     render_started,
-)
-from ...core.jobs import (
-    BACKGROUND_JOBS_UNAVAILABLE,
-    KILLED_REASON,
-    JobOutcome,
-    render_job_started,
+    render_tool_result,
     run_outcome,
     start_failure_outcome,
+    subagent_tool_schema,
+    validate_max_depth,
     with_dispose_failure,
 )
 from ..abort import AbortController

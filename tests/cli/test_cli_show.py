@@ -163,3 +163,19 @@ def test_closed_pipe_exits_141_quietly(tmp_path: Path) -> None:
     assert child.wait(timeout=60) == 141
     assert child.stderr.read() == b""
     child.stderr.close()
+
+
+def test_a_waiting_call_is_the_traces_and_a_broken_logs_is_the_walks(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An open log's started call without its result is marked waiting (the trace's pending
+    call); in a log that breaks a rule (no trace), the call the walk saw no result for is."""
+    open_log = write_lines(tmp_path / "open.jsonl",
+                           [*turn_lines(0, 1, "c1"), *turn_lines(6, 2, "c2", close=False)])
+    _, out = _show(open_log, capsys)
+    assert out.count("no tool/result yet (the log ends here)") == 1
+    assert out.index("echo(") < out.index("no tool/result yet") and "c2 still waiting" in out
+    broken = write_lines(tmp_path / "broken.jsonl",
+                         [*turn_lines(0, 1, "c1"), *turn_lines(6, 3, "c2", close=False)])
+    _, out = _show(broken, capsys)
+    assert "turn/start for turn 3, expected turn 2" in out
+    assert out.count("no tool/result yet (the log ends here)") == 1

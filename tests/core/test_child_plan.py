@@ -17,6 +17,7 @@ from turnfork.core import (
     ApprovalPolicyData,
     Capabilities,
     ChildPlan,
+    CompletedPrefix,
     ParentView,
     PrefixView,
     RuntimeOptions,
@@ -80,6 +81,30 @@ def test_fork_seed_from_a_trace_equals_the_scanned_one() -> None:
     with_trace = _plan(ParentView(header=PARENT, events=parent_events, trace=trace),
                        StartRequest(prompt=PROMPT), "fork").unwrap()
     assert with_trace.seed is not None and len(with_trace.seed) == 42
+
+
+def test_a_kept_completed_prefix_is_the_seed_as_it_is() -> None:
+    """The parent's completed-turn prefix and its trace, read together, are the child's seed
+    and seed trace, the same objects (no view is rebuilt); one that does not match the
+    parent's trace is not trusted (the cut is found in the log)."""
+    _, parent_events = load(INFLIGHT_FORK_PARENT)
+    trace = trace_log(parent_events).unwrap()
+    prefix = PrefixView(parent_events, trace.completed_prefix_length)
+    at_cut = trace_log(prefix).unwrap()
+    kept = CompletedPrefix(events=prefix, trace=at_cut)
+    plan = _plan(ParentView(header=PARENT, events=parent_events, trace=trace, completed=kept),
+                 StartRequest(prompt=PROMPT), "fork").unwrap()
+    assert plan.seed is prefix and plan.seed_trace is at_cut
+    stale = CompletedPrefix(events=PrefixView(parent_events, 5),
+                            trace=trace_log(parent_events[:5]).unwrap())
+    found = _plan(ParentView(header=PARENT, events=parent_events, trace=trace, completed=stale),
+                  StartRequest(prompt=PROMPT), "fork").unwrap()
+    assert found.seed is not None and len(found.seed) == 42 and found.seed_trace is None
+    empty = CompletedPrefix(events=PrefixView(parent_events, 0), trace=trace_log(()).unwrap())
+    fresh = trace_log(parent_events[:3]).unwrap()
+    unseeded = _plan(ParentView(header=PARENT, events=parent_events[:3], trace=fresh,
+                                completed=empty), StartRequest(prompt=PROMPT), "fork").unwrap()
+    assert unseeded.seed is None and unseeded.seed_trace is None
 
 
 def test_spawn_plan_reproduces_the_dsh_spawn_child() -> None:

@@ -33,7 +33,6 @@ from turnfork.core import (
     TurnStartData,
     TurnStartEvent,
     UserMessageEvent,
-    codec,
     decode_log,
     decode_session,
     encode_log,
@@ -41,6 +40,7 @@ from turnfork.core import (
     event_type,
 )
 from turnfork.core.codec import MAX_JSON_DEPTH, is_json_line
+from turnfork.core.log import codec  # its private lanes, compared below
 from turnfork.core.strategies import session_logs
 
 TURN_START = b'{"type":"turn/start","seq":0,"time":5,"data":{"turn":1}}\n'

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from returns.result import Result, Success
 
 from turnfork.core import DecodeError, Event, decode_log, encode_log
-from turnfork.core.codec import MAX_JSON_DEPTH, _decode_fast, _decode_lines
+from turnfork.core.log.codec import MAX_JSON_DEPTH, _decode_fast, _decode_lines
 from turnfork.core.strategies import session_logs
 
 Log = tuple[Event, ...]

@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 
 CORE = Path(__file__).resolve().parents[2] / "core"
-MODULE_NAMES = sorted(f"turnfork.core.{p.stem}" if p.stem != "__init__" else "turnfork.core"
-                      for p in CORE.glob("*.py"))
+#: The core's modules and its tiers' (the wire formats have their own doctest module).
+MODULE_NAMES = sorted(".".join(("turnfork", "core", *p.relative_to(CORE).with_suffix("").parts))
+                      .removesuffix(".__init__")
+                      for p in [*CORE.glob("*.py"), *CORE.glob("*/*.py")]
+                      if p.parent.name != "formats")
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 
@@ -26,6 +29,6 @@ def test_doctests_exist() -> None:
     attempted = {name: doctest.testmod(importlib.import_module(name), optionflags=FLAGS,
                                        report=False).attempted for name in MODULE_NAMES}
     assert sum(attempted.values()) >= 10, attempted
-    for name in ("turnfork.core.codec", "turnfork.core.trace", "turnfork.core.seed",
-                 "turnfork.core.events", "turnfork.core.strategies"):
+    for name in ("turnfork.core.log.codec", "turnfork.core.log.trace", "turnfork.core.log.seed",
+                 "turnfork.core.log.events", "turnfork.core.log.strategies"):
         assert attempted[name] >= 1, name

@@ -17,7 +17,6 @@ from turnfork.core import (
     ToolCallEvent,
     TurnStartEvent,
     check_balance,
-    codec,
     completed_turn_prefix,
     decode_log,
     decode_session,
@@ -25,6 +24,7 @@ from turnfork.core import (
     encode_session,
     trace_log,
 )
+from turnfork.core.log import codec  # its private lanes, compared below
 
 DSH = Path(__file__).resolve().parent.parent / "fixtures" / "dsh"
 GENERATED = DSH / "generated"

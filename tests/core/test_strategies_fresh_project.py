@@ -116,5 +116,5 @@ def test_without_hypothesis_the_import_names_the_extra(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (
-        "turnfork.core.strategies needs hypothesis: install the turnfork[hypothesis] extra "
+        "turnfork.core.log.strategies needs hypothesis: install the turnfork[hypothesis] extra "
         "(pip install 'turnfork[hypothesis]')"), done.stdout

@@ -9,11 +9,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from returns.result import Failure, Result, Success
 
-from turnfork.core import EMPTY_TRACE, Event, Trace, Violation, advance, trace_log
+from turnfork.core import (
+    EMPTY_TRACE,
+    CallPairing,
+    Event,
+    Trace,
+    Violation,
+    advance,
+    trace_log,
+)
 from turnfork.core.events import TYPED_EVENT_CLASSES, OpaqueEvent, ToolResultEvent, event_type
-from turnfork.core.grammar import Phase, phase_after
+from turnfork.core.grammar import Phase, phase_after, phase_of
+from turnfork.core.log.trace import _RULES
 from turnfork.core.strategies import broken_logs, session_logs
-from turnfork.core.trace import _RULES
 
 Log = tuple[Event, ...]
 
@@ -79,12 +87,11 @@ def test_the_fold_table_is_the_grammar_table() -> None:
     assert set(_RULES) == set(TYPED_EVENT_CLASSES)
     for cls, rule in _RULES.items():
         assert rule.kind == str(cls.__struct_config__.tag)
-        placed = (rule.idle, rule.in_turn, rule.in_step)
         if cls is ToolResultEvent:  # placed by its own code: a replacement may stand between steps
-            assert placed == (True, True, True)
+            assert rule.placed == frozenset(Phase)
         else:
-            assert placed == tuple(phase_after(phase, rule.kind) is not None
-                                   for phase in (Phase.IDLE, Phase.TURN, Phase.STEP))
+            assert rule.placed == {phase for phase in Phase
+                                   if phase_after(phase, rule.kind) is not None}
 
 
 def test_an_opaque_event_is_placed_by_its_type() -> None:
@@ -95,3 +102,35 @@ def test_an_opaque_event_is_placed_by_its_type() -> None:
     refused = trace_log([context])
     assert isinstance(refused, Failure) and refused.failure().rule == "enclosure"
     assert trace_log([title]).unwrap().titled
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(session_logs())
+def test_the_phase_is_the_grammar_folded(log: Log) -> None:
+    """After every event of a legal log, ``Trace.phase`` (``grammar.phase_of`` of the open
+    turn and step) is the phase ``phase_after`` walks to from idle, and the closers of that
+    trace walk back from it."""
+    phase, trace = Phase.IDLE, EMPTY_TRACE
+    for event in log:
+        walked = phase_after(phase, event_type(event))
+        assert walked is not None
+        phase, trace = walked, advance(trace, event).unwrap()
+        assert trace.phase is phase is phase_of(trace.open_turn, trace.open_step)
+
+
+def test_the_pairing_names_each_rule_and_reads_on() -> None:
+    """One pairing fold for the trace and crash repair: each event's rule is named, and the
+    event is applied all the same (repair reads on where the trace refuses)."""
+    calls = CallPairing()
+    assert calls.announce("a", "f", "{}", 1) is None
+    assert calls.announce("a", "f", "{}", 1) == "repeated"
+    assert calls.answer("a") == "not started"
+    assert calls.start("a", "f", "{}", 1, 7) == "started twice"  # answered already
+    assert calls.pending["a"].call_seq == 7 and calls.answered == ["a"]  # applied anyway
+    assert calls.answer("a") == "answered twice"
+    assert calls.start("b", "g", "{}", 1, 8) is None
+    assert calls.start("b", "g", "{}", 1, 9) == "started twice"
+    assert calls.pending["b"].call_seq == 9
+    assert calls.answer("c", not_started=True) is None
+    calls.clear()
+    assert (calls.pending, calls.answered) == ({}, [])

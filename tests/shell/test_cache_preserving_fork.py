@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 from msgspec import Raw
 
 from turnfork.core import (
+    CLOSING_REPORT_SECTION,
+    PERSONA_CONTEXT_NAME,
     AgentOptions,
     StartRequest,
     SubagentResult,
@@ -31,7 +33,6 @@ from turnfork.core import (
     ToolResultEvent,
     render_tool_result,
 )
-from turnfork.core.cache_fork import CLOSING_REPORT_SECTION, PERSONA_CONTEXT_NAME
 from turnfork.shell import (
     ForkProvider,
     Host,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+
+import pytest
 from _shell_helpers import echo_tool, of_type, run, types, wait_for
 from _subagent_helpers import assert_all_balanced, finish, request, subagent_host, texts
 from msgspec import UNSET
@@ -14,6 +17,7 @@ from turnfork.core import (
     TurnStartEvent,
 )
 from turnfork.shell import Agent, ForkProvider, Reply, SpawnProvider, SubagentRun
+from turnfork.shell.session import Session
 from turnfork.shell.subagents import ContinuableRequest
 
 
@@ -174,5 +178,38 @@ def test_prepare_continuable_captures_the_seed_once() -> None:
         await _complete_turns(parent, 1)
         assert list(seed.events) == captured and len(seed) < len(parent.session.events)
         await finish(parent, recorder)
+
+    run(main)
+
+
+def test_a_fork_reads_the_parent_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Starting a fork asks the parent's session for its completed-turn prefix once (the
+    session's own history cache aside), and the child's seed is that very view's events (the
+    plan hands it on, nothing rebuilds it)."""
+
+    async def main() -> None:
+        host, parent, _, _ = subagent_host([Reply.text("one"), Reply.text("child")])
+        await _complete_turns(parent, 1)
+        asked: list[object] = []
+        original = Session.completed_prefix
+
+        def counted(session: Session) -> object:
+            answer = original(session)
+            caller = sys._getframe(1).f_globals["__name__"]
+            if session is parent.session and caller != "turnfork.shell.session":
+                asked.append(answer[0])
+            return answer
+
+        monkeypatch.setattr(Session, "completed_prefix", counted)
+        forked = await host.subagents.start("fork", request("task"), parent=parent)
+        await forked.result
+        assert len(asked) == 1, asked
+        child = forked.local_agent
+        assert forked.seed_length == len(asked[0]) > 0  # type: ignore[arg-type]
+        assert all(child.session.events[i] is parent.session.events[i]
+                   for i in range(forked.seed_length))
+        await forked.dispose()
+        await parent.dispose()
+        assert_all_balanced(parent, child)
 
     run(main)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from .events import ContentBlock, TextBlock, ToolErrorInfo
+from ..log import ContentBlock, TextBlock, ToolErrorInfo
 
 __all__ = ["ToolOutcome"]
 

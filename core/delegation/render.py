@@ -23,10 +23,14 @@ from typing import Literal, TypeAlias
 import msgspec
 from msgspec import UnsetType
 
-from .delegation import StartError
-from .events import TextBlock, ToolSchema  # noqa: F401 - TextBlock: the examples below
+from .._checking import checked, plain
+from ..log import TextBlock, ToolSchema  # noqa: F401 - TextBlock: the examples below
 from .outcome import ToolOutcome
+from .request import StartError
 from .results import SubagentResult, output_text
+
+# Calls into sibling modules get values this module's checked entry points took in: plain.
+_output_text = plain(output_text)
 
 __all__ = [
     "BackgroundMode",
@@ -98,6 +102,7 @@ _BACKGROUND_PARAMETER: Mapping[BackgroundMode, str] = MappingProxyType({
 SUBAGENT_LABEL_DESCRIPTION = "A short (3-5 word) description of the delegated task, for display."
 
 
+@checked
 def stop_reason_headline(stop_reason: str) -> str | None:
     """The error headline for a stop reason; ``None`` for ``completed``.
 
@@ -109,6 +114,7 @@ def stop_reason_headline(stop_reason: str) -> str | None:
     return STOP_REASON_HEADLINES.get(stop_reason, f"subagent run ended abnormally ({stop_reason})")
 
 
+@checked
 def render_tool_result(result: SubagentResult) -> ToolOutcome:
     """The parent's ``subagent`` tool result for a settled foreground run.
 
@@ -117,7 +123,7 @@ def render_tool_result(result: SubagentResult) -> ToolOutcome:
     >>> render_tool_result(SubagentResult(output=(), stop_reason="refusal")).content
     'Error: subagent declined the task'
     """
-    text = output_text(result.output)
+    text = _output_text(result.output)
     headline = stop_reason_headline(result.stop_reason)
     if headline is None:
         return ToolOutcome(text, is_error=False)
@@ -127,6 +133,7 @@ def render_tool_result(result: SubagentResult) -> ToolOutcome:
     return ToolOutcome(f"Error: {headline}{diagnostic}{partial}", is_error=True)
 
 
+@checked
 def render_infrastructure_failure(message: str) -> ToolOutcome:
     """The result when a run's result could not be read at all (its promise rejected).
 
@@ -136,6 +143,7 @@ def render_infrastructure_failure(message: str) -> ToolOutcome:
     return ToolOutcome(f"Error: {message}", is_error=True)
 
 
+@checked
 def render_result_and_dispose_failure(result_error: str, dispose_error: str) -> ToolOutcome:
     """The result when both reading the result and disposing of the run failed.
 
@@ -149,6 +157,7 @@ def render_result_and_dispose_failure(result_error: str, dispose_error: str) -> 
                        f"{dispose_error}", is_error=True)
 
 
+@checked
 def render_start_error(error: StartError) -> ToolOutcome:
     """The result when a delegation is refused before a child exists.
 
@@ -161,6 +170,7 @@ def render_start_error(error: StartError) -> ToolOutcome:
                           error=error.error_info())
 
 
+@checked
 def subagent_tool_description(inherits_parent_context: bool,
                               background: BackgroundMode | None = None) -> str:
     """The ``subagent`` tool's description (DSH's words): a fork child inherits this
@@ -174,11 +184,13 @@ def subagent_tool_description(inherits_parent_context: bool,
     return base + _SUFFIXES[background]
 
 
+@checked
 def subagent_prompt_description(inherits_parent_context: bool) -> str:
     """The description of the tool's ``prompt`` parameter."""
     return _FORK_PROMPT if inherits_parent_context else _SPAWN_PROMPT
 
 
+@checked
 def subagent_tool_parameters(inherits_parent_context: bool,
                              background: BackgroundMode | None = None) -> msgspec.Raw:
     """The tool's parameters as JSON Schema: ``description`` and ``prompt`` (required strings),
@@ -195,6 +207,7 @@ def subagent_tool_parameters(inherits_parent_context: bool,
     return msgspec.Raw(msgspec.json.encode(schema))
 
 
+@checked
 def subagent_tool_schema(inherits_parent_context: bool, name: str = SUBAGENT_TOOL_NAME,
                          background: BackgroundMode | None = None) -> ToolSchema:
     """The whole tool schema as sent to the model (``name`` lets several instances coexist)."""

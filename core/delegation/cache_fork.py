@@ -27,9 +27,13 @@ from collections.abc import Sequence
 from msgspec import Raw
 from returns.result import Success
 
-from .delegation import PromptSection
-from .events import ContentBlock, TextBlock
+from .._checking import checked, plain
+from ..log import ContentBlock, TextBlock
+from .request import PromptSection
 from .structured import StructuredOutputContract, validate_structured_arguments
+
+# Calls into sibling modules get values this module's checked entry points took in: plain.
+_validate_structured_arguments = plain(validate_structured_arguments)
 
 __all__ = [
     "PERSONA_CONTEXT_NAME",
@@ -56,6 +60,7 @@ CLOSING_REPORT_SECTION = PromptSection(
          "and the shared paths they rest on). There is no separate report tool for you.")
 
 
+@checked
 def persona_context(persona: str) -> PromptSection:
     """A delegated persona as a runtime-context contribution.
 
@@ -68,6 +73,7 @@ def persona_context(persona: str) -> PromptSection:
              f"prompt, it takes precedence.\n\n{persona}")
 
 
+@checked
 def structured_answer_context(contract: StructuredOutputContract) -> PromptSection:
     """The instruction to answer with one JSON object matching the requested schema."""
     schema = bytes(contract.output_schema.schema).decode("utf-8")
@@ -78,6 +84,7 @@ def structured_answer_context(contract: StructuredOutputContract) -> PromptSecti
              "code fence). Only that message counts as your result.\n\nSchema: " + schema)
 
 
+@checked
 def cache_preserving_context(persona: str | None,
                              structured: StructuredOutputContract | None
                              ) -> tuple[PromptSection, ...]:
@@ -95,6 +102,7 @@ def cache_preserving_context(persona: str | None,
     return tuple(own)
 
 
+@checked
 def structured_answer(contract: StructuredOutputContract,
                       output: Sequence[ContentBlock] | None) -> Raw | None:
     """The structured value a closing message carries: its text blocks joined, validated as
@@ -116,5 +124,5 @@ def structured_answer(contract: StructuredOutputContract,
     text = "".join(block.text for block in output if isinstance(block, TextBlock)).strip()
     if not text:
         return None
-    validated = validate_structured_arguments(contract.output_schema, text)
+    validated = _validate_structured_arguments(contract.output_schema, text)
     return validated.unwrap() if isinstance(validated, Success) else None

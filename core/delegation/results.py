@@ -26,7 +26,8 @@ from typing import Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from .events import (
+from .._checking import checked
+from ..log import (
     AssistantChunkEvent,
     AssistantMessageEvent,
     ContentBlock,
@@ -117,6 +118,7 @@ MAX_DIAGNOSTIC_BYTES = 4_096
 DIAGNOSTIC_TRUNCATED = "\n[diagnostic truncated]"
 
 
+@checked
 def final_assistant_output(events: Iterable[Event]) -> tuple[ContentBlock, ...] | None:
     """The child's final assistant output (wire-format §7.4), or ``None`` if it produced none.
 
@@ -145,6 +147,7 @@ def final_assistant_output(events: Iterable[Event]) -> tuple[ContentBlock, ...] 
     return (TextBlock(text="".join(pieces)),) if pieces else None
 
 
+@checked
 def output_text(output: Iterable[ContentBlock]) -> str:
     """The text blocks of an output, concatenated without a separator.
 
@@ -168,6 +171,7 @@ def _streamed_text(events: Iterable[Event]) -> tuple[ContentBlock, ...] | None:
     return (TextBlock(text="".join(pieces)),) if pieces else None
 
 
+@checked
 def accounting_turn_end(events: Iterable[Event]) -> TurnEndEvent | None:
     """The ``turn/end`` that accounts for a run: the last one whose turn did work.
 
@@ -196,6 +200,7 @@ def accounting_turn_end(events: Iterable[Event]) -> TurnEndEvent | None:
     return found
 
 
+@checked
 def stop_reason_for(reason: TurnEndReason | None) -> StopReason:
     """The stop reason for an accounting turn's end reason (``None``: no accounting turn).
 
@@ -216,6 +221,7 @@ def stop_reason_for(reason: TurnEndReason | None) -> StopReason:
     return "error"
 
 
+@checked
 def read_result(own_events: Sequence[Event], cancelled: bool, captured: Raw | None = None,
                 structured_requested: bool = False) -> SubagentResult:
     """The result of a finished child run (wire-format §7.3).
@@ -253,11 +259,12 @@ def read_result(own_events: Sequence[Event], cancelled: bool, captured: Raw | No
     return SubagentResult(output=output, stop_reason=stop_reason)
 
 
+@checked
 def read_turn(turn_events: Sequence[Event]) -> RunResult:
     """The result of one turn, read from its events: its ``turn/start`` through its
     ``turn/end`` (a turn without its end reads as ``error``).
 
-    >>> from .events import TurnEndData, TurnStartData
+    >>> from ..log import TurnEndData, TurnStartData
     >>> read_turn((TurnStartEvent(seq=0, time=0, data=TurnStartData(turn=1)),
     ...            TurnEndEvent(seq=1, time=0, data=TurnEndData(turn=1, reason=TurnCompleted()))))
     RunResult(output='', stop_reason='completed', failure=None, usage=None, turn=1, content=())
@@ -307,6 +314,7 @@ def _added(total: TokenUsage | None, usage: TokenUsage) -> TokenUsage:
         reasoning_tokens=optional(total.reasoning_tokens, usage.reasoning_tokens))
 
 
+@checked
 def describe_failure(failure: LlmFailure) -> str:
     """A failure in one line: its code, its HTTP status when it has one, its message.
 
@@ -317,6 +325,7 @@ def describe_failure(failure: LlmFailure) -> str:
     return f"{failure.code}{status}: {failure.message}"
 
 
+@checked
 def bound_diagnostic(diagnostic: str) -> str:
     """``diagnostic`` within :data:`MAX_DIAGNOSTIC_BYTES` UTF-8 bytes: as it is when it fits,
     else cut on a character boundary and ended with :data:`DIAGNOSTIC_TRUNCATED` (DSH's

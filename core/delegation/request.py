@@ -23,8 +23,9 @@ import msgspec
 from msgspec import Raw, UnsetType
 from returns.result import Failure, Result, Success
 
+from .._checking import checked
+from ..log import ContentBlock, ToolErrorInfo, ToolRestriction
 from .depth import DepthError
-from .events import ContentBlock, ToolErrorInfo, ToolRestriction
 
 __all__ = [
     "UNSUPPORTED_CAPABILITY",
@@ -136,6 +137,7 @@ class PromptSection(msgspec.Struct, frozen=True, kw_only=True):
     kind: Literal["section", "context"] = "section"
 
 
+@checked
 def check_capabilities(provider_name: str, capabilities: Capabilities,
                        request: StartRequest) -> Result[None, StartError]:
     """Refuse a request that needs a capability the provider lacks.
@@ -178,6 +180,7 @@ def _quoted(names: Collection[str]) -> str:
     return ", ".join(f'"{name}"' for name in names)
 
 
+@checked
 def validate_tool_filter(tool_filter: ToolRestriction,
                          known_tools: Collection[str] | None) -> Result[ToolRestriction,
                                                                         StartError]:

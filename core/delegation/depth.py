@@ -20,7 +20,8 @@ from typing import Literal
 import msgspec
 from returns.result import Failure, Result, Success
 
-from .events import MAX_SAFE_INTEGER
+from .._checking import checked
+from ..log import MAX_SAFE_INTEGER
 
 __all__ = [
     "DepthError",
@@ -68,6 +69,7 @@ def _as_depth(value: object) -> int | None:
     return None
 
 
+@checked
 def validate_max_depth(max_depth: object) -> Result[None, DepthError]:
     """Check a requested depth cap: absent, or a non-negative safe integer.
 
@@ -92,6 +94,7 @@ def validate_max_depth(max_depth: object) -> Result[None, DepthError]:
 _VALID: Result[None, DepthError] = Success(None)
 
 
+@checked
 def parent_depth(header_depth: int | None, runtime_depth: object) -> Result[int, DepthError]:
     """The delegating agent's depth: the larger of its header's and its runtime option's.
 
@@ -126,6 +129,7 @@ def parent_depth(header_depth: int | None, runtime_depth: object) -> Result[int,
     return Success(max(header_depth or 0, runtime))
 
 
+@checked
 def child_depth(parent_depth: int, max_depth: int | None) -> Result[int, DepthError]:
     """The depth of a child of an agent at ``parent_depth``, checked against ``max_depth``.
 
@@ -159,6 +163,7 @@ def child_depth(parent_depth: int, max_depth: int | None) -> Result[int, DepthEr
     return Success(depth)
 
 
+@checked
 def resolve_child_depth(header_depth: int | None, runtime_depth: int | float | None,
                         max_depth: int | None) -> Result[int, DepthError]:
     """:func:`parent_depth` then :func:`child_depth`, in DSH's order of checks.

@@ -1,6 +1,7 @@
 """What a step tells the model besides the conversation: the runtime-context snapshot, the
-session title and the request context (DSH's agent loop, system-prompt and session-title
-plugins; wire-format §3.3).
+policy sections and the prompt variables (DSH's agent loop and system-prompt plugin;
+wire-format §3.3). How a log holds the snapshot, the session title and the request context is
+the log tier's (:mod:`turnfork.core.log.context`).
 
 Rules of this module:
 
@@ -16,14 +17,7 @@ Rules of this module:
   the surface. An agent instance built over an existing log (resumed, or a fork child over its
   seed) retains the newest snapshot then on the surface; after that a snapshot written is
   retained, and a surface replacement citing the retained one makes it no longer retained
-  (:meth:`.trace.Trace.retained_context`, DSH's ``RuntimeContextProjection``).
-* Session title: the fallback title of the log's first human message (source ``user``, with
-  text left after cleaning), written once per log, after the step's user messages; a
-  ``session/title`` already in the log (a fork child's seed) means none. Cleaning removes
-  escape sequences, control and directional characters, collapses whitespace; the fallback keeps
-  the first 5 words, at most 40 UTF-8 bytes.
-* Request context: ``{provider, model}`` after the request header whenever it differs from the
-  log's last ``request/context``.
+  (:meth:`turnfork.core.log.trace.Trace.retained_context`, DSH's ``RuntimeContextProjection``).
 * Prompt variables (DSH's system-prompt plugin): every section and runtime-context text may
   reference ``{{provider}}``, ``{{model}}`` and ``{{cwd}}`` (the agent's route and its session's
   working directory), filled in when the step is assembled (:func:`interpolate_prompt`). A
@@ -44,41 +38,30 @@ from typing import Literal
 import msgspec
 from returns.result import Failure, Result, Success
 
-from .delegation import PromptSection
-from .events import MessageSource, OpaqueEvent, TextBlock, UserMessage
+from .._checking import checked
+from ..delegation import PromptSection
+from ..log import RUNTIME_CONTEXT_PLUGIN, MessageSource, TextBlock, UserMessage
 
 __all__ = [
     "SANDBOX_POLICY_ORDER",
     "APPROVAL_POLICY_ORDER",
     "sandbox_policy_section",
     "approval_policy_section",
-    "RUNTIME_CONTEXT_PLUGIN",
     "SNAPSHOT_HEADER",
     "CLEARED_CONTEXT_TEXT",
-    "is_context_snapshot",
     "snapshot_text",
     "context_message",
-    "clean_title_text",
-    "fallback_title",
-    "title_event",
-    "request_context_event",
     "HARNESS_IDENTITY",
     "PROMPT_VARIABLES",
     "interpolate_prompt",
 ]
 
-#: The plugin that owns runtime-context snapshots.
-RUNTIME_CONTEXT_PLUGIN = "@deepseek-ai/dsh-system-prompt"
+_ENCODE = msgspec.json.Encoder()
+
 SNAPSHOT_HEADER = ("Current runtime context. This snapshot supersedes earlier runtime-context "
                    "snapshots.")
 CLEARED_CONTEXT_TEXT = ("Current runtime context: none. Earlier runtime-context snapshots no "
                         "longer apply.")
-#: DSH's fallback title limits (its base bundle's configuration).
-TITLE_MAX_WORDS = 5
-TITLE_MAX_BYTES = 40
-
-_ENCODE = msgspec.json.Encoder()
-
 #: DSH's harness identity section (its system-prompt plugin's ``harness:identity``).
 HARNESS_IDENTITY = PromptSection(name="harness:identity", order=-100,
                                  text="You are an AI agent powered by DeepSeek Harness.")
@@ -91,6 +74,7 @@ SANDBOX_POLICY_ORDER = 110
 APPROVAL_POLICY_ORDER = 115
 
 
+@checked
 def sandbox_policy_section(mode: Literal["read-only", "workspace-write", "danger-full-access"],
                            workspace: str) -> PromptSection:
     """DSH's file-policy sentence for the session's effective sandbox mode.
@@ -118,6 +102,7 @@ modifications by available operations.'
                          kind="context")
 
 
+@checked
 def approval_policy_section(policy: Literal["ask", "never"]) -> PromptSection:
     """DSH's approval sentence for the session's effective approval policy.
 
@@ -135,11 +120,7 @@ def approval_policy_section(policy: Literal["ask", "never"]) -> PromptSection:
                          kind="context")
 
 
-def is_context_snapshot(source: MessageSource) -> bool:
-    """Whether a message comes from the runtime-context plugin."""
-    return source.kind == "plugin" and source.plugin == RUNTIME_CONTEXT_PLUGIN
-
-
+@checked
 def snapshot_text(sections: Sequence[PromptSection]) -> str:
     """The snapshot's text for these contributions (in order, non-empty), or the cleared
     text when there are none.
@@ -153,6 +134,7 @@ def snapshot_text(sections: Sequence[PromptSection]) -> str:
     return "\n\n".join((SNAPSHOT_HEADER, *texts))
 
 
+@checked
 def context_message(sections: Sequence[PromptSection], *, seen: bool, retained: str | None,
                     message_id: str) -> UserMessage | None:
     """The snapshot a step appends, or ``None`` when the log's retained one still holds.
@@ -178,66 +160,11 @@ def context_message(sections: Sequence[PromptSection], *, seen: bool, retained: 
     return UserMessage(content=(TextBlock(text=text),), source=source, id=message_id)
 
 
-_OSC = re.compile("(?:\x1b\\]|\x9d)(?:(?!\x07|\x1b\\\\)[\\s\\S])*(?:\x07|\x1b\\\\|$)")
-_CSI = re.compile("(?:\x1b\\[|\x9b)[0-?]*[ -/]*[@-~]")
-_ESC = re.compile("\x1b[@-_]")
-_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_DIRECTIONAL = re.compile("[\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]")
-_SPACE = re.compile(r"\s+")
-
-
-def clean_title_text(text: str) -> str:
-    """One trimmed, whitespace-normalised line with escape sequences and control,
-    directional and invisible characters removed (DSH's title cleaning).
-
-    >>> clean_title_text("  Fix\\x1b[31m the\\n\\tbug\\u202e ")
-    'Fix the bug'
-    """
-    for pattern in (_OSC, _CSI, _ESC, _CONTROL, _DIRECTIONAL):
-        text = pattern.sub("", text)
-    return _SPACE.sub(" ", text).strip()
-
-
-def _truncated(text: str, max_bytes: int) -> str:
-    if len(text.encode("utf-8", "surrogatepass")) <= max_bytes:
-        return text
-    used, kept = 0, []
-    for character in text:
-        size = len(character.encode("utf-8", "surrogatepass"))
-        if used + size > max_bytes:
-            break
-        kept.append(character)
-        used += size
-    return "".join(kept)
-
-
-def fallback_title(text: str) -> str:
-    """The first words of a human message as a session title (possibly empty).
-
-    >>> fallback_title("Perform one side-effecting remote mutation and report back")
-    'Perform one side-effecting remote mutati'
-    """
-    words = [word for word in clean_title_text(text).split(" ") if word][:TITLE_MAX_WORDS]
-    return _truncated(" ".join(words), TITLE_MAX_BYTES).rstrip()
-
-
-def title_event(*, seq: int, time: int, title: str, message_seq: int) -> OpaqueEvent:
-    """A fallback ``session/title`` event for the message at ``message_seq``."""
-    data = {"title": title, "messageSeqs": [message_seq], "source": {"kind": "fallback"}}
-    return OpaqueEvent(type="session/title", seq=seq, time=time,
-                       data=msgspec.Raw(_ENCODE.encode(data)))
-
-
-def request_context_event(*, seq: int, time: int, provider: str, model: str) -> OpaqueEvent:
-    """A ``request/context`` event for a model call's route."""
-    return OpaqueEvent(type="request/context", seq=seq, time=time,
-                       data=msgspec.Raw(_ENCODE.encode({"provider": provider, "model": model})))
-
-
 _VARIABLE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 _GROUP = re.compile(r"\{\{([^{}]*)\}\}")
 
 
+@checked
 def interpolate_prompt(text: str, variables: Mapping[str, str | None], *, name: str,
                        kind: Literal["section", "context"] = "section") -> Result[str, str]:
     """``text`` with its ``{{variable}}`` references filled in, or DSH's error text.

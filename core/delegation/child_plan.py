@@ -37,7 +37,24 @@ import msgspec
 from msgspec import UNSET, UnsetType
 from returns.result import Failure, Result, Success
 
-from .delegation import (
+from .._checking import checked, plain
+from ..log import (
+    SESSION_FORMAT_VERSION,
+    SUBAGENT_DESCRIPTOR_VERSION,
+    ApprovalPolicyData,
+    ContentBlock,
+    Event,
+    PrefixView,
+    SandboxModeData,
+    SandboxModeEvent,
+    SessionHeader,
+    SubagentDescriptorData,
+    ToolRestriction,
+    Trace,
+    completed_turn_prefix,
+)
+from .depth import resolve_child_depth, validate_max_depth
+from .request import (
     AgentOptions,
     Capabilities,
     PromptSection,
@@ -47,22 +64,16 @@ from .delegation import (
     check_capabilities,
     validate_tool_filter,
 )
-from .depth import resolve_child_depth, validate_max_depth
-from .events import (
-    SESSION_FORMAT_VERSION,
-    SUBAGENT_DESCRIPTOR_VERSION,
-    ApprovalPolicyData,
-    ContentBlock,
-    Event,
-    SandboxModeData,
-    SandboxModeEvent,
-    SessionHeader,
-    SubagentDescriptorData,
-    ToolRestriction,
-)
-from .seed import PrefixView, completed_turn_prefix
 from .structured import StructuredOutputContract, structured_output_contract, validate_output_schema
-from .trace import Trace
+
+# Calls into sibling modules get values this module's checked entry points took in: plain.
+_validate_max_depth = plain(validate_max_depth)
+_resolve_child_depth = plain(resolve_child_depth)
+_check_capabilities = plain(check_capabilities)
+_validate_output_schema = plain(validate_output_schema)
+_completed_turn_prefix = plain(completed_turn_prefix)
+_validate_tool_filter = plain(validate_tool_filter)
+_structured_output_contract = plain(structured_output_contract)
 
 __all__ = [
     "CheckedRequest",
@@ -72,6 +83,7 @@ __all__ = [
     "PERSONA_SECTION_NAME",
     "PERSONA_SECTION_ORDER",
     "DelegatedPolicy",
+    "CompletedPrefix",
     "ParentView",
     "ChildPlan",
     "resolve_child_options",
@@ -97,6 +109,16 @@ PERSONA_SECTION_ORDER = 0
 DelegatedPolicy: TypeAlias = SandboxModeData | ApprovalPolicyData
 
 
+class CompletedPrefix(msgspec.Struct, frozen=True, kw_only=True):
+    """A log's completed-turn prefix and the trace there, read together (as a live session
+    keeps them): a fork's seed and seed trace, handed on as they are."""
+
+    #: The log through its last ``turn/end`` (a view, never a copy).
+    events: Sequence[Event]
+    #: The trace of exactly ``events``.
+    trace: Trace
+
+
 class ParentView(msgspec.Struct, frozen=True, kw_only=True):
     """What delegation reads of the parent, at the moment it delegates."""
 
@@ -110,8 +132,9 @@ class ParentView(msgspec.Struct, frozen=True, kw_only=True):
     agent_preset: str | None = None
     #: The parent's trace over exactly ``events``, if kept: the fork cut is then O(1).
     trace: Trace | None = None
-    #: The parent's trace at its completed-turn cut, if kept: the child's seed trace.
-    completed: Trace | None = None
+    #: The parent's completed-turn prefix with its trace, if kept: the child's seed and seed
+    #: trace, as they are (read once with ``trace``).
+    completed: CompletedPrefix | None = None
 
 
 class CheckedRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -124,6 +147,7 @@ class CheckedRequest(msgspec.Struct, frozen=True, kw_only=True):
     structured: StructuredOutputContract | None = None
 
 
+@checked
 def check_request(provider_name: str, capabilities: Capabilities | None,
                   request: StartRequest) -> Result[CheckedRequest, StartError]:
     """The checks the runtime makes before any provider is called, in DSH's order.
@@ -145,21 +169,21 @@ def check_request(provider_name: str, capabilities: Capabilities | None,
 agent_provider=UNSET, agent_model=UNSET, persona=UNSET, tool_filter=UNSET)
     """
     if capabilities is not None:
-        match check_capabilities(provider_name, capabilities, request):
+        match _check_capabilities(provider_name, capabilities, request):
             case Failure(error):
                 return Failure(error)
-    match validate_max_depth(request.max_depth):
+    match _validate_max_depth(request.max_depth):
         case Failure(depth_error):
             return Failure(StartError.from_depth(depth_error))
     structured: StructuredOutputContract | None = None
     if request.output_schema is not None:
-        match validate_output_schema(request.output_schema):
+        match _validate_output_schema(request.output_schema):
             case Failure(schema_error):
                 return Failure(schema_error)
             case Success(compiled):
-                structured = structured_output_contract(compiled)
+                structured = _structured_output_contract(compiled)
     return Success(CheckedRequest(request=request, provider_name=provider_name,
-                                  descriptor=one_shot_descriptor(provider_name, request.label),
+                                  descriptor=_one_shot_descriptor(provider_name, request.label),
                                   structured=structured))
 
 
@@ -190,6 +214,7 @@ class ChildPlan(msgspec.Struct, frozen=True, kw_only=True):
     depth: int
 
 
+@checked
 def resolve_child_options(parent: RuntimeOptions, requested: AgentOptions | None,
                           depth: int) -> RuntimeOptions:
     """The child's runtime options: each route field requested, else the parent's; its depth.
@@ -206,6 +231,7 @@ def resolve_child_options(parent: RuntimeOptions, requested: AgentOptions | None
         subagent_depth=depth)
 
 
+@checked
 def child_header(parent: SessionHeader, *, child_id: str, created_at: int, depth: int,
                  seed_length: int, agent_preset: str | None = None) -> SessionHeader:
     """The child's session header (wire-format §4, §7.9).
@@ -219,6 +245,7 @@ def child_header(parent: SessionHeader, *, child_id: str, created_at: int, depth
         origin="subagent", delegation_depth=depth, agent_preset=preset)
 
 
+@checked
 def delegated_policy(parent_events: Sequence[Event], approval_in_use: bool,
                      trace: Trace | None = None) -> tuple[DelegatedPolicy, ...]:
     """The policy payloads a child starts with (wire-format §2.13), in append order.
@@ -245,6 +272,7 @@ def delegated_policy(parent_events: Sequence[Event], approval_in_use: bool,
     return tuple(policy)
 
 
+@checked
 def one_shot_descriptor(provider_name: str, label: str | None) -> SubagentDescriptorData:
     """The ``subagent/descriptor`` of a one-shot child (wire-format §2.12)."""
     return SubagentDescriptorData(version=SUBAGENT_DESCRIPTOR_VERSION, mode="one-shot",
@@ -252,6 +280,7 @@ def one_shot_descriptor(provider_name: str, label: str | None) -> SubagentDescri
                                   label=UNSET if label is None else label)
 
 
+@checked
 def fork_seed(events: Sequence[Event], trace: Trace | None = None) -> Sequence[Event] | None:
     """A fork child's seed: the completed-turn prefix of ``events``, ``None`` when empty.
 
@@ -261,10 +290,11 @@ def fork_seed(events: Sequence[Event], trace: Trace | None = None) -> Sequence[E
         cut = trace.completed_prefix_length
         prefix: Sequence[Event] = events if cut == len(events) else PrefixView(events, cut)
     else:
-        prefix = completed_turn_prefix(events)
+        prefix = _completed_turn_prefix(events)
     return prefix if len(prefix) > 0 else None
 
 
+@checked
 def plan_child(parent: ParentView, request: StartRequest | CheckedRequest,
                kind: Literal["fork", "spawn"], *, provider_name: str, child_id: str,
                created_at: int, capabilities: Capabilities | None = None,
@@ -286,7 +316,7 @@ def plan_child(parent: ParentView, request: StartRequest | CheckedRequest,
     """
     checked: CheckedRequest
     if isinstance(request, StartRequest):
-        match check_request(provider_name, capabilities, request):
+        match _check_request(provider_name, capabilities, request):
             case Failure(refused):
                 return Failure(refused)
             case Success(checked):
@@ -295,14 +325,14 @@ def plan_child(parent: ParentView, request: StartRequest | CheckedRequest,
         checked = request
     wanted = checked.request
     header_depth = parent.header.delegation_depth
-    resolved = resolve_child_depth(None if isinstance(header_depth, UnsetType) else header_depth,
+    resolved = _resolve_child_depth(None if isinstance(header_depth, UnsetType) else header_depth,
                                    parent.options.subagent_depth, wanted.max_depth)
     match resolved:
         case Failure(depth_error):
             return Failure(StartError.from_depth(depth_error))
     depth = resolved.unwrap()
     if wanted.tool_filter is not None:
-        match validate_tool_filter(wanted.tool_filter, known_tools):
+        match _validate_tool_filter(wanted.tool_filter, known_tools):
             case Failure(filter_error):
                 return Failure(filter_error)
     seed, seed_trace = (_fork_cut(parent) if kind == "fork" else (None, None))
@@ -314,13 +344,13 @@ def plan_child(parent: ParentView, request: StartRequest | CheckedRequest,
         sections.append(checked.structured.section)
     return Success(ChildPlan(
         kind=kind,
-        header=child_header(parent.header, child_id=child_id, created_at=created_at, depth=depth,
-                            seed_length=0 if seed is None else len(seed),
-                            agent_preset=parent.agent_preset),
+        header=_child_header(parent.header, child_id=child_id, created_at=created_at, depth=depth,
+                             seed_length=0 if seed is None else len(seed),
+                             agent_preset=parent.agent_preset),
         seed=seed,
         seed_trace=seed_trace,
-        options=resolve_child_options(parent.options, wanted.agent_options, depth),
-        policy=delegated_policy(parent.events, parent.approval_in_use, parent.trace),
+        options=_resolve_child_options(parent.options, wanted.agent_options, depth),
+        policy=_delegated_policy(parent.events, parent.approval_in_use, parent.trace),
         descriptor=checked.descriptor,
         prompt=wanted.prompt,
         sections=tuple(sections),
@@ -332,12 +362,19 @@ def plan_child(parent: ParentView, request: StartRequest | CheckedRequest,
 
 
 def _fork_cut(parent: ParentView) -> tuple[Sequence[Event] | None, Trace | None]:
-    """The seed and its trace: from the parent's kept trace at the cut in O(1), else found."""
+    """The seed and its trace: the parent's kept prefix as it is, else found in its log."""
     kept = parent.completed
     if kept is not None and parent.trace is not None \
-            and kept.length == parent.trace.completed_prefix_length:
-        if kept.length == 0:
-            return None, None
-        events = parent.events
-        return (events if kept.length == len(events) else PrefixView(events, kept.length)), kept
-    return fork_seed(parent.events, parent.trace), None
+            and kept.trace.length == parent.trace.completed_prefix_length == len(kept.events):
+        return (kept.events, kept.trace) if kept.trace.length else (None, None)
+    return _fork_seed(parent.events, parent.trace), None
+
+
+# This module's entry points call its other public functions with values they took in (or
+# derived from them): plain, so a start is checked once, at the entry point it came in by.
+_check_request = plain(check_request)
+_child_header = plain(child_header)
+_resolve_child_options = plain(resolve_child_options)
+_delegated_policy = plain(delegated_policy)
+_one_shot_descriptor = plain(one_shot_descriptor)
+_fork_seed = plain(fork_seed)
