@@ -159,7 +159,7 @@ class Host:
             was_live = self.sessions.get(sid) is not None
             session = self.sessions.get(sid) or self.sessions.load(sid, clock=self.clock)
             try:
-                # A delegated child keeps the authority its delegation took away (issue 14.8).
+                # A delegated child keeps the authority its delegation took away.
                 delegated = delegated_resume_terms(session)
                 if delegated is not None:
                     tools_scope = resumed_scope(self, delegated, tools_scope)

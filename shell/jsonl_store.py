@@ -661,7 +661,7 @@ class _SessionFile:
 
     def _checked(self, events: Sequence[Event]) -> bytes:
         """The JSONL of ``events``, read back through the typed decoder first: what the
-        loader would refuse is refused here (issue 14.2)."""
+        loader would refuse is refused here."""
         try:
             text = encode_log(events, pack_chunks=self.store.pack_chunks)
         except (TypeError, ValueError, OverflowError, NotImplementedError) as exc:

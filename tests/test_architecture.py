@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
 import turnfork.core
@@ -141,3 +142,15 @@ def test_the_front_doors_stay_small_and_what_left_them_stays_importable() -> Non
                          ("ModelServerError", "turnfork.shell.errors")):
         assert name not in turnfork.shell.__all__
         assert getattr(turnfork.shell, name) is getattr(importlib.import_module(module), name)
+
+
+def test_product_code_names_no_issue_or_finding_numbers() -> None:
+    """Comments and docstrings in the product (core/, shell/, turnfork/) say why, never which
+    ticket: no ``issue 14``, ``issues 3``, and no finding ids such as ``G03`` or ``D7``."""
+    pattern = re.compile(r"\b[Ii]ssues? \d+|\b[GD]\d{1,2}\b")
+    hits = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+            for folder in ("core", "shell", "turnfork")
+            for path in sorted((ROOT / folder).rglob("*.py"))
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+            if pattern.search(line)]
+    assert not hits, "\n".join(hits)

@@ -105,7 +105,7 @@ DEMO_START_MS = 1_767_225_600_000
 #: Seconds one user turn may take (the child's run included) before it is cancelled.
 DEFAULT_TURN_TIMEOUT = 300.0
 #: The least share of its system, tools and seed a plain fork child's first request must
-#: have in common with the parent's request (issue 13.2).
+#: have in common with the parent's request.
 PLAIN_FORK_SHARE = 0.99
 #: Seconds allowed for closing down after a cancellation or at the end.
 _CLOSE_TIMEOUT = 30.0

@@ -1,5 +1,5 @@
 """The prompt-cache share of the demo's fork: how much of the child's first model request a
-provider's prefix cache has already seen in the parent's request at the fork (issue 13.2).
+provider's prefix cache has already seen in the parent's request at the fork.
 
 Both requests are taken as :class:`~shell.models.openai_chat.OpenAIChatModel` would send them:
 :class:`RequestLog` wraps the models the demo registers and keeps, for every call, the

@@ -277,8 +277,8 @@ def _is_delegated(header: SessionHeader) -> bool:
 
 
 def delegated_resume_terms(session: Session) -> ResumeTerms | None:
-    """What resuming ``session`` as an agent must restore, when it is a delegated child
-    (issue 14.8): ``None`` for a session delegation did not create.
+    """What resuming ``session`` as an agent must restore, when it is a delegated child;
+    ``None`` for a session delegation did not create.
 
     Raises:
         ValueError: a delegated child whose log does not record its delegation's terms (a

@@ -13,7 +13,7 @@ Rules:
   you as message <id>``. Reporting ends neither the child's turn nor its residency; refusals
   are the continuation manager's (``UNAUTHORIZED``, ``ACTIVATION_CLOSING``,
   ``PARENT_UNAVAILABLE``, ``DRAINING``).
-* ``scope="global"`` keeps a fork child's request head equal to its parent's (issue 16.6): the
+* ``scope="global"`` keeps a fork child's request head equal to its parent's: the
   same ``report`` tool is also in the host's global registry, so every agent's tool list holds
   it (a root that calls it gets the manager's ``UNAUTHORIZED`` refusal), and the guidance goes
   into the child's runtime context — the per-step user message a fresh child writes anyway —
