@@ -46,6 +46,7 @@ from msgspec import UNSET
 from returns.result import Failure
 
 from ..core import (
+    ABORTED_BEFORE_DISPATCH_TEXT,
     DEFAULT_MAX_STEPS,
     ApprovalPolicyData,
     ApprovalPolicyEvent,
@@ -285,6 +286,8 @@ class Agent:
         self._state: LoopState = initial_loop_state(preamble=preamble, max_steps=max_steps,
                                                     titles=titles, trace=session.trace)
         self._task: asyncio.Task[None] | None = None
+        #: Calls of the running tool group that were dispatched (the rest never started).
+        self._dispatched: set[str] = set()
         self._disposed = False
         self._forgotten = False
         #: The running maintenance job (``run_maintenance``); a wake waits until it ends.
@@ -686,7 +689,8 @@ class Agent:
         command: Command | None = None
         try:
             if self._state.cancel is not None:
-                command = self._feed(Cancelled(message_id=self.host.ids()))
+                command = self._feed(Cancelled(message_id=self.host.ids(),
+                                               dispatched=frozenset(self._dispatched)))
             elif error is not None:
                 command = self._feed(Failed(failure=failure_of(error)))
         except Exception as exc:  # the log stays as written; the failure is reported
@@ -810,6 +814,7 @@ class Agent:
 
     async def _run_calls(self, command: RunTools) -> Command | None:
         calls = command.calls
+        self._dispatched.clear()
         if len(calls) == 1:  # runs alone: no task needed
             outcome = await self._execute(calls[0], command)
             return self._feed(ToolDone(call_id=calls[0].id, outcome=outcome,
@@ -825,9 +830,10 @@ class Agent:
 
     async def _execute(self, call: ToolCallBlock, command: RunTools) -> ToolOutcome:
         if self._state.cancel is not None:
-            # The turn is being cancelled: no call is dispatched any more (the closers answer
-            # it), so nothing it would have started exists.
-            return ToolOutcome("Error: tool call aborted before dispatch", is_error=True)
+            # The turn is being cancelled: no call is dispatched any more, so nothing it would
+            # have started exists; the closers answer it as never dispatched.
+            return ToolOutcome(ABORTED_BEFORE_DISPATCH_TEXT, is_error=True)
+        self._dispatched.add(call.id)
         tool: Tool | ToolRefusal = self.tools.resolve(call.name)
         context = ToolContext(agent=self, call_id=call.id, tool_name=call.name,
                               turn=command.turn, step=command.step, arguments=call.arguments)

@@ -7,14 +7,10 @@ notices is a *survivor*, a place where the tests do not pin the code down. The s
 module is killed / (mutants - equivalent); an *equivalent* mutant is one that cannot change
 behaviour, named with its reason in :mod:`.equivalent`. Target: every module at 0.90 or more.
 
-Why not mutmut: mutmut 3 copies the code to mutate into ``mutants/`` and puts that folder
-first on ``sys.path``. In this repository it runs only through the ``turnfork/core`` link
-(``source_paths = ["turnfork/core/seed.py"]``: tried with mutmut 3.8.1 on seed.py, 103
-mutants), and the link goes away when the package is built by path mapping: a copy of
-``core/seed.py`` under ``mutants/`` is then not ``turnfork.core.seed``. This runner finds a
-module by its dotted name and swaps it in at import, so it works with either layout. Its
-operators are the families of the measurement this was started from (no string mutations:
-texts are checked by the tests that name them, not by mutation).
+mutmut 3 does not run on this layout (it mutates a copy under ``mutants/``, which the editable
+install's finder never serves as ``turnfork.core``): docs/mutation.md says what was tried.
+This runner's operators are the families of the measurement it was started from (no string
+mutations: texts are checked by the tests that name them, not by mutation).
 
 The modules and their tests are listed here, in one place; a module that moves is one line.
 """

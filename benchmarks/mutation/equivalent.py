@@ -53,6 +53,103 @@ EQUIVALENT: dict[str, dict[str, str]] = {
             "with no open turn a trace has no pending call and its phase is IDLE, whose "
             "closing walk is empty: the rest of the function returns () as well",
     },
+    "formats.common": {
+        # read_items: the one-call conversion of the whole list, then a slow path that converts
+        # item by item with from_attributes=True and returns the views when every item reads
+        "read_items: `True` -> `False`":
+            "objects then fail the one-call conversion, and the slow path reads each of them "
+            "with from_attributes=True into the same views: only slower",
+        "read_items: `return items, None` -> `pass`":
+            "the slow path then converts each item of a list that has just converted whole, "
+            "and returns the same views and no violation: only slower",
+        # `return tuple(good), None` after the slow path's loop
+        "read_items: `return tuple(good), None` -> `return None`":
+            "never runs: the slow path runs only when converting the whole list failed, so one "
+            "item fails converting alone (the same type and flags) and the loop returns there",
+        "read_items: `tuple(good)` -> `(entry dropped) #2`":
+            "never runs: the slow path runs only when converting the whole list failed, so one "
+            "item fails converting alone (the same type and flags) and the loop returns there",
+        "read_items: `None` -> `(entry dropped) #2`":
+            "never runs: the slow path runs only when converting the whole list failed, so one "
+            "item fails converting alone (the same type and flags) and the loop returns there",
+        # `strict: bool = False` in read_history's signature
+        "read_history: `False` -> `True`":
+            "the default is never used: its only callers, the three formats' decode_history, "
+            "always pass strict=, and the function is not on the formats front door",
+    },
+    "formats.openai_chat": {
+        # `_JSON_TYPES = ((str, "a string"), ...)`, read by _json_type
+        "<module>: `(str, \"a string\")` -> `(entry dropped)`":
+            "_json_type is called only for arguments that are not a string (the strict check "
+            "tests isinstance(arguments, str) first), so the str entry never matches",
+        # the _fold's starting state
+        "_fold: `1` -> `2`":
+            "calls_at (-1 -> -2) is read only while waiting holds calls, and waiting is filled "
+            "only together with calls_at = index",
+        "_fold: `1` -> `0`":
+            "calls_at (-1 -> 0) is read only while waiting holds calls, and waiting is filled "
+            "only together with calls_at = index",
+        "_fold: `1` -> `2 #2`":
+            "legacy_at (-1 -> -2) is only tested with legacy_at >= 0, false for both",
+        "_fold: `1` -> `2 #3`":
+            "legacy_at (-1 -> -2, after a message that is not the assistant's) is only tested "
+            "with legacy_at >= 0, false for both",
+        "_fold: `False` -> `True`":
+            "a step open before the first message: an assistant one keeps step_calls False as "
+            "a new step would, any other closes it with cut = 0 (already 0), and an empty or "
+            "at-once unreadable history sets cut to length 0",
+        "_fold: `False` -> `True #2`":
+            "step_calls is read only while in_step, and every step starts by setting it False",
+    },
+    "formats.openai_responses": {
+        # `_MODEL_SIDE = frozenset({"reasoning", ...})`, read by _class_of's last test
+        "<module>: `\"reasoning\"` -> `(entry dropped)`":
+            "_class_of answers _REASONING for a reasoning item before it reads _MODEL_SIDE, "
+            "its only reader",
+        # the _fold's starting state
+        "_fold: `False` -> `True`":
+            "a step open before the first item: an output item keeps step_calls False as a "
+            "new step would, any other closes it with cut = 0 (already 0; reasoning_at and "
+            "waiting are empty), and an empty or at-once unreadable history sets cut to 0",
+        "_fold: `False` -> `True #2`":
+            "step_calls is read only while in_step, and every step starts by setting it False",
+        # `waiting[call_id] = (...); step_calls = True` for a client call
+        "_fold: `True` -> `False #3`":
+            "the call waits in `waiting` until its output, which is not of the model's side and "
+            "so closes the step before it is popped; each reading of step_calls also requires "
+            "an empty `waiting`",
+    },
+    "formats.anthropic": {
+        # the fold's starting state, in _Fold.__init__
+        "_Fold.__init__: `1` -> `2`":
+            "calls_at (-1 -> -2) is read only while calls holds tool uses, and calls is filled "
+            "only together with calls_at = index",
+        "_Fold.__init__: `1` -> `0`":
+            "calls_at (-1 -> 0) is read only while calls holds tool uses, and calls is filled "
+            "only together with calls_at = index",
+        "_Fold.__init__: `False` -> `True`":
+            "a step open before the first message: an assistant one finds step_calls False and "
+            "no server call as a new step would, any other closes it with cut = 0 (already "
+            "0), and an empty or at-once unreadable history stops with cut 0 and no call",
+        "_Fold.__init__: `False` -> `True #2`":
+            "step_calls is read only while in_step, and every step starts by setting it False",
+        "_Fold.__init__: `False` -> `True #4`":
+            "loop_open is read only by end(), and every message the fold goes past sets it "
+            "(False in assistant(), False or True in user()); with no message turn_start is "
+            "None and the thinking check is skipped",
+        # `self.loop_open = False` at the end of assistant()
+        "_Fold.assistant: `False` -> `True #2`":
+            "after an assistant message the step is open: end() returns before it reads "
+            "loop_open, and the next message sets it again (or stops the fold)",
+        # `self.turn_start, self.loop_open = None, False; return None` in user(), no calls open
+        "_Fold.user: `False` -> `True #2`":
+            "turn_start is set to None beside it, and the thinking check needs a turn_start; "
+            "the next assistant message sets both again",
+        "_Fold.user: `return None` -> `pass`":
+            "with no call open and no result the rest of user() finds nothing missing and no "
+            "result to count, and only sets loop_open True beside turn_start None: the "
+            "thinking check needs a turn_start, and the next assistant message resets both",
+    },
     "grammar": {
         # `while frontier and Phase.IDLE not in paths:` in the breadth-first search
         "_walk: `frontier and Phase.IDLE not in paths` -> `frontier or Phase.IDLE not in paths`":

@@ -310,6 +310,9 @@ def run_module(name: str, tests: Sequence[str], *, seed: int = 0, jobs: int = 1,
     found = [m for m in mutants(source) if only is None or only(m)]
     lines, seconds, clean = _clean_run(name, path, tests, seed)
     at_import = lines.pop("<import>", set())
+    if lines and not any(lines.values()):
+        raise RuntimeError(f"the clean run of {name} recorded no statement: the tests did not "
+                           "load it through the runner's finder")
     run = ModuleRun(module=name, file=str(path), tests=list(tests), clean_seconds=clean)
     ordered = sorted(lines, key=lambda test: seconds.get(test, 0.0))
     queue = list(found)

@@ -108,7 +108,8 @@ def tool_result_event(*, seq: int, time: int, turn: int, step: int, call_id: str
                            surface_op="append")
 
 
-def _answer(call: PendingCall, turn: int, seq: int, time: int, repair: bool) -> list[Event]:
+def _answer(call: PendingCall, turn: int, seq: int, time: int, repair: bool, *,
+            undispatched: frozenset[str] = frozenset()) -> list[Event]:
     if repair:
         started = call.call_seq is not None
         code = "TOOL_OUTCOME_UNKNOWN" if started else "TOOL_NOT_STARTED"
@@ -121,6 +122,8 @@ def _answer(call: PendingCall, turn: int, seq: int, time: int, repair: bool) -> 
     events: list[Event] = []
     call_seq = call.call_seq
     code, text = "ABORTED", ABORTED_TEXT
+    if call.call_id in undispatched:
+        code, text = "ABORTED_BEFORE_DISPATCH", ABORTED_BEFORE_DISPATCH_TEXT
     if call_seq is None:
         call_seq = seq
         events.append(ToolCallEvent(seq=seq, time=time, data=ToolCallData(
@@ -160,22 +163,29 @@ def close_open_turn(trace: Trace, events: Sequence[Event], reason: TurnEndReason
 
 @checked
 def closing_events(trace: Trace, reason: TurnEndReason, time: int | None = None,
-                   ) -> tuple[Event, ...]:
-    """:func:`close_open_turn` for a log known only by its trace (numbered from its length)."""
+                   undispatched: frozenset[str] = frozenset()) -> tuple[Event, ...]:
+    """:func:`close_open_turn` for a log known only by its trace (numbered from its length).
+
+    ``undispatched`` names started calls (their ``tool/call`` logged) that the runtime never
+    dispatched because the cancellation came first: they are answered
+    ``ABORTED_BEFORE_DISPATCH``, as a call never started is.
+    """
     if trace.open_turn is None:
         return ()
     return _closing(trace.open_turn, trace.open_step, trace.pending_calls, seq=trace.length,
-                    time=trace.last_time if time is None else time, reason=reason)
+                    time=trace.last_time if time is None else time, reason=reason,
+                    undispatched=undispatched)
 
 
 def _closing(turn: int, step: int | None, pending: Iterable[PendingCall], *, seq: int,
-             time: int, reason: TurnEndReason) -> tuple[Event, ...]:
+             time: int, reason: TurnEndReason,
+             undispatched: frozenset[str] = frozenset()) -> tuple[Event, ...]:
     """The one way a turn is closed: each pending call answered (as the reason says), then
     the grammar's walk back to idle from where the log stands."""
     repair = isinstance(reason, TurnInterrupted)
     closing: list[Event] = []
     for call in pending:
-        answered = _answer(call, turn, seq, time, repair)
+        answered = _answer(call, turn, seq, time, repair, undispatched=undispatched)
         closing.extend(answered)
         seq += len(answered)
     for kind in _closing_walk(_phase_of(turn, step)):

@@ -277,6 +277,10 @@ class Cancelled(_Value, frozen=True, kw_only=True):
 
     #: The id of the interrupted assistant message, if the stream delivered any text.
     message_id: str
+    #: The calls of the running tool group the shell dispatched, when it knows: the group's
+    #: others never started and are answered ``tool call aborted before dispatch``, as DSH
+    #: answers a call its cancellation skipped. ``None``: every logged call counts as started.
+    dispatched: frozenset[str] | None = None
 
 
 LoopInput: TypeAlias = (Followup | Steer | Begin | StepPrepared | StepBlocked | Chunk
@@ -488,7 +492,7 @@ def feed(state: LoopState, trace: Trace, given: LoopInput, *, time: int) -> Loop
                                  park=keep), out, None)
     if state.awaiting == "cancel":
         if isinstance(given, Cancelled):
-            return _cancelled(state, trace, out, given.message_id)
+            return _cancelled(state, trace, out, given.message_id, given.dispatched)
         return _step_of(state, out, Stop())
     if isinstance(given, Cancelled):
         raise LoopProtocolError("Cancelled without CancelRequested")
@@ -819,10 +823,13 @@ def _close(state: LoopState, trace: Trace, out: _Writer, reason: TurnEndReason) 
     return _step_of(_replace(state, awaiting="idle"), out, Stop())
 
 
-def _cancelled(state: LoopState, trace: Trace, out: _Writer, new_id: str) -> LoopStep:
+def _cancelled(state: LoopState, trace: Trace, out: _Writer, new_id: str,
+               dispatched: frozenset[str] | None) -> LoopStep:
     cause = state.cancel
     assert cause is not None
     progress = state.turn
+    undispatched = frozenset() if progress is None or dispatched is None else frozenset(
+        call.id for call, _ in progress.running if call.id not in dispatched)
     stream = None if progress is None else progress.stream
     if stream is not None and trace.open_step is not None:
         content = _interrupted_blocks(stream)
@@ -841,7 +848,7 @@ def _cancelled(state: LoopState, trace: Trace, out: _Writer, new_id: str) -> Loo
     if trace.phase is not Phase.IDLE:
         # The interrupted message (if any) is part of the log the closers follow.
         after = _trace_log(out.events, trace).unwrap()
-        closing = _closing_events(after, reason, time=out.time)
+        closing = _closing_events(after, reason, time=out.time, undispatched=undispatched)
     out.extend(closing)
     if state.drop_steering:
         out.splice(InboxSplicedData(target="next-step", start=0,

@@ -25,6 +25,7 @@ from turnfork.core import (
     TextBlock,
     ToolOutcome,
     ToolRestriction,
+    ToolResultEvent,
     subagent_tool_schema,
 )
 from turnfork.core.control import BackgroundValue, ContinuableValue, ForegroundValue
@@ -331,8 +332,8 @@ def test_a_call_whose_turn_is_already_cancelled_starts_nothing(tmp_path: Path) -
     """DSH tool-subagent.spec.ts:908 — a background call reached after its turn's cancellation
     was requested (here: cancelled the moment the model's message announcing it is logged) is
     not dispatched: no job, no provider start (on earlier code the job started). The model is
-    told ``Error: tool call aborted`` (the cancelled turn's closer; DSH's tool runtime says
-    ``tool call aborted before dispatch``)."""
+    told DSH's ``Error: tool call aborted before dispatch`` (code ``ABORTED_BEFORE_DISPATCH``):
+    the call was logged but never started."""
 
     async def main() -> None:
         provider = _Scripted("mock", _answer("x"))
@@ -348,7 +349,11 @@ def test_a_call_whose_turn_is_already_cancelled_starts_nothing(tmp_path: Path) -
         spec.parent.followup("go")
         await spec.parent.when_idle()
         assert provider.starts == []
-        assert result_texts(spec.parent.session.events) == ["Error: tool call aborted"]
+        assert result_texts(spec.parent.session.events) == [
+            "Error: tool call aborted before dispatch"]
+        codes = [event.data.error.code for event in spec.parent.session.events
+                 if isinstance(event, ToolResultEvent) and event.data.error]
+        assert codes == ["ABORTED_BEFORE_DISPATCH"]
         assert _jobs(spec).list(spec.parent) == []
         await spec.host.aclose()
 
