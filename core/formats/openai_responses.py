@@ -217,7 +217,7 @@ def _fold(items: tuple[ResponsesItem, ...],
             in_step = False
             if reasoning_at is not None:
                 return cut, _alone(items, reasoning_at), None
-            if not step_calls and not waiting:
+            if not step_calls and not waiting and not approvals:
                 cut = index
         if item.kind == "mcp_approval_response":
             approvals.pop(item.approval_request_id or "", None)
@@ -243,7 +243,7 @@ def _fold(items: tuple[ResponsesItem, ...],
                 index=index, rule="orphan-result", call_id=call_id,
                 problem=f"No tool call found for function call output with call_id "
                         f"{call_id}"), None
-    if in_step and reasoning_at is None and not step_calls and not waiting:
+    if in_step and reasoning_at is None and not step_calls and not waiting and not approvals:
         cut = len(items) if stop is None else stop.index
     if stop is not None:
         return cut, stop, None
