@@ -21,6 +21,11 @@ disposal; peak RSS is the process's high-water mark ``VmHWM`` (it includes build
 parent); with ``--traced``, tracemalloc's traced memory before and after each round. The
 process CPU time of each round is recorded beside its wall time. The timed rounds run without
 tracemalloc: it slows the children down several times.
+
+What is judged after a disposal is what the runtime controls: live allocator blocks and
+traced memory. RSS after a disposal is shown as a diagnostic only: it is what CPython's and
+glibc's allocators keep of freed memory (pymalloc frees an arena only when every block in it is
+free), which no runtime decides.
 """
 
 from __future__ import annotations
@@ -289,14 +294,16 @@ def _rows(load: _Load, all_figures: Sequence[dict[str, Any]], traced: dict[str, 
     if load.rounds > 1:
         ratios = sorted(_round_ratio(f) for f in all_figures)
         # The label stays the same from run to run; each process's ratio is in the notes.
-        rows += [Row(f"{label}: RSS after the last round / after round 1"
+        # RSS after a disposal is what CPython's and glibc's allocators keep, not what the
+        # runtime holds: shown, not judged (traced memory and live blocks are judged below).
+        rows += [Row(f"{label}: diagnostic: RSS after the last round / after round 1"
                      + (f" (median of {len(ratios)} processes)" if len(ratios) > 1 else ""),
-                     ratios[len(ratios) // 2], "x", target("<=", 1.10, "(round one + 10%)")),
+                     ratios[len(ratios) // 2], "x"),
                  Row(f"{label}: RSS with all children done, last round / round 1",
                      measured[-1]["rss_done"] / measured[0]["rss_done"], "x")]
     rows += [
-        Row(f"{label}: RSS after dispose / before", measured[-1]["rss_after"] / before["rss"],
-            "x", target("<=", 1.10, "(baseline + 10%)")),
+        Row(f"{label}: diagnostic: RSS after dispose / before",
+            measured[-1]["rss_after"] / before["rss"], "x"),
         Row(f"{label}: live allocator blocks after dispose / before",
             measured[-1]["blocks_after"] / before["blocks"], "x",
             target("<=", 1.10, "(baseline + 10%)")),

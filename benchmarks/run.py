@@ -37,6 +37,7 @@ MODULES: tuple[str, ...] = (
     "benchmarks.bench_surface",
     "benchmarks.bench_fork_core",
     "benchmarks.bench_fork_shell",
+    "benchmarks.bench_fork_floor",
     "benchmarks.bench_fork_memory",
     "benchmarks.bench_fork_load",
     "benchmarks.bench_store",

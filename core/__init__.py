@@ -3,7 +3,7 @@
 * :mod:`.log` — the DSH log kernel: the event model, the codec, the turn grammar, balance (the
   trace), the completed-turn seed, the model history, closing a turn, descriptors, retries;
 * :mod:`.delegation` — the delegation rules: depth, requests, the child plan, results, what the
-  parent's model sees, structured output;
+  parent's model sees, structured output, the cache-preserving fork's texts;
 * :mod:`.machine` — the turn machine (``feed``) and continuation: continuable children, their
   control tools, background jobs;
 * :mod:`.formats` — OpenAI Chat, OpenAI Responses and Anthropic histories (its own front door,
@@ -23,6 +23,7 @@ tier's contract), plus the tiers themselves and the namespaces ``events``, ``gra
 from . import delegation, events, grammar, log, loop, machine
 from .delegation import (
     ANNOTATION_KEYWORDS,
+    CLOSING_REPORT_SECTION,
     CONSTRAINT_KEYWORDS,
     DELEGATION_SECTION,
     DEPTH,
@@ -30,12 +31,16 @@ from .delegation import (
     INVALID_ARGS_ERROR,
     INVALID_TOOL_FILTER,
     MAX_DIAGNOSTIC_BYTES,
+    PERSONA_CONTEXT_NAME,
+    PERSONA_CONTEXT_ORDER,
     PERSONA_SECTION_NAME,
     PERSONA_SECTION_ORDER,
     RESERVED_TOOL_NAMES,
     SCHEMA_TYPES,
     STOP_REASON_HEADLINES,
     STOP_REASONS,
+    STRUCTURED_ANSWER_NAME,
+    STRUCTURED_ANSWER_ORDER,
     STRUCTURED_OUTPUT_DESCRIPTION,
     STRUCTURED_OUTPUT_INSTRUCTION,
     STRUCTURED_OUTPUT_RECORDED,
@@ -72,6 +77,7 @@ from .delegation import (
     accounting_turn_end,
     already_recorded_message,
     bound_diagnostic,
+    cache_preserving_context,
     check_capabilities,
     check_object_schema,
     check_request,
@@ -86,6 +92,7 @@ from .delegation import (
     output_text,
     parent_depth,
     parse_tool_arguments,
+    persona_context,
     plan_child,
     read_result,
     read_turn,
@@ -100,6 +107,8 @@ from .delegation import (
     resolve_child_options,
     stop_reason_for,
     stop_reason_headline,
+    structured_answer,
+    structured_answer_context,
     structured_output_contract,
     subagent_prompt_description,
     subagent_tool_description,
@@ -482,7 +491,10 @@ __all__ = [
     "already_recorded_message", "render_structured_recorded", "render_already_recorded",
     "render_invalid_arguments", "SCHEMA_TYPES", "CONSTRAINT_KEYWORDS", "ANNOTATION_KEYWORDS",
     "JsonSchemaError", "SupportedSchema", "check_schema", "check_object_schema", "value_violations",
-    "parse_tool_arguments", "ToolOutcome",
+    "parse_tool_arguments", "ToolOutcome", "PERSONA_CONTEXT_NAME", "PERSONA_CONTEXT_ORDER",
+    "STRUCTURED_ANSWER_NAME", "STRUCTURED_ANSWER_ORDER", "CLOSING_REPORT_SECTION",
+    "persona_context", "structured_answer_context", "cache_preserving_context",
+    "structured_answer",
     # machine
     "Followup", "Steer", "Begin", "StepPrepared", "StepBlocked", "Chunk", "StreamEnded",
     "BackoffDone", "ToolDone", "Failed", "CancelRequested", "Cancelled", "LoopInput", "Wake",

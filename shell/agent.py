@@ -345,7 +345,7 @@ class Agent:
         for section in merged.sections():
             tool = section.name.removeprefix("tool:")
             hidden = tool != section.name and tool in self.tools.registry \
-                and not self.tools.permits(tool)
+                and not self.tools.offers(tool)
             merged.add(msgspec.structs.replace(section, text="") if hidden
                        else self._interpolated(section))
         return compose_system_prompt(merged)

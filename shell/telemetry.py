@@ -123,14 +123,28 @@ class Telemetry:
                                              tracer_provider=self.tracer_provider)
         return self._tracer
 
+    @property
+    def recording(self) -> Tracer | None:
+        """The tracer, when a span made now could be recorded: ``None`` without the extra,
+        and while no provider is given and none is set globally (OpenTelemetry's proxy
+        provider then makes only non-recording spans; a provider set later is seen by the
+        spans made after it)."""
+        tracer = self.tracer
+        if tracer is None or self.tracer_provider is not None:
+            return tracer
+        trace, _ = _API
+        return None if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider) \
+            else tracer
+
     def agent_spans(self, agent_id: str) -> AgentSpans | None:
-        """The spans of one agent's turns (``None`` without the extra)."""
+        """The spans of one agent's turns (``None`` without the extra; they are started turn
+        by turn, so a provider set later records the turns after it)."""
         tracer = self.tracer
         return None if tracer is None else AgentSpans(tracer, agent_id)
 
     def run_span(self, child_id: str, parent_id: str, provider: str) -> RunSpan | None:
-        """The span of one child run, started now (``None`` without the extra)."""
-        tracer = self.tracer
+        """The span of one child run, started now (``None`` when nothing would record it)."""
+        tracer = self.recording
         return None if tracer is None else RunSpan(tracer, child_id, parent_id, provider)
 
 

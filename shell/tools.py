@@ -5,7 +5,8 @@ system-prompt sections.
 * :class:`ToolScope` is one agent's view of a registry: it can *add* tools of its own (a child's
   ``structured_output``) and *restrict* the registry's tools with ``{allow?, deny?}``.
   Restrictions only ever narrow (they intersect) and name global tools only. A restricted tool
-  is absent from the model's tool list and refuses to run if called anyway.
+  is absent from the model's tool list and refuses to run if called anyway. A scope may instead
+  fix the list it offers (``listed``): a restricted tool is then listed and still refused.
 * A handler returns text, content blocks or a :class:`ToolOutcome`; raising :class:`ToolError`
   gives an error result carrying ``{name, code}``, any other exception an ``Error: <message>``
   result without one (DSH's rule for plain errors).
@@ -306,11 +307,17 @@ class ToolScope:
             never restricted.
         restriction: a first ``{allow?, deny?}`` on the registry's tools, already checked
             (:func:`turnfork.core.validate_tool_filter`, as a child plan's is): taken as is.
+        listed: the tool list the model is offered, fixed as given (a cache-preserving fork
+            child lists its parent's); ``None``: derived from the rest. What a call runs is
+            decided by the rest either way: a listed tool this scope does not have is refused
+            as an unknown one.
     """
 
     def __init__(self, registry: ToolRegistry, added: Iterable[Tool] = (),
-                 restriction: ToolRestriction | None = None) -> None:
+                 restriction: ToolRestriction | None = None,
+                 listed: Sequence[Tool] | None = None) -> None:
         self.registry = registry
+        self.listed = None if listed is None else tuple(listed)
         self._added: dict[str, Tool] = {}
         self._restrictions: list[ToolRestriction] = []
         #: Checked before every call of this scope's agent, known tool or not: the first
@@ -345,9 +352,19 @@ class ToolScope:
         """Whether a global tool passes every restriction of this scope."""
         return all(_permits(restriction, name) for restriction in self._restrictions)
 
+    def offers(self, name: str) -> bool:
+        """Whether the model's tool list holds a global tool (what decides whether its
+        ``tool:<name>`` guidance is shown)."""
+        if self.listed is not None:
+            return any(tool.name == name for tool in self.listed)
+        return self.permits(name)
+
     def tools(self) -> tuple[Tool, ...]:
-        """The tools the model is offered, permitted global ones and this scope's own, in
-        DSH's canonical order: by name, code unit by code unit."""
+        """The tools the model is offered: :attr:`listed` when fixed, else the permitted
+        global ones and this scope's own, in DSH's canonical order: by name, code unit by code
+        unit."""
+        if self.listed is not None:
+            return self.listed
         shared = [tool for tool in self.registry.list()
                   if tool.name not in self._added and self.permits(tool.name)]
         return tuple(sorted((*shared, *self._added.values()), key=_code_units))

@@ -4,7 +4,7 @@ Depth (:mod:`.depth`), requests and their checks (:mod:`.request`), the child pl
 (:mod:`.child_plan`), reading a child's result (:mod:`.results`), what the parent's model sees
 (:mod:`.render`), structured output (:mod:`.structured`) over DSH's JSON Schema subset
 (:mod:`.schema_subset`), a tool call's arguments (:mod:`.arguments`) and outcome
-(:mod:`.outcome`).
+(:mod:`.outcome`), and the cache-preserving fork's texts (:mod:`.cache_fork`).
 
 A tier of its own: copy this folder with the log tier (``core/log/``, ``core/_checking.py``,
 ``core/_json.py``) beside it. It reads the log tier only through that tier's front door. This
@@ -13,6 +13,17 @@ A tier of its own: copy this folder with the log tier (``core/log/``, ``core/_ch
 
 from .arguments import (
     parse_tool_arguments,
+)
+from .cache_fork import (
+    CLOSING_REPORT_SECTION,
+    PERSONA_CONTEXT_NAME,
+    PERSONA_CONTEXT_ORDER,
+    STRUCTURED_ANSWER_NAME,
+    STRUCTURED_ANSWER_ORDER,
+    cache_preserving_context,
+    persona_context,
+    structured_answer,
+    structured_answer_context,
 )
 from .child_plan import (
     DELEGATION_SECTION,
@@ -154,4 +165,8 @@ __all__ = [
     "parse_tool_arguments",
     # outcome
     "ToolOutcome",
+    # cache_fork
+    "PERSONA_CONTEXT_NAME", "PERSONA_CONTEXT_ORDER", "STRUCTURED_ANSWER_NAME",
+    "STRUCTURED_ANSWER_ORDER", "CLOSING_REPORT_SECTION", "persona_context",
+    "structured_answer_context", "cache_preserving_context", "structured_answer",
 ]

@@ -183,7 +183,7 @@ agent_provider=UNSET, agent_model=UNSET, persona=UNSET, tool_filter=UNSET)
             case Success(compiled):
                 structured = _structured_output_contract(compiled)
     return Success(CheckedRequest(request=request, provider_name=provider_name,
-                                  descriptor=one_shot_descriptor(provider_name, request.label),
+                                  descriptor=_one_shot_descriptor(provider_name, request.label),
                                   structured=structured))
 
 
@@ -316,7 +316,7 @@ def plan_child(parent: ParentView, request: StartRequest | CheckedRequest,
     """
     checked: CheckedRequest
     if isinstance(request, StartRequest):
-        match check_request(provider_name, capabilities, request):
+        match _check_request(provider_name, capabilities, request):
             case Failure(refused):
                 return Failure(refused)
             case Success(checked):
@@ -344,13 +344,13 @@ def plan_child(parent: ParentView, request: StartRequest | CheckedRequest,
         sections.append(checked.structured.section)
     return Success(ChildPlan(
         kind=kind,
-        header=child_header(parent.header, child_id=child_id, created_at=created_at, depth=depth,
-                            seed_length=0 if seed is None else len(seed),
-                            agent_preset=parent.agent_preset),
+        header=_child_header(parent.header, child_id=child_id, created_at=created_at, depth=depth,
+                             seed_length=0 if seed is None else len(seed),
+                             agent_preset=parent.agent_preset),
         seed=seed,
         seed_trace=seed_trace,
-        options=resolve_child_options(parent.options, wanted.agent_options, depth),
-        policy=delegated_policy(parent.events, parent.approval_in_use, parent.trace),
+        options=_resolve_child_options(parent.options, wanted.agent_options, depth),
+        policy=_delegated_policy(parent.events, parent.approval_in_use, parent.trace),
         descriptor=checked.descriptor,
         prompt=wanted.prompt,
         sections=tuple(sections),
@@ -367,4 +367,14 @@ def _fork_cut(parent: ParentView) -> tuple[Sequence[Event] | None, Trace | None]
     if kept is not None and parent.trace is not None \
             and kept.trace.length == parent.trace.completed_prefix_length == len(kept.events):
         return (kept.events, kept.trace) if kept.trace.length else (None, None)
-    return fork_seed(parent.events, parent.trace), None
+    return _fork_seed(parent.events, parent.trace), None
+
+
+# This module's entry points call its other public functions with values they took in (or
+# derived from them): plain, so a start is checked once, at the entry point it came in by.
+_check_request = plain(check_request)
+_child_header = plain(child_header)
+_resolve_child_options = plain(resolve_child_options)
+_delegated_policy = plain(delegated_policy)
+_one_shot_descriptor = plain(one_shot_descriptor)
+_fork_seed = plain(fork_seed)

@@ -85,9 +85,13 @@ def validate_max_depth(max_depth: object) -> Result[None, DepthError]:
     'subagent maxDepth must be a non-negative safe integer'
     """
     if max_depth is None or _as_depth(max_depth) is not None:
-        return Success(None)
+        return _VALID
     return Failure(DepthError(problem="invalid-max-depth",
                               message="subagent maxDepth must be a non-negative safe integer"))
+
+
+#: A result is immutable: the one valid answer is made once (a fork start asks thrice).
+_VALID: Result[None, DepthError] = Success(None)
 
 
 @checked
@@ -173,9 +177,23 @@ def resolve_child_depth(header_depth: int | None, runtime_depth: int | float | N
     >>> resolve_child_depth(3, None, 3).failure().message
     'subagent depth 4 exceeds maxDepth 3'
     """
+    # Every start asks this; when every value is a plain safe integer (or absent) and the
+    # child fits, the answer is the sum, without the steps' intermediate results. Anything
+    # else takes the steps, which name the problem.
+    if _safe(header_depth) and _safe(runtime_depth) and _safe(max_depth):
+        depth = max(header_depth or 0, int(runtime_depth or 0)) + 1
+        if depth <= MAX_SAFE_INTEGER and (max_depth is None or depth <= max_depth):
+            return _ROOT_CHILD if depth == 1 else Success(depth)
     match validate_max_depth(max_depth):
         case Failure(error):
             return Failure(error)
     cap = None if max_depth is None else _as_depth(max_depth)
     return parent_depth(header_depth, runtime_depth).bind(
         lambda depth: child_depth(depth, cap))
+
+
+_ROOT_CHILD: Result[int, DepthError] = Success(1)
+
+
+def _safe(value: object) -> bool:
+    return value is None or (type(value) is int and 0 <= value <= MAX_SAFE_INTEGER)

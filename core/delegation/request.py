@@ -169,7 +169,11 @@ def check_capabilities(provider_name: str, capabilities: Capabilities,
                 code=UNSUPPORTED_CAPABILITY, name="SubagentError",
                 message=f'subagent provider "{provider_name}" does not support the '
                         f'"{capability}" capability'))
-    return Success(None)
+    return _SUPPORTED
+
+
+#: A result is immutable: the one success is made once (every start asks).
+_SUPPORTED: Result[None, StartError] = Success(None)
 
 
 def _quoted(names: Collection[str]) -> str:

@@ -18,7 +18,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import TypeVar, overload
 
-from .._checking import checked
+from .._checking import checked, plain
 from .events import Event, TurnEndEvent
 
 __all__ = [
@@ -159,7 +159,7 @@ def completed_turn_prefix(events: Sequence[Event]) -> Sequence[Event]:
     gives the same object), an empty view when no turn has completed, and otherwise a
     :class:`PrefixView`. Cost: O(events after the cut).
     """
-    cut = completed_turn_cut(events)
+    cut = plain(completed_turn_cut)(events)  # the entry point checked ``events`` already
     if cut == len(events):
         return events
     return PrefixView(events, cut)

@@ -75,6 +75,7 @@ from ...core import (
     SubagentResult,
     TextBlock,
     UserMessage,
+    cache_preserving_context,
     check_continuable,
     child_identity,
     epoch_stop_reason,
@@ -319,6 +320,15 @@ def resumed_scope(host: SubagentHost, terms: ResumeTerms, scope: ToolScope | Non
     return scope
 
 
+def _own_sections(sections: tuple[PromptSection, ...], context: tuple[PromptSection, ...],
+                  persona: str | None, cached: bool) -> tuple[PromptSection, ...]:
+    """A continuable child's own contributions: its sections and runtime context, or, cache
+    preserving, the runtime context alone with its persona moved into it."""
+    if not cached:
+        return (*sections, *context)
+    return (*context, *cache_preserving_context(persona, None))
+
+
 class _ChildLocks:
     """One lock per child id, kept only while someone holds or waits for it: deliveries to
     one child run one at a time (a second follow-up waits for the first one's cold resume)."""
@@ -488,18 +498,21 @@ class ContinuationManager:
                 # parent's at the cut, computed once for every child seeded there.
                 session.adopt_history(parent.session.completed_prefix_history)
             options = terms.options
+            cached = self._cache_preserving(provider, seeded=seed.events is not None)
             agent = self.host.build_agent(
                 session, provider=options.provider, model=options.model,
                 max_tokens=options.max_tokens, subagent_depth=terms.depth,
                 approval=parent.approval_composed,
-                tools_scope=ToolScope(self.host.tools, restriction=request.tool_filter))
+                tools_scope=ToolScope(self.host.tools, restriction=request.tool_filter,
+                                      listed=parent.tools.tools() if cached else None))
             for policy in terms.policy:
                 if isinstance(policy, SandboxModeData):
                     session.append(SandboxModeEvent, policy)
                 elif isinstance(policy, ApprovalPolicyData):
                     agent.set_approval_policy(policy.policy, source="delegation")
             agent.approval_policy = "never"  # a child never asks, approval composed or not
-            self._compose(agent, parent, (*terms.sections, *terms.context), undo)
+            self._compose(agent, parent, _own_sections(terms.sections, terms.context,
+                                                       request.persona, cached), undo)
             await self._checkpoint(parent, signal)
             activation = await self._publish(agent, parent, provider, label=request.label,
                                              seed_length=plan.seed_length, undo=undo,
@@ -529,6 +542,12 @@ class ContinuationManager:
             if forget is not None:
                 forget()
             raise
+
+    def _cache_preserving(self, provider_name: str, *, seeded: bool) -> bool:
+        # A seeded child of a provider made cache-preserving (a ForkProvider option); a
+        # resumed child follows the provider registered under its descriptor's name now.
+        found = self.runtime.get_provider(provider_name)
+        return seeded and getattr(found, "cache_preserving", False) is True
 
     def _compose(self, agent: Agent, parent: Agent, own: Iterable[PromptSection],
                  undo: list[Callable[[], None]]) -> None:
@@ -702,12 +721,18 @@ class ContinuationManager:
         window = self._open_window()
         undo: list[Callable[[], None]] = []
         try:
+            cached = self._cache_preserving(
+                terms.provider_name, seeded=isinstance(header.seed_length, int)
+                and header.seed_length > 0)
             agent = self.host.build_agent(
                 session, provider=terms.options.provider, model=terms.options.model,
                 approval=parent.approval_composed,
-                tools_scope=resumed_scope(self.host, terms))
+                tools_scope=ToolScope(self.host.tools, restriction=terms.tool_filter,
+                                      listed=parent.tools.tools()) if cached
+                else resumed_scope(self.host, terms))
             agent.approval_policy = terms.approval_policy
-            self._compose(agent, parent, (*terms.sections, *terms.context), undo)
+            self._compose(agent, parent, _own_sections(terms.sections, terms.context,
+                                                       terms.persona, cached), undo)
             await self._checkpoint(parent, signal, resuming=child_id)
             seed_length = header.seed_length if isinstance(header.seed_length, int) else 0
             return await self._publish(agent, parent, terms.provider_name, label=terms.label,

@@ -49,13 +49,14 @@ from ...core import (
     SandboxModeEvent,
     StartError,
     Trace,
+    cache_preserving_context,
     plan_child,
 )
 from ..abort import AbortSignal
 from ..agent import Agent
 from ..session import Session
 from ..store import SessionNotFoundError
-from ..tools import ToolScope
+from ..tools import Tool, ToolScope
 from .contract import (
     SubagentAbortedError,
     SubagentHost,
@@ -123,6 +124,8 @@ class InProcessProvider:
     """
 
     kind: Literal["fork", "spawn"] = "spawn"
+    #: Whether fork children keep their parent's request head (see :class:`ForkProvider`).
+    cache_preserving: bool = False
 
     def __init__(self, provider_name: str) -> None:
         if not provider_name:
@@ -153,12 +156,23 @@ class InProcessProvider:
 
 
 class ForkProvider(InProcessProvider):
-    """Children start from the parent's completed turns (``inherits_parent_context``)."""
+    """Children start from the parent's completed turns (``inherits_parent_context``).
+
+    ``cache_preserving=True`` (not DSH's; default off): a child's system prompt and tool list
+    are its parent's, byte for byte, so its first request extends its parent's last one in
+    the order a provider renders a prompt, whatever persona, tool filter, output schema or
+    report tool it has: those ride in its runtime context, after its seed
+    (:mod:`turnfork.core.delegation.cache_fork`); a tool its filter forbids stays listed and is
+    refused when called; an output schema is answered in the closing message instead of a
+    ``structured_output`` call. Before the parent's first completed turn a child is composed
+    as DSH's (there is no prefix to keep).
+    """
 
     kind: Literal["fork", "spawn"] = "fork"
 
-    def __init__(self, provider_name: str = "fork") -> None:
+    def __init__(self, provider_name: str = "fork", *, cache_preserving: bool = False) -> None:
         super().__init__(provider_name)
+        self.cache_preserving = cache_preserving
 
 
 class SpawnProvider(InProcessProvider):
@@ -211,12 +225,18 @@ class ChildSetup:
     sections: tuple[PromptSection, ...]
     #: What the plan read of the parent (``None``: not kept).
     parent: ParentView | None = None
+    #: A cache-preserving child's tool list: its parent's, read with the rest (else ``None``).
+    listed: tuple[Tool, ...] | None = None
 
 
 def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
                signal: AbortSignal | None, *, kind: Literal["fork", "spawn"],
-               provider_name: str) -> ChildSetup:
+               provider_name: str, cache_preserving: bool = False) -> ChildSetup:
     """Refuse an aborted start, then plan the child with the core (synchronously).
+
+    ``cache_preserving``: compose the child as :class:`ForkProvider` says for that mode (only
+    the parent's deployment sections; the plan's persona and output schema as runtime
+    context; the parent's tool list).
 
     Raises:
         SubagentStartError: the core's plan refused; :class:`SubagentAbortedError` when the
@@ -224,12 +244,20 @@ def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
     """
     if signal is not None and signal.aborted:
         raise SubagentAbortedError()
+    # The known tools matter only to a tool filter (and checking the collection costs).
+    known = None if request.request.tool_filter is None else host.tools.names()
     view = parent_view(parent)
     planned = plan_child(view, request, kind, provider_name=provider_name,
-                         child_id=host.ids(), created_at=host.clock(),
-                         known_tools=host.tools.names())
+                         child_id=host.ids(), created_at=host.clock(), known_tools=known)
     raise_on_failure(planned)
     plan = planned.unwrap()
+    if cache_preserving and plan.seed is not None:
+        deployment = tuple(section for section in parent.prompt_sections.sections()
+                           if section.kind == "section")
+        return ChildSetup(plan=plan, approval=parent.approval_composed,
+                          sections=(*deployment, *plan.context,
+                                    *cache_preserving_context(plan.persona, plan.structured)),
+                          parent=view, listed=parent.tools.tools())
     sections = tuple(section for section in (*parent.prompt_sections.sections(),
                                              *plan.sections, *plan.context)
                      if section.kind == "section" or section in plan.context)
@@ -287,7 +315,7 @@ def configure_child(host: SubagentHost, session: Session, setup: ChildSetup, *,
     agent = host.build_agent(
         session, provider=options.provider, model=options.model,
         max_tokens=options.max_tokens, subagent_depth=plan.depth, approval=setup.approval,
-        tools_scope=ToolScope(host.tools, restriction=plan.tool_filter),
+        tools_scope=ToolScope(host.tools, restriction=plan.tool_filter, listed=setup.listed),
         preamble=() if descriptor_logged else (plan.descriptor,))
     # Pinned whether or not an approval service is composed: a child never asks.
     agent.approval_policy = "never"
@@ -295,7 +323,7 @@ def configure_child(host: SubagentHost, session: Session, setup: ChildSetup, *,
         agent.prompt_sections.add(section)
     capture = None
     if plan.structured is not None:
-        capture = StructuredCapture(plan.structured)
+        capture = StructuredCapture(plan.structured, in_answer=setup.listed is not None)
         capture.install(agent)
     return agent, capture
 
@@ -327,7 +355,8 @@ async def drive_child(host: SubagentHost, provider: InProcessProvider, request: 
             nothing is left, as after a cancellation).
     """
     setup = plan_setup(host, request, parent, signal, kind=provider.kind,
-                       provider_name=provider.provider_name)
+                       provider_name=provider.provider_name,
+                       cache_preserving=provider.cache_preserving)
     plan = setup.plan
     session = create_child_session(host, plan, seed_history(parent, plan, setup.parent))
     try:

@@ -18,6 +18,10 @@ Rules:
   it (a root that calls it gets the manager's ``UNAUTHORIZED`` refusal), and the guidance goes
   into the child's runtime context — the per-step user message a fresh child writes anyway —
   instead of its system prompt. The cost: the tool's schema in every agent's request.
+* A cache-preserving fork child (``ForkProvider(cache_preserving=True)``) lists its parent's
+  tools, so it gets the tool only when its parent lists it (``scope="global"``), with the
+  guidance in its runtime context; otherwise it gets no tool and the guidance that its
+  closing message of each turn is its report (the settlement notice carries it).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any, Literal
 import msgspec
 
 from ...core import (
+    CLOSING_REPORT_SECTION,
     ToolOutcome,
     no_calling_agent,
     render_report_accepted,
@@ -84,11 +89,18 @@ class ReportTool:
             host.tools.unregister("report")
 
     def _setup(self, child: Agent) -> Callable[[], None]:
+        listed = child.tools.listed
+        if listed is not None and not any(tool.name == self.tool.name for tool in listed):
+            # A cache-preserving child whose parent lists no report tool: adding one would
+            # change its request head, so its closing message is its report.
+            child.prompt_sections.add(CLOSING_REPORT_SECTION)
+            return lambda: child.prompt_sections.remove(CLOSING_REPORT_SECTION.name)
+        section = self.section if listed is None else report_section("context")
         child.tools.add(self.tool)
-        child.prompt_sections.add(self.section)
+        child.prompt_sections.add(section)
 
         def undo() -> None:
-            child.prompt_sections.remove(self.section.name)
+            child.prompt_sections.remove(section.name)
             child.tools.remove(self.tool.name)
 
         return undo

@@ -45,9 +45,11 @@ from ...core import (
     already_recorded_message,
     bound_diagnostic,
     describe_failure,
+    final_assistant_output,
     read_result,
     render_invalid_arguments,
     render_structured_recorded,
+    structured_answer,
     validate_structured_arguments,
 )
 from ..abort import AbortSignal
@@ -80,10 +82,16 @@ class SubagentChild(Protocol):
 
 
 class StructuredCapture:
-    """A child's ``structured_output`` runtime: its tool, its guard, and what it captured."""
+    """A child's ``structured_output`` runtime: its tool, its guard, and what it captured.
 
-    def __init__(self, contract: StructuredOutputContract) -> None:
+    ``in_answer``: the cache-preserving fork's form: no tool, no guard, no section; the value
+    is read from the child's closing message when its run ends
+    (:func:`turnfork.core.structured_answer`).
+    """
+
+    def __init__(self, contract: StructuredOutputContract, *, in_answer: bool = False) -> None:
         self.contract = contract
+        self.in_answer = in_answer
         self.value: Raw | None = None
         self._installed_on: CallingAgent | None = None
         parameters = msgspec.json.decode(contract.tool.parameters)
@@ -103,8 +111,16 @@ class StructuredCapture:
         """After the capture, every call (of any tool) is denied."""
         return None if self.value is None else already_recorded_message(ctx.tool_name)
 
+    def read_answer(self, events: Sequence[Event]) -> None:
+        """In the ``in_answer`` form, capture the value the child's closing message carries."""
+        if self.in_answer and self.value is None:
+            self.value = structured_answer(self.contract, final_assistant_output(events))
+
     def install(self, agent: Agent) -> None:
-        """Add the tool and the guard to the child's own scope (its section is in the plan)."""
+        """Add the tool and the guard to the child's own scope (its section is in the plan);
+        nothing in the ``in_answer`` form."""
+        if self.in_answer:
+            return
         agent.tools.add(self.tool)
         agent.tools.guards.append(self.guard)
         self._installed_on = agent
@@ -251,6 +267,8 @@ class SubagentRun:
             await self.child.when_idle()
         finally:
             self._detach()
+        if self._capture is not None:
+            self._capture.read_answer(self.own_events())
         result = read_result(self.own_events(), self._cancelled,
                              None if self._capture is None else self._capture.value,
                              structured_requested=self._capture is not None)

@@ -84,9 +84,9 @@ def test_quick_run_prints_a_table_and_writes_well_formed_json(tmp_path: Path) ->
     assert meta["versions"]["python"] and meta["versions"]["msgspec"]
     assert meta["core_beartype"] == "on"
     assert set(results["benchmarks"]) == {"startup", "codec", "prefix", "surface",
-                                          "fork-core", "fork-shell", "fork-memory",
-                                          "fork-load", "store", "formats", "large-logs",
-                                          "prompt-cache", "turns"}
+                                          "fork-core", "fork-shell", "fork-floor",
+                                          "fork-memory", "fork-load", "store", "formats",
+                                          "large-logs", "prompt-cache", "turns"}
     for name, section in results["benchmarks"].items():
         assert f"== {name}:" in done.stdout
         assert section["unavailable"] is None

@@ -109,3 +109,21 @@ def test_depth_grows_by_one_per_generation(start: int, hops: int) -> None:
         # a resumed child: fresh runtime options, only its header carries the depth
         depth = resolve_child_depth(depth, None, None).unwrap()
     assert depth == start + hops
+
+
+@given(header=st.one_of(st.none(), st.integers(min_value=-2, max_value=2**53 + 1)),
+       runtime=st.one_of(st.none(), st.integers(min_value=-2, max_value=2**53 + 1)),
+       cap=st.one_of(st.none(), st.integers(min_value=-2, max_value=2**53 + 1)))
+def test_resolve_child_depth_is_its_steps(header: int | None, runtime: int | None,
+                                          cap: int | None) -> None:
+    """Ensures that resolve_child_depth (which computes the common case directly) answers as
+    its steps do: the cap's shape, then parent_depth, then child_depth."""
+    shape = validate_max_depth(cap)
+    steps = shape if isinstance(shape, Failure) else \
+        parent_depth(header, runtime).bind(lambda depth: child_depth(depth, cap))
+    resolved = resolve_child_depth(header, runtime, cap)
+    assert type(resolved) is type(steps)
+    if isinstance(steps, Failure):
+        assert resolved.failure() == steps.failure()
+    else:
+        assert resolved.unwrap() == steps.unwrap()

@@ -224,6 +224,44 @@ def test_importing_the_core_decorates_nothing() -> None:
                           text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0 []"
+
+
+CHECKED_BY_A_START = """
+import sys
+from pathlib import Path
+import turnfork.core as core
+def built():
+    found = set()
+    for name, module in list(sys.modules.items()):
+        if name.startswith("turnfork.core"):
+            for value in vars(module).values():
+                if getattr(value, "__turnfork_checked__", False):
+                    cells = dict(zip(value.__code__.co_freevars, value.__closure__))
+                    if cells["decorated"].cell_contents is not None:
+                        found.add(value.__module__ + "." + value.__qualname__)
+    return found
+header, events = core.decode_session(Path(sys.argv[1]).read_bytes(), projected=True).unwrap()
+before = built()
+plan = core.plan_child(core.ParentView(header=header, events=events, approval_in_use=True),
+                       core.StartRequest(prompt=(), label="x"), "fork", provider_name="fork",
+                       child_id="c", created_at=0).unwrap()
+assert plan.seed is not None and plan.policy
+print(sorted(built() - before))
+"""
+
+
+def test_a_start_is_checked_once_at_its_entry_point() -> None:
+    """Ensures that ``plan_child``'s calls of its module's other public functions (the request
+    check, the header, the options, the policy, the descriptor, the seed) bind the plain
+    functions: one start builds one beartype check, ``plan_child``'s own; a caller outside the
+    module still gets the checked ones."""
+    done = subprocess.run([sys.executable, "-c", CHECKED_BY_A_START, str(FIXTURE)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['turnfork.core.delegation.child_plan.plan_child']"
+    with pytest.raises(BeartypeCallHintViolation):
+        core.child_header(42, child_id="c", created_at=0, depth=1,  # type: ignore[arg-type]
+                          seed_length=0)
 def _module_bindings(tree: ast.Module) -> list[tuple[str, ast.expr, int]]:
     bound: list[tuple[str, ast.expr, int]] = []
     for node in tree.body:
@@ -492,6 +530,8 @@ import msgspec
 checked = delegation.check_request("fork", None, delegation.StartRequest(
     prompt=(), output_schema=msgspec.Raw(schema))).unwrap()
 assert checked.structured is not None
+answer = delegation.structured_answer(checked.structured, (log.TextBlock(text=' {"n": 1} '),))
+assert bytes(answer) == b'{"n": 1}', answer
 assert delegation.parse_tool_arguments('{"n": 1}').unwrap() == {"n": 1}
 try:
     delegation.check_request(42, None, request)

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from _wire_prefix import PERSONA
 from fake_openai_server import FakeOpenAI, Recorded, Reply, chunk, prompt_bytes
 
-from turnfork.core import AgentOptions
+from turnfork.core import AgentOptions, ToolRestriction, ToolResultBlock, ToolResultMessage
 from turnfork.shell import (
     ForkProvider,
     Host,
@@ -74,11 +74,13 @@ async def _echo(args: dict[str, Any], ctx: ToolContext) -> str:
     return str(args.get("text", ""))
 
 
-def _compose(host: Host, report: ReportPlacement) -> None:
+def _compose(host: Host, report: ReportPlacement, cache_preserving: bool = False,
+             persona: str | None = None, tool_filter: ToolRestriction | None = None) -> None:
     host.tools.register(Tool("echo", "Echo the text back.", _ECHO, _echo, concurrency_safe=True))
     runtime = SubagentRuntime(host)
-    runtime.register_provider(ForkProvider())
-    SubagentTool(provider="fork", background_mode="continuable",
+    runtime.register_provider(ForkProvider(cache_preserving=cache_preserving))
+    SubagentTool(provider="fork", background_mode="continuable", persona=persona,
+                 tool_filter=tool_filter,
                  agent_options=AgentOptions(provider="child")).install(host)
     SubagentControlTools().install(host)
     if report != "none":
@@ -96,14 +98,31 @@ def _call(name: str, arguments: dict[str, Any], call_id: str) -> Reply:
 
 
 async def _quiet(host: Host) -> None:
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(120):  # a K = 1,000 parent's requests are large
         while host.subagents.continuation.activations() or any(
                 agent.running for agent in host.agents.list()):
             await asyncio.sleep(0.002)
 
 
-async def continued_fork_on_the_wire(root: Path, report: ReportPlacement) -> ContinuedWire:
-    """Run the scenario of the module docstring; returns every request that matters."""
+def _history(turns: int) -> list[ScriptReply]:
+    if turns == 2:  # the scenario's own two turns
+        return [ScriptReply.text("ok"), ScriptReply.text("ok")]
+    script: list[ScriptReply] = []
+    for turn in range(1, turns + 1):  # DSH's K shape, as _wire_prefix's
+        script += [ScriptReply.tool_call("echo", {"text": f"tok{turn:04}"},
+                                         call_id=f"call_{turn:04}"), ScriptReply.text("ok")]
+    return script
+
+
+async def continued_fork_on_the_wire(root: Path, report: ReportPlacement, *, turns: int = 2,
+                                     cache_preserving: bool = False, persona: str | None = None,
+                                     tool_filter: ToolRestriction | None = None
+                                     ) -> ContinuedWire:
+    """Run the scenario of the module docstring; returns every request that matters.
+
+    ``turns``: the parent's scripted turns before the fork (2: the scenario's text turns;
+    otherwise DSH's K shape, an ``echo`` call and ``ok`` each); the rest configure the fork
+    provider and the ``subagent`` tool's children."""
     parent_replies = [_call("subagent", {"description": "Summarise the echoes",
                                          "prompt": "List the words echoed so far."}, "call_fork"),
                       _text("Started."), _text("Noted."), _text("Noted again."),
@@ -116,15 +135,18 @@ async def continued_fork_on_the_wire(root: Path, report: ReportPlacement) -> Con
         async with OpenAIChatModel("m", base_url=parents.base_url) as parent_sdk, \
                 OpenAIChatModel("m", base_url=children.base_url) as child_sdk:
             host = Host(store=JsonlSessionStore(store_root))
-            switch = _Switch(ScriptedModel([ScriptReply.text("ok"), ScriptReply.text("ok")]))
+            switch = _Switch(ScriptedModel(_history(turns)))
             host.models.register("deepseek", switch)
             host.models.register("child", child_sdk)
-            _compose(host, report)
+            _compose(host, report, cache_preserving, persona, tool_filter)
             parent = host.create_agent(provider="deepseek", model="m", system=PERSONA)
-            for turn in (1, 2):
+            for turn in range(1, turns + 1):
                 parent.followup(f"Turn {turn}: remember the word tok{turn}.")
                 await parent.when_idle()
-            seed_messages = len(parent.session.history())
+            # chat messages: a tool result message sends one per result block
+            seed_messages = sum(
+                sum(isinstance(b, ToolResultBlock) for b in m.content)
+                if isinstance(m, ToolResultMessage) else 1 for m in parent.session.history())
             switch.current = parent_sdk
             parent.followup("Start a background fork to list the words.")
             await _quiet(host)
@@ -138,7 +160,7 @@ async def continued_fork_on_the_wire(root: Path, report: ReportPlacement) -> Con
             again = Host(store=JsonlSessionStore(store_root))
             again.models.register("deepseek", parent_sdk)
             again.models.register("child", child_sdk)
-            _compose(again, report)
+            _compose(again, report, cache_preserving, persona, tool_filter)
             resumed = again.create_agent(parent_id, provider="deepseek", model="m",
                                          system=PERSONA)
             await again.subagents.continuation.followup(resumed, child_id, "One last time?")

@@ -32,10 +32,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 from fake_openai_server import FakeOpenAI, Recorded, Reply, chunk, prompt_bytes
 
 from turnfork.core import (
     AssistantMessageEvent,
+    StartRequest,
     TokenUsage,
     ToolRestriction,
     ToolResultBlock,
@@ -57,7 +59,8 @@ from turnfork.shell import (
 from turnfork.shell import Reply as ScriptReply
 from turnfork.shell.models.openai_chat import OpenAIChatModel
 
-__all__ = ["PERSONA", "ForkWire", "PromptShare", "fork_on_the_wire", "prompt_share"]
+__all__ = ["PERSONA", "ForkWire", "PromptShare", "common_prefix", "fork_on_the_wire",
+           "prompt_bytes", "prompt_share"]
 
 #: A deployment persona of a realistic size (the system prompt a parent and its fork share).
 PERSONA = (
@@ -108,7 +111,7 @@ class PromptShare:
             self.leading_messages_equal >= self.seed_messages
 
 
-def _common_prefix(a: bytes, b: bytes) -> int:
+def common_prefix(a: bytes, b: bytes) -> int:
     n = min(len(a), len(b))
     lo, hi = 0, n
     while lo < hi:  # binary search over slice comparisons (done in C)
@@ -139,7 +142,7 @@ def prompt_share(parent: Recorded, child: Recorded, seed_messages: int) -> Promp
     inherited = {**child.body, "messages": [*_system(child.body),
                                             *_conversation(child.body)[:seed_messages]]}
     inherited_prompt = prompt_bytes(inherited)
-    shared = min(_common_prefix(prompt_bytes(child.body), prompt_bytes(parent.body)),
+    shared = min(common_prefix(prompt_bytes(child.body), prompt_bytes(parent.body)),
                  len(inherited_prompt))
     leading = 0
     for mine, theirs in zip(_conversation(child.body), _conversation(parent.body), strict=False):
@@ -148,7 +151,7 @@ def prompt_share(parent: Recorded, child: Recorded, seed_messages: int) -> Promp
         leading += 1
     return PromptShare(
         inherited_bytes=len(inherited_prompt), shared_bytes=shared,
-        body_bytes=len(child.raw), body_shared_bytes=_common_prefix(child.raw, parent.raw),
+        body_bytes=len(child.raw), body_shared_bytes=common_prefix(child.raw, parent.raw),
         system_equal=_system(child.body) == _system(parent.body),
         tools_equal=child.body.get("tools") == parent.body.get("tools"),
         seed_messages=seed_messages, leading_messages_equal=leading)
@@ -207,11 +210,15 @@ def _subagent_call() -> Reply:
 
 async def fork_on_the_wire(turns: int, *, persona: str = PERSONA,
                            child_persona: str | None = None,
-                           tool_filter: ToolRestriction | None = None) -> ForkWire:
+                           tool_filter: ToolRestriction | None = None,
+                           output_schema: str | None = None,
+                           cache_preserving: bool = False) -> ForkWire:
     """Run ``turns`` scripted parent turns, then one turn that forks, over the real SDK.
 
     The parent has the persona, an ``echo`` tool and the ``subagent`` tool (fork provider; by
-    default no persona or tool filter for its children: a plain fork).
+    default no persona or tool filter for its children: a plain fork). ``output_schema``: the
+    tool's start requests also ask for that schema (JSON text); ``cache_preserving``: the
+    fork provider's mode.
     """
     replies = [_subagent_call(),
                Reply(events=(chunk({"content": "tok0001, …"}, finish="stop"),)),
@@ -224,9 +231,17 @@ async def fork_on_the_wire(turns: int, *, persona: str = PERSONA,
         host.tools.register(Tool("echo", "Echo the text back.", _ECHO_SCHEMA, _echo,
                                  concurrency_safe=True))
         runtime = SubagentRuntime(host)
-        runtime.register_provider(ForkProvider())
-        SubagentTool(provider="fork", persona=child_persona,
-                     tool_filter=tool_filter).install(host)
+        runtime.register_provider(ForkProvider(cache_preserving=cache_preserving))
+        tool = SubagentTool(provider="fork", persona=child_persona, tool_filter=tool_filter)
+        if output_schema is not None:
+            plain_request = tool.request
+
+            def with_schema(description: str, prompt: str) -> StartRequest:
+                return msgspec.structs.replace(plain_request(description, prompt),
+                                               output_schema=msgspec.Raw(output_schema.encode()))
+
+            tool.request = with_schema  # type: ignore[method-assign]
+        tool.install(host)
         children: list[Any] = []
 
         def on_event(event: SubagentEvent) -> None:

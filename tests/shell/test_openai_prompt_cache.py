@@ -108,17 +108,32 @@ def test_fork_child_first_request_is_a_prefix_cache_hit(wire: ForkWire) -> None:
 
 def test_benchmark_reports_the_instrument_figures(wire: ForkWire) -> None:
     """Ensures that the prompt-cache benchmark runs (quick) and reports, per K, the share, the
-    body share and the inherited tokens split into hits and misses that add up; and at the
-    largest K a persona's and a tool filter's fork, mostly misses."""
+    body share and the inherited tokens split into hits and misses that add up; and, at
+    K = 10, a persona's, a tool filter's and a structured-output fork and a report-tool child
+    in both modes: mostly misses in DSH's, none in the cache-preserving one; and a continued
+    child whose every request extends the one before, in both modes."""
     section = bench_prompt_cache.run(Settings(quick=True))
     assert section.unavailable is None
     rows = {row.label: row for row in section.rows}
-    assert len(rows) == 8 + 6
-    for variant in ("persona", "tool filter"):
-        hits = rows[f"K=100, {variant}: inherited tokens billed as cache hits"].value
-        misses = rows[f"K=100, {variant}: inherited tokens billed as misses"].value
-        assert misses > 10 * hits > 0
-        assert hits + misses == -(-section.params["variants"][variant]["inherited_bytes"] // 4)
+    assert len(rows) == 8 + 3 * 2 * 3 + 2 * 3
+    for detail in section.params["variants"]:
+        variant, mode = detail["variant"], detail["mode"]
+        misses = rows[f"K=10, {variant}, {mode}: inherited tokens billed as misses"].value
+        assert misses == detail["inherited_tokens"] - detail["hit_tokens"]
+        assert detail["inherited_tokens"] == -(-detail["inherited_bytes"] // 4)
+        fraction = rows[f"K=10, {variant}, {mode}: misses / inherited tokens"]
+        if mode == "DSH":
+            assert fraction.value > 0.5 and fraction.target is None
+        else:
+            assert misses == 0 and fraction.status == "MET"
+            assert detail["system_equal"] and detail["tools_equal"]
+    for detail in section.params["continued"]:
+        mode = detail["mode"]
+        assert detail["every_request_extends_the_previous"]
+        report = rows[f"K=10, report tool (continuable), {mode}: misses / inherited tokens"]
+        assert (report.value == 0) == (mode == "cache-preserving")
+        assert rows[f"K=10, continued child, {mode}: least share of a request its successor "
+                    "repeats"].status == "MET"
     for k in (10, 100):
         per_k = section.params["per_k"][str(k)]
         share = rows[f"K={k}: prompt share (system+tools+seed)"]
