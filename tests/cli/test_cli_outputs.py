@@ -1,7 +1,10 @@
 """What an output may be (issue 25): never a special file replaced (G03), never an input, a
 fork child's seed files included (G04), never a file a live store is writing (G07).
 
-Each test fails on the code before these fixes (cb407df), as its docstring says."""
+The finding tests fail on the code before these fixes (cb407df); three guard the fixes
+rather than reproduce a finding and pass there too (a refused seed writes nothing into a
+FIFO, a released session can be exported over, a FIFO without a reader does not stop the
+refusals)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,9 @@ MODULES: dict[FormatName, ModuleType] = {"openai-chat": openai_chat,
                                          "openai-responses": openai_responses,
                                          "anthropic": anthropic}
 #: (format, history, index of the shape violation): an item the format's check refuses, then
-#: one that does not read at all; each reached an assert on cb407df.
+#: one that does not read at all; on cb407df each Chat and Anthropic case and the Responses
+#: ``[function_call, 5]`` case reached an assert (the Responses output-first case was
+#: already a ``shape`` violation there).
 CASES: list[tuple[FormatName, list[Any], int]] = [
     ("openai-chat", [{"role": "tool"}, {}], 0),
     ("openai-chat", [{"role": "user", "content": "q"}, {"role": "tool", "content": "x"}, 7], 1),
