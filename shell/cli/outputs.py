@@ -20,6 +20,7 @@ asked before a sink is opened.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import os
 import stat
@@ -67,7 +68,7 @@ def output_problem(path: str, *, lock: bool = False) -> str | None:
     return None
 
 
-class Sink:
+class Sink(abc.ABC):
     """Bytes written as they come and made visible at :meth:`commit`, or never."""
 
     def __init__(self, handle: IO[bytes]) -> None:
@@ -85,8 +86,9 @@ class Sink:
         self._handle.seek(size)
         self.written = size
 
+    @abc.abstractmethod
     def commit(self) -> None:
-        raise NotImplementedError
+        """Make what was kept visible at the target."""
 
     def abort(self) -> None:
         """Forget what was written: the target stays as it was."""

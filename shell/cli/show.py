@@ -10,6 +10,7 @@ keeps only the turns it may list and is drawn at the end.
 
 from __future__ import annotations
 
+import abc
 import argparse
 import contextlib
 import json
@@ -164,7 +165,7 @@ def _show_log(args: argparse.Namespace, read: Input) -> int:
     return EXIT_OK  # the pager was left early: what was asked for was seen
 
 
-class _Writer:
+class _Writer(abc.ABC):
     """Where the outline goes as it is built; the output (a pager on a terminal) is opened at
     the first entry to write, so that nothing is shown of a log that turns out unreadable
     before its first turn, or of a choice of turns that names none."""
@@ -184,19 +185,21 @@ class _Writer:
             self.started(self.output)
         return self.output
 
-    def started(self, output: Output) -> None:
+    def started(self, output: Output) -> None:  # noqa: B027 (a hook: most writers write nothing first)
         """The output is open: write what comes first."""
 
+    @abc.abstractmethod
     def entries(self, entries: list[TurnNode | Item]) -> None:
-        raise NotImplementedError
+        """Draw the turns and items the read has just finished."""
 
     def cut_short(self, problem: LogReadError) -> bool:
         """The read failed: say so where the output is, if it was started (then ``True``: the
         output is ended; the error line follows on stderr)."""
         return False
 
+    @abc.abstractmethod
     def end(self, outline: Outline) -> None:
-        raise NotImplementedError
+        """The whole log is read: write what comes last."""
 
 
 def _on_terminal() -> bool:
