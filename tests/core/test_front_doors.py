@@ -185,20 +185,16 @@ def test_the_shell_import_check_sees_a_module_path(tmp_path: Path) -> None:
 
 
 #: The shell's package doors that bind their names at import. ``turnfork.shell`` itself loads
-#: its names on first use (its ``__getattr__`` also answers the names of its modules), and the
-#: Ray door needs the ``ray`` extra.
-SHELL_DOORS = ("turnfork.shell.subagents", "turnfork.shell.models", "turnfork.shell.cli",
-               "turnfork.shell.ray")
+#: its names on first use (its ``__getattr__`` also answers the names of its modules); the
+#: Ray door, which needs the ``ray`` extra, is checked by tests/ray/test_ray_front_door.py.
+SHELL_DOORS = ("turnfork.shell.subagents", "turnfork.shell.models", "turnfork.shell.cli")
 
 
 @pytest.mark.parametrize("name", SHELL_DOORS)
 def test_a_shell_door_binds_exactly_its_all(name: str) -> None:
     """The shell's package doors too: their public names, submodules aside, are their
     ``__all__`` (a door without one binds no public name)."""
-    try:
-        door = importlib.import_module(name)
-    except ImportError as missing:
-        pytest.skip(f"{name} needs an extra: {missing}")
+    door = importlib.import_module(name)
     listed = list(getattr(door, "__all__", ()))
     public = {n for n in vars(door) if not n.startswith("_") and n.isidentifier()}
     submodules = {n for n in public if _is_submodule(door, getattr(door, n))}
