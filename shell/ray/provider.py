@@ -1338,7 +1338,8 @@ class RayProvider:
     kind: Literal["fork", "spawn"] = "spawn"
 
     def __init__(self, pool: RayWorkerPool | Mapping[str, RayWorkerPool], provider_name: str,
-                 *, pool_for: Callable[[CheckedRequest], str] | None = None) -> None:
+                 *, pool_for: Callable[[CheckedRequest], str] | None = None,
+                 cache_preserving: bool = False) -> None:
         if not provider_name:
             raise ValueError("a subagent provider name must not be empty")
         pools = {"default": pool} if isinstance(pool, RayWorkerPool) else dict(pool)
@@ -1351,6 +1352,9 @@ class RayProvider:
         self.capabilities = RAY_CAPABILITIES
         self._pool_for = pool_for or functools.partial(_route_pool, pools)
         self._seeds = {name: _SeedRefs(each) for name, each in pools.items()}
+        #: Compose seeded children as ``ForkProvider(cache_preserving=True)`` does (not DSH's;
+        #: default off): the parent's system prompt and tool list, what differs after the seed.
+        self.cache_preserving = cache_preserving
 
     @property
     def inherits_parent_context(self) -> bool:
@@ -1374,7 +1378,8 @@ class RayProvider:
         """Plan on this host, run on a worker (see the module rules)."""
         host = runtime.host
         setup = plan_setup(host, request, parent, signal, kind=self.kind,
-                           provider_name=self.provider_name)
+                           provider_name=self.provider_name,
+                           cache_preserving=self.cache_preserving)
         name = self._chosen(request)
         pool = self.pools[name]
         pool.check_connected()
@@ -1396,7 +1401,8 @@ class RayProvider:
                                  sandbox_mode=getattr(host, "sandbox_mode", None),
                                  session_titles=bool(getattr(host, "session_titles", True)))
         structured = plan.structured
-        capture = None if structured is None else StructuredCapture(structured)
+        capture = (None if structured is None
+                   else StructuredCapture(structured, in_answer=setup.listed is not None))
         child = RemoteChild(pool=pool, worker=worker, host=host, session=session,
                             spec=spec, seed=seed, capture=capture)
 
@@ -1415,14 +1421,21 @@ class RayProvider:
 
 class RayForkProvider(RayProvider):
     """Children start from the parent's completed turns, their seed shipped once per fork
-    point through the object store."""
+    point through the object store.
+
+    ``cache_preserving=True``: the mode of ``ForkProvider(cache_preserving=True)`` — the
+    child's system prompt and tool list are its parent's (a tool its filter forbids stays
+    listed and is refused when called), its persona and output schema ride after the seed.
+    """
 
     kind: Literal["fork", "spawn"] = "fork"
 
     def __init__(self, pool: RayWorkerPool | Mapping[str, RayWorkerPool],
                  provider_name: str = "ray-fork", *,
-                 pool_for: Callable[[CheckedRequest], str] | None = None) -> None:
-        super().__init__(pool, provider_name, pool_for=pool_for)
+                 pool_for: Callable[[CheckedRequest], str] | None = None,
+                 cache_preserving: bool = False) -> None:
+        super().__init__(pool, provider_name, pool_for=pool_for,
+                         cache_preserving=cache_preserving)
 
 
 class RaySpawnProvider(RayProvider):

@@ -86,7 +86,7 @@ from ..agent import Agent, SandboxMode
 from ..host import Host
 from ..session import Session
 from ..subagents.providers import ChildSetup, configure_child, create_child_session
-from ..tools import CallingAgent
+from ..tools import CallingAgent, Tool
 from ._ray import ray
 
 __all__ = [
@@ -143,6 +143,13 @@ class _ApprovalPolicy(msgspec.Struct, frozen=True, tag="approval"):
     data: ApprovalPolicyData
 
 
+class _ListedTool(msgspec.Struct, frozen=True, array_like=True):
+    # The parameters travel as their JSON text: a msgspec.Raw would be taken for MessagePack.
+    name: str
+    description: str
+    parameters: bytes
+
+
 class ChildSpec(msgspec.Struct, frozen=True, kw_only=True):
     """One child as its provider planned it on the parent's host: the core's plan without its
     seed, seed trace and compiled structured-output contract (rebuilt on the worker), the
@@ -168,6 +175,9 @@ class ChildSpec(msgspec.Struct, frozen=True, kw_only=True):
     host_sections: tuple[PromptSection, ...]
     sandbox_mode: SandboxMode | None
     session_titles: bool
+    #: A cache-preserving fork child's tool list (its parent's, as the model is offered it):
+    #: what the worker's child lists, whatever its own scope runs. ``None``: derived there.
+    listed: tuple[_ListedTool, ...] | None = None
 
     @classmethod
     def planned(cls, setup: ChildSetup, *, host_sections: tuple[PromptSection, ...],
@@ -185,7 +195,10 @@ class ChildSpec(msgspec.Struct, frozen=True, kw_only=True):
             output_schema=(None if structured is None
                            else bytes(structured.output_schema.schema)),
             host_sections=host_sections, sandbox_mode=sandbox_mode,
-            session_titles=session_titles)
+            session_titles=session_titles,
+            listed=None if setup.listed is None else tuple(
+                _ListedTool(name=tool.name, description=tool.description,
+                            parameters=bytes(tool.schema.parameters)) for tool in setup.listed))
 
     def setup(self, *, seed: PrefixView | None, seed_trace: Trace | None,
               structured: StructuredOutputContract | None,
@@ -198,7 +211,22 @@ class ChildSpec(msgspec.Struct, frozen=True, kw_only=True):
             descriptor=self.descriptor, prompt=self.prompt, sections=self.sections,
             context=self.context, persona=self.persona, tool_filter=self.tool_filter,
             structured=structured, depth=self.depth)
-        return ChildSetup(plan=plan, approval=self.approval, sections=self.child_sections)
+        listed = (None if self.listed is None
+                  else tuple(_listed_tool(schema) for schema in self.listed))
+        return ChildSetup(plan=plan, approval=self.approval, sections=self.child_sections,
+                          listed=listed)
+
+
+async def _not_in_scope(args: dict[str, Any], ctx: object) -> str:
+    # Never called: a listed tool the child's scope lacks is refused as an unknown one.
+    raise RuntimeError("a listed tool outside the child's scope was run")
+
+
+def _listed_tool(listed: _ListedTool) -> Tool:
+    """A tool as the parent's model is offered it, for the child's list only (what a call
+    runs is the worker's own scope's)."""
+    return Tool(name=listed.name, description=listed.description,
+                parameters=msgspec.json.decode(listed.parameters), handler=_not_in_scope)
 
 
 class ChildStart(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
