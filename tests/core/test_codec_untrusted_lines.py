@@ -1,0 +1,208 @@
+"""How the codec names what is wrong with an unreadable line, for lines built to reach the less
+travelled paths of its error reporting: a line that is not JSON at all, a lone surrogate beside
+another problem, a ``seq`` that is a boolean, an unsafe integer away from the typed decoder's
+complaint, a key repeated with another shape, and a caller whose stack is nearly used up."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TypeVar
+
+from hypothesis import given
+from hypothesis import strategies as st
+from returns.result import Failure
+
+from turnfork.core.log import (
+    DecodeError,
+    MessageSource,
+    OpaqueEvent,
+    SubagentDescriptorEvent,
+    TextBlock,
+    UserMessage,
+    UserMessageEvent,
+    decode_log,
+    encode_log,
+)
+
+T = TypeVar("T")
+
+
+def _error(line: bytes) -> DecodeError:
+    result = decode_log(line + b"\n")
+    assert isinstance(result, Failure), result
+    error = result.failure()
+    assert isinstance(error, DecodeError)
+    return error
+
+
+def test_a_line_that_is_not_json_says_so_rather_than_what_the_record_decoder_expected() -> None:
+    """``[1, 2`` is cut short: the problem is that, not that a record should be an object."""
+    error = _error(b"[1, 2")
+    assert error.problem == "Input data was truncated"
+    assert (error.seq, error.event_type) == (None, None)
+
+
+def test_a_lone_surrogate_does_not_hide_the_records_type_and_seq() -> None:
+    """A record with ``-0`` is refused; a lone surrogate elsewhere in it still lets the error
+    name the record (read again with the surrogate masked)."""
+    error = _error(b'{"type":"user/message","seq":5,"time":0,'
+                   b'"data":{"x":"\\ud800","y":-0}}')
+    assert (error.seq, error.event_type) == (5, "user/message")
+    assert error.problem.startswith("-0 is not lossless JSON")
+
+
+def test_a_boolean_seq_is_no_seq() -> None:
+    """JSON ``true`` is not a sequence number: the error names the type, not ``seq True``."""
+    for value in (b"true", b"false"):
+        error = _error(b'{"type":"user/message","seq":' + value +
+                       b',"time":0,"data":{"y":-0}}')
+        assert error.seq is None
+        assert error.event_type == "user/message"
+        assert "seq" not in error.message
+
+
+def test_an_unsafe_integer_is_named_even_away_from_the_typed_complaint() -> None:
+    """The typed decoder stops at ``time`` (a string); the line also holds an integer beyond
+    the safe range elsewhere: that is what is named, with no location, since the typed
+    decoder's path does not lead to it. At the path, it is named with its location."""
+    elsewhere = _error(b'{"type":"turn/start","seq":0,"time":"x",'
+                       b'"data":{"turn":1,"n":9007199254740993}}')
+    assert elsewhere.problem == "integer 9007199254740993 is beyond the safe-integer range"
+    there = _error(b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":9007199254740993}}')
+    assert there.problem == ("integer 9007199254740993 is beyond the safe-integer range"
+                             " - at `data.turn`")
+
+
+def test_a_repeated_key_of_another_shape_does_not_break_the_location() -> None:
+    """``data`` twice: the typed decoder complains inside the first (an object), the plain
+    JSON reading keeps the second (a list, or an object without the key). The path then leads
+    nowhere, and the problem is named without a location instead of failing."""
+    unsafe = "integer 9007199254740993 is beyond the safe-integer range"
+    for second, problem in ((b"[9007199254740993]", unsafe),
+                            (b'{"n":9007199254740993}', unsafe),
+                            (b'{"turn":[9007199254740993]}', unsafe + " - at `data.turn`")):
+        error = _error(b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":"x"},'
+                       b'"data":' + second + b"}")
+        assert error.problem == problem
+        assert (error.seq, error.event_type) == (0, "turn/start")
+
+
+def _at_depth(frames: int, call: Callable[[], T]) -> T:
+    return call() if frames <= 0 else _at_depth(frames - 1, call)
+
+
+def test_a_caller_with_little_stack_left_gets_an_error_value_not_a_recursion_error() -> None:
+    """Nesting well within turnfork's limit, decoded by a caller with only a little of the
+    interpreter's stack left: msgspec may run out of room; the codec answers with a
+    ``DecodeError`` value either way (on interpreters whose C stack is counted apart, no
+    margin here runs out and every answer is the ordinary one)."""
+    nested = (b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1,"x":' + b"[" * 60
+              + b"]" * 60 + b"}}\n")
+    ordinary = "Object contains unknown field `x` - at `data`"
+    short = "JSON nested too deeply for the interpreter's remaining stack"
+    here = len(_frames())
+    problems = set()
+    for margin in range(30, 125, 5):
+        result = _at_depth(sys.getrecursionlimit() - here - margin,
+                           lambda: decode_log(nested))
+        assert isinstance(result, Failure), (margin, result)
+        problems.add(result.failure().problem)
+    assert problems <= {ordinary, short}
+    assert ordinary in problems
+
+
+def _frames() -> list[object]:
+    frame, frames = sys._getframe(), []
+    while frame is not None:
+        frames.append(frame)
+        frame = frame.f_back  # type: ignore[assignment]
+    return frames
+
+
+_UNSAFE = {b"9007199254740993": "integer 9007199254740993 is beyond the safe-integer range",
+           b"-9007199254740993": "integer -9007199254740993 is beyond the safe-integer range"}
+_GOOD_LINE = (b'{"type":"turn/start","seq":%d,"time":0,"data":{"turn":1}}')
+
+
+def _payload_line(kind: str, seq: int, poisoned: int | None, tools: int, number: bytes) -> bytes:
+    """An event whose ``Raw`` payloads hold ``number`` where ``poisoned`` says (a tool's
+    index, or 0 for the one payload of the other kinds), else only safe numbers."""
+    def payload(index: int) -> bytes:
+        return b'{"type":"object","maximum":' + (number if index == poisoned else b"7") + b"}"
+
+    head = b'{"type":"%s","seq":%d,"time":0,"data":' % (kind.encode(), seq)
+    if kind == "request/header":
+        listed = b",".join(b'{"name":"t%d","description":"","parameters":%s}' % (index,
+                                                                                 payload(index))
+                           for index in range(tools))
+        return head + (b'{"header":{"config":{"provider":"p","model":"m"},"tools":[%s]},'
+                       b'"reason":"initial"}}' % listed)
+    if kind == "assistant/chunk":
+        return head + (b'{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"stop"},'
+                       b'"replayState":%s}}}' % payload(0))
+    return head + (b'{"turn":1,"step":1,"message":{"source":{"kind":"tool","callId":"c"},'
+                   b'"content":[{"type":"tool-result","toolCallId":"c","content":[]}],'
+                   b'"role":"user","id":"m"},"meta":%s},'
+                   b'"sourceEventSeqs":[],"surfaceOp":"append"}' % payload(0))
+
+
+@given(kind=st.sampled_from(["request/header", "assistant/chunk", "tool/result"]),
+       before=st.integers(0, 3), tools=st.integers(1, 4), data=st.data(),
+       number=st.sampled_from(sorted(_UNSAFE)))
+def test_an_unsafe_number_in_any_payload_is_refused_at_its_line(
+        kind: str, before: int, tools: int, data: st.DataObject, number: bytes) -> None:
+    """Payloads are kept as their JSON text, so the codec checks them itself: an unsafe
+    integer in a replay state, a result's ``meta`` or any of a request header's tool schemas
+    (the first, the last, one between) is refused at its line and seq, after any number of
+    good lines; the same line with only safe numbers reads back."""
+    count = tools if kind == "request/header" else 1
+    poisoned = data.draw(st.none() | st.integers(0, count - 1), label="poisoned")
+    lines = [_GOOD_LINE % seq for seq in range(before)]
+    lines.append(_payload_line(kind, before, poisoned, tools, number))
+    result = decode_log(b"\n".join(lines) + b"\n")
+    if poisoned is None:
+        assert not isinstance(result, Failure), result
+        assert len(result.unwrap()) == before + 1
+    else:
+        assert isinstance(result, Failure), result
+        error = result.failure()
+        assert (error.line, error.seq, error.event_type) == (before + 1, before, kind)
+        assert error.problem == _UNSAFE[number]
+
+
+_WITH_LONE_SURROGATES = st.text(alphabet=st.one_of(
+    st.characters(), st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff"])), max_size=12)
+
+
+@given(texts=st.lists(_WITH_LONE_SURROGATES, min_size=1, max_size=4),
+       pack_chunks=st.booleans())
+def test_lone_surrogates_inside_a_messages_blocks_round_trip(texts: list[str],
+                                                             pack_chunks: bool) -> None:
+    """Half of a surrogate pair in any of a message's text blocks (a tuple inside the event)
+    is written escaped and read back in place, in every block."""
+    event = UserMessageEvent(seq=0, time=0, surface_op="append", data=UserMessage(
+        content=tuple(TextBlock(text=text) for text in texts),
+        source=MessageSource(kind="user"), id="u"))
+    line = encode_log((event,), pack_chunks=pack_chunks)
+    line.decode("utf-8")
+    assert decode_log(line).unwrap() == (event,)
+
+
+def test_a_descriptor_dsh_would_not_accept_is_kept_opaque_with_its_exact_text() -> None:
+    """A ``subagent/descriptor`` the typed model can hold but DSH's service refuses (a
+    continuable one without a label) or cannot classify (a later version) is read as an
+    opaque event with its JSON untouched, alone or among others; an accepted one is typed."""
+    refused = (b'{"version":2,"mode":"continuable","provider":"p"}',
+               b'{"version":3,"mode":"one-shot","provider":"p"}')
+    accepted = b'{"version":2,"mode":"one-shot","provider":"p"}'
+    lines = [b'{"type":"subagent/descriptor","seq":%d,"time":0,"data":%s}' % (seq, data)
+             for seq, data in enumerate((*refused, accepted))]
+    for chosen in ([0], [1], [2], [0, 1, 2]):
+        events = decode_log(b"\n".join(lines[index] for index in chosen) + b"\n").unwrap()
+        for index, event in zip(chosen, events, strict=True):
+            if index == 2:
+                assert isinstance(event, SubagentDescriptorEvent)
+            else:
+                assert isinstance(event, OpaqueEvent)
+                assert (event.type, bytes(event.data)) == ("subagent/descriptor", refused[index])
