@@ -714,7 +714,9 @@ def _restore_envelope(line: bytes, count: int) -> bytes | str:
         return "record is not a JSON object"
     kind = obj.get("type")
     keys = ("seq0", "time0") if isinstance(kind, str) and kind in _ROW_TAGS else ("seq", "time")
-    restored: dict[str, Any] = {"type": obj.pop("type", None), keys[0]: count, keys[1]: 0}
+    # As written: the type first (a record without one says so, as an unprojected one does).
+    restored: dict[str, Any] = {"type": obj.pop("type")} if "type" in obj else {}
+    restored[keys[0]], restored[keys[1]] = count, 0
     restored.update(obj)
     return unmask_json(_ENCODER.encode(restored))
 

@@ -206,3 +206,24 @@ def test_a_descriptor_dsh_would_not_accept_is_kept_opaque_with_its_exact_text() 
             else:
                 assert isinstance(event, OpaqueEvent)
                 assert (event.type, bytes(event.data)) == ("subagent/descriptor", refused[index])
+
+
+def test_a_projected_record_reads_as_the_record_it_would_have_been() -> None:
+    """DSH's committed fixtures leave out ``seq`` and ``time``: restored by counting, the
+    record is named as an unprojected one would be — without a type, with a null type — and
+    blank lines between records are skipped, not the end of the log."""
+    for record in (b'{"data":{"turn":1}}', b'{"type":null,"data":{"turn":1}}'):
+        projected = _error_of(record, projected=True)
+        written = _error_of(record[:1] + b'"seq":0,"time":0,' + record[1:], projected=False)
+        assert projected == written
+    assert _error_of(b'{"data":{"turn":1}}', projected=True).problem == \
+        "Object missing required field `type`"
+    events = decode_log(b'{"type":"turn/start","data":{"turn":1}}\n\n  \n'
+                        b'{"type":"turn/start","data":{"turn":2}}\n', projected=True).unwrap()
+    assert [(event.seq, event.data.turn) for event in events] == [(0, 1), (1, 2)]
+
+
+def _error_of(line: bytes, *, projected: bool) -> DecodeError:
+    result = decode_log(line + b"\n", projected=projected)
+    assert isinstance(result, Failure), result
+    return result.failure()
