@@ -134,7 +134,7 @@ class _Observed:
         self.at: dict[str, int] = {}
 
     def __call__(self, event: object) -> None:
-        from turnfork.shell import SubagentStart
+        from turnfork.shell.subagents import SubagentStart
 
         if isinstance(event, SubagentStart):
             self.at[event.id] = time.perf_counter_ns()

@@ -7,23 +7,24 @@ copying); stores keep sessions in memory or in DSH's JSONL layout on disk; the s
 is the embedded default model and :class:`OpenAIChatModel` talks to any OpenAI-compatible
 endpoint.
 
-The front door below is what a host needs; everything else lives in its module
-(``turnfork.shell.agent``, ``.session``, ``.store``, ``.jsonl_store``, ``.tools``,
-``.subagents``, ``.models``, ``.clock``, ``.abort``, ``.errors``, ``.telemetry``) and stays
-importable from this package too. Importing the package costs next to nothing: each name is
-loaded on first use. The library's loggers (``turnfork`` and its children, one per module) are
+The front door below (``__all__``) is what a host needs, and the whole contract of this
+package; everything else lives in its module (``turnfork.shell.agent``, ``.session``,
+``.store``, ``.jsonl_store``, ``.tools``, ``.subagents``, ``.models``, ``.clock``, ``.abort``,
+``.errors``, ``.telemetry``) and is imported from there. A module's public name asked of the
+package still resolves, for code written when the package answered for its modules, with a
+``DeprecationWarning`` naming its home. Importing the package costs next to nothing: each name
+is loaded on first use. The library's loggers (``turnfork`` and its children, one per module) are
 silent until the application configures logging: ``turnfork`` has a ``NullHandler``.
 """
 
-from __future__ import annotations
+import importlib as _importlib
+import logging as _logging
+import typing as _typing
+import warnings as _warnings
 
-import importlib
-import logging
-from typing import TYPE_CHECKING, Any
+_logging.getLogger("turnfork").addHandler(_logging.NullHandler())
 
-logging.getLogger("turnfork").addHandler(logging.NullHandler())
-
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from ..core import RunResult as RunResult
     from .abort import AbortController as AbortController
     from .agent import Agent as Agent
@@ -69,6 +70,12 @@ _FRONT_DOOR = {
     "AgentDisposedError": ".agent",
     "RunResult": "..core",
     "ModelError": ".errors",
+    "ModelRateLimitedError": ".errors",
+    "ModelTimeoutError": ".errors",
+    "ModelServerError": ".errors",
+    "ModelTransportError": ".errors",
+    "ModelNotFoundError": ".errors",
+    "ModelAuthenticationError": ".errors",
     "Session": ".session",
     "SessionStore": ".store",
     "MemorySessionStore": ".store",
@@ -91,10 +98,11 @@ _FRONT_DOOR = {
     "SubagentTool": ".subagents",
     "SubagentStartError": ".subagents",
     "AbortController": ".abort",
+    "ManualClock": ".clock",
+    "CountingIds": ".clock",
 }
 
-#: Modules whose public names are importable from the package as well (their home stays the
-#: module; they are not part of the front door).
+#: Modules whose public names the package once answered for: still resolved, deprecated.
 _MODULES = (".agent", ".approval", ".abort", ".clock", ".host", ".registries", ".session", ".store",
             ".jsonl_store", ".tools", ".subagents", ".models.base", ".models.scripted", ".errors",
             ".telemetry")
@@ -102,21 +110,22 @@ _MODULES = (".agent", ".approval", ".abort", ".clock", ".host", ".registries", "
 __all__ = list(_FRONT_DOOR)
 
 
-def __getattr__(name: str) -> Any:
-    """Load a name on first use (``OpenAIChatModel`` imports the optional ``openai`` SDK)."""
+def __getattr__(name: str) -> _typing.Any:
+    """Load a front-door name on first use (``OpenAIChatModel`` imports the optional
+    ``openai`` SDK); resolve a module's name with a warning (never cached, so every use is
+    told)."""
     home = _FRONT_DOOR.get(name)
     if home is not None:
-        value = getattr(importlib.import_module(home, __name__), name)
-    else:
-        for module_name in _MODULES:
-            module = importlib.import_module(module_name, __name__)
-            if name in getattr(module, "__all__", ()):
-                value = getattr(module, name)
-                break
-        else:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
+        value = getattr(_importlib.import_module(home, __name__), name)
+        globals()[name] = value
+        return value
+    for module_name in _MODULES:
+        module = _importlib.import_module(module_name, __name__)
+        if name in getattr(module, "__all__", ()):
+            _warnings.warn(f"turnfork.shell.{name} is not in the shell's front door: import it "
+                          f"from {module.__name__}", DeprecationWarning, stacklevel=2)
+            return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

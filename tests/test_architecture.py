@@ -6,7 +6,10 @@ from __future__ import annotations
 import ast
 import importlib
 import re
+import types
 from pathlib import Path
+
+import pytest
 
 import turnfork.core
 import turnfork.shell
@@ -130,18 +133,35 @@ def test_the_reach_in_check_sees_one() -> None:
 
 
 def test_the_front_doors_stay_small_and_what_left_them_stays_importable() -> None:
-    """About 25 names in the shell's front door (issue 12.5; 28 with ``RunResult`` and
-    ``ModelError``, issue 22); a name that left the shell's front door (or never joined it:
-    ``ModelError``'s subclasses) is still importable from the package and its module. The
-    core's door is the union of its tiers' doors, each the contract of a tier
+    """The shell's front door is its ``__all__`` and nothing else: its public names, less its
+    submodules, are exactly ``__all__`` and exactly what it declares to the type checker (a
+    name documented as importable from ``turnfork.shell`` is in it, as the ``ModelError``
+    family and the injected clock and ids are). A module's public name asked of the package
+    still resolves, to the module's own object, with a ``DeprecationWarning`` naming the
+    module. The core's door is the union of its tiers' doors, each the contract of a tier
     (tests/core/test_front_doors.py), so that what it binds is what it lists."""
     assert set(turnfork.core.__all__) >= {"log", "delegation", "machine", "trace_log"}
-    assert len(turnfork.shell.__all__) <= 28
-    for name, module in (("ManualClock", "turnfork.shell.clock"),
-                         ("CountingIds", "turnfork.shell.clock"),
-                         ("ModelServerError", "turnfork.shell.errors")):
-        assert name not in turnfork.shell.__all__
-        assert getattr(turnfork.shell, name) is getattr(importlib.import_module(module), name)
+    shell = turnfork.shell
+    assert len(shell.__all__) <= 40
+    for name in shell.__all__:
+        getattr(shell, name)
+    public = {name for name in dir(shell) if not name.startswith("_")
+              and not isinstance(getattr(shell, name), types.ModuleType)}
+    assert public == set(shell.__all__)
+    source = (ROOT / "shell" / "__init__.py").read_text(encoding="utf-8")
+    declared = {alias.asname for node in ast.walk(ast.parse(source))
+                if isinstance(node, ast.If) for statement in node.body
+                if isinstance(statement, ast.ImportFrom) for alias in statement.names}
+    assert declared == set(shell.__all__)
+    for name, module in (("SubagentStart", "turnfork.shell.subagents"),
+                         ("ToolScope", "turnfork.shell.tools"),
+                         ("SessionNotFoundError", "turnfork.shell.store")):
+        assert name not in shell.__all__
+        with pytest.warns(DeprecationWarning, match=f"import it from {module}"):
+            value = getattr(shell, name)
+        assert value is getattr(importlib.import_module(module), name)
+    with pytest.raises(AttributeError):
+        shell.no_such_name  # noqa: B018
 
 
 def test_product_code_names_no_issue_or_finding_numbers() -> None:

@@ -227,3 +227,32 @@ def _error_of(line: bytes, *, projected: bool) -> DecodeError:
     result = decode_log(line + b"\n", projected=projected)
     assert isinstance(result, Failure), result
     return result.failure()
+
+
+_LINE_KINDS = st.lists(st.sampled_from(["typed", "unknown", "blank", "spaces"]), max_size=10)
+
+
+@given(kinds=_LINE_KINDS, trailing_newline=st.booleans())
+def test_blank_lines_and_unknown_records_anywhere_read_in_order(kinds: list[str],
+                                                                trailing_newline: bool) -> None:
+    """Blank (or whitespace-only) lines anywhere — first, last, several in a row — are
+    skipped, and ignorable records of types we do not know are kept as opaque events, each
+    in its place: the events are the records, in order, whatever surrounds them."""
+    lines, expected = [], []
+    for index, kind in enumerate(kinds):
+        seq = len(expected)
+        if kind == "typed":
+            lines.append(b'{"type":"turn/start","seq":%d,"time":0,"data":{"turn":1}}' % seq)
+            expected.append(("turn/start", seq))
+        elif kind == "unknown":
+            lines.append(b'{"type":"acme/x%d","seq":%d,"time":0,"data":{"i":%d},'
+                         b'"ignorable":true}' % (index, seq, index))
+            expected.append((f"acme/x{index}", seq))
+        else:
+            lines.append(b"" if kind == "blank" else b"   ")
+    data = b"\n".join(lines) + (b"\n" if trailing_newline else b"")
+    events = decode_log(data).unwrap()
+    assert [(event.type if isinstance(event, OpaqueEvent) else "turn/start", event.seq)
+            for event in events] == expected
+    assert all(isinstance(event, OpaqueEvent) == (kind != "turn/start")
+               for event, (kind, _) in zip(events, expected, strict=True))

@@ -18,16 +18,9 @@ from turnfork.core import (
     check_balance,
     event_type,
 )
-from turnfork.shell import (
-    Agent,
-    ForkProvider,
-    Host,
-    SessionStore,
-    SpawnProvider,
-    SubagentEvent,
-    SubagentStart,
-)
+from turnfork.shell import Agent, ForkProvider, Host, SessionStore, SpawnProvider
 from turnfork.shell.ray import RayForkProvider, RaySpawnProvider, RayWorkerPool
+from turnfork.shell.subagents import SubagentEvent, SubagentStart
 
 T = TypeVar("T")
 

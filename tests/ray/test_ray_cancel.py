@@ -36,7 +36,8 @@ from turnfork.core import (
     TurnStartEvent,
     final_assistant_output,
 )
-from turnfork.shell import AbortController, SubagentAbortedError, SubagentTool
+from turnfork.shell import AbortController, SubagentTool
+from turnfork.shell.subagents import SubagentAbortedError
 
 
 async def until(condition: Callable[[], bool], timeout: float = 20.0) -> None:

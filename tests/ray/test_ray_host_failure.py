@@ -15,7 +15,8 @@ pytest.importorskip("ray.actor", reason="the Ray tests need the ray extra")
 from _ray_host import assert_balanced, close, contract_host, request, run
 
 from turnfork.core import Event, SessionHeader
-from turnfork.shell import AgentLoopError, SubagentEnd
+from turnfork.shell import AgentLoopError
+from turnfork.shell.subagents import SubagentEnd
 
 
 class _FlakySink:

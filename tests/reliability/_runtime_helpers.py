@@ -26,12 +26,12 @@ from turnfork.shell import (
     Host,
     ManualClock,
     ScriptedModel,
-    ScriptEntry,
     SpawnProvider,
     SubagentRuntime,
     Tool,
     ToolContext,
 )
+from turnfork.shell.models.scripted import ScriptEntry
 
 T = TypeVar("T")
 

@@ -64,13 +64,13 @@ from turnfork.shell import (
     ModelRequest,
     Reply,
     ScriptedModel,
-    SubagentStart,
     SubagentStartError,
     SubagentTool,
     Tool,
     ToolContext,
 )
 from turnfork.shell.models.scripted import reply_chunks
+from turnfork.shell.subagents import SubagentStart
 
 T = TypeVar("T")
 

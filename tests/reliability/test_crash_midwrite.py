@@ -38,7 +38,8 @@ from turnfork.core import (
     encode_log,
     trace_log,
 )
-from turnfork.shell import JsonlSessionStore, ManualClock, SessionRepairWarning
+from turnfork.shell import JsonlSessionStore, ManualClock
+from turnfork.shell.store import SessionRepairWarning
 
 #: The crash, fuzz and load families run after the README command (`.ci/run`), not in it.
 pytestmark = pytest.mark.slow

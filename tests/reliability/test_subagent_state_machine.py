@@ -74,17 +74,19 @@ from turnfork.shell import (
     ModelRequest,
     Reply,
     ScriptedModel,
-    ScriptEntry,
     SpawnProvider,
+    SubagentRun,
+    SubagentRuntime,
+    SubagentTool,
+)
+from turnfork.shell.models.scripted import ScriptEntry
+from turnfork.shell.subagents import (
+    AncestorAuthority,
     SubagentAbortedError,
     SubagentEnd,
     SubagentEvent,
-    SubagentRun,
-    SubagentRuntime,
     SubagentStart,
-    SubagentTool,
 )
-from turnfork.shell.subagents import AncestorAuthority
 
 T = TypeVar("T")
 

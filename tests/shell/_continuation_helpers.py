@@ -28,14 +28,11 @@ from turnfork.shell import (
     ModelRequest,
     Reply,
     ScriptedModel,
-    ScriptEntry,
     SpawnProvider,
-    SubagentEnd,
-    SubagentEvent,
     SubagentRuntime,
-    SubagentStart,
 )
-from turnfork.shell.subagents import ContinuationManager
+from turnfork.shell.models.scripted import ScriptEntry
+from turnfork.shell.subagents import ContinuationManager, SubagentEnd, SubagentEvent, SubagentStart
 
 __all__ = [
     "Lifecycle",

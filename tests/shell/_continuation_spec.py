@@ -31,10 +31,10 @@ from turnfork.shell import (
     JsonlSessionStore,
     Reply,
     ScriptedModel,
-    ScriptEntry,
     SpawnProvider,
     SubagentRuntime,
 )
+from turnfork.shell.models.scripted import ScriptEntry
 from turnfork.shell.subagents import ContinuableStarted, ContinuationManager
 
 __all__ = [

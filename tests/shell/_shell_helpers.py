@@ -15,11 +15,11 @@ from turnfork.shell import (
     Host,
     ManualClock,
     ScriptedModel,
-    ScriptEntry,
     SessionStore,
     Tool,
     ToolContext,
 )
+from turnfork.shell.models.scripted import ScriptEntry
 
 T = TypeVar("T")
 

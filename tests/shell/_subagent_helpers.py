@@ -23,13 +23,12 @@ from turnfork.shell import (
     Host,
     ModelRequest,
     ScriptedModel,
-    ScriptEntry,
     SessionStore,
     SpawnProvider,
-    SubagentEvent,
     SubagentRuntime,
-    SubagentStart,
 )
+from turnfork.shell.models.scripted import ScriptEntry
+from turnfork.shell.subagents import SubagentEvent, SubagentStart
 
 
 class Recorder:

@@ -49,15 +49,14 @@ from turnfork.shell import (
     Model,
     ModelRequest,
     ScriptedModel,
-    SubagentEvent,
     SubagentRuntime,
-    SubagentStart,
     SubagentTool,
     Tool,
     ToolContext,
 )
 from turnfork.shell import Reply as ScriptReply
 from turnfork.shell.models.openai_chat import OpenAIChatModel
+from turnfork.shell.subagents import SubagentEvent, SubagentStart
 
 __all__ = ["PERSONA", "ForkWire", "PromptShare", "common_prefix", "fork_on_the_wire",
            "prompt_bytes", "prompt_share"]

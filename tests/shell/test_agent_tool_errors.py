@@ -16,7 +16,8 @@ from turnfork.core import (
     ToolResultBlock,
     ToolResultEvent,
 )
-from turnfork.shell import Reply, Tool, ToolContext, ToolError, ToolOutcome, ToolScope
+from turnfork.shell import Reply, Tool, ToolContext, ToolError, ToolOutcome
+from turnfork.shell.tools import ToolScope
 
 
 def _results(script: list[Reply], *tools: Tool, scope_restriction: ToolRestriction | None = None,

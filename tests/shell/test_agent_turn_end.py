@@ -30,7 +30,8 @@ from turnfork.core import (
     TurnMaxTokens,
     UsageChunk,
 )
-from turnfork.shell import SCRIPT_EXHAUSTED, Agent, Host, ModelRequest, Reply
+from turnfork.shell import Agent, Host, ModelRequest, Reply
+from turnfork.shell.models.scripted import SCRIPT_EXHAUSTED
 
 
 def _reasons(agent: Agent) -> list[Any]:

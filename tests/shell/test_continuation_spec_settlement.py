@@ -30,8 +30,8 @@ from turnfork.core import (
     TurnStartEvent,
     UserMessageEvent,
 )
-from turnfork.shell import Agent, JsonlSessionStore, Reply, SubagentStart
-from turnfork.shell.subagents import AncestorAuthority, SubagentError
+from turnfork.shell import Agent, JsonlSessionStore, Reply
+from turnfork.shell.subagents import AncestorAuthority, SubagentError, SubagentStart
 
 FINISHED = "finished and will do no further work unless you send it more."
 

@@ -38,11 +38,10 @@ from turnfork.shell import (
     Reply,
     SpawnProvider,
     SubagentRuntime,
-    SubagentStart,
     Tool,
     ToolContext,
 )
-from turnfork.shell.subagents import SubagentAbortedError, SubagentError
+from turnfork.shell.subagents import SubagentAbortedError, SubagentError, SubagentStart
 
 
 def _routeless(host: Host, session_id: str) -> Agent:

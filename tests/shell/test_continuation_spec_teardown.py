@@ -24,8 +24,8 @@ from _continuation_spec import (
 from _shell_helpers import run
 
 from turnfork.core import CancelParent, InboxSplicedEvent, StartRequest, TextBlock
-from turnfork.shell import Agent, Reply, SubagentStart
-from turnfork.shell.subagents import SubagentError
+from turnfork.shell import Agent, Reply
+from turnfork.shell.subagents import SubagentError, SubagentStart
 
 
 def _failing_dispose(agent: Agent, message: str) -> None:

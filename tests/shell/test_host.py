@@ -6,15 +6,9 @@ import pytest
 from _shell_helpers import make_host, run, scripted
 
 from turnfork.core import SessionHeader
-from turnfork.shell import (
-    AgentExistsError,
-    Host,
-    MemorySessionStore,
-    ScriptedModel,
-    SessionExistsError,
-    SessionNotFoundError,
-    UnknownProviderError,
-)
+from turnfork.shell import Host, MemorySessionStore, ScriptedModel, SessionExistsError
+from turnfork.shell.host import AgentExistsError, UnknownProviderError
+from turnfork.shell.store import SessionNotFoundError
 
 
 def test_models_register_by_provider() -> None:

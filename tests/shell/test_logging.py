@@ -14,7 +14,8 @@ from _shell_helpers import make_host, run, scripted
 from _subagent_helpers import finish, request, subagent_host
 
 from turnfork.core import AgentOptions, SessionHeader, encode_header_line
-from turnfork.shell import JsonlSessionStore, Reply, ScriptedModel, SessionRepairWarning
+from turnfork.shell import JsonlSessionStore, Reply, ScriptedModel
+from turnfork.shell.store import SessionRepairWarning
 
 PROMPT = "PROMPT-TEXT-7f3a"
 ANSWER = "MODEL-TEXT-91c2"

@@ -27,7 +27,8 @@ from turnfork.core import (
     ToolResultMessage,
     UsageChunk,
 )
-from turnfork.shell import SCRIPT_EXHAUSTED, ModelRequest, Reply, ScriptedModel
+from turnfork.shell import ModelRequest, Reply, ScriptedModel
+from turnfork.shell.models.scripted import SCRIPT_EXHAUSTED
 
 
 def _request(*messages: ToolResultMessage) -> ModelRequest:

@@ -16,7 +16,8 @@ from turnfork.core import (
     TurnStartEvent,
     trace_log,
 )
-from turnfork.shell import EventsView, ManualClock, Session, SessionViolationError, draft
+from turnfork.shell import ManualClock, Session
+from turnfork.shell.session import EventsView, SessionViolationError, draft
 
 
 def _session() -> Session:

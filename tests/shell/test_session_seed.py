@@ -33,7 +33,8 @@ from turnfork.core import (
     model_history,
     trace_log,
 )
-from turnfork.shell import ManualClock, Session, SessionViolationError
+from turnfork.shell import ManualClock, Session
+from turnfork.shell.session import SessionViolationError
 
 
 def _turn_events(start: int, turn: int) -> list[Event]:

@@ -21,7 +21,8 @@ from turnfork.core import (
     decode_session,
     encode_session,
 )
-from turnfork.shell import JsonlSessionStore, ManualClock, encode_segment, project_dir_name
+from turnfork.shell import JsonlSessionStore, ManualClock
+from turnfork.shell.store import encode_segment, project_dir_name
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "dsh"
 GENERATED = sorted((FIXTURES / "generated").glob("*.events.jsonl"))

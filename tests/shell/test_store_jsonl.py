@@ -32,9 +32,9 @@ from turnfork.shell import (
     Session,
     SessionExistsError,
     SessionLoadError,
-    SessionNotFoundError,
-    draft,
 )
+from turnfork.shell.session import draft
+from turnfork.shell.store import SessionNotFoundError
 
 
 def _frames(data: bytes) -> list[bytes]:

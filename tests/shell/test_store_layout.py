@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnfork.shell import decode_segment, encode_segment, project_dir_name, project_key
+from turnfork.shell.store import decode_segment, encode_segment, project_dir_name, project_key
 
 
 @pytest.mark.parametrize(("cwd", "key"), [

@@ -19,9 +19,9 @@ from turnfork.core import (
     TurnStartEvent,
     encode_header_line,
 )
-from turnfork.shell import JsonlSessionStore, Session, SessionLoadError, encode_segment
+from turnfork.shell import JsonlSessionStore, Session, SessionLoadError
 from turnfork.shell.jsonl_store import SessionPathError
-from turnfork.shell.store import InvalidSessionIdError
+from turnfork.shell.store import InvalidSessionIdError, encode_segment
 
 SECRET = b"do not touch\n"
 

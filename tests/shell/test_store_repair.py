@@ -19,7 +19,8 @@ from turnfork.core import (
     decode_session,
     encode_header_line,
 )
-from turnfork.shell import JsonlSessionStore, SessionLoadError, SessionRepairWarning
+from turnfork.shell import JsonlSessionStore, SessionLoadError
+from turnfork.shell.store import SessionRepairWarning
 
 HEADER = SessionHeader(id="s", created_at=0)
 TURN_START = b'{"type":"turn/start","seq":%d,"time":1,"data":{"turn":%d}}'

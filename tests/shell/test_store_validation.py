@@ -27,7 +27,8 @@ from turnfork.core import (
     UsageChunk,
     check_balance,
 )
-from turnfork.shell import JsonlSessionStore, Session, draft
+from turnfork.shell import JsonlSessionStore, Session
+from turnfork.shell.session import draft
 from turnfork.shell.store import SessionEventError
 
 

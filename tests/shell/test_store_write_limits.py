@@ -49,7 +49,7 @@ from turnfork.core import (
     close_open_turn,
     tool_result_event,
 )
-from turnfork.shell import JsonlSessionStore, Reply, Session, Tool, ToolContext, draft
+from turnfork.shell import JsonlSessionStore, Reply, Session, Tool, ToolContext
 from turnfork.shell.jsonl_store import closing_room
 from turnfork.shell.logfile import (
     DEFAULT_LIMITS,
@@ -58,6 +58,7 @@ from turnfork.shell.logfile import (
     read_session_file,
     read_text,
 )
+from turnfork.shell.session import draft
 from turnfork.shell.store import SessionEventError, SessionRepairWarning
 
 

@@ -30,7 +30,8 @@ from turnfork.core import (
 )
 from turnfork.core.control import BackgroundValue, ContinuableValue, ForegroundValue
 from turnfork.core.jobs import JobOutcome, run_outcome, with_dispose_failure
-from turnfork.shell import AbortSignal, Agent, Reply, SubagentTool
+from turnfork.shell import Agent, Reply, SubagentTool
+from turnfork.shell.abort import AbortSignal
 from turnfork.shell.subagents import (
     ALL_CAPABILITIES,
     BackgroundJobs,

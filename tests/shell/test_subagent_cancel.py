@@ -34,10 +34,9 @@ from turnfork.shell import (
     Host,
     JsonlSessionStore,
     Reply,
-    SubagentAbortedError,
-    SubagentEnd,
     SubagentRun,
 )
+from turnfork.shell.subagents import SubagentAbortedError, SubagentEnd
 
 
 def _nothing_left(host: Host, parent: Agent, root: Path | None = None) -> None:

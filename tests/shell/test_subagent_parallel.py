@@ -13,7 +13,8 @@ from _subagent_helpers import (
 )
 
 from turnfork.core import AgentOptions, SubagentDescriptorEvent
-from turnfork.shell import ModelRequest, Reply, ScriptedModel, SubagentEnd, SubagentTool
+from turnfork.shell import ModelRequest, Reply, ScriptedModel, SubagentTool
+from turnfork.shell.subagents import SubagentEnd
 
 
 def _delegations(*prompts: str) -> Reply:

@@ -23,11 +23,11 @@ from turnfork.core import Capabilities
 from turnfork.shell import (
     ForkProvider,
     SpawnProvider,
-    SubagentError,
     SubagentRuntime,
     SubagentStartError,
     SubagentTool,
 )
+from turnfork.shell.subagents import SubagentError
 
 NO_DEPTH_LIMIT = ('tool-subagent: provider "external" cannot enforce maxDepth (no depthLimit '
                   "capability) — set maxDepth: 'provider-managed' to leave the recursion budget "

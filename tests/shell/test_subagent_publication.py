@@ -20,17 +20,8 @@ from turnfork.core import (
     TextBlock,
     UserMessageEvent,
 )
-from turnfork.shell import (
-    Reply,
-    ScriptedModel,
-    SpawnProvider,
-    SubagentEnd,
-    SubagentEvent,
-    SubagentRuntime,
-    SubagentStart,
-    Tool,
-    ToolContext,
-)
+from turnfork.shell import Reply, ScriptedModel, SpawnProvider, SubagentRuntime, Tool, ToolContext
+from turnfork.shell.subagents import SubagentEnd, SubagentEvent, SubagentStart
 
 
 def test_subagent_start_fires_only_after_the_seeded_child_is_published() -> None:

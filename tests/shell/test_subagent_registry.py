@@ -9,7 +9,6 @@ from msgspec import Raw
 
 from turnfork.core import Capabilities, ToolRestriction
 from turnfork.shell import (
-    ALL_CAPABILITIES,
     AbortController,
     ForkProvider,
     Reply,
@@ -17,7 +16,7 @@ from turnfork.shell import (
     SubagentRuntime,
     SubagentStartError,
 )
-from turnfork.shell.subagents import SubagentAbortedError
+from turnfork.shell.subagents import ALL_CAPABILITIES, SubagentAbortedError
 
 
 def test_runtime_attaches_to_the_host() -> None:

@@ -34,10 +34,10 @@ from turnfork.shell import (
     ScriptedModel,
     Session,
     SpawnProvider,
-    SubagentAbortedError,
     SubagentRuntime,
     SubagentStartError,
 )
+from turnfork.shell.subagents import SubagentAbortedError
 
 ABORTED_TEXT = "subagent request was aborted before child publication"
 

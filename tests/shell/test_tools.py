@@ -8,10 +8,9 @@ import msgspec
 import pytest
 
 from turnfork.core import ToolRestriction
-from turnfork.shell import (
+from turnfork.shell import Tool, ToolContext
+from turnfork.shell.tools import (
     PromptSections,
-    Tool,
-    ToolContext,
     ToolRefusal,
     ToolRegistry,
     ToolScope,
