@@ -52,3 +52,34 @@ def test_one_level_beyond_the_limit_is_refused_after_a_good_line() -> None:
     assert (error.line, error.problem) == (2, _DEPTH_PROBLEM)
     inner -= 1
     assert isinstance(decode_log(_opaque(b"[" * inner + b"]" * inner)), Success)
+
+
+#: Lines of every kind the fast path has to give up on or read past: good records, blank
+#: lines, ignorable unknown records, ``-0`` as a number or only inside a string, an unsafe
+#: integer, a lone surrogate, a record that is not JSON, one nested too deep.
+_PIECES = {
+    "typed": b'{"type":"turn/start","seq":%(seq)d,"time":0,"data":{"turn":1}}',
+    "blank": b"",
+    "spaces": b" \t ",
+    "unknown": b'{"type":"acme/x","seq":%(seq)d,"time":0,"data":{"k":[1,"-0"]},"ignorable":true}',
+    "minus-zero": b'{"type":"goal/change","seq":%(seq)d,"time":0,"data":{"v":[1,-0]}}',
+    "minus-zero-in-text": b'{"type":"goal/change","seq":%(seq)d,"time":0,"data":{"v":"a,-0 [-0"}}',
+    "minus-zero-key": b'{"type":"goal/change","seq":%(seq)d,"time":0,"data":{"-0":-0.5}}',
+    "unsafe": b'{"type":"goal/change","seq":%(seq)d,"time":0,"data":{"v":9007199254740993}}',
+    "surrogate": b'{"type":"goal/change","seq":%(seq)d,"time":0,"data":{"v":"\\ud800"}}',
+    "not-json": b'{"type":"goal/change","seq":%(seq)d,"time":0,"data":{"v":"open',
+    "deep": b'{"type":"goal/change","seq":%(seq)d,"time":0,"data":'
+            + b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1) + b"}",
+}
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.lists(st.sampled_from(sorted(_PIECES)), max_size=8), st.booleans(),
+       st.sampled_from([b"\n", b"\r\n"]))
+def test_the_fast_path_agrees_with_the_line_by_line_path_on_any_mix(
+        kinds: list[str], trailing: bool, newline: bytes) -> None:
+    """Whatever mix of good and bad lines, the answer (events, or the first problem with its
+    line, seq and type) is the one the line-by-line path gives."""
+    lines = [_PIECES[kind] % {b"seq": index} for index, kind in enumerate(kinds)]
+    data = newline.join(lines) + (newline if trailing else b"")
+    assert decode_log(data) == _line_by_line(data)
