@@ -46,6 +46,98 @@ EQUIVALENT: dict[str, dict[str, str]] = {
             "the line differs only by a leading newline when the data starts with one; its "
             "one reader, the fast path's -0 check, may then give up where it went on, and "
             "the line-by-line path gives the same answer",
+        "<module>: `True` -> `False`":
+            "the flags of the known-but-untyped records' classes (frozen, kw_only): each such "
+            "record becomes an OpaqueEvent at once, never kept, hashed or built by keyword, and "
+            "the classes add no fields of their own",
+        "<module>: `True` -> `False #2`":
+            "the flags of the known-but-untyped records' classes (frozen, kw_only): each such "
+            "record becomes an OpaqueEvent at once, never kept, hashed or built by keyword, and "
+            "the classes add no fields of their own",
+        "_raw_problem: `return None` -> `pass`":
+            "may_be_lossy misses no lossy text (tests/core/test_json_scan.py), so text it clears "
+            "decodes and lossless_problem answers None too",
+        "_lossless_line_problem: `return None` -> `pass`":
+            "with no problem in the whole value there is none at the error path either, and the "
+            "function goes on to return that None",
+        "_complete_all: `False` -> `True`":
+            "without packed rows the expansion loop rebuilds the same list of records",
+        "_complete_all: `return records` -> `pass`":
+            "without packed rows the expansion loop rebuilds the same list of records",
+        "_decode_fast: `index + 1` -> `index - 1`":
+            "the line number reaches only a DecodeError of the untyped lane, which the fast path "
+            "discards (it gives up, and the line-by-line path names the line)",
+        "_decode_fast: `1` -> `2 #3`":
+            "the line number reaches only a DecodeError of the untyped lane, which the fast path "
+            "discards (it gives up, and the line-by-line path names the line)",
+        "_decode_fast: `1` -> `0 #3`":
+            "the line number reaches only a DecodeError of the untyped lane, which the fast path "
+            "discards (it gives up, and the line-by-line path names the line)",
+        ('_line_around: `data.rfind(b"\\n", 0, at) + 1:len(data) if end == -1 else end`'
+         " -> `data.rfind(b'\\n', 0, at) + 1:(len(data) if end == -1 else end) + 1`"):
+            "the -0 check reads the candidate's line only to see whether its -0 lies outside "
+            "strings; this slice still holds the candidate, starting where strings are balanced "
+            "(every earlier line is whole JSON whenever the fast path's answer is kept), so the "
+            "verdict is the same",
+        ('_line_around: `data.rfind(b"\\n", 0, at) + 1:len(data) if end == -1 else end`'
+         " -> `data.rfind(b'\\n', 0, at) + 1:(len(data) if end == -1 else end) - 1`"):
+            "the line's last byte is dropped: a decodable record's line ends with `}` (or white "
+            "space), never with the -0 found or inside a string",
+        "_line_around: `0` -> `-1`":
+            "rfind from -1 (the last byte) up to the candidate finds nothing, so the slice starts"
+            " at the file's start: the -0 check reads the candidate's line only to see whether "
+            "its -0 lies outside strings; this slice still holds the candidate, starting where "
+            "strings are balanced (every earlier line is whole JSON whenever the fast path's "
+            "answer is kept), so the verdict is the same",
+        "_line_around: `1` -> `2`":
+            "the slice skips the line's first byte, a record's `{` (or white space): the -0 check"
+            " reads the candidate's line only to see whether its -0 lies outside strings; this "
+            "slice still holds the candidate, starting where strings are balanced (every earlier "
+            "line is whole JSON whenever the fast path's answer is kept), so the verdict is the "
+            "same",
+        "_line_around: `end == -1` -> `not (end == -1)`":
+            "end is -1 only for a last line without a newline: the swapped branch slices to the "
+            "end of the file (later lines only add -0s of their own, which make the fast path "
+            "give up for the line-by-line path) or drops the line's last byte, a `}`",
+        "_line_around: `end == -1` -> `end != -1`":
+            "end is -1 only for a last line without a newline: the swapped branch slices to the "
+            "end of the file (later lines only add -0s of their own, which make the fast path "
+            "give up for the line-by-line path) or drops the line's last byte, a `}`",
+        "_line_around: `1` -> `2 #2`":
+            "end is never -2: the slice always ends at end, which for a last line without a "
+            "newline (-1) drops its last byte, a `}`",
+        "_line_around: `1` -> `0 #2`":
+            "end is never 0 (it is found at or after the candidate, which follows a byte): the "
+            "slice always ends at end, which for a last line without a newline (-1) drops its "
+            "last byte, a `}`",
+        "<module>: `2` -> `1`":
+            "a line nested deeper than the limit that decodes as a record holds 2·(limit + 1) "
+            "brackets and its envelope (type, seq, time, data: over 30 bytes), so a threshold a "
+            "few bytes higher, or any lower, still checks every such line; a shorter deep line "
+            "does not decode, and the fast path gives up on it",
+        "<module>: `MAX_JSON_DEPTH + 1` -> `MAX_JSON_DEPTH - 1`":
+            "a line nested deeper than the limit that decodes as a record holds 2·(limit + 1) "
+            "brackets and its envelope (type, seq, time, data: over 30 bytes), so a threshold a "
+            "few bytes higher, or any lower, still checks every such line; a shorter deep line "
+            "does not decode, and the fast path gives up on it",
+        "<module>: `1` -> `2 #3`":
+            "a line nested deeper than the limit that decodes as a record holds 2·(limit + 1) "
+            "brackets and its envelope (type, seq, time, data: over 30 bytes), so a threshold a "
+            "few bytes higher, or any lower, still checks every such line; a shorter deep line "
+            "does not decode, and the fast path gives up on it",
+        "<module>: `1` -> `0 #3`":
+            "a line nested deeper than the limit that decodes as a record holds 2·(limit + 1) "
+            "brackets and its envelope (type, seq, time, data: over 30 bytes), so a threshold a "
+            "few bytes higher, or any lower, still checks every such line; a shorter deep line "
+            "does not decode, and the fast path gives up on it",
+        "_has_deep_line: `len(line) >= limit` -> `len(line) > limit`":
+            "a line nested deeper than the limit that decodes as a record holds 2·(limit + 1) "
+            "brackets and its envelope (type, seq, time, data: over 30 bytes), so a threshold a "
+            "few bytes higher, or any lower, still checks every such line; a shorter deep line "
+            "does not decode, and the fast path gives up on it",
+        "_decode_body: `return Success(fast)` -> `pass`":
+            "the line-by-line path then reads the same text and gives the same answer (the fast "
+            "path's own property, tests/core/test_codec_fast_path.py)",
     },
     "closers": {
         # `if turn is None: return ()` at the top of closing_events

@@ -706,10 +706,10 @@ def _restore_envelope(line: bytes, count: int) -> bytes | str:
         return masked
     try:
         obj = _ANY_DECODER.decode(line if masked is None else masked)
+    except msgspec.ValidationError:  # a DecodeError too: it must be caught first
+        return "number is out of the double range (not finite)"
     except _UNREADABLE as exc:
         return _clean(str(exc))
-    except msgspec.ValidationError:
-        return "number is out of the double range (not finite)"
     if not isinstance(obj, dict):
         return "record is not a JSON object"
     kind = obj.get("type")

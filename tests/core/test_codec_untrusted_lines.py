@@ -14,14 +14,19 @@ from hypothesis import strategies as st
 from returns.result import Failure
 
 from turnfork.core.log import (
+    AssistantChunkData,
+    AssistantChunkEvent,
     DecodeError,
     MessageSource,
     OpaqueEvent,
     SubagentDescriptorEvent,
     TextBlock,
+    TextDelta,
     UserMessage,
     UserMessageEvent,
+    check_event,
     decode_log,
+    decode_session,
     encode_log,
 )
 
@@ -95,21 +100,25 @@ def _at_depth(frames: int, call: Callable[[], T]) -> T:
 def test_a_caller_with_little_stack_left_gets_an_error_value_not_a_recursion_error() -> None:
     """Nesting well within turnfork's limit, decoded by a caller with only a little of the
     interpreter's stack left: msgspec may run out of room; the codec answers with a
-    ``DecodeError`` value either way (on interpreters whose C stack is counted apart, no
-    margin here runs out and every answer is the ordinary one)."""
-    nested = (b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1,"x":' + b"[" * 60
-              + b"]" * 60 + b"}}\n")
-    ordinary = "Object contains unknown field `x` - at `data`"
+    ``DecodeError`` value either way (from Python 3.12 the C stack is counted apart, and no
+    margin here may run out: every answer is then the ordinary one)."""
+    deep = b"[" * 60 + b"]" * 60
     short = "JSON nested too deeply for the interpreter's remaining stack"
     here = len(_frames())
-    problems = set()
-    for margin in range(30, 125, 5):
-        result = _at_depth(sys.getrecursionlimit() - here - margin,
-                           lambda: decode_log(nested))
-        assert isinstance(result, Failure), (margin, result)
-        problems.add(result.failure().problem)
-    assert problems <= {ordinary, short}
-    assert ordinary in problems
+    for nested, ordinary in (
+            (b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1,"x":' + deep + b"}}\n",
+             "Object contains unknown field `x` - at `data`"),
+            (b'{"x":' + deep + b"}\n", "Object missing required field `type`")):
+        # At full depth first: the ordinary answer, and any checker built before stack is short.
+        problems = {decode_log(nested).failure().problem}
+        for margin in range(30, 125, 5):
+            result = _at_depth(sys.getrecursionlimit() - here - margin,
+                               lambda nested=nested: decode_log(nested))
+            assert isinstance(result, Failure), (margin, result)
+            problems.add(result.failure().problem)
+        assert problems <= {ordinary, short}
+        if sys.version_info < (3, 12):  # the interpreter's stack is msgspec's there
+            assert short in problems
 
 
 def _frames() -> list[object]:
@@ -256,3 +265,116 @@ def test_blank_lines_and_unknown_records_anywhere_read_in_order(kinds: list[str]
             for event in events] == expected
     assert all(isinstance(event, OpaqueEvent) == (kind != "turn/start")
                for event, (kind, _) in zip(events, expected, strict=True))
+
+
+_BIG = "integer 9007199254740993 is beyond the safe-integer range"
+_ROW = (b'{"type":"text-chunks","seq0":0,"time0":0,'
+        b'"data":{"turn":1,"step":1,"index":0,"dt":%s,"texts":["a","b","c"]}%s}')
+
+
+def test_a_number_beyond_the_double_range_is_named_the_same_way_everywhere() -> None:
+    """``1e400`` in a typed field, in a projected record and in an opaque payload: one
+    sentence for all three."""
+    finite = "number is out of the double range (not finite)"
+    assert _error(b'{"type":"turn/start","seq":0,"time":1e400,"data":{"turn":1}}').problem \
+        == finite
+    assert _error_of(b'{"type":"turn/start","data":{"turn":1e400}}', projected=True).problem \
+        == finite
+    assert _error(b'{"type":"goal/change","seq":0,"time":0,"data":{"v":[1e400]}}').problem \
+        == finite
+
+
+def test_an_unsafe_integer_in_a_packed_row_is_located_by_its_index() -> None:
+    """A packed row's time gaps: at ``dt[1]`` the unsafe integer is located; when a repeated
+    ``data`` makes that path lead past the end of a shorter list, or into an object, it is
+    named without a location."""
+    assert _error(_ROW % (b"[1,9007199254740993]", b"")).problem == _BIG + " - at `data.dt[1]`"
+    for second in (b'{"dt":[9007199254740993]}', b'{"dt":{"1":9007199254740993}}'):
+        error = _error(_ROW % (b'[1,"x"]', b',"data":' + second))
+        assert (error.problem, error.seq, error.event_type) == (_BIG, 0, "text-chunks")
+
+
+def test_a_malformed_packed_row_is_refused_among_good_lines() -> None:
+    """Three texts with one time gap: refused at its line, after good lines or alone."""
+    good = b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}'
+    for before in (0, 2):
+        row = _ROW % (b"[1]", b"")
+        result = decode_log(b"\n".join([good] * before + [row.replace(b'"seq0":0',
+                                                                     b'"seq0":%d' % before)])
+                            + b"\n")
+        assert isinstance(result, Failure)
+        error = result.failure()
+        assert (error.line, error.problem) == (before + 1,
+                                               "packed row has 3 members but 1 time gaps")
+
+
+def test_an_unknown_records_envelope_and_payload_are_checked() -> None:
+    """An ignorable record of a type we do not know is kept opaque only when its envelope is
+    well formed and its payload lossless."""
+    unsafe = _error(b'{"type":"acme/x","seq":0,"time":0,"data":{"v":9007199254740993},'
+                    b'"ignorable":true}')
+    assert (unsafe.problem, unsafe.seq, unsafe.event_type) == (_BIG, 0, "acme/x")
+    negative = _error(b'{"type":"acme/x","seq":-1,"time":0,"data":{},"ignorable":true}')
+    assert negative.problem == "Expected `int` >= 0 - at `seq`"
+    assert negative.event_type == "acme/x"
+
+
+def test_a_lone_surrogate_beside_a_typed_problem_names_that_problem_with_it_escaped() -> None:
+    """Read again with the surrogate masked, the record still fails: the problem is the
+    typed one, and a key quoted in it shows the surrogate as its escape."""
+    assert _error(b'{"type":"turn/start","seq":0,"time":"x","data":{"turn":1},'
+                  b'"s\\ud800":1}').problem == "Expected `int`, got `str` - at `time`"
+    error = _error(b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1,"k\\ud800":1}}')
+    assert error.problem == "Object contains unknown field `k\ud800` - at `data`"
+    assert error.message.endswith("Object contains unknown field `k\\ud800` - at `data`")
+
+
+@given(texts=st.lists(_WITH_LONE_SURROGATES, min_size=3, max_size=6))
+def test_lone_surrogates_in_a_packed_run_of_chunks_round_trip(texts: list[str]) -> None:
+    """A run of text deltas is written as one packed row (an object built for the line):
+    lone surrogates in its texts are written escaped there too, and read back in place."""
+    events = tuple(AssistantChunkEvent(seq=index, time=index, data=AssistantChunkData(
+        turn=1, step=1, chunk=TextDelta(index=0, text=text))) for index, text in enumerate(texts))
+    packed = encode_log(events, pack_chunks=True)
+    assert b"text-chunks" in packed
+    packed.decode("utf-8")
+    assert decode_log(packed).unwrap() == events
+
+
+def test_an_unwritable_payload_is_refused_with_or_without_a_lone_surrogate() -> None:
+    """A payload msgspec cannot encode is a write error, whether or not the event also holds
+    a lone surrogate (the escaping encoder's path)."""
+    for kind in ("acme/x", "acme/\ud800"):
+        checked = check_event(OpaqueEvent(type=kind, seq=0, time=0, data=object(),  # type: ignore[arg-type]
+                                          ignorable=True))
+        assert isinstance(checked, Failure)
+        assert checked.failure().problem == "cannot be written: cannot encode object"
+
+
+def test_invalid_utf8_is_located_by_its_byte_in_the_whole_file() -> None:
+    """The byte offset counts from the start of the file, header line included, and the line
+    is the file's."""
+    header = b'{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}'
+    good = b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}'
+    for data in (header + b"\n" + good + b'\n{"type":"x\xff"}\n',
+                 header + b"\n\n" + b'{"type":"x\xff"}'):
+        result = decode_session(data)
+        assert isinstance(result, Failure)
+        error = result.failure()
+        bad = data.index(b"\xff")
+        assert error.problem == f"invalid UTF-8 at byte {bad}"
+        assert error.line == data[:bad].count(b"\n") + 1
+    error = _error(good + b'\n{"type":"x\xff"}')
+    assert (error.line, error.problem) == (2, f"invalid UTF-8 at byte {len(good) + 11}")
+
+
+def test_a_last_line_without_a_newline_after_a_leading_blank_line_is_read() -> None:
+    """A file that starts with a blank line and does not end in a newline: its last line is a
+    record like any other, read (or refused) on the line-by-line path as on the fast one."""
+    minus_zero = b'{"type":"goal/change","seq":0,"time":0,"data":{"v":-0}}'
+    error = _error(b"\n" + minus_zero)
+    assert (error.line, error.seq) == (2, 0)
+    good = b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}'
+    assert len(decode_log(b"\n" + good).unwrap()) == 1
+    assert len(decode_log(b'\n{"type":"turn/start","data":{"turn":1}}', projected=True)
+               .unwrap()) == 1
