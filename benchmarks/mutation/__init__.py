@@ -40,7 +40,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "turnfork.core.log.codec": tuple(_CORE + name for name in (
         "test_codec.py", "test_codec_fast_path.py", "test_codec_kernel.py",
         "test_codec_messages.py", "test_codec_untrusted_lines.py", "test_check_event.py",
-        "test_dsh_logs.py", "test_doctests.py")),
+        "test_codec_sessions_and_writing.py", "test_dsh_logs.py", "test_doctests.py")),
     "turnfork.core.formats.common": (_FORMATS,),
     "turnfork.core.formats.openai_chat": (_FORMATS,),
     "turnfork.core.formats.openai_responses": (_FORMATS,),

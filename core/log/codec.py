@@ -967,7 +967,7 @@ def check_event(event: Event) -> Result[Event, WireError]:
     if isinstance(decoded, DecodeError):
         return Failure(WireError(problem=decoded.problem, seq=seq,
                                  event_type=event_type(event)))
-    if len(decoded) != 1:  # an opaque event typed like a packed row
+    if len(decoded) != 1:  # a packed row's line (seq0/time0), as only an Event subclass writes
         return Failure(WireError(problem=f"reads back as {len(decoded)} events",
                                  seq=seq, event_type=event_type(event)))
     return Success(decoded[0])
