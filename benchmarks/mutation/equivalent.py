@@ -138,6 +138,21 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "_decode_body: `return Success(fast)` -> `pass`":
             "the line-by-line path then reads the same text and gives the same answer (the fast "
             "path's own property, tests/core/test_codec_fast_path.py)",
+        "_value_at: `return _NOWHERE` -> `return None`":
+            "its one caller checks lossless_problem of what the path leads to, which is None "
+            "for None as for nowhere: either way the problem is named without a location",
+        "decode_header_line: `peek.version > SESSION_FORMAT_VERSION` -> `peek.version >= "
+        "SESSION_FORMAT_VERSION`":
+            "reached only when the version differs from SESSION_FORMAT_VERSION, where > and >= "
+            "agree",
+        "check_event: `1` -> `2`":
+            "the line number given to _decode_line reaches only DecodeError.line, which "
+            "check_event drops (it keeps the problem, whose text never holds a line number)",
+        "check_event: `1` -> `0`":
+            "the line number given to _decode_line reaches only DecodeError.line, which "
+            "check_event drops (it keeps the problem, whose text never holds a line number)",
+        "check_event: `0` -> `-1`":
+            "len(decoded) != 1 has returned just above, so decoded[-1] is decoded[0]",
     },
     "closers": {
         # `if turn is None: return ()` at the top of closing_events
