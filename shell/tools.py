@@ -399,10 +399,14 @@ class ToolScope:
 
 class PromptSections:
     """Named prompt contributions with an order (lower first): system-prompt sections and
-    runtime-context contributions (:class:`turnfork.core.PromptSection` ``kind``)."""
+    runtime-context contributions (:class:`turnfork.core.PromptSection` ``kind``).
 
-    def __init__(self) -> None:
-        self._sections: dict[str, PromptSection] = {}
+    ``sections``: the first contributions, added in order (as :meth:`add` would).
+    """
+
+    def __init__(self, sections: Iterable[PromptSection] = ()) -> None:
+        self._sections: dict[str, PromptSection] = {section.name: section
+                                                    for section in sections}
 
     def set(self, name: str, text: str, *, order: float = DEFAULT_SECTION_ORDER,
             kind: Literal["section", "context"] = "section") -> None:

@@ -34,6 +34,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+import msgspec
+
 from ...core import (
     ApprovalPolicyEvent,
     Capabilities,
@@ -61,7 +63,7 @@ from .contract import (
     SubagentAbortedError,
     SubagentHost,
     SubagentStartError,
-    raise_on_failure,
+    unwrap_start,
 )
 from .run import StructuredCapture, SubagentRun
 
@@ -207,8 +209,7 @@ def discard_child(host: SubagentHost, child_id: str) -> None:
         host.sessions.delete(child_id)
 
 
-@dataclass(frozen=True, slots=True)
-class ChildSetup:
+class ChildSetup(msgspec.Struct, frozen=True):
     """A child as decided: the core's plan and what the driver read of the parent with it.
 
     Everything here was read synchronously, before any await. A provider that runs the child
@@ -247,10 +248,9 @@ def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
     # The known tools matter only to a tool filter (and checking the collection costs).
     known = None if request.request.tool_filter is None else host.tools.names()
     view = parent_view(parent)
-    planned = plan_child(view, request, kind, provider_name=provider_name,
-                         child_id=host.ids(), created_at=host.clock(), known_tools=known)
-    raise_on_failure(planned)
-    plan = planned.unwrap()
+    plan = unwrap_start(plan_child(view, request, kind, provider_name=provider_name,
+                                   child_id=host.ids(), created_at=host.clock(),
+                                   known_tools=known))
     if cache_preserving and plan.seed is not None:
         deployment = tuple(section for section in parent.prompt_sections.sections()
                            if section.kind == "section")
@@ -258,11 +258,11 @@ def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
                           sections=(*deployment, *plan.context,
                                     *cache_preserving_context(plan.persona, plan.structured)),
                           parent=view, listed=parent.tools.tools())
-    sections = tuple(section for section in (*parent.prompt_sections.sections(),
-                                             *plan.sections, *plan.context)
-                     if section.kind == "section" or section in plan.context)
-    return ChildSetup(plan=plan, approval=parent.approval_composed, sections=sections,
-                      parent=view)
+    context = plan.context
+    kept = [section for section in (*parent.prompt_sections.sections(), *plan.sections)
+            if section.kind == "section" or section in context]
+    return ChildSetup(plan=plan, approval=parent.approval_composed,
+                      sections=(*kept, *context) if kept else context, parent=view)
 
 
 def seed_history(parent: Agent, plan: ChildPlan, view: ParentView | None = None,
@@ -316,11 +316,9 @@ def configure_child(host: SubagentHost, session: Session, setup: ChildSetup, *,
         session, provider=options.provider, model=options.model,
         max_tokens=options.max_tokens, subagent_depth=plan.depth, approval=setup.approval,
         tools_scope=ToolScope(host.tools, restriction=plan.tool_filter, listed=setup.listed),
-        preamble=() if descriptor_logged else (plan.descriptor,))
-    # Pinned whether or not an approval service is composed: a child never asks.
-    agent.approval_policy = "never"
-    for section in setup.sections:
-        agent.prompt_sections.add(section)
+        preamble=() if descriptor_logged else (plan.descriptor,),
+        # Pinned whether or not an approval service is composed: a child never asks.
+        approval_policy="never", sections=setup.sections)
     capture = None
     if plan.structured is not None:
         capture = StructuredCapture(plan.structured, in_answer=setup.listed is not None)
@@ -336,6 +334,11 @@ async def setup_checkpoint(child_id: str, parent: Agent, signal: AbortSignal | N
         SubagentAbortedError, SubagentStartError (``OWNER_DISPOSED``), CancelledError.
     """
     await asyncio.sleep(0)
+    _end_of_setup(child_id, parent, signal)
+
+
+def _end_of_setup(child_id: str, parent: Agent, signal: AbortSignal | None) -> None:
+    """What :func:`setup_checkpoint` checks once the event loop has had its turn."""
     if signal is not None and signal.aborted:
         raise SubagentAbortedError()
     if parent.disposed:
@@ -361,7 +364,9 @@ async def drive_child(host: SubagentHost, provider: InProcessProvider, request: 
     session = create_child_session(host, plan, seed_history(parent, plan, setup.parent))
     try:
         agent, capture = configure_child(host, session, setup)
-        await setup_checkpoint(session.id, parent, signal)
+        # The setup checkpoint (:func:`setup_checkpoint`), without a coroutine of its own.
+        await asyncio.sleep(0)
+        _end_of_setup(session.id, parent, signal)
     except BaseException:
         discard_child(host, session.id)
         raise

@@ -47,6 +47,7 @@ from .contract import (
     SubagentStart,
     SubagentStartError,
     raise_on_failure,
+    unwrap_start,
 )
 
 __all__ = [
@@ -210,11 +211,11 @@ class SubagentRuntime:
                 code=INACTIVE_PARENT,
                 message=f'cannot create effect on inactive context: agent "{parent.id}" is '
                         "disposed"))
-        checked = check_request(provider.provider_name, provider.capabilities, request)
-        raise_on_failure(checked)
+        checked = unwrap_start(check_request(provider.provider_name, provider.capabilities,
+                                             request))
         if signal is not None and signal.aborted:
             raise SubagentAbortedError()  # no provider is handed a start already given up
-        run = await provider.start(self, checked.unwrap(), parent=parent, signal=signal)
+        run = await provider.start(self, checked, parent=parent, signal=signal)
         self._observe(provider.provider_name, run, parent)
         return run
 
@@ -272,25 +273,36 @@ class SubagentRuntime:
     def _observe(self, provider: str, run: SubagentRunHandle, parent: Agent) -> None:
         run_id = self.host.ids()
         local = run.local_agent is not None
-        self._runs[run_id] = run
+        runs = self._runs
+        runs[run_id] = run
+        parent_id = parent.id
 
         def settled(result: asyncio.Future[SubagentResult]) -> None:
-            failure = None if result.cancelled() else result.exception()
+            failure = None if result.cancelled() else result.exception()  # (retrieved)
+            if not self._listeners:  # nobody to tell: no record is made
+                return
             outcome = None if failure is not None or result.cancelled() else result.result()
             self._emit(SubagentEnd(
                 run=run, run_id=run_id, provider=provider, id=run.id, local=local,
-                parent_id=parent.id,
+                parent_id=parent_id,
                 stop_reason="error" if outcome is None else outcome.stop_reason,
                 last_assistant_message=(outcome.output or None) if outcome else None,
                 failure=failure))
 
-        run.result.add_done_callback(settled)
+        # A run of this package is watched on its result task itself (what ``result``
+        # shields), so no shield future is made per run just to watch it.
+        on_settled = getattr(run, "on_settled", None)
+        if on_settled is not None:
+            on_settled(settled)
+        else:
+            run.result.add_done_callback(settled)
         forget = getattr(run, "on_disposed", None)
         if forget is not None:
-            forget(lambda: self._runs.pop(run_id, None))
-        self._emit(SubagentStart(run=run, run_id=run_id, provider=provider, id=run.id,
-                                 local=local, parent_id=parent.id, label=run.label,
-                                 seed_length=run.seed_length))
+            forget(lambda: runs.pop(run_id, None))
+        if self._listeners:
+            self._emit(SubagentStart(run=run, run_id=run_id, provider=provider, id=run.id,
+                                     local=local, parent_id=parent_id, label=run.label,
+                                     seed_length=run.seed_length))
 
     def runs(self) -> tuple[SubagentRunHandle, ...]:
         """Runs started and not yet disposed, in start order."""

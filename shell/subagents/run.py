@@ -165,11 +165,12 @@ class SubagentRun:
         self._on_disposed: list[Callable[[], None]] = []
         if signal is not None:
             signal.add_listener(self.abort)
-        self._span = parent.host.telemetry.run_span(child.id, parent.id, provider)
-        logger.debug("subagent %s started by %s (provider %s, seed of %d events)", child.id,
+        child_id = child.id
+        self._span = parent.host.telemetry.run_span(child_id, parent.id, provider)
+        logger.debug("subagent %s started by %s (provider %s, seed of %d events)", child_id,
                      parent.id, provider, seed_length)
         self._task: asyncio.Task[SubagentResult] = asyncio.get_running_loop().create_task(
-            self._settle(prompt), name=f"subagent:{child.id}")
+            self._settle(prompt), name=f"subagent:{child_id}")
 
     @property
     def id(self) -> str:
@@ -225,6 +226,11 @@ class SubagentRun:
         callbacks, self._on_disposed = self._on_disposed, []
         for callback in callbacks:
             callback()
+
+    def on_settled(self, callback: Callable[[asyncio.Future[SubagentResult]], None]) -> None:
+        """Call ``callback(future)`` when the result settles, with a future holding it (what
+        ``result`` shields): how the runtime watches a run without a shield of its own."""
+        self._task.add_done_callback(callback)
 
     def on_disposed(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` once :meth:`dispose` has finished (the runtime then forgets the
