@@ -137,6 +137,9 @@ class Session:
         self._trace, self._completed = self._trace_seed(base, seed_trace)
         self._history: HistorySnapshot | Callable[[], HistorySnapshot] | None = None
         self._prefix_history: HistorySnapshot | None = None
+        #: The last :attr:`events` view made, with its length (a view is fixed for good, so
+        #: it is handed out again until the log grows).
+        self._events: tuple[int, EventsView] | None = None
         if seed is not None and not (base and isinstance(base[-1], SessionEndSeedEvent)):
             self._commit([SessionEndSeedEvent(seq=len(base), time=clock())], flush=False)
 
@@ -170,7 +173,13 @@ class Session:
     @property
     def events(self) -> EventsView:
         """An immutable snapshot of the log as it is now (O(1))."""
-        return EventsView(self._log, len(self._log))
+        length = len(self._log)
+        kept = self._events
+        if kept is not None and kept[0] == length:
+            return kept[1]
+        view = EventsView(self._log, length)
+        self._events = (length, view)
+        return view
 
     @property
     def trace(self) -> Trace:

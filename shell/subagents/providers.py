@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
@@ -140,9 +140,11 @@ class InProcessProvider:
         """Whether children see the parent's completed turns (a fork) or not (a spawn)."""
         return self.kind == "fork"
 
-    async def start(self, runtime: SubagentRuntime, request: CheckedRequest, *, parent: Agent,
-                    signal: AbortSignal | None) -> SubagentRun:
-        return await drive_child(runtime.host, self, request, parent, signal)
+    def start(self, runtime: SubagentRuntime, request: CheckedRequest, *, parent: Agent,
+              signal: AbortSignal | None) -> Coroutine[Any, Any, SubagentRun]:
+        """Await it: the driver's coroutine (:func:`drive_child`), handed on as it is rather
+        than awaited in one more of its own."""
+        return drive_child(runtime.host, self, request, parent, signal)
 
     def prepare_continuable(self, request: ContinuableRequest) -> ContinuableSeed:
         """What a continuable child of ``request.parent`` would start from, captured now: a

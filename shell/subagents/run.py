@@ -55,6 +55,7 @@ from ...core import (
 from ..abort import AbortSignal
 from ..agent import Agent, Prompt
 from ..session import Session
+from ..telemetry import RunSpan
 from ..tools import CallingAgent, Tool, ToolContext
 
 __all__ = ["StructuredCapture", "SubagentChild", "SubagentRun"]
@@ -165,8 +166,9 @@ class SubagentRun:
         self._on_disposed: list[Callable[[], None]] = []
         if signal is not None:
             signal.add_listener(self.abort)
+        #: The run's span, started by its task (see :meth:`_settle`).
+        self._span: RunSpan | None = None
         child_id = child.id
-        self._span = parent.host.telemetry.run_span(child_id, parent.id, provider)
         logger.debug("subagent %s started by %s (provider %s, seed of %d events)", child_id,
                      parent.id, provider, seed_length)
         self._task: asyncio.Task[SubagentResult] = asyncio.get_running_loop().create_task(
@@ -245,6 +247,10 @@ class SubagentRun:
             self._signal.remove_listener(self.abort)
 
     async def _settle(self, prompt: tuple[ContentBlock, ...]) -> SubagentResult:
+        # The span starts with the run's task, in the context the run was started in (the
+        # task's copy of it: the same parent span), not in the start: asking OpenTelemetry
+        # whether anything records is work the publication need not wait for.
+        self._span = self.parent.host.telemetry.run_span(self.id, self.parent.id, self.provider)
         try:
             result = await self._deliver(prompt)
         except BaseException as error:
