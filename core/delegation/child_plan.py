@@ -168,13 +168,15 @@ def check_request(provider_name: str, capabilities: Capabilities | None,
     SubagentDescriptorData(version=2, mode='one-shot', provider='fork', label='x', \
 agent_provider=UNSET, agent_model=UNSET, persona=UNSET, tool_filter=UNSET)
     """
+    # A refusal is told by its exact class (``Result`` is an ``ABCMeta`` class: a class
+    # pattern costs an abstract ``isinstance`` per check, on every start).
     if capabilities is not None:
-        match _check_capabilities(provider_name, capabilities, request):
-            case Failure(error):
-                return Failure(error)
-    match _validate_max_depth(request.max_depth):
-        case Failure(depth_error):
-            return Failure(StartError.from_depth(depth_error))
+        supported = _check_capabilities(provider_name, capabilities, request)
+        if type(supported) is Failure:
+            return supported
+    valid = _validate_max_depth(request.max_depth)
+    if type(valid) is Failure:
+        return Failure(StartError.from_depth(valid.failure()))
     structured: StructuredOutputContract | None = None
     if request.output_schema is not None:
         match _validate_output_schema(request.output_schema):
@@ -327,9 +329,8 @@ def plan_child(parent: ParentView, request: StartRequest | CheckedRequest,
     header_depth = parent.header.delegation_depth
     resolved = _resolve_child_depth(None if isinstance(header_depth, UnsetType) else header_depth,
                                    parent.options.subagent_depth, wanted.max_depth)
-    match resolved:
-        case Failure(depth_error):
-            return Failure(StartError.from_depth(depth_error))
+    if type(resolved) is Failure:
+        return Failure(StartError.from_depth(resolved.failure()))
     depth = resolved.unwrap()
     if wanted.tool_filter is not None:
         match _validate_tool_filter(wanted.tool_filter, known_tools):

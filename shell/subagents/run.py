@@ -147,6 +147,10 @@ class SubagentRun:
     Always :meth:`dispose` a run.
     """
 
+    __slots__ = ("__weakref__", "_cancelled", "_capture", "_diagnostic", "_disposed",
+                 "_disposing", "_on_disposed", "_signal", "_span", "_task", "child", "label",
+                 "local_agent", "parent", "provider", "seed_length")
+
     def __init__(self, *, provider: str, label: str | None, parent: Agent,
                  child: SubagentChild, seed_length: int, prompt: tuple[ContentBlock, ...],
                  capture: StructuredCapture | None, signal: AbortSignal | None,
@@ -169,8 +173,9 @@ class SubagentRun:
         #: The run's span, started by its task (see :meth:`_settle`).
         self._span: RunSpan | None = None
         child_id = child.id
-        logger.debug("subagent %s started by %s (provider %s, seed of %d events)", child_id,
-                     parent.id, provider, seed_length)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("subagent %s started by %s (provider %s, seed of %d events)",
+                         child_id, parent.id, provider, seed_length)
         self._task: asyncio.Task[SubagentResult] = asyncio.get_running_loop().create_task(
             self._settle(prompt), name=f"subagent:{child_id}")
 
