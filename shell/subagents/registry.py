@@ -97,6 +97,39 @@ class Registration:
             self._runtime.unregister_provider(self.provider.provider_name)
 
 
+class _Watch:
+    """What the runtime keeps to observe one run: its end (:class:`SubagentEnd`, made only
+    for listeners) and its disposal (the runtime then forgets it)."""
+
+    __slots__ = ("local", "parent", "provider", "run", "run_id", "runtime")
+
+    def __init__(self, runtime: SubagentRuntime, run: SubagentRunHandle, run_id: str,
+                 provider: str, parent: Agent) -> None:
+        self.runtime = runtime
+        self.run = run
+        self.run_id = run_id
+        self.provider = provider
+        self.parent = parent
+        self.local = run.local_agent is not None
+
+    def settled(self, result: asyncio.Future[SubagentResult]) -> None:
+        failure = None if result.cancelled() else result.exception()  # (retrieved)
+        runtime = self.runtime
+        if not runtime._listeners:  # nobody to tell: no record is made
+            return
+        outcome = None if failure is not None or result.cancelled() else result.result()
+        run = self.run
+        runtime._emit(SubagentEnd(
+            run=run, run_id=self.run_id, provider=self.provider, id=run.id, local=self.local,
+            parent_id=self.parent.id,
+            stop_reason="error" if outcome is None else outcome.stop_reason,
+            last_assistant_message=(outcome.output or None) if outcome else None,
+            failure=failure))
+
+    def forget(self) -> None:
+        self.runtime._runs.pop(self.run_id, None)
+
+
 class SubagentRuntime:
     """``host.subagents``: providers by name, the live runs, and their observers.
 
@@ -271,37 +304,21 @@ class SubagentRuntime:
         self._closers.append(closer)
 
     def _observe(self, provider: str, run: SubagentRunHandle, parent: Agent) -> None:
-        run_id = self.host.ids()
-        local = run.local_agent is not None
-        runs = self._runs
-        runs[run_id] = run
-        parent_id = parent.id
-
-        def settled(result: asyncio.Future[SubagentResult]) -> None:
-            failure = None if result.cancelled() else result.exception()  # (retrieved)
-            if not self._listeners:  # nobody to tell: no record is made
-                return
-            outcome = None if failure is not None or result.cancelled() else result.result()
-            self._emit(SubagentEnd(
-                run=run, run_id=run_id, provider=provider, id=run.id, local=local,
-                parent_id=parent_id,
-                stop_reason="error" if outcome is None else outcome.stop_reason,
-                last_assistant_message=(outcome.output or None) if outcome else None,
-                failure=failure))
-
+        watch = _Watch(self, run, self.host.ids(), provider, parent)
+        self._runs[watch.run_id] = run
         # A run of this package is watched on its result task itself (what ``result``
         # shields), so no shield future is made per run just to watch it.
         on_settled = getattr(run, "on_settled", None)
         if on_settled is not None:
-            on_settled(settled)
+            on_settled(watch.settled)
         else:
-            run.result.add_done_callback(settled)
+            run.result.add_done_callback(watch.settled)
         forget = getattr(run, "on_disposed", None)
         if forget is not None:
-            forget(lambda: runs.pop(run_id, None))
+            forget(watch.forget)
         if self._listeners:
-            self._emit(SubagentStart(run=run, run_id=run_id, provider=provider, id=run.id,
-                                     local=local, parent_id=parent_id, label=run.label,
+            self._emit(SubagentStart(run=run, run_id=watch.run_id, provider=provider, id=run.id,
+                                     local=watch.local, parent_id=parent.id, label=run.label,
                                      seed_length=run.seed_length))
 
     def runs(self) -> tuple[SubagentRunHandle, ...]:
