@@ -29,6 +29,7 @@ from returns.result import Failure, Result
 
 from ..core import (
     EMPTY_TRACE,
+    CompletedPrefix,
     Event,
     HistorySnapshot,
     Message,
@@ -140,6 +141,8 @@ class Session:
         #: The last :attr:`events` view made, with its length (a view is fixed for good, so
         #: it is handed out again until the log grows).
         self._events: tuple[int, EventsView] | None = None
+        #: The last :meth:`completed` value (checked against the cut's trace when asked).
+        self._completed_value: CompletedPrefix | None = None
         if seed is not None and not (base and isinstance(base[-1], SessionEndSeedEvent)):
             self._commit([SessionEndSeedEvent(seq=len(base), time=clock())], flush=False)
 
@@ -201,6 +204,16 @@ class Session:
             self._completed = (cut, self._checked(trace_log(PrefixView(self._log, cut))))
         cut, trace = self._completed
         return PrefixView(self._log, cut), trace
+
+    def completed(self) -> CompletedPrefix:
+        """:meth:`completed_prefix` as one value (what a fork reads of its parent), the same
+        object until the cut moves: siblings forked at one cut share it."""
+        kept = self._completed_value
+        if kept is not None and self._completed is not None and kept.trace is self._completed[1]:
+            return kept
+        prefix, trace = self.completed_prefix()
+        kept = self._completed_value = CompletedPrefix(events=prefix, trace=trace)
+        return kept
 
     def history(self) -> Sequence[Message]:
         """The model-visible history now, as a view (a ``core.history.HistoryView``, never a

@@ -355,7 +355,7 @@ def plan_child(parent: ParentView, request: StartRequest | CheckedRequest,
         descriptor=checked.descriptor,
         prompt=wanted.prompt,
         sections=tuple(sections),
-        context=(DELEGATION_SECTION,),
+        context=_DELEGATION_CONTEXT,
         persona=wanted.persona,
         tool_filter=wanted.tool_filter,
         structured=checked.structured,
@@ -370,6 +370,9 @@ def _fork_cut(parent: ParentView) -> tuple[Sequence[Event] | None, Trace | None]
         return (kept.events, kept.trace) if kept.trace.length else (None, None)
     return _fork_seed(parent.events, parent.trace), None
 
+
+#: Every child's runtime-context contributions (a tuple is immutable: made once).
+_DELEGATION_CONTEXT = (DELEGATION_SECTION,)
 
 # This module's entry points call its other public functions with values they took in (or
 # derived from them): plain, so a start is checked once, at the entry point it came in by.

@@ -28,9 +28,9 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import Callable, Coroutine, Sequence
+import types
+from collections.abc import Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,7 +41,6 @@ from ...core import (
     Capabilities,
     CheckedRequest,
     ChildPlan,
-    CompletedPrefix,
     Event,
     HistorySnapshot,
     ParentView,
@@ -194,14 +193,12 @@ def parent_view(parent: Agent) -> ParentView:
     header, route, depth, log and trace, and its completed-turn prefix with the trace there
     (the view the session keeps, handed on as it is)."""
     session = parent.session
-    prefix, at_cut = session.completed_prefix()
     return ParentView(
         header=session.header,
         options=RuntimeOptions(provider=parent.provider, model=parent.model,
                                max_tokens=parent.max_tokens,
                                subagent_depth=parent.subagent_depth),
-        events=session.events, trace=session.trace,
-        completed=CompletedPrefix(events=prefix, trace=at_cut),
+        events=session.events, trace=session.trace, completed=session.completed(),
         approval_in_use=parent.approval_composed)
 
 
@@ -335,8 +332,14 @@ async def setup_checkpoint(child_id: str, parent: Agent, signal: AbortSignal | N
     Raises:
         SubagentAbortedError, SubagentStartError (``OWNER_DISPOSED``), CancelledError.
     """
-    await asyncio.sleep(0)
+    await _one_turn()
     _end_of_setup(child_id, parent, signal)
+
+
+@types.coroutine
+def _one_turn() -> Generator[None, None, None]:
+    """Give the event loop one turn: what ``asyncio.sleep(0)`` does, without its coroutine."""
+    yield
 
 
 def _end_of_setup(child_id: str, parent: Agent, signal: AbortSignal | None) -> None:
@@ -366,8 +369,8 @@ async def drive_child(host: SubagentHost, provider: InProcessProvider, request: 
     session = create_child_session(host, plan, seed_history(parent, plan, setup.parent))
     try:
         agent, capture = configure_child(host, session, setup)
-        # The setup checkpoint (:func:`setup_checkpoint`), without a coroutine of its own.
-        await asyncio.sleep(0)
+        # The setup checkpoint (:func:`setup_checkpoint`), without its coroutines.
+        await _one_turn()
         _end_of_setup(session.id, parent, signal)
     except BaseException:
         discard_child(host, session.id)
