@@ -337,12 +337,12 @@ def plan_child(parent: ParentView, request: StartRequest | CheckedRequest,
             case Failure(filter_error):
                 return Failure(filter_error)
     seed, seed_trace = (_fork_cut(parent) if kind == "fork" else (None, None))
-    sections: list[PromptSection] = []
+    sections: tuple[PromptSection, ...] = ()
     if wanted.persona is not None:
-        sections.append(PromptSection(name=PERSONA_SECTION_NAME, order=PERSONA_SECTION_ORDER,
-                                      text=wanted.persona))
+        sections = (PromptSection(name=PERSONA_SECTION_NAME, order=PERSONA_SECTION_ORDER,
+                                  text=wanted.persona),)
     if checked.structured is not None:
-        sections.append(checked.structured.section)
+        sections = (*sections, checked.structured.section)
     return Success(ChildPlan(
         kind=kind,
         header=_child_header(parent.header, child_id=child_id, created_at=created_at, depth=depth,
@@ -354,7 +354,7 @@ def plan_child(parent: ParentView, request: StartRequest | CheckedRequest,
         policy=_delegated_policy(parent.events, parent.approval_in_use, parent.trace),
         descriptor=checked.descriptor,
         prompt=wanted.prompt,
-        sections=tuple(sections),
+        sections=sections,
         context=_DELEGATION_CONTEXT,
         persona=wanted.persona,
         tool_filter=wanted.tool_filter,
