@@ -311,7 +311,7 @@ class Agent:
     @property
     def id(self) -> str:
         """The agent's id: its session's id."""
-        return self.session.id
+        return self.session.header.id
 
     @property
     def disposed(self) -> bool:

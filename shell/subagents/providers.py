@@ -311,17 +311,21 @@ def configure_child(host: SubagentHost, session: Session, setup: ChildSetup, *,
     when asked for, the structured-output capture."""
     plan = setup.plan
     options = plan.options
+    capture = None if plan.structured is None else StructuredCapture(
+        plan.structured, in_answer=setup.listed is not None)
+    # Built complete: its scope, policy and sections are passed in, nothing is patched after.
+    scope = (ToolScope(host.tools, restriction=plan.tool_filter, listed=setup.listed)
+             if capture is None else
+             ToolScope(host.tools, capture.tools, plan.tool_filter, setup.listed,
+                       guards=capture.guards))
     agent = host.build_agent(
         session, provider=options.provider, model=options.model,
         max_tokens=options.max_tokens, subagent_depth=plan.depth, approval=setup.approval,
-        tools_scope=ToolScope(host.tools, restriction=plan.tool_filter, listed=setup.listed),
-        preamble=() if descriptor_logged else (plan.descriptor,),
+        tools_scope=scope, preamble=() if descriptor_logged else (plan.descriptor,),
         # Pinned whether or not an approval service is composed: a child never asks.
         approval_policy="never", sections=setup.sections)
-    capture = None
-    if plan.structured is not None:
-        capture = StructuredCapture(plan.structured, in_answer=setup.listed is not None)
-        capture.install(agent)
+    if capture is not None:
+        capture.installed(agent)
     return agent, capture
 
 
@@ -371,7 +375,7 @@ async def drive_child(host: SubagentHost, provider: InProcessProvider, request: 
         agent, capture = configure_child(host, session, setup)
         # The setup checkpoint (:func:`setup_checkpoint`), without its coroutines.
         await _one_turn()
-        _end_of_setup(session.id, parent, signal)
+        _end_of_setup(plan.header.id, parent, signal)
     except BaseException:
         discard_child(host, session.id)
         raise

@@ -56,7 +56,7 @@ from ..abort import AbortSignal
 from ..agent import Agent, Prompt
 from ..session import Session
 from ..telemetry import RunSpan
-from ..tools import CallingAgent, Tool, ToolContext
+from ..tools import CallingAgent, Tool, ToolContext, ToolGuard
 
 __all__ = ["StructuredCapture", "SubagentChild", "SubagentRun"]
 
@@ -117,9 +117,25 @@ class StructuredCapture:
         if self.in_answer and self.value is None:
             self.value = structured_answer(self.contract, final_assistant_output(events))
 
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """What the child's own scope adds for it: the tool (none in the ``in_answer`` form)."""
+        return () if self.in_answer else (self.tool,)
+
+    @property
+    def guards(self) -> tuple[ToolGuard, ...]:
+        """The guard the child's own scope starts with (none in the ``in_answer`` form)."""
+        return () if self.in_answer else (self.guard,)
+
+    def installed(self, agent: Agent) -> None:
+        """``agent`` was built with :attr:`tools` and :attr:`guards` in its own scope (its
+        section is in the plan): :meth:`uninstall` removes them from it."""
+        if not self.in_answer:
+            self._installed_on = agent
+
     def install(self, agent: Agent) -> None:
-        """Add the tool and the guard to the child's own scope (its section is in the plan);
-        nothing in the ``in_answer`` form."""
+        """Add the tool and the guard to the child's own scope of an agent built without them
+        (its section is in the plan); nothing in the ``in_answer`` form."""
         if self.in_answer:
             return
         agent.tools.add(self.tool)
