@@ -138,8 +138,8 @@ class Session:
         self._trace, self._completed = self._trace_seed(base, seed_trace)
         self._history: HistorySnapshot | Callable[[], HistorySnapshot] | None = None
         self._prefix_history: HistorySnapshot | None = None
-        #: The last :attr:`events` view made, with its length (a view is fixed for good, so
-        #: it is handed out again until the log grows).
+        #: The last :attr:`events` view made, with the count of own events then (a view is
+        #: fixed for good, so it is handed out again until the log grows).
         self._events: tuple[int, EventsView] | None = None
         #: The last :meth:`completed` value (checked against the cut's trace when asked).
         self._completed_value: CompletedPrefix | None = None
@@ -176,12 +176,12 @@ class Session:
     @property
     def events(self) -> EventsView:
         """An immutable snapshot of the log as it is now (O(1))."""
-        length = len(self._log)
+        own = len(self._own)  # the seed never changes: the log grows only here
         kept = self._events
-        if kept is not None and kept[0] == length:
+        if kept is not None and kept[0] == own:
             return kept[1]
-        view = EventsView(self._log, length)
-        self._events = (length, view)
+        view = EventsView(self._log, len(self._log))
+        self._events = (own, view)
         return view
 
     @property
