@@ -49,6 +49,7 @@ from .contract import (
     raise_on_failure,
     unwrap_start,
 )
+from .run import SubagentRun
 
 __all__ = [
     "NO_PROVIDER",
@@ -112,7 +113,8 @@ class _Watch:
         self.parent = parent
         self.local = run.local_agent is not None
 
-    def settled(self, result: asyncio.Future[SubagentResult]) -> None:
+    def __call__(self, result: asyncio.Future[SubagentResult]) -> None:
+        """The run's result settled."""
         failure = None if result.cancelled() else result.exception()  # (retrieved)
         runtime = self.runtime
         if not runtime._listeners:  # nobody to tell: no record is made
@@ -306,16 +308,15 @@ class SubagentRuntime:
     def _observe(self, provider: str, run: SubagentRunHandle, parent: Agent) -> None:
         watch = _Watch(self, run, self.host.ids(), provider, parent)
         self._runs[watch.run_id] = run
-        # A run of this package is watched on its result task itself (what ``result``
-        # shields), so no shield future is made per run just to watch it.
-        on_settled = getattr(run, "on_settled", None)
-        if on_settled is not None:
-            on_settled(watch.settled)
+        if isinstance(run, SubagentRun):
+            # Watched on its result task itself (what ``result`` shields): no shield future
+            # is made per run just to watch it.
+            run.watched(watch, watch.forget)
         else:
-            run.result.add_done_callback(watch.settled)
-        forget = getattr(run, "on_disposed", None)
-        if forget is not None:
-            forget(watch.forget)
+            run.result.add_done_callback(watch)
+            forget = getattr(run, "on_disposed", None)
+            if forget is not None:
+                forget(watch.forget)
         if self._listeners:
             self._emit(SubagentStart(run=run, run_id=watch.run_id, provider=provider, id=run.id,
                                      local=watch.local, parent_id=parent.id, label=run.label,

@@ -250,10 +250,13 @@ class SubagentRun:
         for callback in callbacks:
             callback()
 
-    def on_settled(self, callback: Callable[[asyncio.Future[SubagentResult]], None]) -> None:
-        """Call ``callback(future)`` when the result settles, with a future holding it (what
-        ``result`` shields): how the runtime watches a run without a shield of its own."""
-        self._task.add_done_callback(callback)
+    def watched(self, settled: Callable[[asyncio.Future[SubagentResult]], None],
+                disposed: Callable[[], None]) -> None:
+        """Call ``settled(future)`` when the result settles, with a future holding it (what
+        ``result`` shields), and ``disposed()`` as :meth:`on_disposed` does: how the runtime
+        watches a run, without a shield of its own."""
+        self._task.add_done_callback(settled)
+        self.on_disposed(disposed)
 
     def on_disposed(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` once :meth:`dispose` has finished (the runtime then forgets the
