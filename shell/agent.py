@@ -36,7 +36,7 @@ import inspect
 import logging
 import os
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, Protocol, Self, TypeAlias, TypeVar
@@ -266,7 +266,9 @@ class Agent:
                  subagent_depth: int | float | None = None,
                  approval: bool = False, tools: ToolScope,
                  preamble: tuple[SubagentDescriptorData, ...] = (),
-                 max_steps: int | None = DEFAULT_MAX_STEPS, titles: bool = True) -> None:
+                 max_steps: int | None = DEFAULT_MAX_STEPS, titles: bool = True,
+                 approval_policy: ApprovalPolicy | None = None,
+                 sections: Iterable[PromptSection] = ()) -> None:
         self.host = services
         self.session = session
         self.provider = provider
@@ -275,11 +277,13 @@ class Agent:
         self.subagent_depth = subagent_depth
         self.tools = tools
         #: Agent-level sections; they override the host's of the same name.
-        self.prompt_sections = PromptSections()
+        self.prompt_sections = PromptSections(sections)
         self.pre_step_hooks: list[PreStepHook] = []
         #: Whether an approval service is composed (DSH pins a child's policy to never then).
         self.approval_composed = approval
-        self.approval_policy: ApprovalPolicy = services.approval_default if approval else "never"
+        self.approval_policy: ApprovalPolicy = (
+            approval_policy if approval_policy is not None
+            else services.approval_default if approval else "never")
         self.approver: Approver | None = None
         #: The last failure of the loop itself, if any (see :meth:`when_idle`).
         self.failure: BaseException | None = None
@@ -307,7 +311,7 @@ class Agent:
     @property
     def id(self) -> str:
         """The agent's id: its session's id."""
-        return self.session.id
+        return self.session.header.id
 
     @property
     def disposed(self) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -19,6 +19,7 @@ from ..core import (
     PERSONA_SECTION_NAME,
     PERSONA_SECTION_ORDER,
     Event,
+    PromptSection,
     RetryPolicy,
     SessionHeader,
     SubagentDescriptorData,
@@ -190,17 +191,23 @@ class Host:
                     max_tokens: int | None = None, subagent_depth: int | float | None = None,
                     approval: bool = False, tools_scope: ToolScope | None = None,
                     preamble: tuple[SubagentDescriptorData, ...] = (),
-                    max_steps: int | None = DEFAULT_MAX_STEPS) -> Agent:
+                    max_steps: int | None = DEFAULT_MAX_STEPS,
+                    approval_policy: ApprovalPolicy | None = None,
+                    sections: Iterable[PromptSection] = ()) -> Agent:
         """An agent over ``session`` that is not live yet: publish it with
         ``host.agents.add(agent)``, or delete its session (what an unpublished child is).
 
         ``preamble``: payloads written at the first step boundary of its first turn (a
-        one-shot child's descriptor). The other arguments are :meth:`create_agent`'s.
+        one-shot child's descriptor). ``approval_policy``: its policy from the start (``None``:
+        the host's ``approval_default`` with an approval service, else ``never``).
+        ``sections``: its own prompt sections, in order. The other arguments are
+        :meth:`create_agent`'s.
         """
         return Agent(self, session, provider=provider, model=model, max_tokens=max_tokens,
                      subagent_depth=subagent_depth, approval=approval,
                      tools=tools_scope if tools_scope is not None else ToolScope(self.tools),
-                     preamble=preamble, max_steps=max_steps, titles=self.session_titles)
+                     preamble=preamble, max_steps=max_steps, titles=self.session_titles,
+                     approval_policy=approval_policy, sections=sections)
 
     def model(self, provider: str) -> Model:
         """The model registered for ``provider`` (raises :class:`UnknownProviderError`)."""

@@ -94,9 +94,10 @@ class AgentRegistry:
 
     def add(self, agent: Agent) -> None:
         """Make ``agent`` live (its publication)."""
-        if agent.id in self._agents:
-            raise AgentExistsError(f"an agent with id {agent.id!r} is already live")
-        self._agents[agent.id] = agent
+        agent_id = agent.id
+        if agent_id in self._agents:
+            raise AgentExistsError(f"an agent with id {agent_id!r} is already live")
+        self._agents[agent_id] = agent
 
     def remove(self, agent: Agent) -> None:
         """Forget ``agent`` if it is the live one under its id."""

@@ -29,6 +29,7 @@ from returns.result import Failure, Result
 
 from ..core import (
     EMPTY_TRACE,
+    CompletedPrefix,
     Event,
     HistorySnapshot,
     Message,
@@ -137,6 +138,11 @@ class Session:
         self._trace, self._completed = self._trace_seed(base, seed_trace)
         self._history: HistorySnapshot | Callable[[], HistorySnapshot] | None = None
         self._prefix_history: HistorySnapshot | None = None
+        #: The last :attr:`events` view made, with the count of own events then (a view is
+        #: fixed for good, so it is handed out again until the log grows).
+        self._events: tuple[int, EventsView] | None = None
+        #: The last :meth:`completed` value (checked against the cut's trace when asked).
+        self._completed_value: CompletedPrefix | None = None
         if seed is not None and not (base and isinstance(base[-1], SessionEndSeedEvent)):
             self._commit([SessionEndSeedEvent(seq=len(base), time=clock())], flush=False)
 
@@ -170,7 +176,13 @@ class Session:
     @property
     def events(self) -> EventsView:
         """An immutable snapshot of the log as it is now (O(1))."""
-        return EventsView(self._log, len(self._log))
+        own = len(self._own)  # the seed never changes: the log grows only here
+        kept = self._events
+        if kept is not None and kept[0] == own:
+            return kept[1]
+        view = EventsView(self._log, len(self._log))
+        self._events = (own, view)
+        return view
 
     @property
     def trace(self) -> Trace:
@@ -192,6 +204,16 @@ class Session:
             self._completed = (cut, self._checked(trace_log(PrefixView(self._log, cut))))
         cut, trace = self._completed
         return PrefixView(self._log, cut), trace
+
+    def completed(self) -> CompletedPrefix:
+        """:meth:`completed_prefix` as one value (what a fork reads of its parent), the same
+        object until the cut moves: siblings forked at one cut share it."""
+        kept = self._completed_value
+        if kept is not None and self._completed is not None and kept.trace is self._completed[1]:
+            return kept
+        prefix, trace = self.completed_prefix()
+        kept = self._completed_value = CompletedPrefix(events=prefix, trace=trace)
+        return kept
 
     def history(self) -> Sequence[Message]:
         """The model-visible history now, as a view (a ``core.history.HistoryView``, never a

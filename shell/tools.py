@@ -311,18 +311,20 @@ class ToolScope:
             child lists its parent's); ``None``: derived from the rest. What a call runs is
             decided by the rest either way: a listed tool this scope does not have is refused
             as an unknown one.
+        guards: the first :attr:`guards`, in order.
     """
 
     def __init__(self, registry: ToolRegistry, added: Iterable[Tool] = (),
                  restriction: ToolRestriction | None = None,
-                 listed: Sequence[Tool] | None = None) -> None:
+                 listed: Sequence[Tool] | None = None,
+                 guards: Iterable[ToolGuard] = ()) -> None:
         self.registry = registry
         self.listed = None if listed is None else tuple(listed)
         self._added: dict[str, Tool] = {}
         self._restrictions: list[ToolRestriction] = []
         #: Checked before every call of this scope's agent, known tool or not: the first
         #: message returned denies the call (``Error: <message>``, no ``error`` key).
-        self.guards: list[ToolGuard] = []
+        self.guards: list[ToolGuard] = list(guards)
         for tool in added:
             self.add(tool)
         if restriction is not None:
@@ -399,10 +401,14 @@ class ToolScope:
 
 class PromptSections:
     """Named prompt contributions with an order (lower first): system-prompt sections and
-    runtime-context contributions (:class:`turnfork.core.PromptSection` ``kind``)."""
+    runtime-context contributions (:class:`turnfork.core.PromptSection` ``kind``).
 
-    def __init__(self) -> None:
-        self._sections: dict[str, PromptSection] = {}
+    ``sections``: the first contributions, added in order (as :meth:`add` would).
+    """
+
+    def __init__(self, sections: Iterable[PromptSection] = ()) -> None:
+        self._sections: dict[str, PromptSection] = {section.name: section
+                                                    for section in sections}
 
     def set(self, name: str, text: str, *, order: float = DEFAULT_SECTION_ORDER,
             kind: Literal["section", "context"] = "section") -> None:

@@ -168,13 +168,15 @@ def check_request(provider_name: str, capabilities: Capabilities | None,
     SubagentDescriptorData(version=2, mode='one-shot', provider='fork', label='x', \
 agent_provider=UNSET, agent_model=UNSET, persona=UNSET, tool_filter=UNSET)
     """
+    # A refusal is told by its exact class (``Result`` is an ``ABCMeta`` class: a class
+    # pattern costs an abstract ``isinstance`` per check, on every start).
     if capabilities is not None:
-        match _check_capabilities(provider_name, capabilities, request):
-            case Failure(error):
-                return Failure(error)
-    match _validate_max_depth(request.max_depth):
-        case Failure(depth_error):
-            return Failure(StartError.from_depth(depth_error))
+        supported = _check_capabilities(provider_name, capabilities, request)
+        if type(supported) is Failure:
+            return supported
+    valid = _validate_max_depth(request.max_depth)
+    if type(valid) is Failure:
+        return Failure(StartError.from_depth(valid.failure()))
     structured: StructuredOutputContract | None = None
     if request.output_schema is not None:
         match _validate_output_schema(request.output_schema):
@@ -327,21 +329,20 @@ def plan_child(parent: ParentView, request: StartRequest | CheckedRequest,
     header_depth = parent.header.delegation_depth
     resolved = _resolve_child_depth(None if isinstance(header_depth, UnsetType) else header_depth,
                                    parent.options.subagent_depth, wanted.max_depth)
-    match resolved:
-        case Failure(depth_error):
-            return Failure(StartError.from_depth(depth_error))
+    if type(resolved) is Failure:
+        return Failure(StartError.from_depth(resolved.failure()))
     depth = resolved.unwrap()
     if wanted.tool_filter is not None:
         match _validate_tool_filter(wanted.tool_filter, known_tools):
             case Failure(filter_error):
                 return Failure(filter_error)
     seed, seed_trace = (_fork_cut(parent) if kind == "fork" else (None, None))
-    sections: list[PromptSection] = []
+    sections: tuple[PromptSection, ...] = ()
     if wanted.persona is not None:
-        sections.append(PromptSection(name=PERSONA_SECTION_NAME, order=PERSONA_SECTION_ORDER,
-                                      text=wanted.persona))
+        sections = (PromptSection(name=PERSONA_SECTION_NAME, order=PERSONA_SECTION_ORDER,
+                                  text=wanted.persona),)
     if checked.structured is not None:
-        sections.append(checked.structured.section)
+        sections = (*sections, checked.structured.section)
     return Success(ChildPlan(
         kind=kind,
         header=_child_header(parent.header, child_id=child_id, created_at=created_at, depth=depth,
@@ -353,8 +354,8 @@ def plan_child(parent: ParentView, request: StartRequest | CheckedRequest,
         policy=_delegated_policy(parent.events, parent.approval_in_use, parent.trace),
         descriptor=checked.descriptor,
         prompt=wanted.prompt,
-        sections=tuple(sections),
-        context=(DELEGATION_SECTION,),
+        sections=sections,
+        context=_DELEGATION_CONTEXT,
         persona=wanted.persona,
         tool_filter=wanted.tool_filter,
         structured=checked.structured,
@@ -369,6 +370,9 @@ def _fork_cut(parent: ParentView) -> tuple[Sequence[Event] | None, Trace | None]
         return (kept.events, kept.trace) if kept.trace.length else (None, None)
     return _fork_seed(parent.events, parent.trace), None
 
+
+#: Every child's runtime-context contributions (a tuple is immutable: made once).
+_DELEGATION_CONTEXT = (DELEGATION_SECTION,)
 
 # This module's entry points call its other public functions with values they took in (or
 # derived from them): plain, so a start is checked once, at the entry point it came in by.

@@ -179,7 +179,10 @@ def resolve_child_depth(header_depth: int | None, runtime_depth: int | float | N
     """
     # Every start asks this; when every value is a plain safe integer (or absent) and the
     # child fits, the answer is the sum, without the steps' intermediate results. Anything
-    # else takes the steps, which name the problem.
+    # else takes the steps, which name the problem. A top-level parent with no cap (what most
+    # starts are) is answered first, without the checks' calls.
+    if header_depth is None and runtime_depth is None and max_depth is None:
+        return _ROOT_CHILD
     if _safe(header_depth) and _safe(runtime_depth) and _safe(max_depth):
         depth = max(header_depth or 0, int(runtime_depth or 0)) + 1
         if depth <= MAX_SAFE_INTEGER and (max_depth is None or depth <= max_depth):

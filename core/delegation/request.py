@@ -157,19 +157,21 @@ def check_capabilities(provider_name: str, capabilities: Capabilities,
     >>> check_capabilities("fork", Capabilities(persona=True), request)
     <Success: None>
     """
-    needs = (
-        (request.output_schema is not None, capabilities.output_schema, "outputSchema"),
-        (request.max_depth is not None, capabilities.depth_limit, "depthLimit"),
-        (request.tool_filter is not None, capabilities.tool_filter, "toolFilter"),
-        (request.persona is not None, capabilities.persona, "persona"),
-    )
-    for needed, supported, capability in needs:
-        if needed and not supported:
-            return Failure(StartError(
-                code=UNSUPPORTED_CAPABILITY, name="SubagentError",
-                message=f'subagent provider "{provider_name}" does not support the '
-                        f'"{capability}" capability'))
-    return _SUPPORTED
+    # In DSH's order; a plain request (none of them asked for) passes without a table.
+    if request.output_schema is not None and not capabilities.output_schema:
+        missing = "outputSchema"
+    elif request.max_depth is not None and not capabilities.depth_limit:
+        missing = "depthLimit"
+    elif request.tool_filter is not None and not capabilities.tool_filter:
+        missing = "toolFilter"
+    elif request.persona is not None and not capabilities.persona:
+        missing = "persona"
+    else:
+        return _SUPPORTED
+    return Failure(StartError(
+        code=UNSUPPORTED_CAPABILITY, name="SubagentError",
+        message=f'subagent provider "{provider_name}" does not support the '
+                f'"{missing}" capability'))
 
 
 #: A result is immutable: the one success is made once (every start asks).

@@ -6,16 +6,17 @@ the continuation manager alike, so none of them imports another to learn it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar
 
-from returns.result import Failure
+from returns.result import Failure, Result, Success
 
 from ...core import (
     Capabilities,
     CheckedRequest,
     ContentBlock,
+    PromptSection,
     StartError,
     SubagentDescriptorData,
     SubagentResult,
@@ -25,6 +26,7 @@ from ..agent import Agent
 from ..clock import Clock, IdFactory
 
 if TYPE_CHECKING:
+    from ..approval import ApprovalPolicy
     from ..registries import AgentRegistry, ModelRegistry
     from ..session import Session
     from ..store import SessionStore
@@ -40,6 +42,7 @@ __all__ = [
     "SubagentStartError",
     "SubagentAbortedError",
     "raise_on_failure",
+    "unwrap_start",
     "SubagentHost",
     "SubagentProvider",
     "SubagentRunHandle",
@@ -48,6 +51,8 @@ __all__ = [
     "SubagentEvent",
     "SubagentListener",
 ]
+
+T = TypeVar("T")
 
 #: ``StartError.code`` of a start naming no registered provider (DSH ``SubagentError``).
 NO_PROVIDER = "NO_PROVIDER"
@@ -97,6 +102,19 @@ def raise_on_failure(result: object) -> None:
             raise SubagentStartError(error)
 
 
+def unwrap_start(result: Result[T, StartError]) -> T:
+    """The value of a core success; :func:`raise_on_failure` then ``unwrap`` otherwise.
+
+    A success is recognised by its exact class first: ``Result`` being an ``ABCMeta`` class,
+    that spares the start path the abstract ``isinstance`` checks of a ``match``.
+    """
+    if type(result) is Success:
+        value: T = result.unwrap()
+        return value
+    raise_on_failure(result)
+    return result.unwrap()
+
+
 class SubagentHost(Protocol):
     """What the subagent runtime needs of its host (a :class:`~turnfork.shell.Host` is one)."""
 
@@ -120,7 +138,9 @@ class SubagentHost(Protocol):
     def build_agent(self, session: Session, *, provider: str | None, model: str | None,
                     max_tokens: int | None = None, subagent_depth: int | float | None = None,
                     approval: bool = False, tools_scope: ToolScope | None = None,
-                    preamble: tuple[SubagentDescriptorData, ...] = ()) -> Agent:
+                    preamble: tuple[SubagentDescriptorData, ...] = (),
+                    approval_policy: ApprovalPolicy | None = None,
+                    sections: Iterable[PromptSection] = ()) -> Agent:
         """An agent over ``session`` that is not live yet (publish: ``agents.add``)."""
         ...
 

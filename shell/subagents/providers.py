@@ -28,18 +28,19 @@ Rules:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
+import types
+from collections.abc import Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
 
 from ...core import (
     ApprovalPolicyEvent,
     Capabilities,
     CheckedRequest,
     ChildPlan,
-    CompletedPrefix,
     Event,
     HistorySnapshot,
     ParentView,
@@ -61,7 +62,7 @@ from .contract import (
     SubagentAbortedError,
     SubagentHost,
     SubagentStartError,
-    raise_on_failure,
+    unwrap_start,
 )
 from .run import StructuredCapture, SubagentRun
 
@@ -138,9 +139,11 @@ class InProcessProvider:
         """Whether children see the parent's completed turns (a fork) or not (a spawn)."""
         return self.kind == "fork"
 
-    async def start(self, runtime: SubagentRuntime, request: CheckedRequest, *, parent: Agent,
-                    signal: AbortSignal | None) -> SubagentRun:
-        return await drive_child(runtime.host, self, request, parent, signal)
+    def start(self, runtime: SubagentRuntime, request: CheckedRequest, *, parent: Agent,
+              signal: AbortSignal | None) -> Coroutine[Any, Any, SubagentRun]:
+        """Await it: the driver's coroutine (:func:`drive_child`), handed on as it is rather
+        than awaited in one more of its own."""
+        return drive_child(runtime.host, self, request, parent, signal)
 
     def prepare_continuable(self, request: ContinuableRequest) -> ContinuableSeed:
         """What a continuable child of ``request.parent`` would start from, captured now: a
@@ -190,14 +193,12 @@ def parent_view(parent: Agent) -> ParentView:
     header, route, depth, log and trace, and its completed-turn prefix with the trace there
     (the view the session keeps, handed on as it is)."""
     session = parent.session
-    prefix, at_cut = session.completed_prefix()
     return ParentView(
         header=session.header,
         options=RuntimeOptions(provider=parent.provider, model=parent.model,
                                max_tokens=parent.max_tokens,
                                subagent_depth=parent.subagent_depth),
-        events=session.events, trace=session.trace,
-        completed=CompletedPrefix(events=prefix, trace=at_cut),
+        events=session.events, trace=session.trace, completed=session.completed(),
         approval_in_use=parent.approval_composed)
 
 
@@ -207,8 +208,7 @@ def discard_child(host: SubagentHost, child_id: str) -> None:
         host.sessions.delete(child_id)
 
 
-@dataclass(frozen=True, slots=True)
-class ChildSetup:
+class ChildSetup(msgspec.Struct, frozen=True):
     """A child as decided: the core's plan and what the driver read of the parent with it.
 
     Everything here was read synchronously, before any await. A provider that runs the child
@@ -247,10 +247,9 @@ def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
     # The known tools matter only to a tool filter (and checking the collection costs).
     known = None if request.request.tool_filter is None else host.tools.names()
     view = parent_view(parent)
-    planned = plan_child(view, request, kind, provider_name=provider_name,
-                         child_id=host.ids(), created_at=host.clock(), known_tools=known)
-    raise_on_failure(planned)
-    plan = planned.unwrap()
+    plan = unwrap_start(plan_child(view, request, kind, provider_name=provider_name,
+                                   child_id=host.ids(), created_at=host.clock(),
+                                   known_tools=known))
     if cache_preserving and plan.seed is not None:
         deployment = tuple(section for section in parent.prompt_sections.sections()
                            if section.kind == "section")
@@ -258,11 +257,11 @@ def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
                           sections=(*deployment, *plan.context,
                                     *cache_preserving_context(plan.persona, plan.structured)),
                           parent=view, listed=parent.tools.tools())
-    sections = tuple(section for section in (*parent.prompt_sections.sections(),
-                                             *plan.sections, *plan.context)
-                     if section.kind == "section" or section in plan.context)
-    return ChildSetup(plan=plan, approval=parent.approval_composed, sections=sections,
-                      parent=view)
+    context = plan.context
+    kept = [section for section in (*parent.prompt_sections.sections(), *plan.sections)
+            if section.kind == "section" or section in context]
+    return ChildSetup(plan=plan, approval=parent.approval_composed,
+                      sections=(*kept, *context) if kept else context, parent=view)
 
 
 def seed_history(parent: Agent, plan: ChildPlan, view: ParentView | None = None,
@@ -312,19 +311,21 @@ def configure_child(host: SubagentHost, session: Session, setup: ChildSetup, *,
     when asked for, the structured-output capture."""
     plan = setup.plan
     options = plan.options
+    capture = None if plan.structured is None else StructuredCapture(
+        plan.structured, in_answer=setup.listed is not None)
+    # Built complete: its scope, policy and sections are passed in, nothing is patched after.
+    scope = (ToolScope(host.tools, restriction=plan.tool_filter, listed=setup.listed)
+             if capture is None else
+             ToolScope(host.tools, capture.tools, plan.tool_filter, setup.listed,
+                       guards=capture.guards))
     agent = host.build_agent(
         session, provider=options.provider, model=options.model,
         max_tokens=options.max_tokens, subagent_depth=plan.depth, approval=setup.approval,
-        tools_scope=ToolScope(host.tools, restriction=plan.tool_filter, listed=setup.listed),
-        preamble=() if descriptor_logged else (plan.descriptor,))
-    # Pinned whether or not an approval service is composed: a child never asks.
-    agent.approval_policy = "never"
-    for section in setup.sections:
-        agent.prompt_sections.add(section)
-    capture = None
-    if plan.structured is not None:
-        capture = StructuredCapture(plan.structured, in_answer=setup.listed is not None)
-        capture.install(agent)
+        tools_scope=scope, preamble=() if descriptor_logged else (plan.descriptor,),
+        # Pinned whether or not an approval service is composed: a child never asks.
+        approval_policy="never", sections=setup.sections)
+    if capture is not None:
+        capture.installed(agent)
     return agent, capture
 
 
@@ -335,7 +336,18 @@ async def setup_checkpoint(child_id: str, parent: Agent, signal: AbortSignal | N
     Raises:
         SubagentAbortedError, SubagentStartError (``OWNER_DISPOSED``), CancelledError.
     """
-    await asyncio.sleep(0)
+    await _one_turn()
+    _end_of_setup(child_id, parent, signal)
+
+
+@types.coroutine
+def _one_turn() -> Generator[None, None, None]:
+    """Give the event loop one turn: what ``asyncio.sleep(0)`` does, without its coroutine."""
+    yield
+
+
+def _end_of_setup(child_id: str, parent: Agent, signal: AbortSignal | None) -> None:
+    """What :func:`setup_checkpoint` checks once the event loop has had its turn."""
     if signal is not None and signal.aborted:
         raise SubagentAbortedError()
     if parent.disposed:
@@ -361,7 +373,9 @@ async def drive_child(host: SubagentHost, provider: InProcessProvider, request: 
     session = create_child_session(host, plan, seed_history(parent, plan, setup.parent))
     try:
         agent, capture = configure_child(host, session, setup)
-        await setup_checkpoint(session.id, parent, signal)
+        # The setup checkpoint (:func:`setup_checkpoint`), without its coroutines.
+        await _one_turn()
+        _end_of_setup(plan.header.id, parent, signal)
     except BaseException:
         discard_child(host, session.id)
         raise

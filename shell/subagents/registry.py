@@ -47,7 +47,9 @@ from .contract import (
     SubagentStart,
     SubagentStartError,
     raise_on_failure,
+    unwrap_start,
 )
+from .run import SubagentRun
 
 __all__ = [
     "NO_PROVIDER",
@@ -94,6 +96,40 @@ class Registration:
         started are not touched."""
         if self.active:
             self._runtime.unregister_provider(self.provider.provider_name)
+
+
+class _Watch:
+    """What the runtime keeps to observe one run: its end (:class:`SubagentEnd`, made only
+    for listeners) and its disposal (the runtime then forgets it)."""
+
+    __slots__ = ("local", "parent", "provider", "run", "run_id", "runtime")
+
+    def __init__(self, runtime: SubagentRuntime, run: SubagentRunHandle, run_id: str,
+                 provider: str, parent: Agent) -> None:
+        self.runtime = runtime
+        self.run = run
+        self.run_id = run_id
+        self.provider = provider
+        self.parent = parent
+        self.local = run.local_agent is not None
+
+    def __call__(self, result: asyncio.Future[SubagentResult]) -> None:
+        """The run's result settled."""
+        failure = None if result.cancelled() else result.exception()  # (retrieved)
+        runtime = self.runtime
+        if not runtime._listeners:  # nobody to tell: no record is made
+            return
+        outcome = None if failure is not None or result.cancelled() else result.result()
+        run = self.run
+        runtime._emit(SubagentEnd(
+            run=run, run_id=self.run_id, provider=self.provider, id=run.id, local=self.local,
+            parent_id=self.parent.id,
+            stop_reason="error" if outcome is None else outcome.stop_reason,
+            last_assistant_message=(outcome.output or None) if outcome else None,
+            failure=failure))
+
+    def forget(self) -> None:
+        self.runtime._runs.pop(self.run_id, None)
 
 
 class SubagentRuntime:
@@ -210,11 +246,11 @@ class SubagentRuntime:
                 code=INACTIVE_PARENT,
                 message=f'cannot create effect on inactive context: agent "{parent.id}" is '
                         "disposed"))
-        checked = check_request(provider.provider_name, provider.capabilities, request)
-        raise_on_failure(checked)
+        checked = unwrap_start(check_request(provider.provider_name, provider.capabilities,
+                                             request))
         if signal is not None and signal.aborted:
             raise SubagentAbortedError()  # no provider is handed a start already given up
-        run = await provider.start(self, checked.unwrap(), parent=parent, signal=signal)
+        run = await provider.start(self, checked, parent=parent, signal=signal)
         self._observe(provider.provider_name, run, parent)
         return run
 
@@ -270,27 +306,21 @@ class SubagentRuntime:
         self._closers.append(closer)
 
     def _observe(self, provider: str, run: SubagentRunHandle, parent: Agent) -> None:
-        run_id = self.host.ids()
-        local = run.local_agent is not None
-        self._runs[run_id] = run
-
-        def settled(result: asyncio.Future[SubagentResult]) -> None:
-            failure = None if result.cancelled() else result.exception()
-            outcome = None if failure is not None or result.cancelled() else result.result()
-            self._emit(SubagentEnd(
-                run=run, run_id=run_id, provider=provider, id=run.id, local=local,
-                parent_id=parent.id,
-                stop_reason="error" if outcome is None else outcome.stop_reason,
-                last_assistant_message=(outcome.output or None) if outcome else None,
-                failure=failure))
-
-        run.result.add_done_callback(settled)
-        forget = getattr(run, "on_disposed", None)
-        if forget is not None:
-            forget(lambda: self._runs.pop(run_id, None))
-        self._emit(SubagentStart(run=run, run_id=run_id, provider=provider, id=run.id,
-                                 local=local, parent_id=parent.id, label=run.label,
-                                 seed_length=run.seed_length))
+        watch = _Watch(self, run, self.host.ids(), provider, parent)
+        self._runs[watch.run_id] = run
+        if isinstance(run, SubagentRun):
+            # Watched on its result task itself (what ``result`` shields): no shield future
+            # is made per run just to watch it.
+            run.watched(watch, watch.forget)
+        else:
+            run.result.add_done_callback(watch)
+            forget = getattr(run, "on_disposed", None)
+            if forget is not None:
+                forget(watch.forget)
+        if self._listeners:
+            self._emit(SubagentStart(run=run, run_id=watch.run_id, provider=provider, id=run.id,
+                                     local=watch.local, parent_id=parent.id, label=run.label,
+                                     seed_length=run.seed_length))
 
     def runs(self) -> tuple[SubagentRunHandle, ...]:
         """Runs started and not yet disposed, in start order."""

@@ -55,7 +55,8 @@ from ...core import (
 from ..abort import AbortSignal
 from ..agent import Agent, Prompt
 from ..session import Session
-from ..tools import CallingAgent, Tool, ToolContext
+from ..telemetry import RunSpan
+from ..tools import CallingAgent, Tool, ToolContext, ToolGuard
 
 __all__ = ["StructuredCapture", "SubagentChild", "SubagentRun"]
 
@@ -116,9 +117,25 @@ class StructuredCapture:
         if self.in_answer and self.value is None:
             self.value = structured_answer(self.contract, final_assistant_output(events))
 
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """What the child's own scope adds for it: the tool (none in the ``in_answer`` form)."""
+        return () if self.in_answer else (self.tool,)
+
+    @property
+    def guards(self) -> tuple[ToolGuard, ...]:
+        """The guard the child's own scope starts with (none in the ``in_answer`` form)."""
+        return () if self.in_answer else (self.guard,)
+
+    def installed(self, agent: Agent) -> None:
+        """``agent`` was built with :attr:`tools` and :attr:`guards` in its own scope (its
+        section is in the plan): :meth:`uninstall` removes them from it."""
+        if not self.in_answer:
+            self._installed_on = agent
+
     def install(self, agent: Agent) -> None:
-        """Add the tool and the guard to the child's own scope (its section is in the plan);
-        nothing in the ``in_answer`` form."""
+        """Add the tool and the guard to the child's own scope of an agent built without them
+        (its section is in the plan); nothing in the ``in_answer`` form."""
         if self.in_answer:
             return
         agent.tools.add(self.tool)
@@ -146,6 +163,10 @@ class SubagentRun:
     Always :meth:`dispose` a run.
     """
 
+    __slots__ = ("__weakref__", "_cancelled", "_capture", "_diagnostic", "_disposed",
+                 "_disposing", "_on_disposed", "_signal", "_span", "_task", "child", "label",
+                 "local_agent", "parent", "provider", "seed_length")
+
     def __init__(self, *, provider: str, label: str | None, parent: Agent,
                  child: SubagentChild, seed_length: int, prompt: tuple[ContentBlock, ...],
                  capture: StructuredCapture | None, signal: AbortSignal | None,
@@ -165,11 +186,14 @@ class SubagentRun:
         self._on_disposed: list[Callable[[], None]] = []
         if signal is not None:
             signal.add_listener(self.abort)
-        self._span = parent.host.telemetry.run_span(child.id, parent.id, provider)
-        logger.debug("subagent %s started by %s (provider %s, seed of %d events)", child.id,
-                     parent.id, provider, seed_length)
+        #: The run's span, started by its task (see :meth:`_settle`).
+        self._span: RunSpan | None = None
+        child_id = child.id
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("subagent %s started by %s (provider %s, seed of %d events)",
+                         child_id, parent.id, provider, seed_length)
         self._task: asyncio.Task[SubagentResult] = asyncio.get_running_loop().create_task(
-            self._settle(prompt), name=f"subagent:{child.id}")
+            self._settle(prompt), name=f"subagent:{child_id}")
 
     @property
     def id(self) -> str:
@@ -226,6 +250,14 @@ class SubagentRun:
         for callback in callbacks:
             callback()
 
+    def watched(self, settled: Callable[[asyncio.Future[SubagentResult]], None],
+                disposed: Callable[[], None]) -> None:
+        """Call ``settled(future)`` when the result settles, with a future holding it (what
+        ``result`` shields), and ``disposed()`` as :meth:`on_disposed` does: how the runtime
+        watches a run, without a shield of its own."""
+        self._task.add_done_callback(settled)
+        self.on_disposed(disposed)
+
     def on_disposed(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` once :meth:`dispose` has finished (the runtime then forgets the
         run, so a host that delegates every turn holds only its live runs)."""
@@ -239,6 +271,10 @@ class SubagentRun:
             self._signal.remove_listener(self.abort)
 
     async def _settle(self, prompt: tuple[ContentBlock, ...]) -> SubagentResult:
+        # The span starts with the run's task, in the context the run was started in (the
+        # task's copy of it: the same parent span), not in the start: asking OpenTelemetry
+        # whether anything records is work the publication need not wait for.
+        self._span = self.parent.host.telemetry.run_span(self.id, self.parent.id, self.provider)
         try:
             result = await self._deliver(prompt)
         except BaseException as error:

@@ -183,15 +183,17 @@ def test_prepare_continuable_captures_the_seed_once() -> None:
 
 
 def test_a_fork_reads_the_parent_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Starting a fork asks the parent's session for its completed-turn prefix once (the
-    session's own history cache aside), and the child's seed is that very view's events (the
-    plan hands it on, nothing rebuilds it)."""
+    """Starting a fork asks the parent's session for its completed-turn prefix once (as the
+    view and trace together, or as ``completed()``; the session's own history cache aside),
+    and the child's seed is that very view's events (the plan hands it on, nothing rebuilds
+    it)."""
 
     async def main() -> None:
         host, parent, _, _ = subagent_host([Reply.text("one"), Reply.text("child")])
         await _complete_turns(parent, 1)
         asked: list[object] = []
         original = Session.completed_prefix
+        original_completed = Session.completed
 
         def counted(session: Session) -> object:
             answer = original(session)
@@ -200,7 +202,15 @@ def test_a_fork_reads_the_parent_once(monkeypatch: pytest.MonkeyPatch) -> None:
                 asked.append(answer[0])
             return answer
 
+        def counted_completed(session: Session) -> object:
+            answer = original_completed(session)
+            caller = sys._getframe(1).f_globals["__name__"]
+            if session is parent.session and caller != "turnfork.shell.session":
+                asked.append(answer.events)
+            return answer
+
         monkeypatch.setattr(Session, "completed_prefix", counted)
+        monkeypatch.setattr(Session, "completed", counted_completed)
         forked = await host.subagents.start("fork", request("task"), parent=parent)
         await forked.result
         assert len(asked) == 1, asked
