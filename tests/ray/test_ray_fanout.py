@@ -30,6 +30,9 @@ def test_two_hundred_children_share_one_stored_seed(pool: Any) -> None:
 
     async def main() -> None:
         host, parent, recorder = contract_host(pool)
+        # Both workers up before the fan-out (an earlier test may have restarted one): the
+        # spread below is then the pool's choice, not which worker happened to be ready.
+        assert len(await pool.wait_ready()) == 2
         SubagentTool(provider="ray-fork").install(host)
         await one_turn(parent, "say the codeword is MARMALADE")
         await one_turn(parent, "say noted")
