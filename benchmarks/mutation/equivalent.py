@@ -153,6 +153,18 @@ EQUIVALENT: dict[str, dict[str, str]] = {
             "check_event drops (it keeps the problem, whose text never holds a line number)",
         "check_event: `0` -> `-1`":
             "len(decoded) != 1 has returned just above, so decoded[-1] is decoded[0]",
+        "_decode_line: `return record` -> `pass`":
+            "a descriptor the typed decoder read has the opaque envelope's fields and "
+            "constraints and typed, lossless data, so reading its line again as an "
+            "opaque event cannot fail: this return is never reached",
+        "_decode_line: `return record` -> `return None`":
+            "a descriptor the typed decoder read has the opaque envelope's fields and "
+            "constraints and typed, lossless data, so reading its line again as an "
+            "opaque event cannot fail: this return is never reached",
+        ('_line_around: `data.rfind(b"\\n", 0, at) + 1:len(data) if end == -1 else end`'
+         " -> `data.rfind(b'\\n', 0, at) + 1 + 1:len(data) if end == -1 else end`"):
+            "the slice skips the line's first byte, a record's `{` (or white space), as with "
+            "`1` -> `2`: the candidate is still in it, strings balanced at its start",
     },
     "closers": {
         # `if turn is None: return ()` at the top of closing_events
