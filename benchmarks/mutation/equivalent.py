@@ -54,6 +54,18 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "_Tracer._surface: `1` -> `0`":
             "inside `if cited:` len(cited) > 0 always holds; one cited seq cannot repeat, so the "
             "set comparison it then reaches finds no repeat",
+        # `def retained_context(self, restored_at: int = 0)`: `released >= restored_at`
+        "Trace.retained_context: `0` -> `1`":
+            "context_released_at is the seq of a replacement that succeeded, which shadows an "
+            "earlier surface seq, so it is at least 1: `>= 0` and `>= 1` agree on it",
+        "Trace.retained_context: `0` -> `-1`":
+            "context_released_at is the seq of a replacement, never negative: `>= 0` and "
+            "`>= -1` agree on it",
+        # `blocks[0].text if len(blocks) == 1 and isinstance(blocks[0], TextBlock) else None`
+        "_Tracer._user_message: `0` -> `-1`":
+            "blocks[0] is read only once len(blocks) == 1 held, where blocks[-1] is blocks[0]",
+        "_Tracer._user_message: `0` -> `-1 #2`":
+            "blocks[0] is read only once len(blocks) == 1 held, where blocks[-1] is blocks[0]",
         # `self.keys = 0`: the first key of a fold's indexed surface
         "_LiveSurface.__init__: `0` -> `1`":
             "keys are only compared with each other (first.key > last.key) and never leave the "

@@ -9,6 +9,8 @@ mutation run found it loose.
   kind of message, is refused with that rule's sentence.
 * A ``tool/result`` replacement may not change its message's source either (an extra key in
   it is more than the content).
+* A message (user, assistant or tool/result) whose ``sourceEventSeqs`` repeat a seq or name
+  one not earlier than itself is refused at its seq, whichever kind of message it is.
 * A log that ends with calls still waiting names the first of them, in the order the step
   announced or started them.
 """
@@ -212,3 +214,34 @@ def test_a_log_ending_with_calls_waiting_names_the_first_of_them(log: Log) -> No
     assert (violation.seq, violation.rule, violation.problem) == (
         len(log), "open",
         f"the log ends while {call_id} in turn {turn} step {step} has no tool/result")
+
+
+_MESSAGES = (UserMessageEvent, AssistantMessageEvent, ToolResultEvent)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(session_logs(max_turns=4), st.sampled_from(_MESSAGES), st.booleans(), st.data())
+def test_a_message_citing_badly_is_refused_at_its_seq(log: Log, kind: type, twice: bool,
+                                                      data: st.DataObject) -> None:
+    """A message of a generated log (user, assistant or tool/result, appended or replacing)
+    whose ``sourceEventSeqs`` list a seq twice, or name its own seq or a later one, is refused
+    at its seq by the surface rule, with the sentence for that."""
+    seqs = [event.seq for event in log if isinstance(event, kind)]
+    if not seqs:
+        return
+    seq = data.draw(st.sampled_from(seqs))
+    event = log[seq]
+    assert isinstance(event, _MESSAGES)
+    cited = () if isinstance(event.source_event_seqs, msgspec.UnsetType) else (
+        event.source_event_seqs)
+    if twice:
+        repeated = data.draw(st.sampled_from(cited)) if cited else data.draw(
+            st.integers(0, max(seq - 1, 0)))
+        bad = (*cited, repeated) if cited else (repeated, repeated)
+        problem = "sourceEventSeqs lists a seq twice"
+    else:
+        later = data.draw(st.integers(seq, seq + 3))
+        bad = (*cited, later)
+        problem = f"sourceEventSeqs cites seq {later}, which is not earlier than this event"
+    assert _refusal(_with(log, seq, _replace(event, source_event_seqs=bad))) == (
+        seq, "surface", problem)
