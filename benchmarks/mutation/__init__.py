@@ -36,7 +36,8 @@ MODULES: dict[str, tuple[str, ...]] = {
         "test_trace.py", "test_trace_fold.py", "test_trace_properties.py", "test_trace_repr.py",
         "test_trace_kernel.py", "test_check_event.py", "test_surface_replace.py",
         "test_surface_depth.py", "test_retained_context.py", "test_seed_properties.py",
-        "test_closers.py", "test_repair.py", "test_dsh_logs.py", "test_doctests.py")),
+        "test_closers.py", "test_repair.py", "test_dsh_logs.py", "test_trace_surface_mutants.py",
+        "test_trace_fold_mutants.py", "test_doctests.py")),
     "turnfork.core.log.codec": tuple(_CORE + name for name in (
         "test_codec.py", "test_codec_fast_path.py", "test_codec_kernel.py",
         "test_codec_messages.py", "test_codec_untrusted_lines.py", "test_check_event.py",

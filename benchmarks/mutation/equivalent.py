@@ -34,6 +34,49 @@ EQUIVALENT: dict[str, dict[str, str]] = {
         "_without_result_content: `block.tool_call_id` -> `(entry dropped)`":
             "the shape rule, checked first, makes a result's block.tool_call_id its message "
             "source's callId, and the source is still compared",
+        # `content[0]` of both results compared: the replacement's and the one it shadows
+        "_without_result_content: `0` -> `-1`":
+            "both results passed the shape rule on their way in (a replacement before the "
+            "surface is touched, the shadowed one when it was folded), so each holds exactly "
+            "one block and content[-1] is content[0]",
+        # `if len(shadowed) != 1 or not isinstance(shadowed[0], ToolResultEvent)`
+        "_tool_result_rewrite_problem: `0` -> `-1`":
+            "the `or` reads shadowed[0] only when len(shadowed) == 1, where shadowed[-1] is "
+            "shadowed[0]",
+        # `old = shadowed[0]`, after that check
+        "_tool_result_rewrite_problem: `0` -> `-1 #2`":
+            "the check above returned unless shadowed holds exactly one event, so shadowed[-1] "
+            "is shadowed[0]",
+        # `if len(cited) > 1 and len(frozenset(cited)) != len(cited)`, inside `if cited:`
+        "_Tracer._surface: `len(cited) > 1` -> `len(cited) >= 1`":
+            "one cited seq cannot repeat: the set comparison it then reaches finds no repeat, "
+            "so the answer is the same (the guard only saves building the set)",
+        "_Tracer._surface: `1` -> `0`":
+            "inside `if cited:` len(cited) > 0 always holds; one cited seq cannot repeat, so the "
+            "set comparison it then reaches finds no repeat",
+        # `def retained_context(self, restored_at: int = 0)`: `released >= restored_at`
+        "Trace.retained_context: `0` -> `1`":
+            "context_released_at is the seq of a replacement that succeeded, which shadows an "
+            "earlier surface seq, so it is at least 1: `>= 0` and `>= 1` agree on it",
+        "Trace.retained_context: `0` -> `-1`":
+            "context_released_at is the seq of a replacement, never negative: `>= 0` and "
+            "`>= -1` agree on it",
+        # `blocks[0].text if len(blocks) == 1 and isinstance(blocks[0], TextBlock) else None`
+        "_Tracer._user_message: `0` -> `-1`":
+            "blocks[0] is read only once len(blocks) == 1 held, where blocks[-1] is blocks[0]",
+        "_Tracer._user_message: `0` -> `-1 #2`":
+            "blocks[0] is read only once len(blocks) == 1 held, where blocks[-1] is blocks[0]",
+        # `self.keys = 0`: the first key of a fold's indexed surface
+        "_LiveSurface.__init__: `0` -> `1`":
+            "keys are only compared with each other (first.key > last.key) and never leave the "
+            "fold: starting them at 1 keeps every comparison",
+        "_LiveSurface.__init__: `0` -> `-1`":
+            "keys are only compared with each other (first.key > last.key) and never leave the "
+            "fold: starting them at -1 keeps every comparison",
+        # `self.keys += 1` per appended link
+        "_LiveSurface.append: `1` -> `2`":
+            "keys still increase along the surface, and only their order is read "
+            "(first.key > last.key)",
     },
     "codec": {
         # `if not projected: fast = _decode_fast(data) ...` in _decode_body
