@@ -29,6 +29,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import resource
 import signal
 import sys
 import tempfile
@@ -244,6 +245,20 @@ def _pytest_args(tests: Sequence[str], seed: int) -> list[str]:
             "-W", "ignore::pytest.PytestAssertRewriteWarning"]
 
 
+#: Address space a mutant's tests may take: a mutant that makes a loop append forever fails
+#: with MemoryError (killed: its tests failed) instead of filling the machine until the
+#: kernel kills some process, perhaps another one.
+MUTANT_MEMORY_BYTES = 4 * 2**30
+
+
+def _cap_memory() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = MUTANT_MEMORY_BYTES if hard == resource.RLIM_INFINITY else min(hard,
+                                                                        MUTANT_MEMORY_BYTES)
+    if soft == resource.RLIM_INFINITY or soft > cap:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+
+
 def _in_child(work: Callable[[], int], timeout: float) -> tuple[int, bool]:
     """Run ``work`` in a forked child; (its exit status, whether it ran out of time)."""
     pid = os.fork()
@@ -333,6 +348,7 @@ def run_module(name: str, tests: Sequence[str], *, seed: int = 0, jobs: int = 1,
         if pid == 0:
             status = 3
             try:
+                _cap_memory()
                 devnull = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(devnull, 1)
                 os.dup2(devnull, 2)
