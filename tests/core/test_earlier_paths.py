@@ -92,3 +92,44 @@ def test_a_name_that_never_lived_there_is_an_attribute_error() -> None:
             _module(short).no_such_name  # noqa: B018
     with pytest.raises(AttributeError):
         _module("openai_chat").from_dsh_log  # noqa: B018 (common's name, not a format's)
+
+
+#: The earlier names as docs/ listed them before the move, written out here rather than read
+#: from the table under test.
+DOCUMENTED_EARLIER_NAMES = {
+    "formats": {"IMAGE_PLACEHOLDER", "HistoryPrefix"},
+    "common": {"IMAGE_PLACEHOLDER", "HistoryPrefix", "plain_text", "from_dsh_log"},
+    "openai_chat": {"from_dsh", "from_model_history"},
+    "openai_responses": {"from_dsh", "from_model_history"},
+    "anthropic": {"from_dsh", "from_model_history"},
+}
+
+
+def test_every_documented_earlier_name_still_resolves_from_its_module() -> None:
+    """Each documented earlier name, and only those, resolves from its module: checked
+    against the list above, not against the formats' own table."""
+    assert {short: set(names) for short, names in common.MOVED_TO_WIRE_SEED.items()} == \
+        DOCUMENTED_EARLIER_NAMES
+    for short, names in DOCUMENTED_EARLIER_NAMES.items():
+        module = _module(short)
+        for name in names:
+            assert getattr(module, name) is getattr(wire_seed, name, None) or \
+                getattr(module, name) is wire_seed.EARLIER_NAMES[short][name]
+
+
+def test_a_copy_of_the_formats_without_the_bridge_says_where_the_name_went(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vendored formats tier without ``wire_seed``: an earlier name is an AttributeError
+    that names the bridge, not a ModuleNotFoundError or a silent None."""
+    real = importlib.import_module
+
+    def without_bridge(name: str, package: str | None = None) -> types.ModuleType:
+        if name.endswith("wire_seed"):
+            raise ModuleNotFoundError(name)
+        return real(name, package)
+
+    monkeypatch.setattr(common.importlib, "import_module", without_bridge)
+    with pytest.raises(AttributeError, match=r"turnfork\.core\.formats\.common\.plain_text "
+                                             r"moved to wire_seed .* which this copy does "
+                                             r"not hold"):
+        common.plain_text  # type: ignore[attr-defined]  # noqa: B018
