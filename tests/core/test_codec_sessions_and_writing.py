@@ -22,7 +22,6 @@ What is pinned here:
 from __future__ import annotations
 
 import datetime
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -274,21 +273,17 @@ class _NotAnOffset(datetime.tzinfo):
         return 5  # type: ignore[return-value]
 
 
-def _uuid_beyond_128_bits() -> uuid.UUID:
-    value = uuid.UUID(int=0)
-    object.__setattr__(value, "int", 2**128)
-    return value
-
-
 @pytest.mark.parametrize(("value", "kind"), [
     (datetime.datetime(2026, 1, 1, tzinfo=_NotAnOffset()), TypeError),
     (frozenset({"\ud800"}), ValueError),  # a lone surrogate where no escape is written
-    (_uuid_beyond_128_bits(), OverflowError),
     (object(), NotImplementedError),
-], ids=["TypeError", "ValueError", "OverflowError", "NotImplementedError"])
+], ids=["TypeError", "ValueError", "NotImplementedError"])
 def test_what_the_writer_itself_refuses_is_a_wire_error(value: object,
                                                         kind: type[Exception]) -> None:
-    """Values the writer really raises each kind of error for (not a stand-in that raises)."""
+    """Values the writer really raises each kind of error for (not a stand-in that raises).
+    ``OverflowError`` has no such value on every supported Python (a UUID whose int was
+    forced past 128 bits raises it on 3.11 and 3.12, not on 3.13): the property above covers
+    it with a stand-in."""
     with pytest.raises(kind) as raised:
         encode_event(_chunk(value))
     why = f"cannot be written: {raised.value}"
