@@ -280,6 +280,11 @@ EQUIVALENT: dict[str, dict[str, str]] = {
             "the call waits in `waiting` until its output, which is not of the model's side and "
             "so closes the step before it is popped; each reading of step_calls also requires "
             "an empty `waiting`",
+        # `approvals[item.id or ""] = index; step_calls = True` for an mcp_approval_request
+        "_fold: `True` -> `False #2`":
+            "the request waits in `approvals` until its response, an input item that closes "
+            "the step before it is popped; each reading of step_calls also requires an empty "
+            "`approvals`",
     },
     "formats.anthropic": {
         # the fold's starting state, in _Fold.__init__
