@@ -1,13 +1,17 @@
-"""Kept importable: the names of :mod:`turnfork.core.delegation.arguments`, the same objects.
+"""The earlier path of :mod:`turnfork.core.delegation.arguments`: its names (in no tier)."""
 
-An earlier path of that module; it belongs to no tier (a vendored copy leaves it out), and new
-code imports from the tier's front door.
-"""
+from typing import Any
 
-from .delegation.arguments import (
-    parse_tool_arguments,
-)
+from .delegation import arguments as _home
 
-__all__ = [
-    "parse_tool_arguments",
-]
+__all__ = _home.__all__
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(_home, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,19 +1,17 @@
-"""Kept importable: the names of :mod:`turnfork.core.machine.assembly`, the same objects.
+"""The earlier path of :mod:`turnfork.core.machine.assembly`: its names (in no tier)."""
 
-An earlier path of that module; it belongs to no tier (a vendored copy leaves it out), and new
-code imports from the tier's front door.
-"""
+from typing import Any
 
-from .machine.assembly import (
-    ASSEMBLY_KINDS,
-    EMPTY_ASSEMBLY,
-    StreamAssembly,
-    assemble_chunk,
-    assembled_blocks,
-    interrupted_blocks,
-)
+from .machine import assembly as _home
 
-__all__ = [
-    "StreamAssembly", "EMPTY_ASSEMBLY", "assemble_chunk", "assembled_blocks", "interrupted_blocks",
-    "ASSEMBLY_KINDS",
-]
+__all__ = _home.__all__
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(_home, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

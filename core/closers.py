@@ -1,22 +1,17 @@
-"""Kept importable: the names of :mod:`turnfork.core.log.closers`, the same objects.
+"""The earlier path of :mod:`turnfork.core.log.closers`: its names (in no tier)."""
 
-An earlier path of that module; it belongs to no tier (a vendored copy leaves it out), and new
-code imports from the tier's front door.
-"""
+from typing import Any
 
-from .log.closers import (
-    ABORTED_BEFORE_DISPATCH_TEXT,
-    ABORTED_TEXT,
-    TOOL_NOT_STARTED_TEXT,
-    TOOL_OUTCOME_UNKNOWN_TEXT,
-    close_open_turn,
-    closing_events,
-    repair_closers,
-    tool_result_event,
-)
+from .log import closers as _home
 
-__all__ = [
-    "TOOL_NOT_STARTED_TEXT", "TOOL_OUTCOME_UNKNOWN_TEXT", "ABORTED_TEXT",
-    "ABORTED_BEFORE_DISPATCH_TEXT", "close_open_turn", "closing_events", "repair_closers",
-    "tool_result_event",
-]
+__all__ = _home.__all__
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(_home, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

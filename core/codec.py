@@ -1,27 +1,17 @@
-"""Kept importable: the names of :mod:`turnfork.core.log.codec`, the same objects.
+"""The earlier path of :mod:`turnfork.core.log.codec`: its names (in no tier)."""
 
-An earlier path of that module; it belongs to no tier (a vendored copy leaves it out), and new
-code imports from the tier's front door.
-"""
+from typing import Any
 
-from .log.codec import (
-    MAX_JSON_DEPTH,
-    DecodeError,
-    WireError,
-    check_event,
-    check_header,
-    decode_header_line,
-    decode_log,
-    decode_session,
-    encode_event,
-    encode_header_line,
-    encode_log,
-    encode_session,
-    is_json_line,
-)
+from .log import codec as _home
 
-__all__ = [
-    "MAX_JSON_DEPTH", "DecodeError", "WireError", "decode_log", "decode_session",
-    "decode_header_line", "encode_log", "encode_session", "encode_event", "encode_header_line",
-    "check_event", "check_header", "is_json_line",
-]
+__all__ = _home.__all__
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(_home, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

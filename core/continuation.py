@@ -1,48 +1,17 @@
-"""Kept importable: the names of :mod:`turnfork.core.machine.continuation`, the same objects.
+"""The earlier path of :mod:`turnfork.core.machine.continuation`: its names (in no tier)."""
 
-An earlier path of that module; it belongs to no tier (a vendored copy leaves it out), and new
-code imports from the tier's front door.
-"""
+from typing import Any
 
-from .machine.continuation import (
-    ACTIVATION_CLOSING,
-    ACTIVATION_TEARDOWN_FAILED,
-    CANCELLED,
-    CONTINUATION_UNAVAILABLE,
-    DRAINING,
-    DUPLICATE_CHILD,
-    MALFORMED_DESCRIPTOR,
-    NOT_RESUMABLE,
-    PARENT_UNAVAILABLE,
-    PERSISTENCE_UNAVAILABLE,
-    SUMMARY_MAX_CHARS,
-    UNAUTHORIZED,
-    UNSUPPORTED_CAPABILITY,
-    ChildIdentity,
-    ContinuablePlan,
-    ContinuableStart,
-    ContinuableTerms,
-    ResumeTerms,
-    bound_summary,
-    check_continuable,
-    child_identity,
-    continuable_descriptor,
-    epoch_stop_reason,
-    plan_continuable,
-    refusal,
-    report_message,
-    resume_terms,
-    same_lifecycle,
-    settlement_notice,
-    settlement_summary,
-)
+from .machine import continuation as _home
 
-__all__ = [
-    "CONTINUATION_UNAVAILABLE", "PERSISTENCE_UNAVAILABLE", "UNSUPPORTED_CAPABILITY",
-    "DUPLICATE_CHILD", "NOT_RESUMABLE", "UNAUTHORIZED", "ACTIVATION_CLOSING", "PARENT_UNAVAILABLE",
-    "DRAINING", "ACTIVATION_TEARDOWN_FAILED", "CANCELLED", "MALFORMED_DESCRIPTOR",
-    "SUMMARY_MAX_CHARS", "ContinuableStart", "ContinuableTerms", "ContinuablePlan", "ResumeTerms",
-    "ChildIdentity", "continuable_descriptor", "check_continuable", "plan_continuable",
-    "resume_terms", "child_identity", "same_lifecycle", "epoch_stop_reason", "bound_summary",
-    "settlement_summary", "settlement_notice", "report_message", "refusal",
-]
+__all__ = _home.__all__
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(_home, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,48 +1,17 @@
-"""Kept importable: the names of :mod:`turnfork.core.machine.control`, the same objects.
+"""The earlier path of :mod:`turnfork.core.machine.control`: its names (in no tier)."""
 
-An earlier path of that module; it belongs to no tier (a vendored copy leaves it out), and new
-code imports from the tier's front door.
-"""
+from typing import Any
 
-from .machine.control import (
-    CONTINUABLE_SECTION_ORDER,
-    INTERRUPT_AGENT,
-    LIST_AGENTS,
-    REPORT,
-    REPORT_SECTION_NAME,
-    REPORT_SECTION_ORDER,
-    REPORT_SECTION_TEXT,
-    SEND_MESSAGE,
-    AgentListDiagnostic,
-    AgentListEntry,
-    AgentStatus,
-    BackgroundValue,
-    ContinuableValue,
-    DiagnosticReason,
-    ForegroundValue,
-    ListScope,
-    SubagentToolValue,
-    continuable_tool_section,
-    interrupt_agent_schema,
-    list_agents_schema,
-    no_calling_agent,
-    object_tool_schema,
-    render_agent_list,
-    render_interrupt_requested,
-    render_queued,
-    render_report_accepted,
-    render_started,
-    report_schema,
-    report_section,
-    send_message_schema,
-)
+from .machine import control as _home
 
-__all__ = [
-    "SEND_MESSAGE", "INTERRUPT_AGENT", "LIST_AGENTS", "REPORT", "REPORT_SECTION_NAME",
-    "REPORT_SECTION_ORDER", "REPORT_SECTION_TEXT", "CONTINUABLE_SECTION_ORDER", "AgentStatus",
-    "ListScope", "DiagnosticReason", "AgentListEntry", "AgentListDiagnostic", "ForegroundValue",
-    "BackgroundValue", "ContinuableValue", "SubagentToolValue", "send_message_schema",
-    "interrupt_agent_schema", "list_agents_schema", "report_schema", "object_tool_schema",
-    "report_section", "continuable_tool_section", "render_started", "render_queued",
-    "render_interrupt_requested", "render_report_accepted", "render_agent_list", "no_calling_agent",
-]
+__all__ = _home.__all__
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(_home, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,20 +1,17 @@
-"""Kept importable: the names of :mod:`turnfork.core.log.descriptor`, the same objects.
+"""The earlier path of :mod:`turnfork.core.log.descriptor`: its names (in no tier)."""
 
-An earlier path of that module; it belongs to no tier (a vendored copy leaves it out), and new
-code imports from the tier's front door.
-"""
+from typing import Any
 
-from .log.descriptor import (
-    DESCRIPTOR_EVENT_TYPE,
-    DescriptorAt,
-    DescriptorError,
-    fold_subagent_descriptor,
-    identity_descriptor,
-    is_descriptor_event,
-    parse_subagent_descriptor,
-)
+from .log import descriptor as _home
 
-__all__ = [
-    "DESCRIPTOR_EVENT_TYPE", "DescriptorError", "DescriptorAt", "parse_subagent_descriptor",
-    "is_descriptor_event", "fold_subagent_descriptor", "identity_descriptor",
-]
+__all__ = _home.__all__
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(_home, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,25 +1,17 @@
-"""Kept importable: the names of :mod:`turnfork.core.log.grammar`, the same objects.
+"""The earlier path of :mod:`turnfork.core.log.grammar`: its names (in no tier)."""
 
-An earlier path of that module; it belongs to no tier (a vendored copy leaves it out), and new
-code imports from the tier's front door.
-"""
+from typing import Any
 
-from .log.grammar import (
-    CONFINED,
-    PHASE_CHANGES,
-    STEP_END,
-    STEP_ORDER,
-    STEP_START,
-    TURN_END,
-    TURN_START,
-    Phase,
-    allowed_phases,
-    closing_walk,
-    phase_after,
-    phase_of,
-)
+from .log import grammar as _home
 
-__all__ = [
-    "Phase", "TURN_START", "TURN_END", "STEP_START", "STEP_END", "PHASE_CHANGES", "CONFINED",
-    "STEP_ORDER", "phase_of", "phase_after", "allowed_phases", "closing_walk",
-]
+__all__ = _home.__all__
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(_home, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,19 +1,17 @@
-"""Kept importable: the names of :mod:`turnfork.core.log.history`, the same objects.
+"""The earlier path of :mod:`turnfork.core.log.history`: its names (in no tier)."""
 
-An earlier path of that module; it belongs to no tier (a vendored copy leaves it out), and new
-code imports from the tier's front door.
-"""
+from typing import Any
 
-from .log.history import (
-    EMPTY_HISTORY,
-    HistorySnapshot,
-    HistoryView,
-    Message,
-    history_snapshot,
-    model_history,
-)
+from .log import history as _home
 
-__all__ = [
-    "Message", "HistoryView", "HistorySnapshot", "EMPTY_HISTORY", "history_snapshot",
-    "model_history",
-]
+__all__ = _home.__all__
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(_home, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,21 +1,17 @@
-"""Kept importable: the names of :mod:`turnfork.core.log.retry`, the same objects.
+"""The earlier path of :mod:`turnfork.core.log.retry`: its names (in no tier)."""
 
-An earlier path of that module; it belongs to no tier (a vendored copy leaves it out), and new
-code imports from the tier's front door.
-"""
+from typing import Any
 
-from .log.retry import (
-    DEFAULT_RETRY_POLICY,
-    DEFAULT_RETRYABLE_CODES,
-    MAX_TIMER_DELAY_MS,
-    RetryPolicy,
-    backoff_delay_ms,
-    check_retries,
-    retry_policy_key,
-    schedule_retry,
-)
+from .log import retry as _home
 
-__all__ = [
-    "RetryPolicy", "DEFAULT_RETRY_POLICY", "DEFAULT_RETRYABLE_CODES", "MAX_TIMER_DELAY_MS",
-    "retry_policy_key", "backoff_delay_ms", "schedule_retry", "check_retries",
-]
+__all__ = _home.__all__
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(_home, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

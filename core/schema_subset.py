@@ -1,21 +1,17 @@
-"""Kept importable: the names of :mod:`turnfork.core.delegation.schema_subset`, the same objects.
+"""The earlier path of :mod:`turnfork.core.delegation.schema_subset`: its names (in no tier)."""
 
-An earlier path of that module; it belongs to no tier (a vendored copy leaves it out), and new
-code imports from the tier's front door.
-"""
+from typing import Any
 
-from .delegation.schema_subset import (
-    ANNOTATION_KEYWORDS,
-    CONSTRAINT_KEYWORDS,
-    SCHEMA_TYPES,
-    JsonSchemaError,
-    SupportedSchema,
-    check_object_schema,
-    check_schema,
-    value_violations,
-)
+from .delegation import schema_subset as _home
 
-__all__ = [
-    "SCHEMA_TYPES", "CONSTRAINT_KEYWORDS", "ANNOTATION_KEYWORDS", "JsonSchemaError",
-    "SupportedSchema", "check_schema", "check_object_schema", "value_violations",
-]
+__all__ = _home.__all__
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(_home, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,17 +1,17 @@
-"""Kept importable: the names of :mod:`turnfork.core.log.seed`, the same objects.
+"""The earlier path of :mod:`turnfork.core.log.seed`: its names (in no tier)."""
 
-An earlier path of that module; it belongs to no tier (a vendored copy leaves it out), and new
-code imports from the tier's front door.
-"""
+from typing import Any
 
-from .log.seed import (
-    PrefixView,
-    SeededLog,
-    SequencePrefix,
-    completed_turn_cut,
-    completed_turn_prefix,
-)
+from .log import seed as _home
 
-__all__ = [
-    "SequencePrefix", "PrefixView", "SeededLog", "completed_turn_prefix", "completed_turn_cut",
-]
+__all__ = _home.__all__
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(_home, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,19 +1,17 @@
-"""Kept importable: the names of :mod:`turnfork.core.log.strategies`, the same objects.
+"""The earlier path of :mod:`turnfork.core.log.strategies`: its names (in no tier)."""
 
-An earlier path of that module; it belongs to no tier (a vendored copy leaves it out), and new
-code imports from the tier's front door.
-"""
+from typing import Any
 
-from .log.strategies import (
-    broken_logs,
-    closed_logs,
-    events_without_turn_end,
-    in_flight_logs,
-    renumber,
-    session_logs,
-)
+from .log import strategies as _home
 
-__all__ = [
-    "session_logs", "closed_logs", "in_flight_logs", "broken_logs", "events_without_turn_end",
-    "renumber",
-]
+__all__ = _home.__all__
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(_home, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,25 +1,17 @@
-"""Kept importable: the names of :mod:`turnfork.core.log.trace`, the same objects.
+"""The earlier path of :mod:`turnfork.core.log.trace`: its names (in no tier)."""
 
-An earlier path of that module; it belongs to no tier (a vendored copy leaves it out), and new
-code imports from the tier's front door.
-"""
+from typing import Any
 
-from .log.trace import (
-    EMPTY_TRACE,
-    TOOL_NOT_STARTED,
-    CallPairing,
-    ContextSnapshot,
-    PendingCall,
-    SurfaceNode,
-    Trace,
-    Violation,
-    advance,
-    check_balance,
-    trace_log,
-)
+from .log import trace as _home
 
-__all__ = [
-    "ContextSnapshot", "PendingCall", "CallPairing", "SurfaceNode", "Trace", "Violation",
-    "EMPTY_TRACE", "advance",
-    "trace_log", "check_balance", "TOOL_NOT_STARTED",
-]
+__all__ = _home.__all__
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(_home, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)
