@@ -33,6 +33,7 @@ from .session import Session
 from .store import MemorySessionStore, SessionStore
 from .subagents import SubagentRuntime
 from .subagents.continuation import apply_resume_terms, delegated_resume_terms, resumed_scope
+from .subagents.contract import SubagentRuntimeView
 from .telemetry import Telemetry
 from .tools import PromptSections, ToolRegistry, ToolScope
 
@@ -83,17 +84,17 @@ class Host:
         self.approval_default: ApprovalPolicy = approval_default
         self.telemetry = Telemetry(tracer_provider)
         self.workspace_root = None if workspace_root is None else os.path.abspath(workspace_root)
-        self._subagents: SubagentRuntime | None = None
+        self._subagents: SubagentRuntimeView | None = None
 
     @property
     def subagents(self) -> SubagentRuntime:
         """The subagent runtime: providers, live runs, observers (created on first use)."""
         if self._subagents is None:
             SubagentRuntime(self)
-        assert self._subagents is not None
+        assert isinstance(self._subagents, SubagentRuntime)
         return self._subagents
 
-    def attach_subagents(self, runtime: SubagentRuntime) -> None:
+    def attach_subagents(self, runtime: SubagentRuntimeView) -> None:
         """Make ``runtime`` this host's :attr:`subagents` (what ``SubagentRuntime(host)``
         does).
 
@@ -225,12 +226,12 @@ class Host:
     async def release_children(self, agent: Agent) -> None:
         """Dispose every child ``agent`` started, through the subagent runtime (if any)."""
         if self._subagents is not None:
-            await self._subagents.release(agent)
+            await self.subagents.release(agent)
 
     async def aclose(self) -> None:
         """Dispose every live subagent run, then every live agent (concurrently)."""
         if self._subagents is not None:
-            await self._subagents.aclose()
+            await self.subagents.aclose()
         await asyncio.gather(*(agent.dispose() for agent in self.agents.list()))
 
     async def __aenter__(self) -> Self:

@@ -93,13 +93,20 @@ from ..agent import Agent, failure_of
 from ..clock import IdFactory
 from ..store import SessionNotFoundError
 from ..tools import ToolScope
-from .contract import INACTIVE_PARENT, SubagentAbortedError, SubagentError, SubagentHost
-from .providers import ContinuableRequest, ContinuableSeed, parent_view
+from .contract import (
+    INACTIVE_PARENT,
+    ContinuableRequest,
+    ContinuableSeed,
+    SubagentAbortedError,
+    SubagentError,
+    SubagentHost,
+    SubagentRuntimeView,
+    parent_view,
+)
 
 if TYPE_CHECKING:
     from ..logfile import LoadedLog
     from ..session import Session
-    from .registry import SubagentRuntime
 
 __all__ = [
     "Activation",
@@ -352,7 +359,7 @@ class _ChildLocks:
 class ContinuationManager:
     """Continuable children of the agents of one host (``host.subagents.continuation``)."""
 
-    def __init__(self, runtime: SubagentRuntime) -> None:
+    def __init__(self, runtime: SubagentRuntimeView) -> None:
         self.runtime = runtime
         self.host: SubagentHost = runtime.host
         self._activations: dict[str, Activation] = {}
@@ -493,7 +500,7 @@ class ContinuationManager:
         window = self._open_window()
         undo: list[Callable[[], None]] = []
         try:
-            if seed.trace is not None and seed.trace is parent.session.completed_prefix()[1]:
+            if seed.trace is not None and seed.trace is parent.session.completed().trace:
                 # The descriptor is model-hidden: the child's history at its seed is the
                 # parent's at the cut, computed once for every child seeded there.
                 session.adopt_history(parent.session.completed_prefix_history)

@@ -43,6 +43,7 @@ from ..agent import Agent
 from ..tools import Tool, ToolContext, ToolHandler
 from .continuation import AncestorAuthority, ContinuationManager, ListedChild
 from .contract import SubagentError, SubagentHost
+from .registry import SubagentRuntime
 
 __all__ = ["SubagentControlTools"]
 
@@ -64,7 +65,7 @@ class SubagentControlTools:
     def manager(self) -> ContinuationManager:
         if self._host is None:
             raise RuntimeError("the subagent control tools are not installed")
-        return self._host.subagents.continuation
+        return SubagentRuntime.of(self._host).continuation
 
     def install(self, host: SubagentHost) -> None:
         """Register the tools in ``host``'s global registry.

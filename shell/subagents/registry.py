@@ -154,7 +154,10 @@ class SubagentRuntime:
     @classmethod
     def of(cls, host: SubagentHost) -> SubagentRuntime:
         """The runtime attached to ``host``, attaching a new one if there is none."""
-        return host.subagents
+        runtime = host.subagents
+        if not isinstance(runtime, SubagentRuntime):
+            raise TypeError(f"{host!r}'s subagent runtime is not a SubagentRuntime")
+        return runtime
 
     # ------------------------------------------------------------------ providers
 

@@ -201,7 +201,7 @@ class SubagentTool:
         if self._host is not None:
             raise ValueError(f'the subagent tool "{self.tool_name}" is already installed')
         self._host = host
-        self._runtime = runtime if runtime is not None else host.subagents
+        self._runtime = runtime if runtime is not None else SubagentRuntime.of(host)
         self._unwatch = self._runtime.watch_providers(self._sync)
         try:
             self._sync()
