@@ -358,6 +358,7 @@ from .machine import (
     JobOutcome,
     JobStatus,
     JobView,
+    ListingSlot,
     ListScope,
     LoopInput,
     LoopProtocolError,
@@ -398,6 +399,7 @@ from .machine import (
     job_list_schema,
     job_output_schema,
     list_agents_schema,
+    listing_slots,
     no_calling_agent,
     object_tool_schema,
     plan_continuable,
@@ -424,6 +426,7 @@ from .machine import (
     snapshot_text,
     start_failure_outcome,
     status_line,
+    teardown_failure_text,
     with_dispose_failure,
 )
 
@@ -510,6 +513,7 @@ __all__ = [
     "SUMMARY_MAX_CHARS", "ContinuableStart", "ContinuableTerms", "ContinuablePlan", "ResumeTerms",
     "ChildIdentity", "continuable_descriptor", "check_continuable", "plan_continuable",
     "resume_terms", "child_identity", "same_lifecycle", "epoch_stop_reason", "bound_summary",
+    "ListingSlot", "listing_slots", "teardown_failure_text",
     "settlement_summary", "settlement_notice", "report_message", "refusal", "SEND_MESSAGE",
     "INTERRUPT_AGENT", "LIST_AGENTS", "REPORT", "REPORT_SECTION_NAME", "REPORT_SECTION_ORDER",
     "REPORT_SECTION_TEXT", "CONTINUABLE_SECTION_ORDER", "AgentStatus", "ListScope",

@@ -22,12 +22,14 @@ from .machine.continuation import (
     ContinuablePlan,
     ContinuableStart,
     ContinuableTerms,
+    ListingSlot,
     ResumeTerms,
     bound_summary,
     check_continuable,
     child_identity,
     continuable_descriptor,
     epoch_stop_reason,
+    listing_slots,
     plan_continuable,
     refusal,
     report_message,
@@ -35,6 +37,7 @@ from .machine.continuation import (
     same_lifecycle,
     settlement_notice,
     settlement_summary,
+    teardown_failure_text,
 )
 
 __all__ = [
@@ -43,6 +46,7 @@ __all__ = [
     "DRAINING", "ACTIVATION_TEARDOWN_FAILED", "CANCELLED", "MALFORMED_DESCRIPTOR",
     "SUMMARY_MAX_CHARS", "ContinuableStart", "ContinuableTerms", "ContinuablePlan", "ResumeTerms",
     "ChildIdentity", "continuable_descriptor", "check_continuable", "plan_continuable",
-    "resume_terms", "child_identity", "same_lifecycle", "epoch_stop_reason", "bound_summary",
+    "resume_terms", "child_identity", "same_lifecycle", "ListingSlot", "listing_slots",
+    "teardown_failure_text", "epoch_stop_reason", "bound_summary",
     "settlement_summary", "settlement_notice", "report_message", "refusal",
 ]

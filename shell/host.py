@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -32,7 +32,7 @@ from .registries import AgentExistsError, AgentRegistry, ModelRegistry, UnknownP
 from .session import Session
 from .store import MemorySessionStore, SessionStore
 from .subagents import SubagentRuntime
-from .subagents.continuation import apply_resume_terms, delegated_resume_terms, resumed_scope
+from .subagents.continuation import delegated_resume
 from .subagents.contract import SubagentRuntimeView
 from .telemetry import Telemetry
 from .tools import PromptSections, ToolRegistry, ToolScope
@@ -153,7 +153,7 @@ class Host:
         if "cwd" in meta and not os.path.isabs(meta["cwd"]):
             raise ValueError(f"a session cwd must be an absolute path, not {meta['cwd']!r}")
         resume = seed is None and session_id is not None and self.sessions.exists(sid)
-        delegated = None
+        restore: Callable[[Agent], None] | None = None
         if resume:
             if meta or seed_trace is not None:
                 raise ValueError(f"session {sid!r} exists: header meta and seed_trace apply "
@@ -161,10 +161,7 @@ class Host:
             was_live = self.sessions.get(sid) is not None
             session = self.sessions.get(sid) or self.sessions.load(sid, clock=self.clock)
             try:
-                # A delegated child keeps the authority its delegation took away.
-                delegated = delegated_resume_terms(session)
-                if delegated is not None:
-                    tools_scope = resumed_scope(self, delegated, tools_scope)
+                tools_scope, restore = delegated_resume(self, session, tools_scope)
             except BaseException:
                 if not was_live:
                     self.sessions.release(sid)
@@ -183,8 +180,8 @@ class Host:
                                  approval=approval, tools_scope=tools_scope, max_steps=max_steps)
         if system:
             agent.prompt_sections.set(PERSONA_SECTION_NAME, system, order=PERSONA_SECTION_ORDER)
-        if delegated is not None:
-            apply_resume_terms(agent, delegated)
+        if restore is not None:
+            restore(agent)
         self.agents.add(agent)
         return agent
 

@@ -34,12 +34,14 @@ from .continuation import (
     ContinuablePlan,
     ContinuableStart,
     ContinuableTerms,
+    ListingSlot,
     ResumeTerms,
     bound_summary,
     check_continuable,
     child_identity,
     continuable_descriptor,
     epoch_stop_reason,
+    listing_slots,
     plan_continuable,
     refusal,
     report_message,
@@ -47,6 +49,7 @@ from .continuation import (
     same_lifecycle,
     settlement_notice,
     settlement_summary,
+    teardown_failure_text,
 )
 from .control import (
     CONTINUABLE_SECTION_ORDER,
@@ -171,6 +174,7 @@ __all__ = [
     "SUMMARY_MAX_CHARS", "ContinuableStart", "ContinuableTerms", "ContinuablePlan", "ResumeTerms",
     "ChildIdentity", "continuable_descriptor", "check_continuable", "plan_continuable",
     "resume_terms", "child_identity", "same_lifecycle", "epoch_stop_reason", "bound_summary",
+    "ListingSlot", "listing_slots", "teardown_failure_text",
     "settlement_summary", "settlement_notice", "report_message", "refusal",
     # control
     "SEND_MESSAGE", "INTERRUPT_AGENT", "LIST_AGENTS", "REPORT", "REPORT_SECTION_NAME",

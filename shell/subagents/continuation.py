@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -65,6 +64,7 @@ from ...core import (
     CancelUser,
     ContentBlock,
     ContinuableStart,
+    ListingSlot,
     MessageSource,
     PromptSection,
     ResumeTerms,
@@ -80,12 +80,14 @@ from ...core import (
     child_identity,
     epoch_stop_reason,
     final_assistant_output,
+    listing_slots,
     plan_continuable,
     refusal,
     report_message,
     resume_terms,
     same_lifecycle,
     settlement_notice,
+    teardown_failure_text,
     trace_log,
 )
 from ..abort import AbortSignal
@@ -121,6 +123,7 @@ __all__ = [
     "ReportDelivery",
     "UserAuthority",
     "apply_resume_terms",
+    "delegated_resume",
     "delegated_resume_terms",
     "resumed_scope",
 ]
@@ -325,6 +328,21 @@ def resumed_scope(host: SubagentHost, terms: ResumeTerms, scope: ToolScope | Non
     if terms.tool_filter is not None:
         scope.restrict(terms.tool_filter)
     return scope
+
+
+def delegated_resume(host: SubagentHost, session: Session, scope: ToolScope | None,
+                     ) -> tuple[ToolScope | None, Callable[[Agent], None]]:
+    """How ``host.create_agent`` resumes ``session`` as an agent: the tool scope to build it
+    with and what to restore on it once built (nothing for a session delegation did not
+    create). A delegated child keeps the authority its delegation took away.
+
+    Raises:
+        ValueError: as :func:`delegated_resume_terms`.
+    """
+    terms = delegated_resume_terms(session)
+    if terms is None:
+        return scope, lambda agent: None
+    return resumed_scope(host, terms, scope), lambda agent: apply_resume_terms(agent, terms)
 
 
 def _own_sections(sections: tuple[PromptSection, ...], context: tuple[PromptSection, ...],
@@ -908,9 +926,7 @@ class ContinuationManager:
             await asyncio.wait([activation.watcher])  # it sees the disposal and ends
         if not failures:
             return None
-        text = (failures[0] if len(failures) == 1 else
-                f'subagent "{child_id}" activation teardown failed at {len(failures)} '
-                f"boundaries: {'; '.join(failures)}")
+        text = teardown_failure_text(child_id, failures)
         failure = SubagentError(StartError(code=ACTIVATION_TEARDOWN_FAILED,
                                            name="SubagentError", message=text))
         _log.warning(text)
@@ -1070,43 +1086,38 @@ class ContinuationManager:
             raise SessionNotFoundError(session_id)
         return log.header
 
-    async def _resolve(self, header: SessionHeader, parents: set[str],
-                       signal: AbortSignal | None) -> ListedChild | ListedDiagnostic | None:
+    async def _resolve(self, slot: ListingSlot, signal: AbortSignal | None,
+                       ) -> ListedChild | ListedDiagnostic | None:
         """One listed child: a live one from its events, a persisted one inspected (the only
         read of its events), checked to be the lifecycle its header was enumerated as."""
-        parent = header.parent_session if isinstance(header.parent_session, str) else ""
-        has_children = header.id in parents
+        header = slot.header
+
+        def diagnostic(reason: Literal["corrupt", "unavailable"]) -> ListedDiagnostic:
+            return ListedDiagnostic(id=header.id, reason=reason, parent=slot.parent,
+                                    depth=slot.depth, created_at=header.created_at)
+
         live = self.host.sessions.get(header.id)
         if live is not None:
             identity = child_identity(live.events)
             if identity is None:
                 return None  # still being created: no identity yet
-            return ListedChild(id=header.id, mode=identity.mode, label=identity.label,
-                               live=True, parent=parent, depth=1, created_at=header.created_at,
-                               has_children=has_children)
-
-        def diagnostic(reason: Literal["corrupt", "unavailable"]) -> ListedDiagnostic:
-            return ListedDiagnostic(id=header.id, reason=reason, parent=parent, depth=1,
-                                    created_at=header.created_at)
-
-        try:
-            log = await _read(self._persistence().inspect, header.id, signal=signal)
-        except _Aborted:
-            raise _error(refusal("listing-cancelled")) from None
-        except Exception:
+        else:
+            try:
+                log = await _read(self._persistence().inspect, header.id, signal=signal)
+            except _Aborted:
+                raise _error(refusal("listing-cancelled")) from None
+            except Exception:
+                _check_listing(signal)
+                return diagnostic("unavailable")
             _check_listing(signal)
-            return diagnostic("unavailable")
-        _check_listing(signal)
-        if log.header is None or isinstance(trace_log(log.events), Failure):
-            return diagnostic("unavailable")
-        if not same_lifecycle(log.header, header):
-            return diagnostic("corrupt")
-        identity = child_identity(log.events)
-        if identity is None:
-            return diagnostic("corrupt")
-        return ListedChild(id=header.id, mode=identity.mode, label=identity.label, live=False,
-                           parent=parent, depth=1, created_at=header.created_at,
-                           has_children=has_children)
+            if log.header is None or isinstance(trace_log(log.events), Failure):
+                return diagnostic("unavailable")
+            identity = child_identity(log.events)
+            if identity is None or not same_lifecycle(log.header, header):
+                return diagnostic("corrupt")
+        return ListedChild(id=header.id, mode=identity.mode, label=identity.label,
+                           live=live is not None, parent=slot.parent, depth=slot.depth,
+                           created_at=header.created_at, has_children=slot.has_children)
 
     async def list_children(self, parent_id: str, *, signal: AbortSignal | None = None,
                             ) -> list[ListedChild | ListedDiagnostic]:
@@ -1119,14 +1130,7 @@ class ContinuationManager:
             SubagentError: ``CANCELLED`` once ``signal`` aborted (before any read, or at the
                 read it interrupts); the store's own error when it cannot list its sessions.
         """
-        headers = await self._enumerate(signal)
-        parents = _subagent_parents(headers)
-        rows = []
-        for header in _children_by_parent(headers).get(parent_id, ()):
-            if _is_delegated(header):
-                rows.append(await self._resolve(header, parents, signal))
-        _check_listing(signal)
-        return [row for row in rows if row is not None]
+        return await self._list(parent_id, signal, descendants=False)
 
     async def list_descendants(self, root_id: str, *, signal: AbortSignal | None = None,
                                ) -> list[ListedChild | ListedDiagnostic]:
@@ -1136,25 +1140,15 @@ class ContinuationManager:
         Raises:
             SubagentError: as :meth:`list_children`.
         """
+        return await self._list(root_id, signal, descendants=True)
+
+    async def _list(self, root_id: str, signal: AbortSignal | None, *, descendants: bool,
+                    ) -> list[ListedChild | ListedDiagnostic]:
         headers = await self._enumerate(signal)
-        parents = _subagent_parents(headers)
-        children = _children_by_parent(headers)
-        rows: list[ListedChild | ListedDiagnostic] = []
-        seen = {root_id}
-        stack: list[tuple[SessionHeader, str, int]] = [
-            (h, root_id, 1) for h in reversed(children.get(root_id, ()))]
-        while stack:
-            header, parent, depth = stack.pop()
-            if header.id in seen:
-                continue
-            seen.add(header.id)
-            if _is_delegated(header):
-                row = await self._resolve(header, parents, signal)
-                if row is not None:
-                    rows.append(dataclasses.replace(row, parent=parent, depth=depth))
-            stack.extend((h, header.id, depth + 1) for h in reversed(children.get(header.id, ())))
+        rows = [await self._resolve(slot, signal) for slot in
+                listing_slots(tuple(headers.values()), root_id, descendants=descendants)]
         _check_listing(signal)
-        return rows
+        return [row for row in rows if row is not None]
 
 
 class _Aborted(Exception):
@@ -1196,21 +1190,6 @@ def _cancelling() -> bool:
 def _check_listing(signal: AbortSignal | None) -> None:
     if signal is not None and signal.aborted:
         raise _error(refusal("listing-cancelled"))
-
-
-def _subagent_parents(headers: dict[str, SessionHeader]) -> set[str]:
-    return {header.parent_session for header in headers.values()
-            if _is_delegated(header) and isinstance(header.parent_session, str)}
-
-
-def _children_by_parent(headers: dict[str, SessionHeader]) -> dict[str, list[SessionHeader]]:
-    children: dict[str, list[SessionHeader]] = {}
-    for header in headers.values():
-        if isinstance(header.parent_session, str):
-            children.setdefault(header.parent_session, []).append(header)
-    for siblings in children.values():
-        siblings.sort(key=lambda h: (h.created_at, h.id))
-    return children
 
 
 def _undo(undo: list[Callable[[], None]]) -> None:
