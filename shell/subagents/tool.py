@@ -120,27 +120,9 @@ def _message(error: BaseException) -> str:
 
 
 class SubagentTool:
-    """A model-facing ``subagent`` tool bound to one provider.
-
-    Args:
-        provider: the provider's registered name, or the provider itself (then the tool is
-            visible only while that very object is registered).
-        tool_name: the name the model calls it by (several instances need different names).
-        max_depth: the absolute depth cap of the children it starts; ``None``: no cap.
-        persona: the children's persona (their ``deployment:persona`` section).
-        tool_filter: the children's ``{allow?, deny?}`` over the global tools.
-        agent_options: the children's model route overrides (default: the parent's).
-        enable_run_in_background: whether the model may ask for a background run (no
-            ``run_in_background`` parameter otherwise, and a forced one is refused); default on
-            (DSH's): a one-shot background run without ``jobs`` is refused in DSH's words.
-        background_mode: what a background run is: a ``one-shot`` job collected with
-            ``job_output``, or a ``continuable`` child continued with ``send_message``.
-        jobs: the job registry one-shot background runs are started in.
-
-    Raises:
-        ValueError: ``max_depth`` is not a non-negative safe integer, or ``tool_filter`` names
-            neither ``allow`` nor ``deny`` (DSH's texts).
-    """
+    """A model-facing ``subagent`` tool bound to one provider (the arguments:
+    docs/api-shell-subagents.md); ``ValueError`` for a malformed ``max_depth`` or a ``tool_filter``
+    naming neither list (DSH's texts)."""
 
     def __init__(self, *, provider: SubagentProvider | str, tool_name: str = SUBAGENT_TOOL_NAME,
                  max_depth: int | None = DEFAULT_MAX_DEPTH, persona: str | None = None,
@@ -190,14 +172,9 @@ class SubagentTool:
         return self._tool is not None
 
     def install(self, host: SubagentHost, runtime: SubagentRuntime | None = None) -> None:
-        """Offer the tool on ``host`` whenever its provider is registered there.
-
-        ``runtime`` defaults to ``host.subagents``.
-
-        Raises:
-            ValueError: the instance is installed already, or its provider cannot enforce the
-                configured ``max_depth`` (checked now and whenever the provider appears).
-        """
+        """Offer the tool on ``host`` whenever its provider is registered there (``runtime``:
+        default the host's); ``ValueError`` when installed already or its provider cannot enforce
+        ``max_depth`` (checked whenever the provider appears)."""
         if self._host is not None:
             raise ValueError(f'the subagent tool "{self.tool_name}" is already installed')
         self._host = host
