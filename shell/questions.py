@@ -28,13 +28,24 @@ Rules:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import msgspec
 
+from ..core import (
+    ASK_USER_QUESTION,
+    ASK_USER_QUESTION_DESCRIPTION,
+    AnswerItem,
+    Answers,
+    Question,
+    QuestionIntent,
+    QuestionOption,
+    ask_user_question_schema,
+    intent_refusal,
+    questions_from_arguments,
+)
 from .abort import AbortSignal
 from .tools import CallingAgent, Tool, ToolContext, ToolError
 
@@ -60,62 +71,9 @@ __all__ = [
     "owning_agent",
 ]
 
-#: The tool's name (DSH ``dsh-tool-ask-user``).
-ASK_USER_QUESTION = "ask_user_question"
-#: The tool's description, DSH's words.
-ASK_USER_QUESTION_DESCRIPTION = (
-    "Ask the user a concise question when you need confirmation, a choice, or missing "
-    "information before proceeding. Send one or more questions, each with a stable id that "
-    "will be echoed in the answer.")
 #: The tool's parameter schema: DSH's compiled JSON Schema, in its key order.
-ASK_USER_QUESTION_PARAMETERS: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
-        "questions": {
-            "type": "array",
-            "description": "Questions to ask the user before continuing.",
-            "items": {
-                "type": "object",
-                "additionalProperties": True,
-                "properties": {
-                    "id": {"type": "string",
-                           "description": "Stable id for this question; echoed in the answer."},
-                    "question": {"type": "string",
-                                 "description": "The specific question to ask the user."},
-                    "header": {
-                        "type": "string",
-                        "description": "Optional short heading for the question, such as "
-                                       '"Confirm" or "Choose Mode".'},
-                    "options": {
-                        "type": "array",
-                        "description": "Optional choices to show the user. If you recommend "
-                                       'one, put it first and append "(Recommended)" to that '
-                                       "label.",
-                        "items": {
-                            "type": "object",
-                            "additionalProperties": True,
-                            "properties": {
-                                "label": {"type": "string",
-                                          "description": "Short user-facing option label."},
-                                "description": {
-                                    "type": "string",
-                                    "description": "One sentence explaining the tradeoff or "
-                                                   "impact."},
-                            },
-                            "required": ["label"],
-                        },
-                    },
-                    "multi_select": {
-                        "type": "boolean",
-                        "description": "Whether the user may select more than one option. "
-                                       "Defaults to false."},
-                },
-                "required": ["id", "question"],
-            },
-        },
-    },
-    "required": ["questions"],
-}
+ASK_USER_QUESTION_PARAMETERS: Mapping[str, Any] = msgspec.json.decode(
+    ask_user_question_schema().parameters)
 
 _DELEGATED = ("human interaction is unavailable while the calling agent is owned by another "
               "live agent; include the unresolved question or decision in the child agent's "
@@ -128,48 +86,6 @@ class UserQuestionError(ToolError):
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message, name="UserQuestionError", code=code)
         self.code = code
-
-
-class QuestionOption(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One choice offered to the human."""
-
-    label: str
-    description: str | None = None
-
-
-class QuestionIntent(msgspec.Struct, frozen=True, kw_only=True):
-    """What kind of decision a question is, for a UI that presents it as one: a
-    ``plan-review`` whose ``detail`` is the plan, approved by the option labelled
-    ``approve``. It changes presentation only; the answer is the same."""
-
-    kind: Literal["plan-review"]
-    approve: str
-
-
-class Question(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, rename="camel"):
-    """One question; ``id`` is echoed in its answer."""
-
-    id: str
-    question: str
-    detail: str | None = None
-    header: str | None = None
-    options: tuple[QuestionOption, ...] | None = None
-    multi_select: bool | None = None
-    intent: QuestionIntent | None = None
-
-
-class AnswerItem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """The answer to one question: the labels selected, and any free text."""
-
-    id: str
-    selected: tuple[str, ...]
-    custom: str | None = None
-
-
-class Answers(msgspec.Struct, frozen=True, kw_only=True):
-    """The human's answer, by question id."""
-
-    answers: tuple[AnswerItem, ...]
 
 
 @dataclass(frozen=True)
@@ -297,19 +213,9 @@ class UserQuestions:
                     "is supplied", "CALLER_NOT_LIVE")
             if owner_id(host, live) is not None:
                 raise UserQuestionError(_DELEGATED, "DELEGATED_CALLER")
-        for question in questions:
-            intent = question.intent
-            if intent is None:
-                continue
-            if not any(option.label == intent.approve for option in question.options or ()):
-                raise UserQuestionError(
-                    f"question {question.id} declares intent {intent.kind} whose approve "
-                    f"label {json.dumps(intent.approve, ensure_ascii=False)} names none of "
-                    "its options", "BAD_INTENT")
-            if question.detail is None:
-                raise UserQuestionError(
-                    f"question {question.id} declares intent {intent.kind} without the detail "
-                    "it reviews", "BAD_INTENT")
+        refused = intent_refusal(questions)
+        if refused is not None:
+            raise UserQuestionError(refused, "BAD_INTENT")
         answerer = self._answerer
         if answerer is None:
             raise UserQuestionError("no user-questions provider is registered", "NO_PROVIDER")
@@ -321,13 +227,6 @@ class UserQuestions:
     async def _call(self, args: dict[str, Any], ctx: ToolContext) -> str:
         if ctx.cancel_cause is not None:
             raise _aborted()
-        questions = tuple(
-            Question(
-                id=item["id"], question=item["question"], header=item.get("header"),
-                options=None if item.get("options") is None else tuple(
-                    QuestionOption(label=option["label"], description=option.get("description"))
-                    for option in item["options"]),
-                multi_select=item.get("multi_select"))
-            for item in args["questions"])
+        questions = questions_from_arguments(args["questions"])
         answers = await ctx.run(self.ask(questions, agent=ctx.agent))
         return msgspec.json.encode(answers).decode()

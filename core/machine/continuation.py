@@ -483,8 +483,8 @@ def same_lifecycle(inspected: SessionHeader, enumerated: SessionHeader) -> bool:
 
 
 class ListingSlot(msgspec.Struct, frozen=True, kw_only=True):
-    """A delegated session a listing reports: where it sits (its parent on the walk, the depth
-    below the listed root) and whether a delegated session names it as its parent."""
+    """A delegated session a listing reports: its parent on the walk, its depth below the
+    root, whether a delegated session names it as its parent."""
 
     header: SessionHeader
     parent: str
@@ -499,16 +499,9 @@ def _delegated(header: SessionHeader) -> bool:
 @checked
 def listing_slots(headers: Sequence[SessionHeader], root_id: str, *,
                   descendants: bool = False) -> tuple[ListingSlot, ...]:
-    """The delegated sessions below ``root_id`` a listing reads, by their headers alone:
-    its direct children oldest first (``createdAt``, then id), or, ``descendants``, every one
-    below it in stable pre-order (a child after its parent), walking through sessions of any
-    kind (each level counts in ``depth``); cycle-safe.
-
-    >>> from turnfork.core import SessionHeader
-    >>> child = SessionHeader(id="c", created_at=1, parent_session="p", origin="subagent")
-    >>> [(slot.header.id, slot.depth) for slot in listing_slots((child,), "p")]
-    [('c', 1)]
-    """
+    """The delegated sessions a listing of ``root_id`` reads, by their headers alone: its
+    children oldest first (``createdAt``, then id), or ``descendants`` in stable pre-order through
+    sessions of any kind (each level counts in ``depth``); cycle-safe."""
     parents = {h.parent_session for h in headers
                if _delegated(h) and isinstance(h.parent_session, str)}
     children: dict[str, list[SessionHeader]] = {}
@@ -536,11 +529,7 @@ def listing_slots(headers: Sequence[SessionHeader], root_id: str, *,
 
 @checked
 def teardown_failure_text(child_id: str, failures: Sequence[str]) -> str:
-    """What an Activation's teardown that failed at one or more boundaries says.
-
-    >>> teardown_failure_text("c", ("a", "b"))
-    'subagent "c" activation teardown failed at 2 boundaries: a; b'
-    """
+    """What a teardown that failed at one or more boundaries says."""
     if len(failures) == 1:
         return failures[0]
     return (f'subagent "{child_id}" activation teardown failed at {len(failures)} '
