@@ -1,29 +1,18 @@
 """Asking the human: the ``ask_user_question`` tool and the host-level service behind it (DSH's
-``dsh-user-questions`` service and ``dsh-tool-ask-user`` tool).
+``dsh-user-questions`` service and ``dsh-tool-ask-user`` tool; texts, schema and question types
+are the core's).
 
-Rules:
-
-* :class:`UserQuestions` is one host's question service: at most one *answerer* (the UI side
-  that collects a human's answer; a second is refused, ``DUPLICATE_PROVIDER``), and
-  :meth:`UserQuestions.ask`. ``install(host)`` registers the model-facing tool
-  ``ask_user_question`` in the host's global tools (DSH's name, description and parameter
-  schema, byte for byte).
-* :meth:`UserQuestions.ask` checks in DSH's order, each refusal a :class:`UserQuestionError`
-  with DSH's text and code: already aborted (``ASK_ABORTED``); no question
-  (``EMPTY_QUESTIONS``); a calling agent that is not the host's exact live instance
-  (``CALLER_NOT_LIVE``); a calling agent *owned by another live agent* (``DELEGATED_CALLER``:
-  it has no human to answer it and would wait forever, so it is told to carry the question in
-  its final result instead); a ``plan-review`` intent naming none of its options or reviewing
-  no detail (``BAD_INTENT``); no answerer (``NO_PROVIDER``). Only then is the answerer asked.
-* Ownership is runtime ownership, not lineage: an agent is owned while it is the child of a
-  live subagent run (a one-shot child, or a continuable child's residency) — its session
-  header names a parent and the host's subagent runtime holds the run, or the host is a
-  :class:`DelegateHost` that runs the child for a run held on another host (a Ray worker's
-  host: the run lives on the parent's host). A session with lineage resumed as a top-level
-  agent (``host.create_agent(session_id=…)``) asks normally.
-* The tool answers with the answer as compact JSON (``{"answers":[{"id",…,"selected":[…],
-  "custom"?}]}``); a refusal is ``Error: <text>`` with ``error {name: "UserQuestionError",
-  code}``.
+* :class:`UserQuestions` is one host's service: at most one *answerer* (a second is refused,
+  ``DUPLICATE_PROVIDER``) and :meth:`UserQuestions.ask`, which refuses in DSH's order, each a
+  :class:`UserQuestionError` with DSH's text and code: ``ASK_ABORTED``, ``EMPTY_QUESTIONS``,
+  ``CALLER_NOT_LIVE`` (not the host's exact live agent), ``DELEGATED_CALLER`` (owned by another
+  live agent: no human would answer it, so it is told to carry the question in its result),
+  ``BAD_INTENT``, ``NO_PROVIDER``. Only then is the answerer asked.
+* Ownership is runtime ownership, not lineage: an agent is owned while it is the child of a live
+  subagent run of the host, or of a run held on another host (a :class:`DelegateHost`, a Ray
+  worker's). A session with lineage resumed as a top-level agent asks normally.
+* The tool answers with compact JSON (``{"answers":[…]}``); a refusal is ``Error: <text>`` with
+  ``error {name: "UserQuestionError", code}``.
 """
 
 from __future__ import annotations
