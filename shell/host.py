@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -32,7 +32,8 @@ from .registries import AgentExistsError, AgentRegistry, ModelRegistry, UnknownP
 from .session import Session
 from .store import MemorySessionStore, SessionStore
 from .subagents import SubagentRuntime
-from .subagents.continuation import apply_resume_terms, delegated_resume_terms, resumed_scope
+from .subagents.continuation import delegated_resume
+from .subagents.contract import SubagentRuntimeView
 from .telemetry import Telemetry
 from .tools import PromptSections, ToolRegistry, ToolScope
 
@@ -43,26 +44,7 @@ _HEADER_META_KEYS = frozenset({"cwd", "parent_session", "seed_length", "origin",
 
 
 class Host:
-    """Owns what a run needs.
-
-    Args:
-        store: the session store; default a :class:`~shell.store.MemorySessionStore`.
-        clock: epoch-ms clock for event times and ``createdAt`` (default: the system clock).
-        ids: id factory for sessions and messages (default: random UUID v4).
-        approver: host-wide approval callback for agents whose policy is ``ask``.
-        session_titles: whether agents write DSH's fallback ``session/title`` (DSH's
-            session-title plugin; off reproduces a composition without it, such as DSH's K10
-            benchmark run).
-        sandbox_mode: the deployment's sandbox mode; its file-policy sentence joins every
-            step's runtime-context snapshot, by the session's effective mode (its last
-            ``sandbox/mode``, else this). ``None``: no sandbox policy (no sentence).
-        approval_default: the approval policy of an agent created with an approval service
-            (``approval=True``) until its log sets another; its sentence joins the snapshot.
-        tracer_provider: the OpenTelemetry ``TracerProvider`` the spans of turns, steps, model
-            calls and child runs go to (needs the ``otel`` extra); default: the global one.
-        workspace_root: the sandbox policy's workspace for a session without a cwd (DSH's
-            ``workspaceRoot``); made absolute. ``None``: the process's working directory.
-    """
+    """Owns what a run needs (the arguments: docs/api-shell-runtime.md)."""
 
     def __init__(self, *, store: SessionStore | None = None, clock: Clock | None = None,
                  ids: IdFactory | None = None, approver: Approver | None = None,
@@ -83,23 +65,18 @@ class Host:
         self.approval_default: ApprovalPolicy = approval_default
         self.telemetry = Telemetry(tracer_provider)
         self.workspace_root = None if workspace_root is None else os.path.abspath(workspace_root)
-        self._subagents: SubagentRuntime | None = None
+        self._subagents: SubagentRuntimeView | None = None
 
     @property
     def subagents(self) -> SubagentRuntime:
         """The subagent runtime: providers, live runs, observers (created on first use)."""
         if self._subagents is None:
             SubagentRuntime(self)
-        assert self._subagents is not None
+        assert isinstance(self._subagents, SubagentRuntime)
         return self._subagents
 
-    def attach_subagents(self, runtime: SubagentRuntime) -> None:
-        """Make ``runtime`` this host's :attr:`subagents` (what ``SubagentRuntime(host)``
-        does).
-
-        Raises:
-            ValueError: the host has a subagent runtime already.
-        """
+    def attach_subagents(self, runtime: SubagentRuntimeView) -> None:
+        """Make ``runtime`` this host's :attr:`subagents` (``ValueError`` if it has one)."""
         if self._subagents is not None:
             raise ValueError("this host already has a subagent runtime")
         self._subagents = runtime
@@ -111,33 +88,10 @@ class Host:
                      subagent_depth: int | None = None, approval: bool = False,
                      tools_scope: ToolScope | None = None,
                      max_steps: int | None = DEFAULT_MAX_STEPS) -> Agent:
-        """Create an agent over a new session, or over an existing one.
-
-        Args:
-            session_id: the session (and agent) id; default a fresh id. An id the store
-                already holds (live or persisted) is resumed when no ``seed`` is given.
-            provider: a provider registered in :attr:`models`.
-            model: the model name sent in the call config.
-            max_tokens: ``maxTokens`` of the call config.
-            system: the persona (``deployment:persona`` section, order 0).
-            seed: events to start from, not copied (a fork's completed-turn prefix); must be
-                balanced. The session appends ``session/end-seed`` after it.
-            seed_trace: the trace of ``seed`` (the parent's at the cut): creation is then O(1).
-            header_meta: further header fields (snake_case): ``parent_session``,
-                ``seed_length``, ``origin``, ``delegation_depth``, ``agent_preset``, ``cwd``.
-            cwd: the session's working directory (absolute).
-            subagent_depth: the agent's runtime delegation depth.
-            approval: whether an approval service is composed (its policy starts at the host's
-                ``approval_default``; without one it is ``never``).
-            tools_scope: the agent's tools; default a fresh scope over :attr:`tools`.
-            max_steps: steps a turn may take; the next one is refused (the turn ends
-                ``blocked``); default ``core.loop.DEFAULT_MAX_STEPS`` (1,000), ``None``: no limit.
-
-        Raises:
-            UnknownProviderError, AgentExistsError, SessionExistsError, SessionLoadError,
-            SessionViolationError (the seed breaks a rule), ValueError (bad header meta or an
-            unbalanced seed).
-        """
+        """Create an agent over a new session, or over an existing one (an id the store holds is
+        resumed when no ``seed`` is given; a delegated child through the continuation manager's
+        :func:`~.subagents.continuation.delegated_resume`). Arguments and errors:
+        docs/api-shell-runtime.md."""
         if provider not in self.models:
             raise UnknownProviderError(provider)
         sid = session_id or self.ids()
@@ -152,7 +106,7 @@ class Host:
         if "cwd" in meta and not os.path.isabs(meta["cwd"]):
             raise ValueError(f"a session cwd must be an absolute path, not {meta['cwd']!r}")
         resume = seed is None and session_id is not None and self.sessions.exists(sid)
-        delegated = None
+        restore: Callable[[Agent], None] | None = None
         if resume:
             if meta or seed_trace is not None:
                 raise ValueError(f"session {sid!r} exists: header meta and seed_trace apply "
@@ -160,10 +114,7 @@ class Host:
             was_live = self.sessions.get(sid) is not None
             session = self.sessions.get(sid) or self.sessions.load(sid, clock=self.clock)
             try:
-                # A delegated child keeps the authority its delegation took away.
-                delegated = delegated_resume_terms(session)
-                if delegated is not None:
-                    tools_scope = resumed_scope(self, delegated, tools_scope)
+                tools_scope, restore = delegated_resume(self, session, tools_scope)
             except BaseException:
                 if not was_live:
                     self.sessions.release(sid)
@@ -182,8 +133,8 @@ class Host:
                                  approval=approval, tools_scope=tools_scope, max_steps=max_steps)
         if system:
             agent.prompt_sections.set(PERSONA_SECTION_NAME, system, order=PERSONA_SECTION_ORDER)
-        if delegated is not None:
-            apply_resume_terms(agent, delegated)
+        if restore is not None:
+            restore(agent)
         self.agents.add(agent)
         return agent
 
@@ -195,14 +146,7 @@ class Host:
                     approval_policy: ApprovalPolicy | None = None,
                     sections: Iterable[PromptSection] = ()) -> Agent:
         """An agent over ``session`` that is not live yet: publish it with
-        ``host.agents.add(agent)``, or delete its session (what an unpublished child is).
-
-        ``preamble``: payloads written at the first step boundary of its first turn (a
-        one-shot child's descriptor). ``approval_policy``: its policy from the start (``None``:
-        the host's ``approval_default`` with an approval service, else ``never``).
-        ``sections``: its own prompt sections, in order. The other arguments are
-        :meth:`create_agent`'s.
-        """
+        ``host.agents.add(agent)``, or delete its session (what an unpublished child is)."""
         return Agent(self, session, provider=provider, model=model, max_tokens=max_tokens,
                      subagent_depth=subagent_depth, approval=approval,
                      tools=tools_scope if tools_scope is not None else ToolScope(self.tools),
@@ -225,12 +169,12 @@ class Host:
     async def release_children(self, agent: Agent) -> None:
         """Dispose every child ``agent`` started, through the subagent runtime (if any)."""
         if self._subagents is not None:
-            await self._subagents.release(agent)
+            await self.subagents.release(agent)
 
     async def aclose(self) -> None:
         """Dispose every live subagent run, then every live agent (concurrently)."""
         if self._subagents is not None:
-            await self._subagents.aclose()
+            await self.subagents.aclose()
         await asyncio.gather(*(agent.dispose() for agent in self.agents.list()))
 
     async def __aenter__(self) -> Self:

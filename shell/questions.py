@@ -1,40 +1,40 @@
 """Asking the human: the ``ask_user_question`` tool and the host-level service behind it (DSH's
-``dsh-user-questions`` service and ``dsh-tool-ask-user`` tool).
+``dsh-user-questions`` service and ``dsh-tool-ask-user`` tool; texts, schema and question types
+are the core's).
 
-Rules:
-
-* :class:`UserQuestions` is one host's question service: at most one *answerer* (the UI side
-  that collects a human's answer; a second is refused, ``DUPLICATE_PROVIDER``), and
-  :meth:`UserQuestions.ask`. ``install(host)`` registers the model-facing tool
-  ``ask_user_question`` in the host's global tools (DSH's name, description and parameter
-  schema, byte for byte).
-* :meth:`UserQuestions.ask` checks in DSH's order, each refusal a :class:`UserQuestionError`
-  with DSH's text and code: already aborted (``ASK_ABORTED``); no question
-  (``EMPTY_QUESTIONS``); a calling agent that is not the host's exact live instance
-  (``CALLER_NOT_LIVE``); a calling agent *owned by another live agent* (``DELEGATED_CALLER``:
-  it has no human to answer it and would wait forever, so it is told to carry the question in
-  its final result instead); a ``plan-review`` intent naming none of its options or reviewing
-  no detail (``BAD_INTENT``); no answerer (``NO_PROVIDER``). Only then is the answerer asked.
-* Ownership is runtime ownership, not lineage: an agent is owned while it is the child of a
-  live subagent run (a one-shot child, or a continuable child's residency) — its session
-  header names a parent and the host's subagent runtime holds the run, or the host is a
-  :class:`DelegateHost` that runs the child for a run held on another host (a Ray worker's
-  host: the run lives on the parent's host). A session with lineage resumed as a top-level
-  agent (``host.create_agent(session_id=…)``) asks normally.
-* The tool answers with the answer as compact JSON (``{"answers":[{"id",…,"selected":[…],
-  "custom"?}]}``); a refusal is ``Error: <text>`` with ``error {name: "UserQuestionError",
-  code}``.
+* :class:`UserQuestions` is one host's service: at most one *answerer* (a second is refused,
+  ``DUPLICATE_PROVIDER``) and :meth:`UserQuestions.ask`, which refuses in DSH's order, each a
+  :class:`UserQuestionError` with DSH's text and code: ``ASK_ABORTED``, ``EMPTY_QUESTIONS``,
+  ``CALLER_NOT_LIVE`` (not the host's exact live agent), ``DELEGATED_CALLER`` (owned by another
+  live agent: no human would answer it, so it is told to carry the question in its result),
+  ``BAD_INTENT``, ``NO_PROVIDER``. Only then is the answerer asked.
+* Ownership is runtime ownership, not lineage: an agent is owned while it is the child of a live
+  subagent run of the host, or of a run held on another host (a :class:`DelegateHost`, a Ray
+  worker's). A session with lineage resumed as a top-level agent asks normally.
+* The tool answers with compact JSON (``{"answers":[…]}``); a refusal is ``Error: <text>`` with
+  ``error {name: "UserQuestionError", code}``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import msgspec
 
+from ..core import (
+    ASK_USER_QUESTION,
+    ASK_USER_QUESTION_DESCRIPTION,
+    AnswerItem,
+    Answers,
+    Question,
+    QuestionIntent,
+    QuestionOption,
+    ask_user_question_schema,
+    intent_refusal,
+    questions_from_arguments,
+)
 from .abort import AbortSignal
 from .tools import CallingAgent, Tool, ToolContext, ToolError
 
@@ -60,62 +60,9 @@ __all__ = [
     "owning_agent",
 ]
 
-#: The tool's name (DSH ``dsh-tool-ask-user``).
-ASK_USER_QUESTION = "ask_user_question"
-#: The tool's description, DSH's words.
-ASK_USER_QUESTION_DESCRIPTION = (
-    "Ask the user a concise question when you need confirmation, a choice, or missing "
-    "information before proceeding. Send one or more questions, each with a stable id that "
-    "will be echoed in the answer.")
 #: The tool's parameter schema: DSH's compiled JSON Schema, in its key order.
-ASK_USER_QUESTION_PARAMETERS: Mapping[str, Any] = {
-    "type": "object",
-    "properties": {
-        "questions": {
-            "type": "array",
-            "description": "Questions to ask the user before continuing.",
-            "items": {
-                "type": "object",
-                "additionalProperties": True,
-                "properties": {
-                    "id": {"type": "string",
-                           "description": "Stable id for this question; echoed in the answer."},
-                    "question": {"type": "string",
-                                 "description": "The specific question to ask the user."},
-                    "header": {
-                        "type": "string",
-                        "description": "Optional short heading for the question, such as "
-                                       '"Confirm" or "Choose Mode".'},
-                    "options": {
-                        "type": "array",
-                        "description": "Optional choices to show the user. If you recommend "
-                                       'one, put it first and append "(Recommended)" to that '
-                                       "label.",
-                        "items": {
-                            "type": "object",
-                            "additionalProperties": True,
-                            "properties": {
-                                "label": {"type": "string",
-                                          "description": "Short user-facing option label."},
-                                "description": {
-                                    "type": "string",
-                                    "description": "One sentence explaining the tradeoff or "
-                                                   "impact."},
-                            },
-                            "required": ["label"],
-                        },
-                    },
-                    "multi_select": {
-                        "type": "boolean",
-                        "description": "Whether the user may select more than one option. "
-                                       "Defaults to false."},
-                },
-                "required": ["id", "question"],
-            },
-        },
-    },
-    "required": ["questions"],
-}
+ASK_USER_QUESTION_PARAMETERS: Mapping[str, Any] = msgspec.json.decode(
+    ask_user_question_schema().parameters)
 
 _DELEGATED = ("human interaction is unavailable while the calling agent is owned by another "
               "live agent; include the unresolved question or decision in the child agent's "
@@ -128,48 +75,6 @@ class UserQuestionError(ToolError):
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message, name="UserQuestionError", code=code)
         self.code = code
-
-
-class QuestionOption(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One choice offered to the human."""
-
-    label: str
-    description: str | None = None
-
-
-class QuestionIntent(msgspec.Struct, frozen=True, kw_only=True):
-    """What kind of decision a question is, for a UI that presents it as one: a
-    ``plan-review`` whose ``detail`` is the plan, approved by the option labelled
-    ``approve``. It changes presentation only; the answer is the same."""
-
-    kind: Literal["plan-review"]
-    approve: str
-
-
-class Question(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, rename="camel"):
-    """One question; ``id`` is echoed in its answer."""
-
-    id: str
-    question: str
-    detail: str | None = None
-    header: str | None = None
-    options: tuple[QuestionOption, ...] | None = None
-    multi_select: bool | None = None
-    intent: QuestionIntent | None = None
-
-
-class AnswerItem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """The answer to one question: the labels selected, and any free text."""
-
-    id: str
-    selected: tuple[str, ...]
-    custom: str | None = None
-
-
-class Answers(msgspec.Struct, frozen=True, kw_only=True):
-    """The human's answer, by question id."""
-
-    answers: tuple[AnswerItem, ...]
 
 
 @dataclass(frozen=True)
@@ -297,19 +202,9 @@ class UserQuestions:
                     "is supplied", "CALLER_NOT_LIVE")
             if owner_id(host, live) is not None:
                 raise UserQuestionError(_DELEGATED, "DELEGATED_CALLER")
-        for question in questions:
-            intent = question.intent
-            if intent is None:
-                continue
-            if not any(option.label == intent.approve for option in question.options or ()):
-                raise UserQuestionError(
-                    f"question {question.id} declares intent {intent.kind} whose approve "
-                    f"label {json.dumps(intent.approve, ensure_ascii=False)} names none of "
-                    "its options", "BAD_INTENT")
-            if question.detail is None:
-                raise UserQuestionError(
-                    f"question {question.id} declares intent {intent.kind} without the detail "
-                    "it reviews", "BAD_INTENT")
+        refused = intent_refusal(questions)
+        if refused is not None:
+            raise UserQuestionError(refused, "BAD_INTENT")
         answerer = self._answerer
         if answerer is None:
             raise UserQuestionError("no user-questions provider is registered", "NO_PROVIDER")
@@ -321,13 +216,6 @@ class UserQuestions:
     async def _call(self, args: dict[str, Any], ctx: ToolContext) -> str:
         if ctx.cancel_cause is not None:
             raise _aborted()
-        questions = tuple(
-            Question(
-                id=item["id"], question=item["question"], header=item.get("header"),
-                options=None if item.get("options") is None else tuple(
-                    QuestionOption(label=option["label"], description=option.get("description"))
-                    for option in item["options"]),
-                multi_select=item.get("multi_select"))
-            for item in args["questions"])
+        questions = questions_from_arguments(args["questions"])
         answers = await ctx.run(self.ask(questions, agent=ctx.agent))
         return msgspec.json.encode(answers).decode()

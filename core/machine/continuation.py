@@ -123,6 +123,9 @@ __all__ = [
     "resume_terms",
     "child_identity",
     "same_lifecycle",
+    "ListingSlot",
+    "listing_slots",
+    "teardown_failure_text",
     "epoch_stop_reason",
     "bound_summary",
     "settlement_summary",
@@ -477,6 +480,60 @@ def same_lifecycle(inspected: SessionHeader, enumerated: SessionHeader) -> bool:
     return all(getattr(inspected, key) == getattr(enumerated, key) for key in (
         "version", "id", "created_at", "cwd", "parent_session", "seed_length",
         "delegation_depth"))
+
+
+class ListingSlot(msgspec.Struct, frozen=True, kw_only=True):
+    """A delegated session a listing reports: its parent on the walk, its depth below the
+    root, whether a delegated session names it as its parent."""
+
+    header: SessionHeader
+    parent: str
+    depth: int
+    has_children: bool
+
+
+def _delegated(header: SessionHeader) -> bool:
+    return header.origin == "subagent"
+
+
+@checked
+def listing_slots(headers: Sequence[SessionHeader], root_id: str, *,
+                  descendants: bool = False) -> tuple[ListingSlot, ...]:
+    """The delegated sessions a listing of ``root_id`` reads, by their headers alone: its
+    children oldest first (``createdAt``, then id), or ``descendants`` in stable pre-order through
+    sessions of any kind (each level counts in ``depth``); cycle-safe."""
+    parents = {h.parent_session for h in headers
+               if _delegated(h) and isinstance(h.parent_session, str)}
+    children: dict[str, list[SessionHeader]] = {}
+    for header in headers:
+        if isinstance(header.parent_session, str):
+            children.setdefault(header.parent_session, []).append(header)
+    for siblings in children.values():
+        siblings.sort(key=lambda h: (h.created_at, h.id))
+    slots: list[ListingSlot] = []
+    seen = {root_id}
+    stack = [(h, root_id, 1) for h in reversed(children.get(root_id, ()))]
+    while stack:
+        header, parent, depth = stack.pop()
+        if header.id in seen:
+            continue
+        seen.add(header.id)
+        if _delegated(header):
+            slots.append(ListingSlot(header=header, parent=parent, depth=depth,
+                                     has_children=header.id in parents))
+        if descendants:
+            stack.extend((h, header.id, depth + 1)
+                         for h in reversed(children.get(header.id, ())))
+    return tuple(slots)
+
+
+@checked
+def teardown_failure_text(child_id: str, failures: Sequence[str]) -> str:
+    """What a teardown that failed at one or more boundaries says."""
+    if len(failures) == 1:
+        return failures[0]
+    return (f'subagent "{child_id}" activation teardown failed at {len(failures)} '
+            f"boundaries: {'; '.join(failures)}")
 
 
 # --------------------------------------------------------------------------- an epoch ends

@@ -21,8 +21,9 @@ Rules of this module:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Literal, TypeAlias
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeAlias
 
 import msgspec
 
@@ -61,6 +62,16 @@ __all__ = [
     "render_report_accepted",
     "render_agent_list",
     "no_calling_agent",
+    "ASK_USER_QUESTION",
+    "ASK_USER_QUESTION_DESCRIPTION",
+    "ask_user_question_schema",
+    "QuestionOption",
+    "QuestionIntent",
+    "Question",
+    "AnswerItem",
+    "Answers",
+    "questions_from_arguments",
+    "intent_refusal",
 ]
 
 SEND_MESSAGE = "send_message"
@@ -304,3 +315,117 @@ def no_calling_agent(tool_name: str) -> str:
     'Error: send_message requires a calling agent (exec.agent was undefined)'
     """
     return f"Error: {tool_name} requires a calling agent (exec.agent was undefined)"
+
+
+# --------------------------------------------------------------------------- asking the human
+
+#: The human's question tool (DSH ``dsh-tool-ask-user``): its name and description, DSH's words.
+ASK_USER_QUESTION = "ask_user_question"
+ASK_USER_QUESTION_DESCRIPTION = (
+    "Ask the user a concise question when you need confirmation, a choice, or missing "
+    "information before proceeding. Send one or more questions, each with a stable id that "
+    "will be echoed in the answer.")
+
+
+def _described(kind: str, description: str) -> dict[str, object]:
+    return {"type": kind, "description": description}
+
+
+def _object_items(properties: dict[str, object], required: list[str]) -> dict[str, object]:
+    return {"type": "object", "additionalProperties": True, "properties": properties,
+            "required": required}
+
+
+@checked
+def ask_user_question_schema() -> ToolSchema:
+    """``ask_user_question``: DSH's compiled JSON Schema, in its key order."""
+    option = _object_items({
+        "label": _described("string", "Short user-facing option label."),
+        "description": _described("string",
+                                  "One sentence explaining the tradeoff or impact.")},
+        ["label"])
+    question = _object_items({
+        "id": _described("string", "Stable id for this question; echoed in the answer."),
+        "question": _described("string", "The specific question to ask the user."),
+        "header": _described("string", "Optional short heading for the question, such as "
+                                       '"Confirm" or "Choose Mode".'),
+        "options": {**_described("array", "Optional choices to show the user. If you recommend "
+                                          'one, put it first and append "(Recommended)" to '
+                                          "that label."), "items": option},
+        "multi_select": _described("boolean", "Whether the user may select more than one "
+                                              "option. Defaults to false.")},
+        ["id", "question"])
+    return object_tool_schema(ASK_USER_QUESTION, ASK_USER_QUESTION_DESCRIPTION, {
+        "questions": {**_described("array", "Questions to ask the user before continuing."),
+                      "items": question}}, ("questions",))
+
+
+class QuestionOption(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One choice offered to the human."""
+
+    label: str
+    description: str | None = None
+
+
+class QuestionIntent(msgspec.Struct, frozen=True, kw_only=True):
+    """A question's kind of decision, for a UI: a ``plan-review`` of ``detail``, approved
+    by the option labelled ``approve`` (presentation only)."""
+
+    kind: Literal["plan-review"]
+    approve: str
+
+
+class Question(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, rename="camel"):
+    """One question; ``id`` is echoed in its answer."""
+
+    id: str
+    question: str
+    detail: str | None = None
+    header: str | None = None
+    options: tuple[QuestionOption, ...] | None = None
+    multi_select: bool | None = None
+    intent: QuestionIntent | None = None
+
+
+class AnswerItem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The answer to one question: the labels selected, and any free text."""
+
+    id: str
+    selected: tuple[str, ...]
+    custom: str | None = None
+
+
+class Answers(msgspec.Struct, frozen=True, kw_only=True):
+    """The human's answer, by question id."""
+
+    answers: tuple[AnswerItem, ...]
+
+
+@checked
+def questions_from_arguments(items: Sequence[Mapping[str, Any]]) -> tuple[Question, ...]:
+    """The questions of an ``ask_user_question`` call's (checked) arguments, in order."""
+    return tuple(
+        Question(id=item["id"], question=item["question"], header=item.get("header"),
+                 options=None if item.get("options") is None else tuple(
+                     QuestionOption(label=option["label"], description=option.get("description"))
+                     for option in item["options"]),
+                 multi_select=item.get("multi_select"))
+        for item in items)
+
+
+@checked
+def intent_refusal(questions: Sequence[Question]) -> str | None:
+    """DSH's ``BAD_INTENT`` text for the first question whose intent names none of its
+    options or reviews no detail, else ``None``."""
+    for question in questions:
+        intent = question.intent
+        if intent is None:
+            continue
+        if not any(option.label == intent.approve for option in question.options or ()):
+            return (f"question {question.id} declares intent {intent.kind} whose approve "
+                    f"label {json.dumps(intent.approve, ensure_ascii=False)} names none of "
+                    "its options")
+        if question.detail is None:
+            return (f"question {question.id} declares intent {intent.kind} without the "
+                    "detail it reviews")
+    return None

@@ -1,19 +1,7 @@
-"""Subagents: the runtime registry, the in-process fork and spawn providers with their shared
-driver, the runs they return, and the parent's ``subagent`` tool.
-
-* :mod:`.contract`: what the runtime, the providers and the runs agree on: the refusal codes
-  and errors, the ``SubagentProvider``, ``SubagentRunHandle`` and ``SubagentHost`` protocols,
-  the lifecycle records ``SubagentStart`` and ``SubagentEnd`` (re-exported by :mod:`.registry`).
-* :mod:`.registry`: ``SubagentRuntime`` (``host.subagents``).
-* :mod:`.providers`: ``ForkProvider``, ``SpawnProvider`` and the driver that carries out the
-  core's child plan.
-* :mod:`.run`: ``SubagentRun`` and the structured-output capture.
-* :mod:`.tool`: ``SubagentTool``.
-* :mod:`.control`: ``SubagentControlTools`` (``send_message``, ``interrupt_agent``,
-  ``list_agents``); :mod:`.jobs`: ``BackgroundJobs`` and ``JobTools`` (one-shot background
-  runs, ``job_output``/``job_list``/``job_kill``).
-* :mod:`.continuation`: ``ContinuationManager`` (``host.subagents.continuation``): continuable
-  children a parent can talk to again, resumed from their logs.
+"""Subagents: the runtime (``host.subagents``, :mod:`.registry`), what it and its providers agree
+on (:mod:`.contract`), the in-process providers (:mod:`.providers`) and their runs (:mod:`.run`),
+the parent's tools (:mod:`.tool`, :mod:`.control`, :mod:`.jobs`, :mod:`.report`) and the
+continuation manager (:mod:`.continuation`). docs/api-shell-subagents.md lists every name.
 """
 
 from .continuation import (

@@ -1,54 +1,37 @@
 """The continuation manager: continuable children a parent can talk to again (DSH's
-``SubagentContinuationManager``, packages/subagent/subagent/src/continuation.ts).
+``SubagentContinuationManager``, packages/subagent/subagent/src/continuation.ts). Every rule it
+applies is the core's (:mod:`turnfork.core.continuation`); what it keeps is the live state.
 
-Rules:
-
-* A continuable child is a durable session (its id is the child's id) plus, while it is
-  resident, an :class:`Activation`: its live agent and what the manager tracks of it. There is
-  no run to await: the child's own agent inbox is the only queue, the parent is *told* when an
-  epoch settles (a ``subagent-settled`` notice in its inbox) and the child may push content up
-  with :meth:`ContinuationManager.report_from`. Providers take part with one call,
-  ``prepare_continuable`` (the seed); everything else — identity, descriptor, composition,
-  agent creation, prompt delivery, cold resume, ownership, disposal — is the manager's, and
-  every rule is the core's (:mod:`turnfork.core.continuation`).
-* Residency is derived, never stored: *running* (the agent runs, or input accepted for it is
-  still queued — including follow-ups an interrupt parked), *waiting* (idle, but continuable
-  children it started are still resident), *settled* (neither). A settled Activation is
-  disposed; the next :meth:`~ContinuationManager.followup` cold-resumes the child from its log.
-  There is no busy, finished or disposed refusal (DSH has none): a running child queues, a
-  settled one resumes.
-* Authority: follow-ups travel only along the durable direct-parent edge, from the exact live
-  parent agent; an interrupt may come from any exact live ancestor on the child's lineage, or
-  from a human addressing the child's durable parent; a report goes from the exact resident
-  child to its live parent.
-* Everything up to a message's acceptance is synchronous except one checkpoint in a child's
-  unpublished creation window: an abort, a cancellation, the parent's disposal or a drain that
-  arrived meanwhile rolls the child back (its session deleted, nothing published). Its
-  publication (``SubagentStart``) is checked again before the first message is accepted: an
-  observer that aborted or drained rolls the published child back too, unannounced. After
-  acceptance the caller's signal no longer matters. Deliveries to one child are taken one at a
-  time, so a second one waits for the first one's cold resume.
-* Disposal, in DSH's order: the admission cutoff, the child's turn cancelled and its queue
-  dropped (cause ``parent``) and its own resident children's disposals begun (top-down, before
-  anything awaits), their release awaited (child-first), the child quiet, its log made durable
-  (best-effort), the epoch's stop reason and closing message captured, the agent disposed, the
-  parent notified (before the ownership is released), the ownership released, ``SubagentEnd``.
+* A continuable child is a durable session (its id is the child's id) plus, while resident, an
+  :class:`Activation`. The child's own inbox is the only queue; the parent is told when an
+  epoch settles (a ``subagent-settled`` notice) and the child may report up
+  (:meth:`ContinuationManager.report_from`). Providers take part with ``prepare_continuable``.
+* Residency is derived, never stored: *running* (its turn runs or accepted input is queued),
+  *waiting* (idle, its own continuable children still resident), *settled* (neither: disposed;
+  the next follow-up cold-resumes it from its log). No busy or finished refusal (DSH has none).
+* Authority: follow-ups come only from the exact live durable parent; an interrupt from any
+  exact live ancestor, or a human addressing the durable parent; a report from the exact
+  resident child to its live parent.
+* A child's unpublished creation window has one checkpoint: an abort, cancellation, parent
+  disposal or drain that arrived meanwhile rolls it back (its session deleted). An observer of
+  ``SubagentStart`` that aborts or drains rolls the published child back too, unannounced.
+  After the first message is accepted the caller's signal no longer matters. Deliveries to one
+  child are taken one at a time.
+* Disposal, in DSH's order: admission cutoff, turn cancelled and queue dropped (cause
+  ``parent``), its resident children's disposals begun top-down and awaited child-first, the
+  child quiet, its log made durable (best-effort), the epoch's stop reason and closing message
+  captured, the agent disposed, the parent notified, the ownership released, ``SubagentEnd``.
   A failure is logged at natural settlement and raised by drains; it never stops teardown.
-  Drains begin every chosen teardown before they return.
-* Each residency epoch is observable as one ``SubagentStart``/``SubagentEnd`` pair on
-  ``host.subagents`` (the Activation is the event's run).
-* Listing reads every session's header, then only the listed children's logs; a child that
-  cannot be read, is not the lifecycle its header was listed as, or has no valid identity is
-  reported as a diagnostic, never dropped.
-* Continuable children need persistence: a store that can ``inspect`` a session and read its
-  ``header`` (the JSONL store).
+* Each residency epoch is one ``SubagentStart``/``SubagentEnd`` pair on ``host.subagents``.
+* Listing reads every session's header, then only the listed children's logs; an unreadable
+  child, one that is not the lifecycle it was listed as, or without identity is a diagnostic.
+* Continuable children need a store that can ``inspect`` a session (the JSONL store).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -65,6 +48,7 @@ from ...core import (
     CancelUser,
     ContentBlock,
     ContinuableStart,
+    ListingSlot,
     MessageSource,
     PromptSection,
     ResumeTerms,
@@ -80,12 +64,14 @@ from ...core import (
     child_identity,
     epoch_stop_reason,
     final_assistant_output,
+    listing_slots,
     plan_continuable,
     refusal,
     report_message,
     resume_terms,
     same_lifecycle,
     settlement_notice,
+    teardown_failure_text,
     trace_log,
 )
 from ..abort import AbortSignal
@@ -93,13 +79,20 @@ from ..agent import Agent, failure_of
 from ..clock import IdFactory
 from ..store import SessionNotFoundError
 from ..tools import ToolScope
-from .contract import INACTIVE_PARENT, SubagentAbortedError, SubagentError, SubagentHost
-from .providers import ContinuableRequest, ContinuableSeed, parent_view
+from .contract import (
+    INACTIVE_PARENT,
+    ContinuableRequest,
+    ContinuableSeed,
+    SubagentAbortedError,
+    SubagentError,
+    SubagentHost,
+    SubagentRuntimeView,
+    parent_view,
+)
 
 if TYPE_CHECKING:
     from ..logfile import LoadedLog
     from ..session import Session
-    from .registry import SubagentRuntime
 
 __all__ = [
     "Activation",
@@ -114,6 +107,7 @@ __all__ = [
     "ReportDelivery",
     "UserAuthority",
     "apply_resume_terms",
+    "delegated_resume",
     "delegated_resume_terms",
     "resumed_scope",
 ]
@@ -130,10 +124,9 @@ T = TypeVar("T")
 
 
 class PersistentStore(Protocol):
-    """What continuable children need of a session store beyond ``SessionStore``: reading a
-    persisted session without taking it, and its header alone (the JSONL store has both; a
-    store without ``header`` has its sessions inspected to list them). A store whose reads are
-    awaitable is awaited, and its read cancelled when the caller's signal aborts."""
+    """What continuable children need of a store beyond ``SessionStore``: ``inspect`` a
+    session without taking it, and read its ``header`` (optional); awaitable reads are awaited
+    and cancelled with the caller's signal."""
 
     def inspect(self, session_id: str) -> LoadedLog | Awaitable[LoadedLog]: ...
 
@@ -167,9 +160,8 @@ InterruptAuthority: TypeAlias = UserAuthority | AncestorAuthority
 
 @dataclass(frozen=True, slots=True)
 class ListedChild:
-    """A child of a listing: its durable id, mode and label, where it sits, whether it is live
-    (DSH's ``activity: running``) and whether subagents of its own are on record
-    (``hasChildren``)."""
+    """A child of a listing (``live``: DSH's ``activity: running``; ``has_children``:
+    subagents of its own on record)."""
 
     id: str
     mode: Literal["one-shot", "continuable"]
@@ -194,11 +186,8 @@ class ListedDiagnostic:
 
 @dataclass(eq=False)
 class Activation:
-    """One resident continuable child: its live agent and what the manager tracks of it.
-
-    It is the run of its epoch's :class:`~.registry.SubagentStart`/``SubagentEnd`` (``result``
-    settles with the epoch's stop reason and closing message once it is disposed).
-    """
+    """One resident continuable child: its live agent and what the manager tracks; the run of
+    its epoch's ``SubagentStart``/``SubagentEnd``."""
 
     manager: ContinuationManager
     child_id: str
@@ -251,11 +240,8 @@ class Activation:
         return self.parent_agent
 
     async def dispose(self) -> None:
-        """Tear the Activation down (what a drain does) and wait for it.
-
-        Raises:
-            SubagentError: ``ACTIVATION_TEARDOWN_FAILED`` (the child is released all the same).
-        """
+        """Tear the Activation down (as a drain does) and wait: ``ACTIVATION_TEARDOWN_FAILED``
+        is raised, the child released all the same."""
         failure = await self.manager._dispose(self)
         if failure is not None:
             raise failure
@@ -277,14 +263,9 @@ def _is_delegated(header: SessionHeader) -> bool:
 
 
 def delegated_resume_terms(session: Session) -> ResumeTerms | None:
-    """What resuming ``session`` as an agent must restore, when it is a delegated child;
-    ``None`` for a session delegation did not create.
-
-    Raises:
-        ValueError: a delegated child whose log does not record its delegation's terms (a
-            one-shot child: its tool restriction is not in its log), so resuming it would
-            drop the authority its delegation took away.
-    """
+    """What resuming ``session`` as an agent must restore when delegation created it
+    (``None`` otherwise); ``ValueError`` when its log does not record its delegation's terms (a
+    one-shot child), so resuming it would drop the authority its delegation took away."""
     header = session.header
     if not _is_delegated(header):
         return None
@@ -320,6 +301,16 @@ def resumed_scope(host: SubagentHost, terms: ResumeTerms, scope: ToolScope | Non
     return scope
 
 
+def delegated_resume(host: SubagentHost, session: Session, scope: ToolScope | None,
+                     ) -> tuple[ToolScope | None, Callable[[Agent], None]]:
+    """How ``host.create_agent`` resumes ``session``: the tool scope to build it with and
+    what to restore on it once built (nothing for a session delegation did not create)."""
+    terms = delegated_resume_terms(session)
+    if terms is None:
+        return scope, lambda agent: None
+    return resumed_scope(host, terms, scope), lambda agent: apply_resume_terms(agent, terms)
+
+
 def _own_sections(sections: tuple[PromptSection, ...], context: tuple[PromptSection, ...],
                   persona: str | None, cached: bool) -> tuple[PromptSection, ...]:
     """A continuable child's own contributions: its sections and runtime context, or, cache
@@ -330,8 +321,8 @@ def _own_sections(sections: tuple[PromptSection, ...], context: tuple[PromptSect
 
 
 class _ChildLocks:
-    """One lock per child id, kept only while someone holds or waits for it: deliveries to
-    one child run one at a time (a second follow-up waits for the first one's cold resume)."""
+    """One lock per child id, kept while held or awaited: deliveries to one child run one
+    at a time."""
 
     def __init__(self) -> None:
         self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
@@ -352,7 +343,7 @@ class _ChildLocks:
 class ContinuationManager:
     """Continuable children of the agents of one host (``host.subagents.continuation``)."""
 
-    def __init__(self, runtime: SubagentRuntime) -> None:
+    def __init__(self, runtime: SubagentRuntimeView) -> None:
         self.runtime = runtime
         self.host: SubagentHost = runtime.host
         self._activations: dict[str, Activation] = {}
@@ -369,9 +360,8 @@ class ContinuationManager:
     # ------------------------------------------------------------------ composition
 
     def register_setup(self, setup: ContinuableSetup) -> Callable[[], None]:
-        """Install ``setup`` into every later Activation's creation window (fresh or resumed);
-        returns the remover (Activations already resident keep what they got until they
-        settle)."""
+        """Install ``setup`` in every later Activation's creation window; returns the
+        remover."""
         self._setups.append(setup)
 
         def remove() -> None:
@@ -443,18 +433,8 @@ class ContinuationManager:
     async def start_continuable(self, provider: str, request: ContinuableStart, *,
                                 parent: Agent, signal: AbortSignal | None = None,
                                 child_id: str | None = None) -> ContinuableStarted:
-        """Start a continuable child of ``parent`` with the provider registered as
-        ``provider``; returns once its first prompt is accepted into its inbox.
-
-        Raises:
-            SubagentError: DSH's refusals (``DRAINING``, ``PERSISTENCE_UNAVAILABLE``,
-                ``NO_PROVIDER``, ``UNSUPPORTED_CAPABILITY``, ``DUPLICATE_CHILD``,
-                ``ACTIVATION_CLOSING``), the depth and tool-filter refusals (plain);
-                :class:`SubagentAbortedError` when ``signal`` aborted before acceptance.
-                Nothing is left behind by a refusal, an abort or a cancellation: a child
-                rolled back after its ``SubagentStart`` (an abort or a drain from an observer)
-                is disposed, its session deleted, and its parent told nothing.
-        """
+        """Start a continuable child of ``parent`` with the provider registered as ``provider``;
+        returns once its first prompt is accepted (refusals and roll-backs: the API doc)."""
         self._admit(parent)
         self._persistence()
         if parent.disposed:
@@ -493,7 +473,7 @@ class ContinuationManager:
         window = self._open_window()
         undo: list[Callable[[], None]] = []
         try:
-            if seed.trace is not None and seed.trace is parent.session.completed_prefix()[1]:
+            if seed.trace is not None and seed.trace is parent.session.completed().trace:
                 # The descriptor is model-hidden: the child's history at its seed is the
                 # parent's at the cut, computed once for every child seeded there.
                 session.adopt_history(parent.session.completed_prefix_history)
@@ -591,9 +571,8 @@ class ContinuationManager:
     async def _publish(self, agent: Agent, parent: Agent, provider: str, *, label: str | None,
                        seed_length: int, undo: list[Callable[[], None]],
                        forget: Callable[[], None] | None) -> Activation:
-        """Make the child resident and observed (``SubagentStart``). A publication that fails
-        rolls the child back with no lifecycle at all (``forget`` then drops a fresh child's
-        session)."""
+        """Make the child resident and observed (``SubagentStart``); a publication that fails
+        rolls it back with no lifecycle (``forget`` drops a fresh child's session)."""
         owner = self._owner_of(parent)
         ancestry = (agent, *(owner.ancestry if owner is not None else self._lineage(parent)))
         self.host.agents.add(agent)
@@ -649,18 +628,8 @@ class ContinuationManager:
                        content: Sequence[ContentBlock] | str, *,
                        source: MessageSource | None = None,
                        signal: AbortSignal | None = None) -> str:
-        """Queue ``content`` as the next turn of ``parent``'s continuable child ``child_id``:
-        into its resident agent (behind a running turn, or waking an idle one), or into the
-        child cold-resumed from its log. Deliveries to one child are taken one at a time: a
-        second one sent while the first cold-resumes the child waits for it and is queued.
-        Returns the accepted message's id.
-
-        Raises:
-            SubagentError: ``NOT_RESUMABLE`` (unknown, one-shot or unreadable child, or an id
-                some agent the manager does not manage holds), ``UNAUTHORIZED`` (not the exact
-                live direct parent), ``DRAINING``, ``ACTIVATION_CLOSING``;
-                :class:`SubagentAbortedError` for a signal aborted before acceptance.
-        """
+        """Queue ``content`` as the next turn of ``parent``'s continuable child ``child_id``,
+        cold-resuming a settled child from its log; returns the accepted message's id."""
         blocks = (TextBlock(text=content),) if isinstance(content, str) else tuple(content)
         origin = source or MessageSource(kind="coordinator", form="relay",
                                          sender_session_id=parent.id)
@@ -748,15 +717,8 @@ class ContinuationManager:
             self._close_window(window)
 
     def interrupt(self, target: str, authority: InterruptAuthority) -> None:
-        """Stop ``target``'s current turn, keeping what is queued for it parked until the next
-        follow-up; an absent, one-shot or settled target is an accepted no-op (it is not
-        resumed). Returns without waiting.
-
-        Raises:
-            SubagentError: ``UNAUTHORIZED``: a caller that is not the exact live agent, the
-                target itself, or not on the target's lineage; a human address that is not the
-                target's durable parent.
-        """
+        """Stop ``target``'s current turn, keeping its queue parked until the next follow-up;
+        an absent or settled target is a no-op. Returns without waiting."""
         caller = authority.agent if isinstance(authority, AncestorAuthority) else None
         if caller is not None:
             if self.host.agents.get(caller.id) is not caller:
@@ -780,15 +742,7 @@ class ContinuationManager:
     def report_from(self, child: Agent, content: Sequence[ContentBlock] | str, *,
                     delivery: ReportDelivery = "next-step") -> str:
         """Deliver ``content`` from the resident continuable ``child`` to its live direct
-        parent: ``Background subagent <id> reported:`` and the content, as a user message at
-        the parent's next step (``next-step`` wakes an idle parent, ``quiet`` does not).
-        Returns the parent's message id; reporting neither ends the child's turn nor changes
-        its residency.
-
-        Raises:
-            SubagentError: ``UNAUTHORIZED`` (not a resident continuable child),
-                ``ACTIVATION_CLOSING``, ``PARENT_UNAVAILABLE``, ``DRAINING``.
-        """
+        parent's next step (``quiet``: without waking it); returns the parent's message id."""
         self._admit(child)
         activation = self._activations.get(child.id)
         if activation is None or activation.agent is not child:
@@ -829,10 +783,8 @@ class ContinuationManager:
             await activation.poke.wait()
 
     def _open_disposal(self, activation: Activation) -> asyncio.Future[BaseException | None]:
-        """Begin ``activation``'s teardown, memoized. Its synchronous part runs now, before
-        anything awaits: the admission cutoff, its turn cancelled (cause ``parent``, its
-        queue dropped), then its resident children's teardowns begun the same way (top-down);
-        the rest (children released first) runs in a task."""
+        """Begin ``activation``'s teardown, memoized: its synchronous part (cutoff, turn
+        cancelled, its children's teardowns begun top-down) runs before anything awaits."""
         if activation.disposal is not None:
             return activation.disposal
         task = asyncio.get_running_loop().create_task(
@@ -901,9 +853,7 @@ class ContinuationManager:
             await asyncio.wait([activation.watcher])  # it sees the disposal and ends
         if not failures:
             return None
-        text = (failures[0] if len(failures) == 1 else
-                f'subagent "{child_id}" activation teardown failed at {len(failures)} '
-                f"boundaries: {'; '.join(failures)}")
+        text = teardown_failure_text(child_id, failures)
         failure = SubagentError(StartError(code=ACTIVATION_TEARDOWN_FAILED,
                                            name="SubagentError", message=text))
         _log.warning(text)
@@ -952,14 +902,9 @@ class ContinuationManager:
         await self._dispose_all(roots, subject)
 
     def drain(self) -> asyncio.Task[None]:
-        """Close admission for good and begin disposing every resident child now (each one's
-        turn is cancelled before this returns); the task it returns waits for the creation
-        windows in flight and for every teardown (each child releases its own children
-        first).
-
-        The task raises :class:`SubagentError` ``ACTIVATION_TEARDOWN_FAILED`` after every
-        branch settled.
-        """
+        """Close admission for good and begin disposing every resident child now; the task
+        waits for the creation windows in flight and every teardown (raising
+        ``ACTIVATION_TEARDOWN_FAILED`` after every branch settled)."""
         self._draining = True
         roots = self._roots(self._activations.values())
         for activation in roots:
@@ -975,14 +920,8 @@ class ContinuationManager:
         await self._dispose_all([*roots, *leftover], "activation(s)")
 
     def drain_descendants(self, parents: Iterable[Agent]) -> asyncio.Task[None]:
-        """Close admission below each exact live agent in ``parents`` while it stays live, and
-        begin disposing every resident descendant of it now (a root that is itself
-        continuable is left to its own host); the task it returns waits for the creation
-        windows in flight and for every teardown.
-
-        The task raises :class:`SubagentError` ``ACTIVATION_TEARDOWN_FAILED`` after every
-        branch settled.
-        """
+        """Close admission below each exact live agent in ``parents`` while it stays live
+        and begin disposing its resident descendants now; the task is :meth:`drain`'s."""
         roots = [p for p in parents if self.host.agents.get(p.id) is p]
         for root in roots:
             if all(root is not r for r in self._draining_roots):
@@ -996,13 +935,8 @@ class ContinuationManager:
             name="continuable-drain-descendants")
 
     def drain_children(self, parent: Agent, child_ids: Iterable[str]) -> asyncio.Task[None]:
-        """Begin disposing the named resident direct children of ``parent`` now (absent ids are
-        no-ops); the task it returns waits for their teardowns.
-
-        Raises:
-            SubagentError: ``UNAUTHORIZED`` (a stale parent, or a target that is not its direct
-                child), at once; the task raises ``ACTIVATION_TEARDOWN_FAILED``.
-        """
+        """Begin disposing the named resident direct children of ``parent`` now (absent ids
+        are no-ops; a stale parent or another's child is ``UNAUTHORIZED`` at once)."""
         if self.host.agents.get(parent.id) is not parent:
             raise _error(refusal("teardown-parent"))
         chosen: list[Activation] = []
@@ -1063,91 +997,58 @@ class ContinuationManager:
             raise SessionNotFoundError(session_id)
         return log.header
 
-    async def _resolve(self, header: SessionHeader, parents: set[str],
-                       signal: AbortSignal | None) -> ListedChild | ListedDiagnostic | None:
+    async def _resolve(self, slot: ListingSlot, signal: AbortSignal | None,
+                       ) -> ListedChild | ListedDiagnostic | None:
         """One listed child: a live one from its events, a persisted one inspected (the only
         read of its events), checked to be the lifecycle its header was enumerated as."""
-        parent = header.parent_session if isinstance(header.parent_session, str) else ""
-        has_children = header.id in parents
+        header = slot.header
+
+        def diagnostic(reason: Literal["corrupt", "unavailable"]) -> ListedDiagnostic:
+            return ListedDiagnostic(id=header.id, reason=reason, parent=slot.parent,
+                                    depth=slot.depth, created_at=header.created_at)
+
         live = self.host.sessions.get(header.id)
         if live is not None:
             identity = child_identity(live.events)
             if identity is None:
                 return None  # still being created: no identity yet
-            return ListedChild(id=header.id, mode=identity.mode, label=identity.label,
-                               live=True, parent=parent, depth=1, created_at=header.created_at,
-                               has_children=has_children)
-
-        def diagnostic(reason: Literal["corrupt", "unavailable"]) -> ListedDiagnostic:
-            return ListedDiagnostic(id=header.id, reason=reason, parent=parent, depth=1,
-                                    created_at=header.created_at)
-
-        try:
-            log = await _read(self._persistence().inspect, header.id, signal=signal)
-        except _Aborted:
-            raise _error(refusal("listing-cancelled")) from None
-        except Exception:
+        else:
+            try:
+                log = await _read(self._persistence().inspect, header.id, signal=signal)
+            except _Aborted:
+                raise _error(refusal("listing-cancelled")) from None
+            except Exception:
+                _check_listing(signal)
+                return diagnostic("unavailable")
             _check_listing(signal)
-            return diagnostic("unavailable")
-        _check_listing(signal)
-        if log.header is None or isinstance(trace_log(log.events), Failure):
-            return diagnostic("unavailable")
-        if not same_lifecycle(log.header, header):
-            return diagnostic("corrupt")
-        identity = child_identity(log.events)
-        if identity is None:
-            return diagnostic("corrupt")
-        return ListedChild(id=header.id, mode=identity.mode, label=identity.label, live=False,
-                           parent=parent, depth=1, created_at=header.created_at,
-                           has_children=has_children)
+            if log.header is None or isinstance(trace_log(log.events), Failure):
+                return diagnostic("unavailable")
+            identity = child_identity(log.events)
+            if identity is None or not same_lifecycle(log.header, header):
+                return diagnostic("corrupt")
+        return ListedChild(id=header.id, mode=identity.mode, label=identity.label,
+                           live=live is not None, parent=slot.parent, depth=slot.depth,
+                           created_at=header.created_at, has_children=slot.has_children)
 
     async def list_children(self, parent_id: str, *, signal: AbortSignal | None = None,
                             ) -> list[ListedChild | ListedDiagnostic]:
-        """The subagent children of ``parent_id``, live or persisted, oldest first (by
-        ``createdAt``, then id); one-shot children included (with their mode). Only these
-        children's logs are read (a live one's from memory); everything else is known by its
-        header.
-
-        Raises:
-            SubagentError: ``CANCELLED`` once ``signal`` aborted (before any read, or at the
-                read it interrupts); the store's own error when it cannot list its sessions.
-        """
-        headers = await self._enumerate(signal)
-        parents = _subagent_parents(headers)
-        rows = []
-        for header in _children_by_parent(headers).get(parent_id, ()):
-            if _is_delegated(header):
-                rows.append(await self._resolve(header, parents, signal))
-        _check_listing(signal)
-        return [row for row in rows if row is not None]
+        """The subagent children of ``parent_id``, live or persisted, oldest first; only
+        their logs are read (``CANCELLED`` once ``signal`` aborted)."""
+        return await self._list(parent_id, signal, descendants=False)
 
     async def list_descendants(self, root_id: str, *, signal: AbortSignal | None = None,
                                ) -> list[ListedChild | ListedDiagnostic]:
-        """Every subagent below ``root_id`` in stable pre-order (a child after its parent),
-        walking through sessions of any kind (each level counts in ``depth``); cycle-safe.
+        """Every subagent below ``root_id`` in stable pre-order, through sessions of any
+        kind; as :meth:`list_children`."""
+        return await self._list(root_id, signal, descendants=True)
 
-        Raises:
-            SubagentError: as :meth:`list_children`.
-        """
+    async def _list(self, root_id: str, signal: AbortSignal | None, *, descendants: bool,
+                    ) -> list[ListedChild | ListedDiagnostic]:
         headers = await self._enumerate(signal)
-        parents = _subagent_parents(headers)
-        children = _children_by_parent(headers)
-        rows: list[ListedChild | ListedDiagnostic] = []
-        seen = {root_id}
-        stack: list[tuple[SessionHeader, str, int]] = [
-            (h, root_id, 1) for h in reversed(children.get(root_id, ()))]
-        while stack:
-            header, parent, depth = stack.pop()
-            if header.id in seen:
-                continue
-            seen.add(header.id)
-            if _is_delegated(header):
-                row = await self._resolve(header, parents, signal)
-                if row is not None:
-                    rows.append(dataclasses.replace(row, parent=parent, depth=depth))
-            stack.extend((h, header.id, depth + 1) for h in reversed(children.get(header.id, ())))
+        rows = [await self._resolve(slot, signal) for slot in
+                listing_slots(tuple(headers.values()), root_id, descendants=descendants)]
         _check_listing(signal)
-        return rows
+        return [row for row in rows if row is not None]
 
 
 class _Aborted(Exception):
@@ -1156,8 +1057,8 @@ class _Aborted(Exception):
 
 async def _read(call: Callable[..., T | Awaitable[T]], *args: object,
                 signal: AbortSignal | None) -> T:
-    """``call(*args)`` of a store: a synchronous read completes as it is; an awaitable one is
-    awaited and cancelled when ``signal`` aborts (:class:`_Aborted`)."""
+    """``call(*args)`` of a store: awaited if awaitable, and cancelled (:class:`_Aborted`) when
+    ``signal`` aborts."""
     value = call(*args)
     if not inspect.isawaitable(value):
         return value
@@ -1189,21 +1090,6 @@ def _cancelling() -> bool:
 def _check_listing(signal: AbortSignal | None) -> None:
     if signal is not None and signal.aborted:
         raise _error(refusal("listing-cancelled"))
-
-
-def _subagent_parents(headers: dict[str, SessionHeader]) -> set[str]:
-    return {header.parent_session for header in headers.values()
-            if _is_delegated(header) and isinstance(header.parent_session, str)}
-
-
-def _children_by_parent(headers: dict[str, SessionHeader]) -> dict[str, list[SessionHeader]]:
-    children: dict[str, list[SessionHeader]] = {}
-    for header in headers.values():
-        if isinstance(header.parent_session, str):
-            children.setdefault(header.parent_session, []).append(header)
-    for siblings in children.values():
-        siblings.sort(key=lambda h: (h.created_at, h.id))
-    return children
 
 
 def _undo(undo: list[Callable[[], None]]) -> None:

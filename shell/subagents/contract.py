@@ -1,12 +1,15 @@
 """What the subagent runtime, its providers and its runs agree on: the refusal codes and
 errors, what a provider and a run must offer, what the runtime needs of its host, and the
-lifecycle records observers get. Imported by the runtime (:mod:`.registry`), the providers and
-the continuation manager alike, so none of them imports another to learn it."""
+lifecycle records observers get, and what a provider is asked for a continuable child. Imported
+by the runtime (:mod:`.registry`), the providers and the continuation manager alike, and
+importing none of them: the runtime is known here by what they use of it
+(:class:`SubagentRuntimeView`), so no import cycle, not even a type-level one, runs through
+this module."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar
 
@@ -16,10 +19,14 @@ from ...core import (
     Capabilities,
     CheckedRequest,
     ContentBlock,
+    Event,
+    ParentView,
     PromptSection,
+    RuntimeOptions,
     StartError,
     SubagentDescriptorData,
     SubagentResult,
+    Trace,
 )
 from ..abort import AbortSignal
 from ..agent import Agent
@@ -31,7 +38,6 @@ if TYPE_CHECKING:
     from ..session import Session
     from ..store import SessionStore
     from ..tools import PromptSections, ToolRegistry, ToolScope
-    from .registry import SubagentRuntime
 
 __all__ = [
     "NO_PROVIDER",
@@ -44,12 +50,16 @@ __all__ = [
     "raise_on_failure",
     "unwrap_start",
     "SubagentHost",
+    "SubagentRuntimeView",
     "SubagentProvider",
     "SubagentRunHandle",
     "SubagentStart",
     "SubagentEnd",
     "SubagentEvent",
     "SubagentListener",
+    "ContinuableRequest",
+    "ContinuableSeed",
+    "parent_view",
 ]
 
 T = TypeVar("T")
@@ -127,11 +137,11 @@ class SubagentHost(Protocol):
     prompt_sections: PromptSections
 
     @property
-    def subagents(self) -> SubagentRuntime:
-        """The host's subagent runtime."""
+    def subagents(self) -> SubagentRuntimeView:
+        """The host's subagent runtime (a :class:`~.registry.SubagentRuntime`)."""
         ...
 
-    def attach_subagents(self, runtime: SubagentRuntime) -> None:
+    def attach_subagents(self, runtime: SubagentRuntimeView) -> None:
         """Make ``runtime`` the host's ``subagents`` (raises ``ValueError`` if it has one)."""
         ...
 
@@ -143,6 +153,25 @@ class SubagentHost(Protocol):
                     sections: Iterable[PromptSection] = ()) -> Agent:
         """An agent over ``session`` that is not live yet (publish: ``agents.add``)."""
         ...
+
+
+class SubagentRuntimeView(Protocol):
+    """What the providers, the continuation manager and the job registry use of the subagent
+    runtime (:class:`~.registry.SubagentRuntime` is the one)."""
+
+    @property
+    def host(self) -> SubagentHost: ...
+
+    def get_provider(self, name: str) -> SubagentProvider | None: ...
+
+    def publish(self, provider: str, run: SubagentRunHandle, parent: Agent) -> None: ...
+
+    def runs(self) -> tuple[SubagentRunHandle, ...]: ...
+
+    def on_close(self, closer: Callable[[], Awaitable[None]]) -> None: ...
+
+    def on_release(self, releaser: Callable[[Agent], Awaitable[None]], *,
+                   owns: Callable[[Agent], bool]) -> None: ...
 
 
 class SubagentRunHandle(Protocol):
@@ -184,10 +213,48 @@ class SubagentProvider(Protocol):
     @property
     def inherits_parent_context(self) -> bool: ...
 
-    async def start(self, runtime: SubagentRuntime, request: CheckedRequest, *, parent: Agent,
+    async def start(self, runtime: SubagentRuntimeView, request: CheckedRequest, *,
+                    parent: Agent,
                     signal: AbortSignal | None) -> SubagentRunHandle:
         """Create, publish and start a child (the runtime already checked the request)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class ContinuableRequest:
+    """What a provider is asked for a continuable child (DSH ``prepareContinuable``'s
+    ``{sessionId, parent, signal}``)."""
+
+    session_id: str
+    parent: Agent
+    signal: AbortSignal | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ContinuableSeed:
+    """What a continuable child starts from (DSH ``prepareContinuable``'s ``{seed?}``): for a
+    fork the parent's completed-turn prefix (a view, fixed for good: logs are append-only) with
+    the parent's trace at the cut; for a spawn nothing."""
+
+    events: Sequence[Event] | None = None
+    trace: Trace | None = None
+
+    def __len__(self) -> int:
+        return 0 if self.events is None else len(self.events)
+
+
+def parent_view(parent: Agent) -> ParentView:
+    """What the core's plans read of a live parent, read at once (before any await): its
+    header, route, depth, log and trace, and its completed-turn prefix with the trace there
+    (the view the session keeps, handed on as it is)."""
+    session = parent.session
+    return ParentView(
+        header=session.header,
+        options=RuntimeOptions(provider=parent.provider, model=parent.model,
+                               max_tokens=parent.max_tokens,
+                               subagent_depth=parent.subagent_depth),
+        events=session.events, trace=session.trace, completed=session.completed(),
+        approval_in_use=parent.approval_composed)
 
 
 # ---------------------------------------------------------------------------- observers

@@ -1,20 +1,10 @@
 """The control tools of continuable children: ``send_message``, ``interrupt_agent`` and
 ``list_agents`` (DSH's ``dsh-tool-subagent-control`` and its ``list-agents`` export).
 
-Rules:
-
-* The tools are global (every agent of the host sees them, continuable children included, so a
-  child may manage its own children) and thin: routing, residency, cold resume and authority
-  are the continuation manager's; the tools add none of their own.
-* ``send_message`` queues the message as the child's next turn from the calling agent (source
-  ``coordinator``/``relay``) and answers ``message queued as the next turn for subagent <id>``;
-  ``interrupt_agent`` stops the target's current turn with cause ``parent``, parking what is
-  queued, and answers ``interrupt requested for agent <id>`` (an absent or finished target
-  included, never resumed); ``list_agents`` lists the caller's continuable children (or its
-  whole tree) with a status from the live registry: ``running``, ``idle`` (loaded, between
-  turns), ``ready`` (only in storage). One-shot children are left out.
-* A refusal of the manager is an error result in its words (``Error: <text>`` with DSH's
-  ``{name, code}``); a call outside an agent is a plain error.
+The tools are global (a continuable child may manage its own children) and thin: routing,
+residency, cold resume and authority are the continuation manager's, the texts the core's. A
+refusal of the manager is an error result in its words (``Error: <text>`` with DSH's ``{name,
+code}``); a call outside an agent is a plain error. One-shot children are not listed.
 """
 
 from __future__ import annotations
@@ -43,6 +33,7 @@ from ..agent import Agent
 from ..tools import Tool, ToolContext, ToolHandler
 from .continuation import AncestorAuthority, ContinuationManager, ListedChild
 from .contract import SubagentError, SubagentHost
+from .registry import SubagentRuntime
 
 __all__ = ["SubagentControlTools"]
 
@@ -64,7 +55,7 @@ class SubagentControlTools:
     def manager(self) -> ContinuationManager:
         if self._host is None:
             raise RuntimeError("the subagent control tools are not installed")
-        return self._host.subagents.continuation
+        return SubagentRuntime.of(self._host).continuation
 
     def install(self, host: SubagentHost) -> None:
         """Register the tools in ``host``'s global registry.

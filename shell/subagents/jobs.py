@@ -1,20 +1,15 @@
 """Background jobs: one-shot work that outlives the tool call that started it, and the tools a
 model collects it with (DSH's ``dsh-jobs-local`` registry and ``dsh-tool-jobs``).
 
-Rules:
-
-* :class:`BackgroundJobs` keeps jobs in memory: each has an id ``<kind>-<n>`` (counted per
-  kind), a label, an owner (the agent that started it; only it may read, wait for or kill
-  it) and a status: ``running``, ``stopping`` (a kill was requested), then one of
-  ``completed``, ``killed``, ``failed`` with the outcome's output or detail. A job is started
-  only while job tools serve the registry (:class:`JobTools` installed), and an owner has at
-  most ``max_per_owner`` running or stopping jobs (DSH's texts for both refusals).
-* A job is *reported* once its owner read it after it settled, waited for it, or killed it.
-  A job that settles unreported is announced to its owner by :class:`JobTools`: an idle owner
-  is woken for it (at most ``max_wakes`` turns in a row, refilled by the owner's next human
-  message), a busy one reads it at its next step.
-* Closing the runtime (``host.subagents.aclose``) kills every running job and waits until
-  each has settled: nothing is left running.
+* A job (id ``<kind>-<n>``, per kind) belongs to the agent that started it (only it may read,
+  wait for or kill it): ``running``, ``stopping`` (kill requested), then ``completed``,
+  ``killed`` or ``failed``. Jobs start only while :class:`JobTools` serve the registry, at most
+  ``max_per_owner`` running or stopping per owner (DSH's texts for both refusals).
+* A job is *reported* once its owner read it after it settled, waited for it or killed it; one
+  that settles unreported is announced to its owner: an idle owner is woken (at most
+  ``max_wakes`` turns in a row, refilled by its next human message), a busy one reads it at
+  its next step.
+* Closing the runtime kills every running job and waits until each settled.
 """
 
 from __future__ import annotations

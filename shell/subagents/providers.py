@@ -30,9 +30,8 @@ from __future__ import annotations
 
 import contextlib
 import types
-from collections.abc import Callable, Coroutine, Generator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any, Literal
 
 import msgspec
 
@@ -41,15 +40,12 @@ from ...core import (
     Capabilities,
     CheckedRequest,
     ChildPlan,
-    Event,
     HistorySnapshot,
     ParentView,
     PromptSection,
-    RuntimeOptions,
     SandboxModeData,
     SandboxModeEvent,
     StartError,
-    Trace,
     cache_preserving_context,
     plan_child,
 )
@@ -59,15 +55,16 @@ from ..session import Session
 from ..store import SessionNotFoundError
 from ..tools import Tool, ToolScope
 from .contract import (
+    ContinuableRequest,
+    ContinuableSeed,
     SubagentAbortedError,
     SubagentHost,
+    SubagentRuntimeView,
     SubagentStartError,
+    parent_view,
     unwrap_start,
 )
 from .run import StructuredCapture, SubagentRun
-
-if TYPE_CHECKING:
-    from .registry import SubagentRuntime
 
 __all__ = [
     "ALL_CAPABILITIES",
@@ -95,29 +92,6 @@ ALL_CAPABILITIES = Capabilities(output_schema=True, depth_limit=True, tool_filte
 OWNER_DISPOSED = "OWNER_DISPOSED"
 
 
-@dataclass(frozen=True, slots=True)
-class ContinuableRequest:
-    """What a provider is asked for a continuable child (DSH ``prepareContinuable``'s
-    ``{sessionId, parent, signal}``)."""
-
-    session_id: str
-    parent: Agent
-    signal: AbortSignal | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ContinuableSeed:
-    """What a continuable child starts from (DSH ``prepareContinuable``'s ``{seed?}``): for a
-    fork the parent's completed-turn prefix (a view, fixed for good: logs are append-only) with
-    the parent's trace at the cut; for a spawn nothing."""
-
-    events: Sequence[Event] | None = None
-    trace: Trace | None = None
-
-    def __len__(self) -> int:
-        return 0 if self.events is None else len(self.events)
-
-
 class InProcessProvider:
     """A provider that runs its children as agents of the same host through the shared driver.
 
@@ -139,7 +113,7 @@ class InProcessProvider:
         """Whether children see the parent's completed turns (a fork) or not (a spawn)."""
         return self.kind == "fork"
 
-    def start(self, runtime: SubagentRuntime, request: CheckedRequest, *, parent: Agent,
+    def start(self, runtime: SubagentRuntimeView, request: CheckedRequest, *, parent: Agent,
               signal: AbortSignal | None) -> Coroutine[Any, Any, SubagentRun]:
         """Await it: the driver's coroutine (:func:`drive_child`), handed on as it is rather
         than awaited in one more of its own."""
@@ -186,20 +160,6 @@ class SpawnProvider(InProcessProvider):
 
 
 # ---------------------------------------------------------------------------- the driver
-
-
-def parent_view(parent: Agent) -> ParentView:
-    """What the core's plans read of a live parent, read at once (before any await): its
-    header, route, depth, log and trace, and its completed-turn prefix with the trace there
-    (the view the session keeps, handed on as it is)."""
-    session = parent.session
-    return ParentView(
-        header=session.header,
-        options=RuntimeOptions(provider=parent.provider, model=parent.model,
-                               max_tokens=parent.max_tokens,
-                               subagent_depth=parent.subagent_depth),
-        events=session.events, trace=session.trace, completed=session.completed(),
-        approval_in_use=parent.approval_composed)
 
 
 def discard_child(host: SubagentHost, child_id: str) -> None:

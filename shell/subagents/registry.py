@@ -1,20 +1,15 @@
-"""The subagent runtime (``host.subagents``): providers by name, the live runs, their observers.
+"""The subagent runtime (``host.subagents``): providers by name, the live runs, their observers
+(DSH ``SubagentRuntime``, packages/subagent/subagent/src/index.ts, lifecycle.ts).
 
-Rules (DSH ``SubagentRuntime``, packages/subagent/subagent/src/index.ts, lifecycle.ts):
-
-* :meth:`SubagentRuntime.start` refuses before any provider is called: an unknown provider
-  (``NO_PROVIDER``), a parent that is disposed, then the core's request checks
-  (:func:`turnfork.core.check_request`: capabilities, the depth cap's shape, the output schema),
-  then a signal that has already aborted (:class:`SubagentAbortedError`).
-  The provider gets the checked request (with its resolved descriptor) and carries it out;
-  nothing is checked twice.
-* Every provider's runs get the lifecycle: :class:`SubagentStart` once ``provider.start`` has
-  returned the published run, :class:`SubagentEnd` when its result settles (a rejected result
-  ends ``error``). Each run gets a fresh ``run_id``. A provider whose start fails emits nothing.
-* Observers are contained: one that raises is reported to the event loop and the others still
-  run. A provider watcher that raises while a provider is being registered rolls that
-  registration back and the error propagates; unregistering never raises a watcher's error.
-* Unregistering a provider stops new starts only: runs already returned are never revoked.
+* :meth:`SubagentRuntime.start` refuses before any provider is called (an unknown provider, a
+  disposed parent, the core's :func:`turnfork.core.check_request`, an aborted signal); the
+  provider gets the checked request and nothing is checked twice.
+* Every run gets a fresh ``run_id`` and the lifecycle: :class:`SubagentStart` once
+  ``provider.start`` returned it, :class:`SubagentEnd` when its result settles (rejected:
+  ``error``). A provider whose start fails emits nothing.
+* Observers are contained (one that raises is reported to the event loop); a provider watcher
+  that raises during a registration rolls it back. Unregistering a provider stops new starts
+  only.
 """
 
 from __future__ import annotations
@@ -154,7 +149,10 @@ class SubagentRuntime:
     @classmethod
     def of(cls, host: SubagentHost) -> SubagentRuntime:
         """The runtime attached to ``host``, attaching a new one if there is none."""
-        return host.subagents
+        runtime = host.subagents
+        if not isinstance(runtime, SubagentRuntime):
+            raise TypeError(f"{host!r}'s subagent runtime is not a SubagentRuntime")
+        return runtime
 
     # ------------------------------------------------------------------ providers
 

@@ -44,6 +44,7 @@ from ..agent import Agent
 from ..tools import Tool, ToolContext
 from .continuation import ReportDelivery
 from .contract import SubagentError, SubagentHost
+from .registry import SubagentRuntime
 
 __all__ = ["ReportTool"]
 
@@ -77,7 +78,7 @@ class ReportTool:
         if self.scope == "global":
             host.tools.register(self.tool)
         self._host = host
-        self._remove = host.subagents.continuation.register_setup(self._setup)
+        self._remove = SubagentRuntime.of(host).continuation.register_setup(self._setup)
 
     def uninstall(self) -> None:
         """Stop granting the tool (children already resident keep it until they settle)."""
@@ -111,8 +112,8 @@ class ReportTool:
         if not isinstance(child, Agent) or host is None:
             return ToolOutcome(no_calling_agent("report"), is_error=True)
         try:
-            message_id = host.subagents.continuation.report_from(child, args["output"],
-                                                                 delivery=self.delivery)
+            message_id = SubagentRuntime.of(host).continuation.report_from(
+                child, args["output"], delivery=self.delivery)
         except SubagentError as refused:
             return render_start_error(refused.error)
         return ToolOutcome(render_report_accepted(message_id))

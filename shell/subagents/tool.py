@@ -1,41 +1,21 @@
 """The parent's delegation tool (DSH's ``dsh-tool-subagent``, packages/subagent/tool-subagent).
 
-Rules:
-
-* One instance is bound to one provider, by name (or to one provider object), and is offered to
-  models only while that provider is registered: :meth:`SubagentTool.install` keeps the tool in
-  the host's global registry exactly then. A call that still reaches a hidden instance is
-  refused with ``NO_PROVIDER``.
-* Configuration is checked in DSH's words when the tool is built (a malformed ``max_depth``, a
-  ``tool_filter`` naming neither list) and when it is mounted on a provider (a ``max_depth`` the
-  provider cannot enforce).
-* The wording is the core's, derived from the provider's ``inherits_parent_context``.
-* A call refuses, in DSH's order, a calling context without an agent, and ``run_in_background``
-  on an instance that disables it. A foreground call starts a one-shot run with the calling
-  agent as parent, waits for its result, ALWAYS disposes it, and returns the core's rendering:
-  the child's final text only on success, DSH's error texts otherwise. The result and the
-  disposal fail on separate channels and are reported together when both fail.
-* Background runs (``enable_run_in_background``), by ``background_mode``:
-
-  * ``continuable`` (background by default): the call starts a continuable child through the
-    continuation manager and answers ``started subagent <id>`` once its prompt is accepted;
-    the parent hears of it through its settlement notice and continues it with
-    ``send_message``. The instance's guidance section ``tool:<name>`` (order 116.5) is in the
-    host's system prompt while the tool is offered.
-  * ``one-shot`` (foreground by default): ``run_in_background: true`` starts a job of kind
-    ``subagent`` in a :class:`~.jobs.BackgroundJobs` and answers ``started background subagent
-    job <id>`` at once; the child runs under the job's own signal (the parent's turn goes on,
-    and cancelling it does not stop the job; ``job_kill`` does), and the job settles as DSH's
-    ``settleRun`` maps the run's stop reason (:func:`turnfork.core.jobs.run_outcome`), the run
-    always disposed first. Without a job registry such a call is refused in DSH's words.
-
-  ``enable_run_in_background`` defaults to on (DSH's default) for either mode.
-* Beside its text, a call's outcome carries DSH's typed value
-  (:data:`turnfork.core.control.SubagentToolValue`): the foreground run's id and output, the
-  background job's id, or the continuable child's id.
-* The tool is concurrency-safe: sibling delegations in one assistant message run in parallel.
-  Cancelling the parent's turn aborts a foreground child (cause ``parent``) and still disposes
-  it.
+* An instance is bound to one provider (by name or object) and offered to models only while it
+  is registered; a call that still reaches a hidden instance is refused ``NO_PROVIDER``.
+  Configuration is checked in DSH's words when the tool is built and when it is mounted on a
+  provider (a ``max_depth`` it cannot enforce). The wording is the core's.
+* A call refuses, in DSH's order, a context without an agent and a ``run_in_background`` the
+  instance disables. A foreground call starts a one-shot run, waits for it, ALWAYS disposes it
+  and returns the core's rendering (result and disposal failures reported together).
+* Background runs, by ``background_mode``: ``continuable`` (background by default) starts a
+  continuable child through the continuation manager (``started subagent <id>``, continued with
+  ``send_message``; guidance section ``tool:<name>`` while offered); ``one-shot`` starts a job of
+  kind ``subagent`` (``started background subagent job <id>``) under the job's own signal,
+  settled as DSH's ``settleRun`` maps the run (:func:`turnfork.core.jobs.run_outcome`), the run
+  disposed first.
+* A call's outcome carries DSH's typed value (:data:`turnfork.core.control.SubagentToolValue`).
+  The tool is concurrency-safe; cancelling the parent's turn aborts a foreground child (cause
+  ``parent``) and still disposes it.
 """
 
 from __future__ import annotations
@@ -120,27 +100,9 @@ def _message(error: BaseException) -> str:
 
 
 class SubagentTool:
-    """A model-facing ``subagent`` tool bound to one provider.
-
-    Args:
-        provider: the provider's registered name, or the provider itself (then the tool is
-            visible only while that very object is registered).
-        tool_name: the name the model calls it by (several instances need different names).
-        max_depth: the absolute depth cap of the children it starts; ``None``: no cap.
-        persona: the children's persona (their ``deployment:persona`` section).
-        tool_filter: the children's ``{allow?, deny?}`` over the global tools.
-        agent_options: the children's model route overrides (default: the parent's).
-        enable_run_in_background: whether the model may ask for a background run (no
-            ``run_in_background`` parameter otherwise, and a forced one is refused); default on
-            (DSH's): a one-shot background run without ``jobs`` is refused in DSH's words.
-        background_mode: what a background run is: a ``one-shot`` job collected with
-            ``job_output``, or a ``continuable`` child continued with ``send_message``.
-        jobs: the job registry one-shot background runs are started in.
-
-    Raises:
-        ValueError: ``max_depth`` is not a non-negative safe integer, or ``tool_filter`` names
-            neither ``allow`` nor ``deny`` (DSH's texts).
-    """
+    """A model-facing ``subagent`` tool bound to one provider (the arguments:
+    docs/api-shell-subagents.md); ``ValueError`` for a malformed ``max_depth`` or a ``tool_filter``
+    naming neither list (DSH's texts)."""
 
     def __init__(self, *, provider: SubagentProvider | str, tool_name: str = SUBAGENT_TOOL_NAME,
                  max_depth: int | None = DEFAULT_MAX_DEPTH, persona: str | None = None,
@@ -190,18 +152,13 @@ class SubagentTool:
         return self._tool is not None
 
     def install(self, host: SubagentHost, runtime: SubagentRuntime | None = None) -> None:
-        """Offer the tool on ``host`` whenever its provider is registered there.
-
-        ``runtime`` defaults to ``host.subagents``.
-
-        Raises:
-            ValueError: the instance is installed already, or its provider cannot enforce the
-                configured ``max_depth`` (checked now and whenever the provider appears).
-        """
+        """Offer the tool on ``host`` whenever its provider is registered there (``runtime``:
+        default the host's); ``ValueError`` when installed already or its provider cannot enforce
+        ``max_depth`` (checked whenever the provider appears)."""
         if self._host is not None:
             raise ValueError(f'the subagent tool "{self.tool_name}" is already installed')
         self._host = host
-        self._runtime = runtime if runtime is not None else host.subagents
+        self._runtime = runtime if runtime is not None else SubagentRuntime.of(host)
         self._unwatch = self._runtime.watch_providers(self._sync)
         try:
             self._sync()
