@@ -44,6 +44,15 @@ message" (``empty-content``: an empty string or list, but in the final assistant
 
 A *step* is a run of assistant messages (Anthropic joins consecutive ones into one turn); a
 turn completes where a step ends with no client tool call and no server call still running.
+
+>>> history = decode_history([
+...     {"role": "user", "content": "Weather in Paris?"},
+...     {"role": "assistant", "content": [
+...         {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}]},
+...     {"role": "user", "content": [{"type": "text", "text": "hurry"}]}])
+>>> print(history.violation)
+item 1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1. \
+Each `tool_use` block must have a corresponding `tool_result` block in the next message
 """
 
 from __future__ import annotations
@@ -55,13 +64,13 @@ import msgspec
 from returns.result import Result
 
 from .._checking import checked, unchecked
-from .common import FormatViolation, History, as_history, balance_of, moved_name, read_history
-from .common import completed_turn_prefix as _prefix
+from .common import FormatViolation, History, WireFormat, as_history, balance_of, moved_name
 
 __all__ = [
     "SERVER_CALL_TYPES",
     "AnthropicBlock",
     "AnthropicMessage",
+    "FORMAT",
     "decode_history",
     "check_balance",
     "completed_turn_cut",
@@ -298,7 +307,8 @@ def _unanswered(index: int, calls: dict[str, None]) -> FormatViolation:
 
 
 @unchecked
-def _fold(items: tuple[AnthropicMessage, ...], thinking: bool | None, strict: bool, total: int,
+def _fold(items: tuple[AnthropicMessage, ...], *, strict: bool, total: int,
+          thinking: bool | None = None,
           ) -> tuple[int, FormatViolation | None, FormatViolation | None]:
     fold = _Fold(thinking)
     for index, message in enumerate(items):
@@ -314,53 +324,42 @@ def _fold(items: tuple[AnthropicMessage, ...], thinking: bool | None, strict: bo
     return fold.cut, None, end
 
 
-@checked
-def decode_history(data: Sequence[Any], *, thinking: bool | None = None, strict: bool = False,
-                   ) -> History[AnthropicMessage]:
-    """Read a Messages ``messages`` list (dicts, or the SDK's objects) and check it in one pass.
+class _Messages(WireFormat[AnthropicMessage], frozen=True, kw_only=True):
+    """Anthropic's record: reading and checking take the request's ``thinking`` setting too."""
 
-    ``thinking`` is the request's setting, when known (``None``: inferred from the blocks);
-    ``strict``: check each message's content too (the strict rules above).
+    @checked
+    def decode_history(self, data: Sequence[Any], *, thinking: bool | None = None,
+                       strict: bool = False) -> History[AnthropicMessage]:
+        """Read a Messages ``messages`` list (dicts, or the SDK's objects) and check it in one
+        pass.
 
-    >>> history = decode_history([
-    ...     {"role": "user", "content": "Weather in Paris?"},
-    ...     {"role": "assistant", "content": [
-    ...         {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}]},
-    ...     {"role": "user", "content": [{"type": "text", "text": "hurry"}]}])
-    >>> print(history.violation)
-    item 1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1. \
-Each `tool_use` block must have a corresponding `tool_result` block in the next message
-    """
-    total = len(data)
-    return read_history("anthropic", data, AnthropicMessage, "messages", strict=strict,
-                        fold=lambda items: _fold(items, thinking, strict, total))
+        ``thinking`` is the request's setting, when known (``None``: inferred from the blocks);
+        ``strict``: check each message's content too (the strict rules).
+        """
+        return self.read(data, strict=strict, thinking=thinking)
 
+    @checked
+    def check_balance(self, history: History[AnthropicMessage] | Sequence[Any], *,
+                      thinking: bool | None = None, strict: bool = False,
+                      ) -> Result[History[AnthropicMessage], FormatViolation]:
+        """``Success(history)`` when Anthropic would accept it as ``messages``, else the
+        violation.
 
-@checked
-def check_balance(history: History[AnthropicMessage] | Sequence[Any], *,
-                  thinking: bool | None = None, strict: bool = False,
-                  ) -> Result[History[AnthropicMessage], FormatViolation]:
-    """``Success(history)`` when Anthropic would accept it as ``messages``, else the violation.
+        ``thinking``: the request's setting, when known; ``strict``: the strict rules too.
+        Given with a decoded history read otherwise, the history is read again with them (O(n)).
+        """
+        def decode(items: Sequence[Any], *, strict: bool) -> History[AnthropicMessage]:
+            return self.decode_history(items, thinking=thinking, strict=strict)
 
-    ``thinking``: the request's setting, when known; ``strict``: the strict rules too. Given
-    with a decoded history read otherwise, the history is read again with them (O(n)).
-    """
-    def decode(items: Sequence[Any], *, strict: bool) -> History[AnthropicMessage]:
-        return decode_history(items, thinking=thinking, strict=strict)
-
-    return balance_of(as_history(history, decode, strict=strict, again=thinking is not None))
+        return balance_of(as_history(history, decode, strict=strict, again=thinking is not None))
 
 
-@checked
-def completed_turn_cut(history: History[AnthropicMessage] | Sequence[Any]) -> int:
-    """The length of the completed-turn prefix (O(1) on a decoded history)."""
-    return as_history(history, decode_history).completed_prefix_length
-
-
-@checked
-def completed_turn_prefix(history: History[AnthropicMessage] | Sequence[Any]) -> list[Any]:
-    """The caller's messages through the last completed turn, as a new list."""
-    return _prefix(as_history(history, decode_history))
+#: Anthropic Messages as a record; the module's functions are its methods.
+FORMAT = _Messages(name="anthropic", item_type=AnthropicMessage, label="messages", fold=_fold)
+decode_history = FORMAT.decode_history
+check_balance = FORMAT.check_balance
+completed_turn_cut = FORMAT.completed_turn_cut
+completed_turn_prefix = FORMAT.completed_turn_prefix
 
 
 if not TYPE_CHECKING:  # the type checker sees only this module's own names
