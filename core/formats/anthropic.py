@@ -66,6 +66,10 @@ from returns.result import Result
 from .._checking import checked, unchecked
 from .common import FormatViolation, History, WireFormat, as_history, balance_of, moved_name
 
+if not TYPE_CHECKING:  # the type checker sees only this module's own names
+    def __getattr__(name: str) -> Any:
+        return moved_name(__name__, __package__, name)
+
 __all__ = [
     "SERVER_CALL_TYPES",
     "AnthropicBlock",
@@ -76,6 +80,10 @@ __all__ = [
     "completed_turn_cut",
     "completed_turn_prefix",
 ]
+
+if not TYPE_CHECKING:  # the type checker sees only this module's own names
+    def __getattr__(name: str) -> Any:
+        return moved_name(__name__, __package__, name)
 #: Blocks that start a tool run by Anthropic's servers inside the assistant turn; their result
 #: is a block whose type ends in ``_tool_result`` (``web_search_tool_result``, ``mcp_tool_result``,
 #: ``code_execution_tool_result``, …) in the same turn.
@@ -356,12 +364,5 @@ class _Messages(WireFormat[AnthropicMessage], frozen=True, kw_only=True):
 
 #: Anthropic Messages as a record; the module's functions are its methods.
 FORMAT = _Messages(name="anthropic", item_type=AnthropicMessage, label="messages", fold=_fold)
-decode_history = FORMAT.decode_history
-check_balance = FORMAT.check_balance
-completed_turn_cut = FORMAT.completed_turn_cut
-completed_turn_prefix = FORMAT.completed_turn_prefix
-
-
-if not TYPE_CHECKING:  # the type checker sees only this module's own names
-    def __getattr__(name: str) -> Any:
-        return moved_name(__name__, __package__, name)
+decode_history, check_balance = FORMAT.decode_history, FORMAT.check_balance
+completed_turn_cut, completed_turn_prefix = FORMAT.completed_turn_cut, FORMAT.completed_turn_prefix

@@ -49,6 +49,10 @@ import msgspec
 from .._checking import unchecked
 from .common import FormatViolation, WireFormat, moved_name
 
+if not TYPE_CHECKING:  # the type checker sees only this module's own names
+    def __getattr__(name: str) -> Any:
+        return moved_name(__name__, __package__, name)
+
 __all__ = [
     "ROLES",
     "ChatFunction",
@@ -233,12 +237,5 @@ def _fold(items: tuple[ChatMessage, ...], *, strict: bool, total: int,
 #: Chat Completions as a record; the module's functions are its methods.
 FORMAT: WireFormat[ChatMessage] = WireFormat(name="openai-chat", item_type=ChatMessage,
                                              label="messages", fold=_fold)
-decode_history = FORMAT.decode_history
-check_balance = FORMAT.check_balance
-completed_turn_cut = FORMAT.completed_turn_cut
-completed_turn_prefix = FORMAT.completed_turn_prefix
-
-
-if not TYPE_CHECKING:  # the type checker sees only this module's own names
-    def __getattr__(name: str) -> Any:
-        return moved_name(__name__, __package__, name)
+decode_history, check_balance = FORMAT.decode_history, FORMAT.check_balance
+completed_turn_cut, completed_turn_prefix = FORMAT.completed_turn_cut, FORMAT.completed_turn_prefix

@@ -64,6 +64,10 @@ import msgspec
 from .._checking import unchecked
 from .common import FormatViolation, WireFormat, moved_name
 
+if not TYPE_CHECKING:  # the type checker sees only this module's own names
+    def __getattr__(name: str) -> Any:
+        return moved_name(__name__, __package__, name)
+
 __all__ = [
     "OUTPUT_OF_CALL",
     "ResponsesItem",
@@ -281,12 +285,5 @@ def _alone(items: tuple[ResponsesItem, ...], index: int) -> FormatViolation:
 #: beyond balance: ``strict`` is taken for symmetry with the other formats).
 FORMAT: WireFormat[ResponsesItem] = WireFormat(name="openai-responses", item_type=ResponsesItem,
                                                label="input", fold=_fold)
-decode_history = FORMAT.decode_history
-check_balance = FORMAT.check_balance
-completed_turn_cut = FORMAT.completed_turn_cut
-completed_turn_prefix = FORMAT.completed_turn_prefix
-
-
-if not TYPE_CHECKING:  # the type checker sees only this module's own names
-    def __getattr__(name: str) -> Any:
-        return moved_name(__name__, __package__, name)
+decode_history, check_balance = FORMAT.decode_history, FORMAT.check_balance
+completed_turn_cut, completed_turn_prefix = FORMAT.completed_turn_cut, FORMAT.completed_turn_prefix
