@@ -57,7 +57,8 @@ Each `tool_use` block must have a corresponding `tool_result` block in the next 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -138,6 +139,19 @@ def _strict(index: int, message: AnthropicMessage, final: bool) -> FormatViolati
     return None
 
 
+#: The role of the message a block type belongs in, and how a sentence names that message.
+_BELONGS_IN: Mapping[str, tuple[str, str]] = MappingProxyType({
+    "tool_use": ("assistant", "an assistant"), "tool_result": ("user", "a user"),
+    **dict.fromkeys(SERVER_CALL_TYPES, ("assistant", "an assistant"))})
+#: The field a block type cannot lack, the path the provider names it by, and whether an empty
+#: value lacks it too (an id does; a signature or redacted data may be empty).
+_REQUIRED: Mapping[str, tuple[str, str, bool]] = MappingProxyType({
+    "tool_use": ("id", ".id", True), "tool_result": ("tool_use_id", ".tool_use_id", True),
+    "thinking": ("signature", ".thinking.signature", False),
+    "redacted_thinking": ("data", ".redacted_thinking.data", False),
+    **dict.fromkeys(SERVER_CALL_TYPES, ("id", ".id", True))})
+
+
 @unchecked
 def _check(index: int, message: AnthropicMessage, strict: bool, final: bool,
            ) -> FormatViolation | None:
@@ -147,30 +161,21 @@ def _check(index: int, message: AnthropicMessage, strict: bool, final: bool,
                                problem=f"unexpected role {role!r}: messages are 'user', "
                                        "'assistant' or 'system'")
     for position, block in enumerate(message.blocks):
-        where = f"messages.{index}.content.{position}"
         kind = block.type
-        if kind == "tool_use" or kind in SERVER_CALL_TYPES:
-            if role != "assistant":
-                return FormatViolation(index=index, rule="shape",
-                                       problem=f"{where}: a `{kind}` block belongs in an "
-                                               "assistant message")
-            if not block.id:
-                return FormatViolation(index=index, rule="shape",
-                                       problem=f"{where}.id: Field required")
-        elif kind == "tool_result":
-            if role != "user":
-                return FormatViolation(index=index, rule="shape",
-                                       problem=f"{where}: a `tool_result` block belongs in a "
-                                               "user message")
-            if not block.tool_use_id:
-                return FormatViolation(index=index, rule="shape",
-                                       problem=f"{where}.tool_use_id: Field required")
-        elif kind == "thinking" and block.signature is None:
+        belongs, required = _BELONGS_IN.get(kind), _REQUIRED.get(kind)
+        if belongs is None and required is None:
+            continue
+        where = f"messages.{index}.content.{position}"
+        if belongs is not None and role != belongs[0]:
             return FormatViolation(index=index, rule="shape",
-                                   problem=f"{where}.thinking.signature: Field required")
-        elif kind == "redacted_thinking" and block.data is None:
-            return FormatViolation(index=index, rule="shape",
-                                   problem=f"{where}.redacted_thinking.data: Field required")
+                                   problem=f"{where}: a `{kind}` block belongs in {belongs[1]} "
+                                           "message")
+        if required is not None:
+            field, path, empty_too = required
+            value = getattr(block, field)
+            if value is None or (empty_too and not value):
+                return FormatViolation(index=index, rule="shape",
+                                       problem=f"{where}{path}: Field required")
     return _strict(index, message, final) if strict else None
 
 
