@@ -82,9 +82,6 @@ __all__ = [
     "completed_turn_prefix",
 ]
 
-if not TYPE_CHECKING:  # the type checker sees only this module's own names
-    def __getattr__(name: str) -> Any:
-        return moved_name(__name__, __package__, name)
 #: Blocks that start a tool run by Anthropic's servers inside the assistant turn; their result
 #: is a block whose type ends in ``_tool_result`` (``web_search_tool_result``, ``mcp_tool_result``,
 #: ``code_execution_tool_result``, …) in the same turn.
