@@ -44,29 +44,44 @@ message" (``empty-content``: an empty string or list, but in the final assistant
 
 A *step* is a run of assistant messages (Anthropic joins consecutive ones into one turn); a
 turn completes where a step ends with no client tool call and no server call still running.
+
+>>> history = decode_history([
+...     {"role": "user", "content": "Weather in Paris?"},
+...     {"role": "assistant", "content": [
+...         {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}]},
+...     {"role": "user", "content": [{"type": "text", "text": "hurry"}]}])
+>>> print(history.violation)
+item 1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1. \
+Each `tool_use` block must have a corresponding `tool_result` block in the next message
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from returns.result import Result
 
 from .._checking import checked, unchecked
-from .common import FormatViolation, History, as_history, balance_of, moved_name, read_history
-from .common import completed_turn_prefix as _prefix
+from .common import FormatViolation, History, WireFormat, as_history, balance_of, moved_name
+
+if not TYPE_CHECKING:  # the type checker sees only this module's own names
+    def __getattr__(name: str) -> Any:
+        return moved_name(__name__, __package__, name)
 
 __all__ = [
     "SERVER_CALL_TYPES",
     "AnthropicBlock",
     "AnthropicMessage",
+    "FORMAT",
     "decode_history",
     "check_balance",
     "completed_turn_cut",
     "completed_turn_prefix",
 ]
+
 #: Blocks that start a tool run by Anthropic's servers inside the assistant turn; their result
 #: is a block whose type ends in ``_tool_result`` (``web_search_tool_result``, ``mcp_tool_result``,
 #: ``code_execution_tool_result``, …) in the same turn.
@@ -121,6 +136,19 @@ def _strict(index: int, message: AnthropicMessage, final: bool) -> FormatViolati
     return None
 
 
+#: The role of the message a block type belongs in, and how a sentence names that message.
+_BELONGS_IN: Mapping[str, tuple[str, str]] = MappingProxyType({
+    "tool_use": ("assistant", "an assistant"), "tool_result": ("user", "a user"),
+    **dict.fromkeys(SERVER_CALL_TYPES, ("assistant", "an assistant"))})
+#: The field a block type cannot lack, the path the provider names it by, and whether an empty
+#: value lacks it too (an id does; a signature or redacted data may be empty).
+_REQUIRED: Mapping[str, tuple[str, str, bool]] = MappingProxyType({
+    "tool_use": ("id", ".id", True), "tool_result": ("tool_use_id", ".tool_use_id", True),
+    "thinking": ("signature", ".thinking.signature", False),
+    "redacted_thinking": ("data", ".redacted_thinking.data", False),
+    **dict.fromkeys(SERVER_CALL_TYPES, ("id", ".id", True))})
+
+
 @unchecked
 def _check(index: int, message: AnthropicMessage, strict: bool, final: bool,
            ) -> FormatViolation | None:
@@ -130,30 +158,21 @@ def _check(index: int, message: AnthropicMessage, strict: bool, final: bool,
                                problem=f"unexpected role {role!r}: messages are 'user', "
                                        "'assistant' or 'system'")
     for position, block in enumerate(message.blocks):
-        where = f"messages.{index}.content.{position}"
         kind = block.type
-        if kind == "tool_use" or kind in SERVER_CALL_TYPES:
-            if role != "assistant":
-                return FormatViolation(index=index, rule="shape",
-                                       problem=f"{where}: a `{kind}` block belongs in an "
-                                               "assistant message")
-            if not block.id:
-                return FormatViolation(index=index, rule="shape",
-                                       problem=f"{where}.id: Field required")
-        elif kind == "tool_result":
-            if role != "user":
-                return FormatViolation(index=index, rule="shape",
-                                       problem=f"{where}: a `tool_result` block belongs in a "
-                                               "user message")
-            if not block.tool_use_id:
-                return FormatViolation(index=index, rule="shape",
-                                       problem=f"{where}.tool_use_id: Field required")
-        elif kind == "thinking" and block.signature is None:
+        belongs, required = _BELONGS_IN.get(kind), _REQUIRED.get(kind)
+        if belongs is None and required is None:
+            continue
+        where = f"messages.{index}.content.{position}"
+        if belongs is not None and role != belongs[0]:
             return FormatViolation(index=index, rule="shape",
-                                   problem=f"{where}.thinking.signature: Field required")
-        elif kind == "redacted_thinking" and block.data is None:
-            return FormatViolation(index=index, rule="shape",
-                                   problem=f"{where}.redacted_thinking.data: Field required")
+                                   problem=f"{where}: a `{kind}` block belongs in {belongs[1]} "
+                                           "message")
+        if required is not None:
+            field, path, empty_too = required
+            value = getattr(block, field)
+            if value is None or (empty_too and not value):
+                return FormatViolation(index=index, rule="shape",
+                                       problem=f"{where}{path}: Field required")
     return _strict(index, message, final) if strict else None
 
 
@@ -298,7 +317,8 @@ def _unanswered(index: int, calls: dict[str, None]) -> FormatViolation:
 
 
 @unchecked
-def _fold(items: tuple[AnthropicMessage, ...], thinking: bool | None, strict: bool, total: int,
+def _fold(items: tuple[AnthropicMessage, ...], *, strict: bool, total: int,
+          thinking: bool | None = None,
           ) -> tuple[int, FormatViolation | None, FormatViolation | None]:
     fold = _Fold(thinking)
     for index, message in enumerate(items):
@@ -314,55 +334,37 @@ def _fold(items: tuple[AnthropicMessage, ...], thinking: bool | None, strict: bo
     return fold.cut, None, end
 
 
-@checked
-def decode_history(data: Sequence[Any], *, thinking: bool | None = None, strict: bool = False,
-                   ) -> History[AnthropicMessage]:
-    """Read a Messages ``messages`` list (dicts, or the SDK's objects) and check it in one pass.
+class _Messages(WireFormat[AnthropicMessage], frozen=True, kw_only=True):
+    """Anthropic's record: reading and checking take the request's ``thinking`` setting too."""
 
-    ``thinking`` is the request's setting, when known (``None``: inferred from the blocks);
-    ``strict``: check each message's content too (the strict rules above).
+    @checked
+    def decode_history(self, data: Sequence[Any], *, thinking: bool | None = None,
+                       strict: bool = False) -> History[AnthropicMessage]:
+        """Read a Messages ``messages`` list (dicts, or the SDK's objects) and check it in one
+        pass.
 
-    >>> history = decode_history([
-    ...     {"role": "user", "content": "Weather in Paris?"},
-    ...     {"role": "assistant", "content": [
-    ...         {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}]},
-    ...     {"role": "user", "content": [{"type": "text", "text": "hurry"}]}])
-    >>> print(history.violation)
-    item 1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1. \
-Each `tool_use` block must have a corresponding `tool_result` block in the next message
-    """
-    total = len(data)
-    return read_history("anthropic", data, AnthropicMessage, "messages", strict=strict,
-                        fold=lambda items: _fold(items, thinking, strict, total))
+        ``thinking`` is the request's setting, when known (``None``: inferred from the blocks);
+        ``strict``: check each message's content too (the strict rules).
+        """
+        return self.read(data, strict=strict, thinking=thinking)
 
+    @checked
+    def check_balance(self, history: History[AnthropicMessage] | Sequence[Any], *,
+                      thinking: bool | None = None, strict: bool = False,
+                      ) -> Result[History[AnthropicMessage], FormatViolation]:
+        """``Success(history)`` when Anthropic would accept it as ``messages``, else the
+        violation.
 
-@checked
-def check_balance(history: History[AnthropicMessage] | Sequence[Any], *,
-                  thinking: bool | None = None, strict: bool = False,
-                  ) -> Result[History[AnthropicMessage], FormatViolation]:
-    """``Success(history)`` when Anthropic would accept it as ``messages``, else the violation.
+        ``thinking``: the request's setting, when known; ``strict``: the strict rules too.
+        Given with a decoded history read otherwise, the history is read again with them (O(n)).
+        """
+        def decode(items: Sequence[Any], *, strict: bool) -> History[AnthropicMessage]:
+            return self.decode_history(items, thinking=thinking, strict=strict)
 
-    ``thinking``: the request's setting, when known; ``strict``: the strict rules too. Given
-    with a decoded history read otherwise, the history is read again with them (O(n)).
-    """
-    def decode(items: Sequence[Any], *, strict: bool) -> History[AnthropicMessage]:
-        return decode_history(items, thinking=thinking, strict=strict)
-
-    return balance_of(as_history(history, decode, strict=strict, again=thinking is not None))
+        return balance_of(as_history(history, decode, strict=strict, again=thinking is not None))
 
 
-@checked
-def completed_turn_cut(history: History[AnthropicMessage] | Sequence[Any]) -> int:
-    """The length of the completed-turn prefix (O(1) on a decoded history)."""
-    return as_history(history, decode_history).completed_prefix_length
-
-
-@checked
-def completed_turn_prefix(history: History[AnthropicMessage] | Sequence[Any]) -> list[Any]:
-    """The caller's messages through the last completed turn, as a new list."""
-    return _prefix(as_history(history, decode_history))
-
-
-if not TYPE_CHECKING:  # the type checker sees only this module's own names
-    def __getattr__(name: str) -> Any:
-        return moved_name(__name__, __package__, name)
+#: Anthropic Messages as a record; the module's functions are its methods.
+FORMAT = _Messages(name="anthropic", item_type=AnthropicMessage, label="messages", fold=_fold)
+decode_history, check_balance = FORMAT.decode_history, FORMAT.check_balance
+completed_turn_cut, completed_turn_prefix = FORMAT.completed_turn_cut, FORMAT.completed_turn_prefix

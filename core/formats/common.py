@@ -42,6 +42,7 @@ __all__ = [
     "as_history",
     "read_items",
     "read_history",
+    "WireFormat",
 ]
 
 FormatName: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic"]
@@ -228,6 +229,61 @@ def read_history(format: FormatName, data: Sequence[Any], item_type: type[ItemT]
         violation, end = violation or unreadable, None
     return History(format=format, source=source, items=items, completed_prefix_length=cut,
                    violation=violation, end_violation=end, strict=strict)
+
+
+class WireFormat(msgspec.Struct, Generic[ItemT], frozen=True, kw_only=True):
+    """One wire format as a record: its name, the typed view of its items, the word that names
+    an item in sentences (``messages``) and its one pass over the views.
+
+    A format module's ``decode_history``, ``check_balance``, ``completed_turn_cut`` and
+    ``completed_turn_prefix`` are its record's methods, bound: the three formats share one
+    implementation of each, and differ only in their fold (and in Anthropic's ``thinking``).
+    """
+
+    name: FormatName
+    item_type: type[ItemT]
+    label: str
+    #: ``fold(items, strict=…, total=…, **settings)``: the cut, the first rule broken, the rule
+    #: the end breaks; ``total`` counts the items given (read or not), ``settings`` are the
+    #: request's settings the format reads (Anthropic's ``thinking``).
+    fold: Callable[..., tuple[int, FormatViolation | None, FormatViolation | None]]
+
+    @unchecked
+    def read(self, data: Sequence[Any], *, strict: bool, **settings: Any) -> History[ItemT]:
+        """:func:`read_history` with this format's fold, at ``strict`` and with ``settings``."""
+        total = len(data)
+        return read_history(self.name, data, self.item_type, self.label, strict=strict,
+                            fold=lambda items: self.fold(items, strict=strict, total=total,
+                                                         **settings))
+
+    @checked
+    def decode_history(self, data: Sequence[Any], *, strict: bool = False) -> History[ItemT]:
+        """Read a history (dicts, or the SDK's objects) and check it, in one O(n) pass.
+
+        ``strict``: check each item's content too (the format's strict rules).
+        """
+        return self.read(data, strict=strict)
+
+    @checked
+    def check_balance(self, history: History[ItemT] | Sequence[Any], *, strict: bool = False,
+                      ) -> Result[History[ItemT], FormatViolation]:
+        """``Success(history)`` when the provider would accept it as the request's history,
+        else the violation.
+
+        ``strict``: the strict rules too; a decoded history checked at the other level is read
+        again (O(n)).
+        """
+        return balance_of(as_history(history, self.decode_history, strict=strict))
+
+    @checked
+    def completed_turn_cut(self, history: History[ItemT] | Sequence[Any]) -> int:
+        """The length of the completed-turn prefix (O(1) on a decoded history)."""
+        return as_history(history, self.decode_history).completed_prefix_length
+
+    @checked
+    def completed_turn_prefix(self, history: History[ItemT] | Sequence[Any]) -> list[Any]:
+        """The caller's items through the last completed turn, as a new list."""
+        return completed_turn_prefix(as_history(history, self.decode_history))
 
 
 #: The names each module of this folder offered before the DSH projection moved to the bridge,

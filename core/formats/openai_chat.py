@@ -30,25 +30,35 @@ empty array. Expected an array with minimum length 1, but got an empty array ins
 
 A *step* is a run of consecutive assistant messages; a turn completes where a step without tool
 calls ends. The completed-turn cut is the end of the last such step before anything breaks.
+
+>>> history = decode_history([
+...     {"role": "user", "content": "Weather in Paris?"},
+...     {"role": "assistant", "content": None, "tool_calls": [
+...         {"id": "c1", "type": "function",
+...          "function": {"name": "weather", "arguments": "{}"}}]}])
+>>> history.completed_prefix_length, history.end_violation.rule
+(0, 'unanswered-call')
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from returns.result import Result
 
-from .._checking import checked, unchecked
-from .common import FormatViolation, History, as_history, balance_of, moved_name, read_history
-from .common import completed_turn_prefix as _prefix
+from .._checking import unchecked
+from .common import FormatViolation, WireFormat, moved_name
+
+if not TYPE_CHECKING:  # the type checker sees only this module's own names
+    def __getattr__(name: str) -> Any:
+        return moved_name(__name__, __package__, name)
 
 __all__ = [
     "ROLES",
     "ChatFunction",
     "ChatToolCall",
     "ChatMessage",
+    "FORMAT",
     "decode_history",
     "check_balance",
     "completed_turn_cut",
@@ -154,8 +164,9 @@ def _legacy_unanswered(index: int, message: ChatMessage) -> FormatViolation:
 
 
 @unchecked
-def _fold(items: tuple[ChatMessage, ...], strict: bool,
+def _fold(items: tuple[ChatMessage, ...], *, strict: bool, total: int,
           ) -> tuple[int, FormatViolation | None, FormatViolation | None]:
+    del total  # a chat message's rules do not depend on where the history ends
     cut = 0
     waiting: dict[str, None] = {}  # calls of the last assistant message still without a result
     answered: set[str] = set()  # calls answered in the current run of tool messages
@@ -223,47 +234,8 @@ def _fold(items: tuple[ChatMessage, ...], strict: bool,
     return cut, None, None
 
 
-@checked
-def decode_history(data: Sequence[Any], *, strict: bool = False) -> History[ChatMessage]:
-    """Read a chat ``messages`` list (dicts, or the SDK's objects) and check it, in one O(n) pass.
-
-    ``strict``: check each message's content too (the strict rules above).
-
-    >>> history = decode_history([
-    ...     {"role": "user", "content": "Weather in Paris?"},
-    ...     {"role": "assistant", "content": None, "tool_calls": [
-    ...         {"id": "c1", "type": "function",
-    ...          "function": {"name": "weather", "arguments": "{}"}}]}])
-    >>> history.completed_prefix_length, history.end_violation.rule
-    (0, 'unanswered-call')
-    """
-    return read_history("openai-chat", data, ChatMessage, "messages", strict=strict,
-                        fold=lambda items: _fold(items, strict))
-
-
-@checked
-def check_balance(history: History[ChatMessage] | Sequence[Any], *, strict: bool = False,
-                  ) -> Result[History[ChatMessage], FormatViolation]:
-    """``Success(history)`` when OpenAI would accept it as ``messages``, else the violation.
-
-    ``strict``: the strict rules too; a decoded history checked at the other level is read
-    again (O(n)).
-    """
-    return balance_of(as_history(history, decode_history, strict=strict))
-
-
-@checked
-def completed_turn_cut(history: History[ChatMessage] | Sequence[Any]) -> int:
-    """The length of the completed-turn prefix (O(1) on a decoded history)."""
-    return as_history(history, decode_history).completed_prefix_length
-
-
-@checked
-def completed_turn_prefix(history: History[ChatMessage] | Sequence[Any]) -> list[Any]:
-    """The caller's messages through the last completed turn, as a new list."""
-    return _prefix(as_history(history, decode_history))
-
-
-if not TYPE_CHECKING:  # the type checker sees only this module's own names
-    def __getattr__(name: str) -> Any:
-        return moved_name(__name__, __package__, name)
+#: Chat Completions as a record; the module's functions are its methods.
+FORMAT: WireFormat[ChatMessage] = WireFormat(name="openai-chat", item_type=ChatMessage,
+                                             label="messages", fold=_fold)
+decode_history, check_balance = FORMAT.decode_history, FORMAT.check_balance
+completed_turn_cut, completed_turn_prefix = FORMAT.completed_turn_cut, FORMAT.completed_turn_prefix

@@ -42,24 +42,36 @@ cut never separates the two (it only cuts between turns).
 
 A *step* is a run of consecutive output items; a turn completes where a step with no client call
 and no approval request ends while no call waits for its output.
+
+>>> history = decode_history([
+...     {"role": "user", "content": "Weather in Paris?"},
+...     {"type": "reasoning", "id": "rs_1", "summary": []},
+...     {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": "{}"},
+...     {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+...     {"type": "message", "role": "assistant", "content": "Sunny."}])
+>>> history.completed_prefix_length, history.is_balanced
+(5, True)
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from returns.result import Result
 
-from .._checking import checked, unchecked
-from .common import FormatViolation, History, as_history, balance_of, moved_name, read_history
-from .common import completed_turn_prefix as _prefix
+from .._checking import unchecked
+from .common import FormatViolation, WireFormat, moved_name
+
+if not TYPE_CHECKING:  # the type checker sees only this module's own names
+    def __getattr__(name: str) -> Any:
+        return moved_name(__name__, __package__, name)
 
 __all__ = [
     "OUTPUT_OF_CALL",
     "ResponsesItem",
+    "FORMAT",
     "decode_history",
     "check_balance",
     "completed_turn_cut",
@@ -167,8 +179,9 @@ def _unanswered(index: int, call_id: str) -> FormatViolation:
 
 
 @unchecked
-def _fold(items: tuple[ResponsesItem, ...],
+def _fold(items: tuple[ResponsesItem, ...], *, strict: bool, total: int,
           ) -> tuple[int, FormatViolation | None, FormatViolation | None]:
+    del strict, total  # no strict rules, and no rule that depends on where the history ends
     cut = 0
     waiting: dict[str, tuple[int, str]] = {}  # call_id → (index of the call, output type)
     answered: set[str] = set()
@@ -268,45 +281,9 @@ def _alone(items: tuple[ResponsesItem, ...], index: int) -> FormatViolation:
                                    "required following item")
 
 
-@checked
-def decode_history(data: Sequence[Any], *, strict: bool = False) -> History[ResponsesItem]:
-    """Read a Responses ``input`` list (dicts, or the SDK's objects) and check it in one pass.
-
-    ``strict`` is accepted for symmetry with the other formats: Responses has no strict rules
-    beyond balance here.
-
-    >>> history = decode_history([
-    ...     {"role": "user", "content": "Weather in Paris?"},
-    ...     {"type": "reasoning", "id": "rs_1", "summary": []},
-    ...     {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": "{}"},
-    ...     {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
-    ...     {"type": "message", "role": "assistant", "content": "Sunny."}])
-    >>> history.completed_prefix_length, history.is_balanced
-    (5, True)
-    """
-    return read_history("openai-responses", data, ResponsesItem, "input", fold=_fold,
-                        strict=strict)
-
-
-@checked
-def check_balance(history: History[ResponsesItem] | Sequence[Any], *, strict: bool = False,
-                  ) -> Result[History[ResponsesItem], FormatViolation]:
-    """``Success(history)`` when OpenAI would accept it as ``input``, else the violation."""
-    return balance_of(as_history(history, decode_history, strict=strict))
-
-
-@checked
-def completed_turn_cut(history: History[ResponsesItem] | Sequence[Any]) -> int:
-    """The length of the completed-turn prefix (O(1) on a decoded history)."""
-    return as_history(history, decode_history).completed_prefix_length
-
-
-@checked
-def completed_turn_prefix(history: History[ResponsesItem] | Sequence[Any]) -> list[Any]:
-    """The caller's items through the last completed turn, as a new list."""
-    return _prefix(as_history(history, decode_history))
-
-
-if not TYPE_CHECKING:  # the type checker sees only this module's own names
-    def __getattr__(name: str) -> Any:
-        return moved_name(__name__, __package__, name)
+#: Responses as a record; the module's functions are its methods (it has no strict rules
+#: beyond balance: ``strict`` is taken for symmetry with the other formats).
+FORMAT: WireFormat[ResponsesItem] = WireFormat(name="openai-responses", item_type=ResponsesItem,
+                                               label="input", fold=_fold)
+decode_history, check_balance = FORMAT.decode_history, FORMAT.check_balance
+completed_turn_cut, completed_turn_prefix = FORMAT.completed_turn_cut, FORMAT.completed_turn_prefix

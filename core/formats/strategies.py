@@ -32,7 +32,7 @@ Rules of this module:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import msgspec
 
@@ -520,27 +520,35 @@ def _duplicate_result(draw: DrawFn, items: list[Item], rendered: _Rendered) -> t
 
 
 @unchecked
+def _stray_result(result: Item) -> _Mutation:
+    """The mutation that puts ``result``, answering no call, where a turn ends."""
+    @unchecked
+    def mutation(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tuple[int, Rule]:
+        at = _turn_end(draw, rendered)
+        items.insert(at, dict(result))  # a fresh item per history, as the others are
+        return at, "orphan-result"
+    return mutation
+
+
+@unchecked
+def _result_before(where: Literal["call_at", "step_at"]) -> _Mutation:
+    """The mutation that moves a call's result before the call (``call_at``), or before the
+    whole step that made it (``step_at``: Responses' reasoning keeps its item)."""
+    @unchecked
+    def mutation(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tuple[int, Rule]:
+        site = _site(draw, rendered)
+        at = getattr(site, where)
+        items.insert(at, items.pop(site.result_at))
+        return at, "orphan-result"
+    return mutation
+
+
+@unchecked
 def _chat_interleave(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tuple[int, Rule]:
     site = _site(draw, rendered)
     role = _pick(draw, ("user", "system", "developer"))
     items.insert(site.call_at + 1, {"role": role, "content": "Be brief."})
     return site.call_at, "unanswered-call"
-
-
-@unchecked
-def _chat_orphan(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tuple[int, Rule]:
-    at = _turn_end(draw, rendered)
-    items.insert(at, {"role": "tool", "tool_call_id": "call_stray", "content": "late"})
-    return at, "orphan-result"
-
-
-@unchecked
-def _chat_result_first(draw: DrawFn, items: list[Item], rendered: _Rendered,
-                       ) -> tuple[int, Rule]:
-    site = _site(draw, rendered)
-    result = items.pop(site.result_at)
-    items.insert(site.call_at, result)
-    return site.call_at, "orphan-result"
 
 
 @unchecked
@@ -566,22 +574,6 @@ def _chat_no_call_id(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tu
 
 
 # OpenAI Responses mutations.
-
-@unchecked
-def _responses_orphan(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tuple[int, Rule]:
-    at = _turn_end(draw, rendered)
-    items.insert(at, {"type": "function_call_output", "call_id": "call_stray", "output": "x"})
-    return at, "orphan-result"
-
-
-@unchecked
-def _responses_output_first(draw: DrawFn, items: list[Item], rendered: _Rendered,
-                            ) -> tuple[int, Rule]:
-    site = _site(draw, rendered)
-    output = items.pop(site.result_at)
-    items.insert(site.step_at, output)  # before the whole step: reasoning keeps its item
-    return site.step_at, "orphan-result"
-
 
 @unchecked
 def _responses_wrong_output(draw: DrawFn, items: list[Item], rendered: _Rendered,
@@ -776,17 +768,19 @@ _MUTATIONS: dict[str, dict[str, tuple[_Mutation, Callable[[_Rendered, list[Item]
         "drop-result": (_drop_result, lambda r, i: bool(r.calls)),
         "interleave": (_chat_interleave, lambda r, i: bool(r.calls)),
         "duplicate-result": (_duplicate_result, lambda r, i: bool(r.calls)),
-        "orphan": (_chat_orphan, lambda r, i: True),
-        "result-first": (_chat_result_first, lambda r, i: bool(r.calls)),
+        "orphan": (_stray_result({"role": "tool", "tool_call_id": "call_stray",
+                                   "content": "late"}), lambda r, i: True),
+        "result-first": (_result_before("call_at"), lambda r, i: bool(r.calls)),
         "duplicate-call": (_chat_duplicate_call,
                            lambda r, i: any(s.siblings > 1 for s in r.calls)),
         "no-call-id": (_chat_no_call_id, lambda r, i: bool(r.calls)),
     },
     "openai-responses": {
         "drop-output": (_drop_result, lambda r, i: bool(r.calls)),
-        "orphan": (_responses_orphan, lambda r, i: True),
+        "orphan": (_stray_result({"type": "function_call_output", "call_id": "call_stray",
+                                   "output": "x"}), lambda r, i: True),
         "duplicate-output": (_duplicate_result, lambda r, i: bool(r.calls)),
-        "output-first": (_responses_output_first, lambda r, i: bool(r.calls)),
+        "output-first": (_result_before("step_at"), lambda r, i: bool(r.calls)),
         "wrong-output": (_responses_wrong_output, lambda r, i: bool(r.calls)),
         "lone-reasoning": (_responses_lone_reasoning, lambda r, i: True),
         "duplicate-item": (_responses_duplicate_item,

@@ -1077,14 +1077,6 @@ def _break_turn_start_number(draw: DrawFn, events: list[Event], i: int) -> int:
 
 
 @unchecked
-def _break_turn_end_number(draw: DrawFn, events: list[Event], i: int) -> int:
-    event = events[i]
-    assert isinstance(event, TurnEndEvent)
-    events[i] = _replace(event, data=_replace(event.data, turn=event.data.turn + 1))
-    return i
-
-
-@unchecked
 def _break_step_start_number(draw: DrawFn, events: list[Event], i: int) -> int:
     event = events[i]
     assert isinstance(event, StepStartEvent)
@@ -1095,35 +1087,16 @@ def _break_step_start_number(draw: DrawFn, events: list[Event], i: int) -> int:
 
 
 @unchecked
-def _break_step_end_number(draw: DrawFn, events: list[Event], i: int) -> int:
-    event = events[i]
-    assert isinstance(event, StepEndEvent)
-    events[i] = _replace(event, data=StepData(turn=event.data.turn, step=event.data.step + 1))
-    return i
-
-
-@unchecked
-def _break_step_start_other_turn(draw: DrawFn, events: list[Event], i: int) -> int:
-    event = events[i]
-    assert isinstance(event, StepStartEvent)
-    events[i] = _replace(event, data=StepData(turn=event.data.turn + 1, step=event.data.step))
-    return i
-
-
-@unchecked
-def _break_chunk_outside_step(draw: DrawFn, events: list[Event], i: int) -> int:
-    event = events[i]
-    assert isinstance(event, AssistantChunkEvent)
-    events[i] = _replace(event, data=_replace(event.data, step=event.data.step + 1))
-    return i
-
-
-@unchecked
-def _break_tool_call_outside_step(draw: DrawFn, events: list[Event], i: int) -> int:
-    event = events[i]
-    assert isinstance(event, ToolCallEvent)
-    events[i] = _replace(event, data=_replace(event.data, turn=event.data.turn + 1))
-    return i
+def _moved_on(cls: type[Event], field: Literal["turn", "step"]) -> _Breaker:
+    """The breaker that moves a ``cls`` event's turn or step number one on (``field``)."""
+    @unchecked
+    def breaker(draw: DrawFn, events: list[Event], i: int) -> int:
+        event = events[i]
+        assert isinstance(event, cls)
+        data: Any = event.data
+        events[i] = _replace(event, data=_replace(data, **{field: getattr(data, field) + 1}))
+        return i
+    return breaker
 
 
 @unchecked
@@ -1249,12 +1222,12 @@ def _break_result_block_mismatch(draw: DrawFn, events: list[Event], i: int) -> i
 _BREAKERS: dict[str, tuple[str, _Breaker]] = {
     "seq": ("seq", _break_seq),
     "turn-start-number": ("turn", _break_turn_start_number),
-    "turn-end-number": ("turn", _break_turn_end_number),
+    "turn-end-number": ("turn", _moved_on(TurnEndEvent, "turn")),
     "step-start-number": ("step", _break_step_start_number),
-    "step-end-number": ("step", _break_step_end_number),
-    "step-start-other-turn": ("enclosure", _break_step_start_other_turn),
-    "chunk-outside-step": ("enclosure", _break_chunk_outside_step),
-    "tool-call-outside-step": ("enclosure", _break_tool_call_outside_step),
+    "step-end-number": ("step", _moved_on(StepEndEvent, "step")),
+    "step-start-other-turn": ("enclosure", _moved_on(StepStartEvent, "turn")),
+    "chunk-outside-step": ("enclosure", _moved_on(AssistantChunkEvent, "step")),
+    "tool-call-outside-step": ("enclosure", _moved_on(ToolCallEvent, "turn")),
     "duplicate-call": ("pairing", _break_duplicate_call),
     "result-without-call": ("pairing", _break_result_without_call),
     "missing-result": ("pairing", _break_missing_result),

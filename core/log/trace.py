@@ -54,6 +54,7 @@ from .events import (
     RequestHeaderEvent,
     SandboxModeData,
     SandboxModeEvent,
+    StepData,
     StepEndEvent,
     StepStartEvent,
     SurfaceReplace,
@@ -84,6 +85,31 @@ _phase_after = plain(phase_after)
 _phase_of = plain(phase_of)
 #: The phase each phase-changing event leaves the log in, as the grammar table says.
 _LEAVES: Final[dict[str, Phase]] = {kind: leaves for kind, (_, leaves) in PHASE_CHANGES.items()}
+
+
+def _nesting() -> tuple[dict[Phase, int], dict[Phase, str]]:
+    """How deeply each phase nests, and for each phase a boundary opens a level from, that
+    level's name: a breadth-first walk of the grammar's boundaries from IDLE, where the
+    boundary that reaches a phase first opens it (``turn/start`` a turn from IDLE,
+    ``step/start`` a step from a turn)."""
+    depth = {Phase.IDLE: 0}
+    opened: dict[Phase, str] = {}
+    frontier = [Phase.IDLE]
+    while frontier:
+        following = []
+        for phase in frontier:
+            for kind, (needs, leaves) in PHASE_CHANGES.items():
+                if needs is phase and leaves not in depth:
+                    depth[leaves] = depth[phase] + 1
+                    opened[phase] = kind.partition("/")[0]
+                    following.append(leaves)
+        frontier = following
+    return depth, opened
+
+
+#: Each phase's depth (IDLE 0), and the level a boundary opens from a phase (IDLE: a turn;
+#: TURN: a step): a boundary that needs a phase, met deeper, finds that level still open.
+_DEPTH, _OPENS_FROM = _nesting()
 _is_context_snapshot = plain(is_context_snapshot)
 _fallback_title = plain(fallback_title)
 
@@ -352,9 +378,9 @@ class _Tracer:
     # -- helpers -----------------------------------------------------------------------
 
     def _where(self) -> str:
-        if self.open_step is not None:
+        if self.phase is Phase.STEP:
             return f"turn {self.open_turn} step {self.open_step}"
-        if self.open_turn is not None:
+        if self.phase is Phase.TURN:
             return f"turn {self.open_turn} (no step open)"
         return "between turns (no turn open)"
 
@@ -453,31 +479,33 @@ class _Tracer:
                 self.request_context = (route["provider"], route["model"])
 
     def _misplaced(self, event: Event, kind: str, seq: int) -> Violation:
-        """The sentence for an event the grammar does not allow in the current phase."""
-        if isinstance(event, TurnStartEvent):
-            return Violation(seq=seq, rule="turn",
-                             problem=f"turn/start for turn {event.data.turn} while turn "
-                                     f"{self.open_turn} is still open")
-        if isinstance(event, TurnEndEvent):
-            if self.open_turn is None:
+        """The sentence for an event the grammar does not allow in the current phase: a
+        boundary met while a level it needs closed is open names that level, a boundary whose
+        level is not open says so in its own words, and any other type names what must
+        enclose it."""
+        change = PHASE_CHANGES.get(kind)
+        if change is not None:
+            assert isinstance(event, TurnStartEvent | TurnEndEvent | StepStartEvent | StepEndEvent)
+            data = event.data
+            subject = (f"turn {data.turn} step {data.step}" if isinstance(data, StepData)
+                       else f"turn {data.turn}")
+            needs = change[0]
+            if _DEPTH[self.phase] > _DEPTH[needs]:
+                level = _OPENS_FROM[needs]
+                number = self.open_turn if level == "turn" else self.open_step
+                return Violation(seq=seq, rule=level,
+                                 problem=f"{kind} for {subject} while {level} {number} is "
+                                         "still open")
+            if kind == TURN_END:
                 return Violation(seq=seq, rule="turn",
-                                 problem=f"turn/end for turn {event.data.turn} but no turn is "
-                                         "open")
-            return Violation(seq=seq, rule="step",
-                             problem=f"turn/end for turn {event.data.turn} while step "
-                                     f"{self.open_step} is still open")
-        if isinstance(event, StepStartEvent):
-            turn, step = event.data.turn, event.data.step
-            if self.open_step is not None:
-                return Violation(seq=seq, rule="step",
-                                 problem=f"step/start for turn {turn} step {step} while step "
-                                         f"{self.open_step} is still open")
-            return self._turn_not_open(seq, turn, step)
-        if isinstance(event, StepEndEvent):
-            return self._step_end_elsewhere(seq, event.data.turn, event.data.step)
+                                 problem=f"turn/end for {subject} but no turn is open")
+            assert isinstance(data, StepData)
+            if kind == STEP_START:
+                return self._turn_not_open(seq, data.turn, data.step)
+            return self._step_end_elsewhere(seq, data.turn, data.step)
         if isinstance(event, AssistantChunkEvent | AssistantMessageEvent | ToolCallEvent):
             return self._outside_step(seq, kind, event.data.turn, event.data.step)
-        if self.open_turn is not None:  # a type the grammar confines to steps
+        if self.phase is not Phase.IDLE:  # a type the grammar confines to steps
             return Violation(seq=seq, rule="enclosure",
                              problem=f"{kind} must be inside a step; the log is {self._where()}")
         return Violation(seq=seq, rule="enclosure",

@@ -348,8 +348,9 @@ class TurnProgress(msgspec.Struct, frozen=True, kw_only=True):
     #: How the turn will end once no further step is due (``None``: not decided).
     ending: TurnEndReason | None = None
     stream: StreamAssembly | None = None
-    #: The running group's calls still without a result, in order, with their call seqs.
-    running: tuple[tuple[ToolCallBlock, int], ...] = ()
+    #: The running group's calls still without a result, in order (which ``tool/call`` each
+    #: result answers is the trace's pairing: ``Trace.pending_calls``).
+    running: tuple[ToolCallBlock, ...] = ()
     #: Names of the step's tools that may run together (from ``StepPrepared``).
     parallel_tools: frozenset[str] = frozenset()
     #: Groups after the running one.
@@ -748,25 +749,27 @@ def _start_groups(calls: tuple[ToolCallBlock, ...], parallel: frozenset[str],
 
 def _run_group(state: LoopState, out: _Writer, turn: int, step: int,
                group: tuple[ToolCallBlock, ...]) -> LoopStep:
-    running: list[tuple[ToolCallBlock, int]] = []
     for call in group:
-        running.append((call, out.seq))
         out.add(ToolCallEvent(seq=out.seq, time=out.time, data=ToolCallData(
             turn=turn, step=step, call_id=call.id, name=call.name, arguments=call.arguments)))
     progress = state.turn
     assert progress is not None
     state = _replace(state, awaiting="tools",
-                     turn=msgspec.structs.replace(progress, running=tuple(running)))
+                     turn=msgspec.structs.replace(progress, running=group))
     return _step_of(state, out, RunTools(turn=turn, step=step, calls=group))
 
 
 def _tool_done(state: LoopState, trace: Trace, out: _Writer, given: ToolDone) -> LoopStep:
     progress = state.turn
     assert progress is not None
-    if not progress.running or progress.running[0][0].id != given.call_id:
-        expected = progress.running[0][0].id if progress.running else "none"
+    if not progress.running or progress.running[0].id != given.call_id:
+        expected = progress.running[0].id if progress.running else "none"
         raise LoopProtocolError(f"ToolDone for {given.call_id}, expected {expected}")
-    (call, call_seq), rest = progress.running[0], progress.running[1:]
+    call, rest = progress.running[0], progress.running[1:]
+    call_seq = next((pending.call_seq for pending in trace.pending_calls
+                     if pending.call_id == call.id), None)
+    if call_seq is None:
+        raise LoopProtocolError(f"ToolDone for {call.id}, whose tool/call the trace does not hold")
     turn, step = progress.turn, trace.open_step or 0
     outcome = given.outcome
     message = ToolResultMessage(
@@ -829,7 +832,7 @@ def _cancelled(state: LoopState, trace: Trace, out: _Writer, new_id: str,
     assert cause is not None
     progress = state.turn
     undispatched = frozenset() if progress is None or dispatched is None else frozenset(
-        call.id for call, _ in progress.running if call.id not in dispatched)
+        call.id for call in progress.running if call.id not in dispatched)
     stream = None if progress is None else progress.stream
     if stream is not None and trace.open_step is not None:
         content = _interrupted_blocks(stream)

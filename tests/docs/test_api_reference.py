@@ -174,7 +174,7 @@ def _parameters(value: Any) -> tuple[str, ...] | None:
 
 
 def _has_signature(value: Any) -> bool:
-    return inspect.isfunction(value) or inspect.isclass(value)
+    return inspect.isfunction(value) or inspect.ismethod(value) or inspect.isclass(value)
 
 
 def _bases(value: Any) -> set[str]:
