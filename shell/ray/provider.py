@@ -53,7 +53,6 @@ from ...core import (
     CancelCause,
     CancelDisposed,
     CancelUser,
-    Capabilities,
     CheckedRequest,
     Event,
     StartError,
@@ -67,6 +66,7 @@ from ..abort import AbortSignal
 from ..agent import Agent, Prompt, report_idle, user_message
 from ..session import Session
 from ..subagents.providers import (
+    ALL_CAPABILITIES,
     create_child_session,
     discard_child,
     plan_setup,
@@ -113,37 +113,28 @@ __all__ = [
     "RaySpawnProvider",
 ]
 
-#: Everything the in-process providers support: the worker configures the child with the
-#: shared driver's own step.
-RAY_CAPABILITIES = Capabilities(output_schema=True, depth_limit=True, tool_filter=True,
-                                persona=True)
+#: The in-process providers' own: the worker configures the child with the driver's step.
+RAY_CAPABILITIES = ALL_CAPABILITIES
 
-#: ``StartError.code`` of a start while this process is not connected to Ray.
+#: ``StartError.code`` values (see the module rules).
 RAY_NOT_CONNECTED = "RAY_NOT_CONNECTED"
-#: ``StartError.code`` of a start no pool worker could take (none started, or all died).
 RAY_WORKER_UNAVAILABLE = "RAY_WORKER_UNAVAILABLE"
-#: ``StartError.code`` of a start after the pool found the cluster's GCS gone.
 RAY_CLUSTER_LOST = "RAY_CLUSTER_LOST"
-#: ``StartError.code`` of a fork whose seed the object store refused.
 RAY_SEED_NOT_STORED = "RAY_SEED_NOT_STORED"
 
-#: What a recovered child's new turn is asked (the pool's ``recover``): its interrupted turn
-#: is in its history, closed by the crash closers.
+#: A recovered child's new turn: its interrupted one is in its history, closed.
 RECOVERY_PROMPT = ("Your previous turn was interrupted because the machine running it was "
                    "lost. Continue the task from where it stopped.")
 
-#: Ray's placement-group strategies, for ``RayWorkerPool(placement=...)``.
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
-#: Seconds between two probes of the GCS (each may take as long), and probes missed in a row
-#: before the cluster counts as lost: about 5 s, well inside the 60 s after which Ray ends a
-#: driver whose GCS is gone.
+#: About 5 s of missed GCS probes make the cluster lost: well inside the 60 s after which Ray
+#: ends a driver whose GCS is gone.
 _PROBE_INTERVAL = 1.0
 _PROBES_MISSED = 5
-#: Seconds before a call Ray called transiently unavailable is sent again, and how often.
+#: A call Ray calls transiently unavailable is sent again after a delay, so many times.
 _RETRY_DELAY = 0.2
 _RETRIES = 50
-#: Options the pool owns, and what to use instead.
 _OWN_OPTIONS = {
     "max_concurrency": "RayWorkerPool(max_concurrency=...)",
     "concurrency_groups": "nothing: the pool's workers have their own (the control calls')",
@@ -176,15 +167,9 @@ def _first_line(error: BaseException) -> str:
     return first
 
 
-def _retrieved(future: concurrent.futures.Future[Any]) -> None:
-    """Read a fire-and-forget call's outcome (Ray reports an error never read)."""
-    with contextlib.suppress(BaseException):
-        future.exception()
-
-
 def _on_loop(loop_ref: weakref.ref[asyncio.AbstractEventLoop],
              work: Callable[..., None], *args: Any) -> None:
-    """Run ``work(*args)`` on the loop (from any thread); nothing if it is gone or closed."""
+    # From any thread; nothing if the loop is gone or closed.
     loop = loop_ref()
     if loop is not None:
         with contextlib.suppress(RuntimeError):
@@ -206,15 +191,13 @@ class RayWorker:
     handle: Any
     index: int
     name: str
-    ready: concurrent.futures.Future[Any]
     info: WorkerInfo | None = None
     load: int = 0
     alive: bool = True
     #: False while Ray says the worker is unavailable (it gets no new children then).
     reachable: bool = True
-    #: Why it died or would not start.
     problem: str | None = None
-    #: The incarnation its lifeline follows (none while no lifeline is out).
+    #: The incarnation its lifeline follows.
     watched: str | None = None
     links: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Link] = field(
         default_factory=weakref.WeakKeyDictionary)
@@ -233,7 +216,7 @@ class RayWorker:
 
 @dataclass
 class _Watch:
-    """The GCS probe thread and the children it fails when the cluster is lost."""
+    """The GCS probe thread and the children it loses when the cluster is lost."""
 
     children: set[RemoteChild] = field(default_factory=set)
     thread: threading.Thread | None = None
@@ -372,15 +355,12 @@ class RayWorkerPool:
                                                            flush_interval=self.flush_interval)
             ready = handle.ready.remote().future()
         except Exception as error:  # e.g. the name is taken in this namespace
-            failed: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            failed.set_exception(error)
-            worker = RayWorker(handle=None, index=index, name=name, ready=failed, alive=False,
+            worker = RayWorker(handle=None, index=index, name=name, alive=False,
                                problem=f"a Ray worker could not start: {_first_line(error)}")
-            self._workers.append(worker)
-            return worker
-        worker = RayWorker(handle=handle, index=index, name=name, ready=ready)
+        else:
+            worker = RayWorker(handle=handle, index=index, name=name)
+            self._when_answered(ready, self._answered_ready, worker)
         self._workers.append(worker)
-        self._when_answered(ready, self._answered_ready, worker)
         return worker
 
     def _when_answered(self, future: concurrent.futures.Future[Any],
@@ -394,13 +374,22 @@ class RayWorkerPool:
 
         future.add_done_callback(answered)
 
+    def _followed(self, worker: RayWorker) -> bool:
+        # (A Ray call after ray.shutdown() would start a cluster.)
+        return not self._closed and worker.alive and ray.is_initialized()
+
+    def _unreachable(self, worker: RayWorker) -> None:
+        worker.reachable = False
+        timer = threading.Timer(_RETRY_DELAY * 5, self._ask_ready, args=(worker,))
+        timer.daemon = True
+        timer.start()
+
     def _answered_ready(self, worker: RayWorker, future: concurrent.futures.Future[Any]) -> None:
         error = future.exception()
-        if self._closed or not worker.alive or not ray.is_initialized():
-            return  # (a Ray call after ray.shutdown() would start a cluster)
+        if not self._followed(worker):
+            return
         if isinstance(error, exceptions.ActorUnavailableError):
-            worker.reachable = False
-            self._later(self._ask_ready, worker)
+            self._unreachable(worker)
         elif error is not None:
             worker.problem = f"a Ray worker could not start: {_first_line(error)}"
             self._drop(worker)
@@ -415,33 +404,24 @@ class RayWorkerPool:
         self._changed()
 
     def _ask_ready(self, worker: RayWorker) -> None:
-        if self._closed or not worker.alive or not ray.is_initialized():
-            return
-        try:
-            ready = worker.handle.ready.remote().future()
-        except Exception:
-            return
-        self._when_answered(ready, self._answered_ready, worker)
+        if self._followed(worker):
+            with contextlib.suppress(Exception):
+                self._when_answered(worker.handle.ready.remote().future(), self._answered_ready,
+                                    worker)
 
     def _lifeline_ended(self, worker: RayWorker, future: concurrent.futures.Future[Any]) -> None:
         # The call that never answers did: the worker is gone, or transiently unavailable.
         error = None if future.cancelled() else future.exception()
         worker.watched = None
-        if self._closed or not worker.alive or not ray.is_initialized():
+        if not self._followed(worker):
             return
         if isinstance(error, exceptions.ActorUnavailableError):
-            worker.reachable = False
-            self._later(self._ask_ready, worker)
+            self._unreachable(worker)
         else:
             worker.problem = (f"the Ray worker {worker.name}{worker.where()} died: "
                               f"{_first_line(error) if error else 'it stopped'}")
             self._drop(worker)
         self._changed()
-
-    def _later(self, work: Callable[[RayWorker], None], worker: RayWorker) -> None:
-        timer = threading.Timer(_RETRY_DELAY * 5, work, args=(worker,))
-        timer.daemon = True
-        timer.start()
 
     def _drop(self, worker: RayWorker) -> None:
         if worker.alive:
@@ -504,9 +484,7 @@ class RayWorkerPool:
                 spawned = [worker for worker in self._workers if worker not in before]
             while True:
                 with self._lock:
-                    # Registered first: a worker that starts right after this look wakes it.
-                    waiter: asyncio.Future[None] = loop.create_future()
-                    self._waiters.append((weakref.ref(loop), waiter))
+                    waiter = self._waiter(loop)
                     chosen = self._choose(exclude)
                     if chosen is not None:
                         chosen.load += 1
@@ -534,14 +512,19 @@ class RayWorkerPool:
             self._top_up()
         while True:
             with self._lock:
-                waiter: asyncio.Future[None] = loop.create_future()
-                self._waiters.append((weakref.ref(loop), waiter))
+                waiter = self._waiter(loop)
             workers = self.workers
             remaining = deadline - loop.time()
             if all(worker.started for worker in workers) or remaining <= 0:
                 return tuple(worker for worker in workers if worker.started)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(waiter, remaining)
+
+    def _waiter(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
+        # Registered before the look it follows: a worker that starts right after wakes it.
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._waiters.append((weakref.ref(loop), waiter))
+        return waiter
 
     def _waited(self) -> str:
         alive = [worker for worker in self._workers if worker.alive]
