@@ -67,6 +67,7 @@ from ..agent import Agent, Prompt, report_idle, user_message
 from ..session import Session
 from ..subagents.providers import (
     ALL_CAPABILITIES,
+    _ProviderBase,
     create_child_session,
     discard_child,
     plan_setup,
@@ -1226,34 +1227,25 @@ def _route_pool(pools: Mapping[str, RayWorkerPool], request: CheckedRequest) -> 
     return wanted if wanted is not None and wanted in pools else next(iter(pools))
 
 
-class RayProvider:
+class RayProvider(_ProviderBase):
     """Children on a :class:`RayWorkerPool`; subclasses differ only in :attr:`kind`.
 
     ``pool`` is one pool or several by name; ``pool_for(request)`` names the one a child runs
     on (how a child asks for resources: each pool's ``actor_options`` are its own).
     """
 
-    kind: Literal["fork", "spawn"] = "spawn"
-
     def __init__(self, pool: RayWorkerPool | Mapping[str, RayWorkerPool], provider_name: str,
                  *, pool_for: Callable[[CheckedRequest], str] | None = None,
                  cache_preserving: bool = False) -> None:
-        if not provider_name:
-            raise ValueError("a subagent provider name must not be empty")
+        super().__init__(provider_name)
         pools = {"default": pool} if isinstance(pool, RayWorkerPool) else dict(pool)
         if not pools:
             raise ValueError("a Ray provider needs at least one pool")
         self.pools: Mapping[str, RayWorkerPool] = pools
         self.pool = next(iter(pools.values()))
-        self.provider_name = provider_name
-        self.capabilities = RAY_CAPABILITIES
         self._pool_for = pool_for or functools.partial(_route_pool, pools)
         self._seeds = {name: _SeedRefs(each) for name, each in pools.items()}
         self.cache_preserving = cache_preserving
-
-    @property
-    def inherits_parent_context(self) -> bool:
-        return self.kind == "fork"
 
     def seeds_held(self) -> int:
         """Stored seeds still referenced (one per parent and pool at most)."""
@@ -1294,23 +1286,14 @@ class RayProvider:
         spec = ChildSpec.planned(setup, host_sections=host.prompt_sections.sections(),
                                  sandbox_mode=getattr(host, "sandbox_mode", None),
                                  session_titles=bool(getattr(host, "session_titles", True)))
-        structured = plan.structured
-        capture = (None if structured is None
-                   else StructuredCapture(structured, in_answer=setup.listed is not None))
+        capture = setup.capture()
         child = RemoteChild(pool=pool, worker=worker, host=host, session=session,
                             spec=spec, seed=seed, capture=capture)
-
-        def diagnostic() -> str | None:
-            return child.diagnostic
-
         return SubagentRun(provider=self.provider_name, label=request.request.label,
                            parent=parent, child=child,
                            seed_length=0 if plan.seed is None else len(plan.seed),
                            prompt=plan.prompt, capture=capture, signal=signal,
-                           diagnostic=diagnostic)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(provider_name={self.provider_name!r})"
+                           diagnostic=lambda: child.diagnostic)
 
 
 class RayForkProvider(RayProvider):

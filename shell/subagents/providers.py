@@ -109,9 +109,8 @@ class ContinuableSeed:
         return 0 if self.events is None else len(self.events)
 
 
-class InProcessProvider:
-    """Children as agents of the same host, through the shared driver; subclasses differ only
-    in :attr:`kind`."""
+class _ProviderBase:
+    """What the in-process and the Ray providers share: a name, every capability, a kind."""
 
     kind: Literal["fork", "spawn"] = "spawn"
     #: Whether fork children keep their parent's request head (see :class:`ForkProvider`).
@@ -127,6 +126,14 @@ class InProcessProvider:
     def inherits_parent_context(self) -> bool:
         return self.kind == "fork"
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(provider_name={self.provider_name!r})"
+
+
+class InProcessProvider(_ProviderBase):
+    """Children as agents of the same host, through the shared driver; subclasses differ only
+    in :attr:`kind`."""
+
     def start(self, runtime: SubagentRuntime, request: CheckedRequest, *, parent: Agent,
               signal: AbortSignal | None) -> Coroutine[Any, Any, SubagentRun]:
         # The driver's coroutine handed on, not awaited in one more of its own.
@@ -139,9 +146,6 @@ class InProcessProvider:
             return ContinuableSeed()
         prefix, trace = request.parent.session.completed_prefix()
         return ContinuableSeed(events=prefix, trace=trace) if len(prefix) else ContinuableSeed()
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(provider_name={self.provider_name!r})"
 
 
 class ForkProvider(InProcessProvider):
@@ -209,6 +213,12 @@ class ChildSetup(msgspec.Struct, frozen=True):
     #: A cache-preserving child's tool list: its parent's, read with the rest (else ``None``).
     listed: tuple[Tool, ...] | None = None
 
+    def capture(self) -> StructuredCapture | None:
+        """A new structured-output capture for the child, when it is asked for."""
+        structured = self.plan.structured
+        return (None if structured is None
+                else StructuredCapture(structured, in_answer=self.listed is not None))
+
 
 def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
                signal: AbortSignal | None, *, kind: Literal["fork", "spawn"],
@@ -275,8 +285,7 @@ def configure_child(host: SubagentHost, session: Session, setup: ChildSetup, *,
     preamble when ``descriptor_logged`` (a child rebuilt from a log that has it)."""
     plan = setup.plan
     options = plan.options
-    capture = None if plan.structured is None else StructuredCapture(
-        plan.structured, in_answer=setup.listed is not None)
+    capture = setup.capture()
     # Built complete: its scope, policy and sections are passed in, nothing is patched after.
     scope = (ToolScope(host.tools, restriction=plan.tool_filter, listed=setup.listed)
              if capture is None else
