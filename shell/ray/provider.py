@@ -768,11 +768,8 @@ class _Link:
         except Exception as error:
             self._not_started(ids, error)
             return
-        future.add_done_callback(functools.partial(self._threadsafe, self._starts_answered,
+        future.add_done_callback(functools.partial(_on_loop, self._loop, self._starts_answered,
                                                    call))
-
-    def _threadsafe(self, work: Callable[..., None], *args: Any) -> None:
-        _on_loop(self._loop, work, *args)
 
     def _starts_answered(self, call: _StartCall, future: concurrent.futures.Future[Any],
                          ) -> None:
@@ -807,7 +804,7 @@ class _Link:
         except Exception:
             return  # the worker is gone: its poll says so
         future.add_done_callback(functools.partial(
-            self._threadsafe, self._control_answered, method, argument, attempt))
+            _on_loop, self._loop, self._control_answered, method, argument, attempt))
 
     def _control_answered(self, method: str, argument: Any, attempt: int,
                           future: concurrent.futures.Future[Any]) -> None:
@@ -1201,8 +1198,6 @@ class _SeedRefs:
             self._by_parent[parent.id] = stored
         try:
             reference, _ = await asyncio.shield(asyncio.wrap_future(stored.put))
-        except asyncio.CancelledError:
-            raise
         except Exception as error:
             if self._by_parent.get(parent.id) is stored:
                 del self._by_parent[parent.id]

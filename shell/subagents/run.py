@@ -21,6 +21,7 @@ Rules (DSH's in-process driver, packages/subagent/subagent-in-process-driver/src
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -267,13 +268,10 @@ class SubagentRun:
 
     async def _deliver(self, prompt: tuple[ContentBlock, ...]) -> SubagentResult:
         try:
-            if self._span is None:
+            # The child's turns nest under the run's span.
+            with contextlib.nullcontext() if self._span is None else self._span.current():
                 if not self._cancelled:  # an observer or the signal may have aborted it already
                     self.child.followup(prompt)
-            else:
-                with self._span.current():  # the child's turns nest under the run's span
-                    if not self._cancelled:
-                        self.child.followup(prompt)
             await self.child.when_idle()
         finally:
             self._detach()
