@@ -1,15 +1,7 @@
-"""Fork and spawn children on a Ray cluster (the ``ray`` extra: ``pip install 'turnfork[ray]'``).
-
-* :mod:`.provider`: ``RayForkProvider``, ``RaySpawnProvider`` (registered like the in-process
-  providers), the ``RayWorkerPool`` they run children on, and ``RemoteChild``, which carries a
-  remote child's events into its session on the parent's host.
-* :mod:`.worker`: ``ChildWorker``, the pool actor's body, its ``WorkerHost``, and what travels
-  between host and worker.
-* :mod:`.cluster`: starting a private local cluster or joining a running one without Ray
-  changing the host process's signal handler and excepthook.
-
-Nothing in turnfork imports this package: it is imported by the host that wants it. See
-``docs/ray.md``.
+"""Fork and spawn children on a Ray cluster (the ``ray`` extra: ``pip install 'turnfork[ray]'``):
+the providers and their pool (:mod:`.provider`), the worker actor and its wire (:mod:`.worker`),
+and joining a cluster without Ray changing the host process (:mod:`.cluster`). Nothing in
+turnfork imports this package. See ``docs/ray.md``.
 """
 
 from .cluster import (

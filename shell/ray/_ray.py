@@ -38,25 +38,20 @@ except ImportError as missing:  # pragma: no cover - exercised without the extra
 finally:
     sys.excepthook = _host_excepthook
 
-#: The ``ray`` module (typed ``Any``: turnfork is checked the same with or without the extra).
+#: Typed ``Any``: turnfork is checked the same with or without the extra.
 ray: Any = _ray
-#: ``ray.exceptions``.
 exceptions: Any = _exceptions
-#: Ray Client's connection (``ray.util.client.ray``).
 client: Any = _client.ray
 placement_group: Any = _placement_group
 remove_placement_group: Any = _remove_placement_group
 PlacementGroupSchedulingStrategy: Any = _strategy
-#: What Ray keeps of this process as a driver (``ray._private.worker``), its handlers of the
-#: workers' log lines, and its lookup of a cluster's address (``"auto"``): internals of Ray's,
-#: used by :mod:`.cluster` only.
+#: Ray internals, used by :mod:`.cluster` only.
 driver: Any = _driver
 log_dispatcher: Any = _ray_logging.global_worker_stdstream_dispatcher
 bootstrap_address: Any = _services.canonicalize_bootstrap_address_or_die
 
 
 def unset() -> UnsetType:
-    """``msgspec.UNSET``: what a pickled ``UNSET`` is rebuilt by."""
     return msgspec.UNSET
 
 

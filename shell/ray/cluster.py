@@ -2,28 +2,21 @@
 
 Rules:
 
-* The providers never start or join a cluster themselves (and never let Ray start one behind
-  their back): the host calls :func:`start_local_cluster` or :func:`connect_cluster` (or
-  ``ray.init`` itself) first.
+* The providers never start or join a cluster themselves (nor let Ray start one behind their
+  back): the host calls :func:`start_local_cluster` or :func:`connect_cluster` (or
+  ``ray.init``) first.
 * Both keep the host's SIGTERM handler, ``sys.excepthook``, ``PYTHONBREAKPOINT`` and the rest
-  of its environment: ``ray.init`` replaces the first three and ``ray.shutdown`` restores
-  nothing; the variables that quiet Ray are set only while ``ray.init`` runs (the cluster's
-  processes it starts inherit them), so none is left set afterwards.
-* :func:`connect_cluster` takes what ``ray.init`` takes: ``host:port`` (the GCS), ``"auto"``
-  (the cluster ``ray start`` last started on this machine), ``ray://host:port`` (Ray Client),
-  or nothing (``RAY_ADDRESS``). It fails fast, naming the address, when nothing accepts a TCP
+  of its environment (``ray.init`` replaces the first three, ``ray.shutdown`` restores
+  nothing); the variables that quiet Ray are set only while ``ray.init`` runs.
+* :func:`connect_cluster` fails fast, naming the address, when nothing accepts a TCP
   connection there (``ray.init`` would retry for about 14 minutes).
-* :func:`start_local_cluster` starts a private cluster owned by this process
-  (``address="local"``: never a stale cluster named in ``/tmp/ray`` or ``RAY_ADDRESS``), with
-  no dashboard, no usage statistics, token authentication off (nothing leaves the machine's
-  loopback that needs it) and an explicit object-store size.
-* With ``log_to_driver=False`` (the default of both) the messages Ray publishes to every
-  driver — a worker that died, a raylet that ended — go to the ``turnfork.shell.ray`` logger
-  at INFO instead of the host's stdout.
-* Ray's head contacts cloud metadata servers (169.254.169.254, metadata.google.internal)
-  whenever it starts, usage statistics or not; :func:`network_isolated` tells whether this
-  process can reach only loopback (a network namespace of its own), which is how turnfork's
-  tests and benchmarks run Ray (``docs/ray.md``).
+* :func:`start_local_cluster` starts a private cluster (``address="local"``: never a stale one
+  named in ``/tmp/ray`` or ``RAY_ADDRESS``): no dashboard, no usage statistics, token
+  authentication off (nothing leaves loopback), an explicit object-store size.
+* With ``log_to_driver=False`` (the default) what Ray publishes to every driver goes to the
+  ``turnfork.shell.ray`` logger at INFO instead of the host's stdout.
+* Ray's head contacts cloud metadata servers whenever it starts; :func:`network_isolated`
+  tells whether this process reaches only loopback, as turnfork's tests run Ray.
 """
 
 from __future__ import annotations
@@ -48,10 +41,8 @@ __all__ = [
     "connect_cluster",
 ]
 
-#: What ``start_local_cluster`` claims of shared memory unless told otherwise (Ray's default
-#: is 30 % of the machine's RAM).
+#: Ray's default is 30 % of the machine's RAM.
 DEFAULT_OBJECT_STORE_BYTES = 256 * 2**20
-#: Ray Client's scheme.
 CLIENT_SCHEME = "ray://"
 
 _log = logging.getLogger("turnfork.shell.ray")
@@ -62,7 +53,7 @@ class RayUnavailableError(RuntimeError):
 
 
 def network_isolated() -> bool:
-    """Whether this process sees only loopback interfaces (a network namespace of its own)."""
+    """Whether this process sees only loopback interfaces."""
     return all(name == "lo" for _, name in socket.if_nameindex())
 
 
@@ -71,8 +62,8 @@ def _client_connected() -> bool:
 
 
 def gcs_address() -> str | None:
-    """The connected cluster's GCS address (``host:port``), or ``None`` when not connected
-    (or connected through Ray Client, which hides it)."""
+    """The connected cluster's GCS ``host:port`` (``None``: not connected, or through Ray
+    Client, which hides it)."""
     if not ray.is_initialized() or _client_connected():
         return None
     return str(ray.get_runtime_context().gcs_address)
@@ -83,8 +74,7 @@ _client_server: list[str] = []
 
 
 def probe_address() -> str | None:
-    """Where the cluster answers this process (``host:port``): its GCS, or the Ray Client
-    server it joined through; ``None`` when not connected."""
+    """Where the cluster answers this process: its GCS, or the Ray Client server joined."""
     if _client_connected():
         return _client_server[-1] if _client_server else None
     return gcs_address()
@@ -92,8 +82,8 @@ def probe_address() -> str | None:
 
 @contextlib.contextmanager
 def _host_process_kept(environment: Mapping[str, str]) -> Iterator[None]:
-    """Set ``environment`` for the duration (what the cluster's processes inherit), then put
-    every variable, the SIGTERM handler and the excepthook back as they were."""
+    """``environment`` for the duration (the cluster's processes inherit it), then every
+    variable, the SIGTERM handler and the excepthook back as they were."""
     term = signal.getsignal(signal.SIGTERM)
     hook = sys.excepthook
     kept = {name: os.environ.get(name) for name in (*environment, "PYTHONBREAKPOINT")}
@@ -125,8 +115,7 @@ def _logs_to_driver() -> bool:
 
 
 def _keep_cluster_errors_off_stdout() -> None:
-    """Route the messages Ray publishes to every driver (its error listener prints them to
-    stdout whatever ``log_to_driver`` says) to the logger while logs stay off the driver."""
+    # Ray's error listener prints them to stdout whatever ``log_to_driver`` says.
     printer = getattr(driver, "print_to_stdstream", None)
     if printer is None or getattr(printer, "turnfork_quiet", False):
         return
@@ -146,17 +135,8 @@ def start_local_cluster(*, num_cpus: int | None = None,
                         object_store_memory: int = DEFAULT_OBJECT_STORE_BYTES,
                         temp_dir: str | None = None, **init: Any) -> str:
     """Start a private local cluster owned by this process; returns its GCS address.
-
-    Args:
-        num_cpus: CPUs the cluster offers (default: the machine's). Pool workers need none.
-        object_store_memory: bytes of shared memory for the object store.
-        temp_dir: where Ray keeps its session files (default ``/tmp/ray``); its socket paths
-            must stay under about 100 characters.
-        init: further ``ray.init`` keywords.
-
-    Raises:
-        RayUnavailableError: Ray is connected already (``ray.shutdown()`` first).
-    """
+    ``temp_dir``'s socket paths must stay under about 100 characters; ``init``: further
+    ``ray.init`` keywords. Raises :class:`RayUnavailableError` when connected already."""
     if ray.is_initialized():
         raise RayUnavailableError("Ray is already connected in this process: call "
                                   "ray.shutdown() before starting a local cluster")
@@ -173,7 +153,6 @@ def start_local_cluster(*, num_cpus: int | None = None,
 
 
 def _resolved(address: str | None, temp_dir: str | None) -> str:
-    """``address`` as ``host:port`` or ``ray://host:port``, looked up where it says."""
     if address is None:
         address = os.environ.get("RAY_ADDRESS") or None
         if address is None:
@@ -190,22 +169,12 @@ def _resolved(address: str | None, temp_dir: str | None) -> str:
 
 
 def connect_cluster(address: str | None = None, *, timeout: float = 5.0, **init: Any) -> str:
-    """Join a running cluster; returns its address as joined (``host:port`` or
-    ``ray://host:port``).
-
-    Args:
-        address: ``host:port`` of its GCS (what ``ray start --head`` printed), ``"auto"``
-            (the cluster ``ray start`` last started on this machine), ``ray://host:port``
-            (a Ray Client server), or ``None``: the ``RAY_ADDRESS`` environment variable.
-        timeout: seconds to wait for a TCP connection there.
-        init: further ``ray.init`` keywords.
-
-    The cluster's Ray and Python versions must be this process's; a cluster with token
-    authentication needs ``RAY_AUTH_MODE=token`` and its token in this process's environment.
+    """Join a running cluster at ``address`` (``host:port``, ``"auto"``, ``ray://host:port``,
+    or ``None``: ``RAY_ADDRESS``); returns the address as joined. ``timeout``: seconds to
+    wait for a TCP connection there; ``init``: further ``ray.init`` keywords.
 
     Raises:
-        RayUnavailableError: Ray is connected already, no address is given or found, or
-            nothing accepts a TCP connection at the address within ``timeout`` seconds.
+        RayUnavailableError: connected already, no address, or nothing answers there.
     """
     if ray.is_initialized():
         raise RayUnavailableError("Ray is already connected in this process")

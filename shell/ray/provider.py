@@ -4,48 +4,31 @@ that carries a remote child's events into a session of the parent's host.
 Rules:
 
 * The shared driver's rules, not a copy: a start is the in-process driver's steps
-  (:func:`~turnfork.shell.subagents.providers.plan_setup`, ``create_child_session``,
-  ``setup_checkpoint``) on the parent's host, and the child agent is configured on a worker by
-  ``configure_child`` from what was planned here. The run is a
-  :class:`~turnfork.shell.subagents.run.SubagentRun`, so result reading, abort, disposal and
-  their separate failure channels are the in-process run's.
-* What is decided before publication is refused before publication, with nothing left: Ray
-  not connected (``RAY_NOT_CONNECTED``), no worker that starts (``RAY_WORKER_UNAVAILABLE``),
-  a cluster found lost (``RAY_CLUSTER_LOST``), a seed the object store refuses
-  (``RAY_SEED_NOT_STORED``); an abort or the parent's disposal during the setup window
-  (``setup_checkpoint``).
-* A start waits for no worker while another can take the child: the least loaded started
-  worker takes it; only when none can does it wait (up to ``start_timeout``) for one to start
-  or free a slot. Workers that cannot be placed stay pending and stall nothing. The pool grows
-  up to ``max_size`` when every worker runs ``max_children``.
-* The pool learns that a worker died from the worker itself (a call that never answers fails
-  when it dies), not from a child that fails: a dead worker gets no new children. A worker Ray
-  says is unavailable (``ActorUnavailableError``, transient) keeps its children and gets no new
-  ones until it answers again; only after ``unavailable_timeout`` seconds are its children
-  given up on.
-* Per worker and host event loop there is one *link*: the children started on one tick go in
-  one call, their cancels in another, and one poll at a time brings back the events of all of
-  them (see :mod:`.worker`); each batch is decoded once, then appended child by child.
-* A fork child's seed is encoded once per fork point (parent and cut) and put into the object
-  store once; every child forked there gets the same reference, and holds it only while it
-  runs. A parent keeps one stored seed, replaced when its cut moves, dropped as soon as the
-  parent is disposed.
-* The child's session lives on the parent's host (``host.sessions``: the store's file, read
-  like any local session); its events are appended there, where the trace checks them. The
+  (``plan_setup``, ``create_child_session``, ``setup_checkpoint``) on the parent's host, the
+  child is configured on a worker by ``configure_child``, and the run is a ``SubagentRun``.
+* What is decided before publication is refused before publication, with nothing left:
+  ``RAY_NOT_CONNECTED``, ``RAY_WORKER_UNAVAILABLE``, ``RAY_CLUSTER_LOST``,
+  ``RAY_SEED_NOT_STORED``, or an abort or the parent's disposal during setup.
+* The least loaded started worker takes a child; only when none can does a start wait (up to
+  ``start_timeout``). Pending workers stall nothing. The pool grows up to ``max_size`` when
+  every worker runs ``max_children``.
+* A worker's death is learnt from the worker (its lifeline call fails), not from a child that
+  fails. A worker Ray calls unavailable (transient) gets no new children until it answers;
+  only after ``unavailable_timeout`` are its children given up on.
+* Per worker and host event loop one *link* batches a tick's starts and cancels, and one poll
+  at a time brings back all its children's events (see :mod:`.worker`).
+* A fork seed is put into the object store once per fork point; a parent keeps one stored
+  seed, replaced when its cut moves, dropped when it is disposed.
+* The child's session lives on the parent's host, where the trace checks the events; the
   worker's copy is a working copy.
-* Cancelling a run (the parent's signal, cause ``parent``; disposal, cause ``disposed``) asks
-  the worker to cancel the child through its own turn machine; its closing events come back.
-  A child that has not stopped ``stop_timeout`` seconds later is stopped on its worker (its
-  task cancelled), then given up on.
-* A child that is lost — its worker died, the cluster's GCS stopped answering, its events
-  could not be read — has its turn closed on the parent's host by the core's crash closers
-  (reason ``interrupted``: a started tool call's outcome is unknown), after every event already
-  received; its result is not ``completed`` and its diagnostic says what happened. With
-  ``recover`` (opt-in) a child whose worker died resumes instead, on another worker, from the
-  events this host acknowledged: a new turn answers :data:`RECOVERY_PROMPT`. A batch the host
-  cannot decode or append stops the child and rejects its result (as a failing write does in
-  process). Siblings on other workers are not affected. Ray never retries a child's calls
-  (a model turn is not replayed behind the parent's back).
+* Cancelling asks the worker to cancel through the child's own turn machine; a child not
+  stopped ``stop_timeout`` seconds later is stopped there, then given up on.
+* A lost child (worker died, GCS gone, events unreadable) has its turn closed here by the
+  core's crash closers (``interrupted``) after every event received; its diagnostic says what
+  happened. With ``recover`` a child whose worker died resumes on another worker from the
+  acknowledged events, answering :data:`RECOVERY_PROMPT`. A batch the host cannot decode or
+  append rejects the result. Ray never retries a child's calls (a model turn is not replayed
+  behind the parent's back).
 """
 
 from __future__ import annotations
@@ -70,7 +53,6 @@ from ...core import (
     CancelCause,
     CancelDisposed,
     CancelUser,
-    Capabilities,
     CheckedRequest,
     Event,
     StartError,
@@ -84,6 +66,8 @@ from ..abort import AbortSignal
 from ..agent import Agent, Prompt, report_idle, user_message
 from ..session import Session
 from ..subagents.providers import (
+    ALL_CAPABILITIES,
+    _ProviderBase,
     create_child_session,
     discard_child,
     plan_setup,
@@ -130,37 +114,28 @@ __all__ = [
     "RaySpawnProvider",
 ]
 
-#: Everything the in-process providers support: the worker configures the child with the
-#: shared driver's own step.
-RAY_CAPABILITIES = Capabilities(output_schema=True, depth_limit=True, tool_filter=True,
-                                persona=True)
+#: The in-process providers' own: the worker configures the child with the driver's step.
+RAY_CAPABILITIES = ALL_CAPABILITIES
 
-#: ``StartError.code`` of a start while this process is not connected to Ray.
+#: ``StartError.code`` values (see the module rules).
 RAY_NOT_CONNECTED = "RAY_NOT_CONNECTED"
-#: ``StartError.code`` of a start no pool worker could take (none started, or all died).
 RAY_WORKER_UNAVAILABLE = "RAY_WORKER_UNAVAILABLE"
-#: ``StartError.code`` of a start after the pool found the cluster's GCS gone.
 RAY_CLUSTER_LOST = "RAY_CLUSTER_LOST"
-#: ``StartError.code`` of a fork whose seed the object store refused.
 RAY_SEED_NOT_STORED = "RAY_SEED_NOT_STORED"
 
-#: What a recovered child's new turn is asked (the pool's ``recover``): its interrupted turn
-#: is in its history, closed by the crash closers.
+#: A recovered child's new turn: its interrupted one is in its history, closed.
 RECOVERY_PROMPT = ("Your previous turn was interrupted because the machine running it was "
                    "lost. Continue the task from where it stopped.")
 
-#: Ray's placement-group strategies, for ``RayWorkerPool(placement=...)``.
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
-#: Seconds between two probes of the GCS (each may take as long), and probes missed in a row
-#: before the cluster counts as lost: about 5 s, well inside the 60 s after which Ray ends a
-#: driver whose GCS is gone.
+#: About 5 s of missed GCS probes make the cluster lost: well inside the 60 s after which Ray
+#: ends a driver whose GCS is gone.
 _PROBE_INTERVAL = 1.0
 _PROBES_MISSED = 5
-#: Seconds before a call Ray called transiently unavailable is sent again, and how often.
+#: A call Ray calls transiently unavailable is sent again after a delay, so many times.
 _RETRY_DELAY = 0.2
 _RETRIES = 50
-#: Options the pool owns, and what to use instead.
 _OWN_OPTIONS = {
     "max_concurrency": "RayWorkerPool(max_concurrency=...)",
     "concurrency_groups": "nothing: the pool's workers have their own (the control calls')",
@@ -193,15 +168,9 @@ def _first_line(error: BaseException) -> str:
     return first
 
 
-def _retrieved(future: concurrent.futures.Future[Any]) -> None:
-    """Read a fire-and-forget call's outcome (Ray reports an error never read)."""
-    with contextlib.suppress(BaseException):
-        future.exception()
-
-
 def _on_loop(loop_ref: weakref.ref[asyncio.AbstractEventLoop],
              work: Callable[..., None], *args: Any) -> None:
-    """Run ``work(*args)`` on the loop (from any thread); nothing if it is gone or closed."""
+    # From any thread; nothing if the loop is gone or closed.
     loop = loop_ref()
     if loop is not None:
         with contextlib.suppress(RuntimeError):
@@ -218,27 +187,24 @@ def _wake(waiter: asyncio.Future[None]) -> None:
 
 @dataclass(eq=False)
 class RayWorker:
-    """One pool actor: its handle and name, what it reported when it started, its children."""
+    """One pool actor."""
 
     handle: Any
     index: int
     name: str
-    ready: concurrent.futures.Future[Any]
     info: WorkerInfo | None = None
     load: int = 0
     alive: bool = True
     #: False while Ray says the worker is unavailable (it gets no new children then).
     reachable: bool = True
-    #: Why it died or would not start.
     problem: str | None = None
-    #: The incarnation its lifeline follows (none while no lifeline is out).
+    #: The incarnation its lifeline follows.
     watched: str | None = None
     links: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Link] = field(
         default_factory=weakref.WeakKeyDictionary)
 
     @property
     def pid(self) -> int | None:
-        """The worker process's id, once started."""
         return None if self.info is None else self.info.pid
 
     @property
@@ -251,7 +217,7 @@ class RayWorker:
 
 @dataclass
 class _Watch:
-    """The GCS probe thread and the children it fails when the cluster is lost."""
+    """The GCS probe thread and the children it loses when the cluster is lost."""
 
     children: set[RemoteChild] = field(default_factory=set)
     thread: threading.Thread | None = None
@@ -261,44 +227,13 @@ class _Watch:
 
 
 class RayWorkerPool:
-    """Async actors, each running many children on its own event loop.
-
-    Args:
-        setup: configures each worker's registries when it starts (its models and tools); an
-            importable module-level function (Ray pickles it by reference).
-        size: workers to keep (for a multi-node cluster, a few per node).
-        max_size: workers to grow to when every worker runs ``max_children`` (default
-            ``size``: no growth).
-        max_children: children one worker runs at once (default: no limit). With per-worker
-            resources in ``actor_options`` this is what one child gets: e.g. ``num_gpus=1``
-            and ``max_children=1`` give every child a GPU of its own.
-        max_concurrency: calls one worker runs at once besides its control calls (a start
-            or a poll at a time per host; children are not calls).
-        start_timeout: seconds a start may wait when no worker can take its child.
-        stop_timeout: seconds a cancelled child may take to stop before it is stopped on its
-            worker (and again before it is given up on).
-        unavailable_timeout: seconds a worker Ray calls unavailable may stay so before its
-            children are given up on (they resume elsewhere under ``recover``).
-        flush_interval: seconds the children's events may wait on their worker for more to
-            join them in one batch.
-        placement: a placement-group strategy for the workers (:data:`PLACEMENT_STRATEGIES`):
-            ``"STRICT_SPREAD"`` puts one worker on each node; the group has ``size``
-            bundles, each a worker's resources.
-        recover: how many times a child whose worker died resumes on another worker from
-            its acknowledged events (0: never; its result says it was lost).
-        name: the pool's name; worker ``i`` is the named actor ``f"{name}-{i}"`` (default
-            ``turnfork-pool-N``, N counting this process's pools).
-        actor_options: further ``ray.remote`` options for the workers (resources, a
-            ``runtime_env``, a node label, …). ``num_cpus`` is 0 unless given, the
-            scheduling strategy ``SPREAD`` unless given (or ``placement``), ``max_restarts``
-            0 unless given; ``max_task_retries`` must be 0 (a model turn is not replayed);
-            ``max_concurrency`` and ``name`` are this class's arguments.
+    """Async actors, each running many children on its own event loop (the arguments:
+    ``docs/ray.md``). ``setup`` must be importable on the workers (Ray pickles it by
+    reference). Holds no event-loop state: one pool serves hosts on any loop. :meth:`close`
+    kills its workers.
 
     Raises:
         ValueError: a size, timeout or option out of range, or an option the pool owns.
-
-    The pool holds no event-loop state: one pool serves hosts on any loop. :meth:`close` kills
-    its workers.
     """
 
     def __init__(self, setup: WorkerSetup | None = None, *, size: int = 2,
@@ -373,15 +308,11 @@ class RayWorkerPool:
 
     @property
     def workers(self) -> tuple[RayWorker, ...]:
-        """The live workers (started or not), in creation order."""
+        """The live workers (started or not)."""
         return tuple(worker for worker in self._workers if worker.alive)
 
     def check_connected(self) -> None:
-        """Refuse a start that cannot run: not connected, closed, or the cluster lost.
-
-        Raises:
-            SubagentStartError: ``RAY_NOT_CONNECTED`` or ``RAY_CLUSTER_LOST``.
-        """
+        """Refuse a start that cannot run (``RAY_NOT_CONNECTED``, ``RAY_CLUSTER_LOST``)."""
         if self._watch.lost is not None:
             raise _refusal(RAY_CLUSTER_LOST, self._watch.lost)
         if self._closed:
@@ -425,21 +356,18 @@ class RayWorkerPool:
                                                            flush_interval=self.flush_interval)
             ready = handle.ready.remote().future()
         except Exception as error:  # e.g. the name is taken in this namespace
-            failed: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            failed.set_exception(error)
-            worker = RayWorker(handle=None, index=index, name=name, ready=failed, alive=False,
+            worker = RayWorker(handle=None, index=index, name=name, alive=False,
                                problem=f"a Ray worker could not start: {_first_line(error)}")
-            self._workers.append(worker)
-            return worker
-        worker = RayWorker(handle=handle, index=index, name=name, ready=ready)
+        else:
+            worker = RayWorker(handle=handle, index=index, name=name)
+            self._when_answered(ready, self._answered_ready, worker)
         self._workers.append(worker)
-        self._when_answered(ready, self._answered_ready, worker)
         return worker
 
     def _when_answered(self, future: concurrent.futures.Future[Any],
                        work: Callable[[RayWorker, concurrent.futures.Future[Any]], None],
                        worker: RayWorker) -> None:
-        """Run ``work(worker, future)`` on the pool's thread once ``future`` is done."""
+        # On the pool's thread: never Ray's own, which a Ray call blocks.
 
         def answered(done: concurrent.futures.Future[Any]) -> None:
             with contextlib.suppress(RuntimeError):  # closed: nothing to follow
@@ -447,14 +375,22 @@ class RayWorkerPool:
 
         future.add_done_callback(answered)
 
+    def _followed(self, worker: RayWorker) -> bool:
+        # (A Ray call after ray.shutdown() would start a cluster.)
+        return not self._closed and worker.alive and ray.is_initialized()
+
+    def _unreachable(self, worker: RayWorker) -> None:
+        worker.reachable = False
+        timer = threading.Timer(_RETRY_DELAY * 5, self._ask_ready, args=(worker,))
+        timer.daemon = True
+        timer.start()
+
     def _answered_ready(self, worker: RayWorker, future: concurrent.futures.Future[Any]) -> None:
-        """(The pool's thread) The worker's ``ready`` call ended."""
         error = future.exception()
-        if self._closed or not worker.alive or not ray.is_initialized():
-            return  # (a Ray call after ray.shutdown() would start a cluster)
+        if not self._followed(worker):
+            return
         if isinstance(error, exceptions.ActorUnavailableError):
-            worker.reachable = False
-            self._later(self._ask_ready, worker)
+            self._unreachable(worker)
         elif error is not None:
             worker.problem = f"a Ray worker could not start: {_first_line(error)}"
             self._drop(worker)
@@ -469,34 +405,24 @@ class RayWorkerPool:
         self._changed()
 
     def _ask_ready(self, worker: RayWorker) -> None:
-        if self._closed or not worker.alive or not ray.is_initialized():
-            return
-        try:
-            ready = worker.handle.ready.remote().future()
-        except Exception:
-            return
-        self._when_answered(ready, self._answered_ready, worker)
+        if self._followed(worker):
+            with contextlib.suppress(Exception):
+                self._when_answered(worker.handle.ready.remote().future(), self._answered_ready,
+                                    worker)
 
     def _lifeline_ended(self, worker: RayWorker, future: concurrent.futures.Future[Any]) -> None:
-        """(The pool's thread) The call that never answers did: the worker is gone, or Ray lost
-        touch with it for a while (then it is asked again whether it is ready)."""
+        # The call that never answers did: the worker is gone, or transiently unavailable.
         error = None if future.cancelled() else future.exception()
         worker.watched = None
-        if self._closed or not worker.alive or not ray.is_initialized():
+        if not self._followed(worker):
             return
         if isinstance(error, exceptions.ActorUnavailableError):
-            worker.reachable = False
-            self._later(self._ask_ready, worker)
+            self._unreachable(worker)
         else:
             worker.problem = (f"the Ray worker {worker.name}{worker.where()} died: "
                               f"{_first_line(error) if error else 'it stopped'}")
             self._drop(worker)
         self._changed()
-
-    def _later(self, work: Callable[[RayWorker], None], worker: RayWorker) -> None:
-        timer = threading.Timer(_RETRY_DELAY * 5, work, args=(worker,))
-        timer.daemon = True
-        timer.start()
 
     def _drop(self, worker: RayWorker) -> None:
         if worker.alive:
@@ -506,7 +432,7 @@ class RayWorkerPool:
                     ray.kill(worker.handle)
 
     def _changed(self) -> None:
-        """Wake every start waiting for a worker (on whatever loop it waits)."""
+        """Wake every start waiting for a worker, on its own loop."""
         with self._lock:
             waiters, self._waiters = self._waiters, []
         for loop, waiter in waiters:
@@ -544,14 +470,8 @@ class RayWorkerPool:
         return "; ".join(problems) or "no Ray worker is available"
 
     async def acquire(self, *, exclude: Collection[RayWorker] = ()) -> RayWorker:
-        """The least loaded started worker (starting the missing ones), not one of
-        ``exclude``; its load counts one more child until :meth:`release`.
-
-        Raises:
-            SubagentStartError: ``RAY_NOT_CONNECTED``, ``RAY_CLUSTER_LOST``, or
-                ``RAY_WORKER_UNAVAILABLE`` when no worker can take the child within
-                ``start_timeout``.
-        """
+        """The least loaded started worker not in ``exclude``, counted one more child until
+        :meth:`release` (a refusal: ``SubagentStartError``)."""
         self.check_connected()
         self._watch_cluster()
         loop = asyncio.get_running_loop()
@@ -565,9 +485,7 @@ class RayWorkerPool:
                 spawned = [worker for worker in self._workers if worker not in before]
             while True:
                 with self._lock:
-                    # Registered first: a worker that starts right after this look wakes it.
-                    waiter: asyncio.Future[None] = loop.create_future()
-                    self._waiters.append((weakref.ref(loop), waiter))
+                    waiter = self._waiter(loop)
                     chosen = self._choose(exclude)
                     if chosen is not None:
                         chosen.load += 1
@@ -586,8 +504,8 @@ class RayWorkerPool:
                 self._waiting -= 1
 
     async def wait_ready(self) -> tuple[RayWorker, ...]:
-        """Start the missing workers and wait until none is starting any more (each started,
-        or failed to), at most ``start_timeout`` seconds; returns the started ones."""
+        """Start the missing workers and wait (at most ``start_timeout``) until none is
+        starting; returns the started ones."""
         self.check_connected()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.start_timeout
@@ -595,14 +513,19 @@ class RayWorkerPool:
             self._top_up()
         while True:
             with self._lock:
-                waiter: asyncio.Future[None] = loop.create_future()
-                self._waiters.append((weakref.ref(loop), waiter))
+                waiter = self._waiter(loop)
             workers = self.workers
             remaining = deadline - loop.time()
             if all(worker.started for worker in workers) or remaining <= 0:
                 return tuple(worker for worker in workers if worker.started)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(waiter, remaining)
+
+    def _waiter(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
+        # Registered before the look it follows: a worker that starts right after wakes it.
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._waiters.append((weakref.ref(loop), waiter))
+        return waiter
 
     def _waited(self) -> str:
         alive = [worker for worker in self._workers if worker.alive]
@@ -619,14 +542,13 @@ class RayWorkerPool:
                 + ", ".join(parts or ["none is available"]))
 
     def release(self, worker: RayWorker) -> None:
-        """A child of ``worker`` ended (or never ran)."""
         with self._lock:
             worker.load = max(0, worker.load - 1)
         if self.max_children is not None:
             self._changed()
 
     def lost(self, worker: RayWorker, problem: str | None = None) -> None:
-        """``worker`` died or would not start: drop it (the next start replaces it)."""
+        """Drop a dead worker (the next start replaces it)."""
         if worker.alive and problem is not None:
             worker.problem = problem
         self._drop(worker)
@@ -638,7 +560,7 @@ class RayWorkerPool:
             self._changed()
 
     def link(self, worker: RayWorker) -> _Link:
-        """The link to ``worker`` of the running event loop (made on first use)."""
+        """The running event loop's link to ``worker``."""
         loop = asyncio.get_running_loop()
         link = worker.links.get(loop)
         if link is None:
@@ -646,7 +568,7 @@ class RayWorkerPool:
         return link
 
     async def live_children(self) -> tuple[str, ...]:
-        """Ids of the children running on the live workers now (asks each worker)."""
+        """Ids of the children running on the live workers (asks each)."""
         asked = [asyncio.wrap_future(worker.handle.live_children.remote().future())
                  for worker in self.workers if worker.started]
         found: list[str] = []
@@ -659,8 +581,7 @@ class RayWorkerPool:
         return tuple(found)
 
     def put(self, events: Sequence[Event]) -> concurrent.futures.Future[tuple[Any, int]]:
-        """Encode ``events`` and put them into the object store, off the event loop; the
-        future gives the reference and its size."""
+        """Encode and store ``events``, off the event loop: (reference, size)."""
 
         def stored() -> tuple[Any, int]:
             data = encode_log(events)
@@ -672,8 +593,7 @@ class RayWorkerPool:
         return self._puts.submit(stored)
 
     def close(self) -> None:
-        """Kill every worker (any child still on one is lost), remove the placement group
-        and stop the GCS probe."""
+        """Kill every worker (their children are lost), remove the placement group."""
         self._closed = True
         self._watch.stop.set()
         with self._spawning:
@@ -691,7 +611,7 @@ class RayWorkerPool:
     # ------------------------------------------------------------------ the GCS probe
 
     def follow(self, child: RemoteChild) -> None:
-        """Fail ``child`` if the cluster is found lost while it runs."""
+        """Lose ``child`` if the cluster is found lost while it runs."""
         with self._watch.lock:
             self._watch.children.add(child)
 
@@ -746,8 +666,7 @@ class RayWorkerPool:
 
 @dataclass
 class _StartCall:
-    """One ``start_children`` call, kept to be sent again while Ray calls its worker
-    transiently unavailable."""
+    """One ``start_children`` call, kept to be sent again while its worker is unavailable."""
 
     link: str
     payload: bytes
@@ -757,8 +676,7 @@ class _StartCall:
 
 
 class _Link:
-    """One worker's children started from one host event loop: their starts and cancels go
-    in batches, one poll at a time brings their events back (see the module rules)."""
+    """One worker's children started from one host event loop (see the module rules)."""
 
     def __init__(self, pool: RayWorkerPool, worker: RayWorker,
                  loop: asyncio.AbstractEventLoop) -> None:
@@ -850,11 +768,8 @@ class _Link:
         except Exception as error:
             self._not_started(ids, error)
             return
-        future.add_done_callback(functools.partial(self._threadsafe, self._starts_answered,
+        future.add_done_callback(functools.partial(_on_loop, self._loop, self._starts_answered,
                                                    call))
-
-    def _threadsafe(self, work: Callable[..., None], *args: Any) -> None:
-        _on_loop(self._loop, work, *args)
 
     def _starts_answered(self, call: _StartCall, future: concurrent.futures.Future[Any],
                          ) -> None:
@@ -889,7 +804,7 @@ class _Link:
         except Exception:
             return  # the worker is gone: its poll says so
         future.add_done_callback(functools.partial(
-            self._threadsafe, self._control_answered, method, argument, attempt))
+            _on_loop, self._loop, self._control_answered, method, argument, attempt))
 
     def _control_answered(self, method: str, argument: Any, attempt: int,
                           future: concurrent.futures.Future[Any]) -> None:
@@ -964,7 +879,7 @@ class _Link:
             self._control("close_link", link)
 
     def _restarted(self, incarnation: str) -> None:
-        """Ray restarted the worker (``max_restarts``): what its last process ran is lost."""
+        # Ray restarted the worker (``max_restarts``): what its last process ran is lost.
         gone = [child_id for child_id, started_on in self._started_on.items()
                 if started_on != incarnation]
         for child_id in gone:
@@ -995,26 +910,25 @@ class _Link:
                 child.finish(done)
 
     def _lose_all(self, reason: str, *, recoverable: bool = False) -> None:
-        children = list(self.children.values())
-        self.children.clear()
-        self._started_on.clear()
-        for child in children:
+        for child in self._drop_all():
             child.lost(reason, recoverable=recoverable)
 
     def _fail_all(self, problem: str) -> None:
+        for child in self._drop_all():
+            child.fail(_HostSideError(problem))
+
+    def _drop_all(self) -> list[RemoteChild]:
         children = list(self.children.values())
         self.children.clear()
         self._started_on.clear()
-        for child in children:
-            child.fail(_HostSideError(problem))
+        return children
 
 
 # ---------------------------------------------------------------------------- a remote child
 
 
 class RemoteChild:
-    """A child running on a pool worker, as its run drives it: ``session`` is the child's
-    session on the parent's host, where its events land (see the module rules)."""
+    """A child running on a pool worker; ``session`` is its session on the parent's host."""
 
     def __init__(self, *, pool: RayWorkerPool, worker: RayWorker, host: SubagentHost,
                  session: Session, spec: ChildSpec, seed: Any,
@@ -1039,14 +953,11 @@ class RemoteChild:
         self._setup_length = len(session) - len(spec.policy)
         #: Why the child ended abnormally, when its worker or the cluster let it down.
         self.diagnostic: str | None = None
-        #: A failure of the host's side (a batch it could not decode or append), raised once
-        #: by :meth:`when_idle`.
+        #: A failure of the host's side, raised once by :meth:`when_idle`.
         self.failure: BaseException | None = None
-        #: Events received from the worker and appended here, in how many batches.
         self.received = 0
         self.batches = 0
-        #: Times it resumed on another worker after its worker died (the pool's ``recover``),
-        #: and why each time.
+        #: Why it resumed on another worker, each time (the pool's ``recover``).
         self.recoveries: list[str] = []
 
     @property
@@ -1058,7 +969,6 @@ class RemoteChild:
         return self._started and not self._idle.done()
 
     def followup(self, prompt: Prompt) -> None:
-        """Start the child on its worker with ``prompt`` (once)."""
         if self._started:
             raise RuntimeError(f"the remote child {self.id} was started already")
         self._started = True
@@ -1071,7 +981,7 @@ class RemoteChild:
         self._link.start(self, start, self._seed)
 
     def cancel(self, cause: CancelCause | None = None) -> None:
-        """Cancel the child's turn with ``cause`` (the first cause wins), on its worker."""
+        """Cancel the child's turn on its worker (the first cause wins)."""
         if self._cause is not None:
             return
         self._cause = cause or CancelUser()
@@ -1079,18 +989,14 @@ class RemoteChild:
             self._link.cancel(self.id, self._cause)
 
     async def when_idle(self) -> None:
-        """Wait until the child stopped (on its worker, or given up on) and its log here is
-        durable (committed by the host's store), as an agent's ``when_idle`` does.
-
-        Raises:
-            AgentLoopError: the host could not take the child's events; raised once.
-        """
+        """Wait until the child stopped (or was given up on) and its log here is durable, as
+        an agent's ``when_idle`` does (raises :attr:`failure` once)."""
         await asyncio.wait([self._idle])
         await report_idle(self)
 
     async def dispose(self) -> None:
-        """Cancel with ``disposed``, wait for the child to stop (see the module rules), and
-        release its session here (the store keeps its file). Idempotent, concurrent-safe."""
+        """Cancel with ``disposed``, wait for the child to stop, release its session here
+        (the store keeps its file). Idempotent, concurrent-safe."""
         self.cancel(CancelDisposed())
         if not self._started:
             self._finish()
@@ -1115,14 +1021,12 @@ class RemoteChild:
                       "and was given up on; its worker may still be running it")
 
     def lose_threadsafe(self, reason: str) -> None:
-        """:meth:`lost` from another thread (the pool's GCS probe)."""
         with contextlib.suppress(RuntimeError):  # the loop is closed: nothing is running
             self._loop.call_soon_threadsafe(self.lost, reason)
 
     # ------------------------------------------------------------------ what the link says
 
     def take(self, events: Sequence[Event]) -> None:
-        """Append events the worker sent; a failure stops the child (see the module rules)."""
         if not events or self._idle.done():
             return
         try:
@@ -1134,7 +1038,6 @@ class RemoteChild:
         self.batches += 1
 
     def finish(self, done: ChildDone) -> None:
-        """The worker says the child is idle and disposed there."""
         if self._idle.done():
             return
         if self._capture is not None and done.captured is not None:
@@ -1147,7 +1050,7 @@ class RemoteChild:
         self._finish()
 
     def fail(self, failure: BaseException) -> None:
-        """The host cannot follow the child any more: stop it there, close it here."""
+        """The host cannot follow the child: stop it there, close it here."""
         if self._idle.done():
             return
         self.failure = failure
@@ -1158,8 +1061,8 @@ class RemoteChild:
         self._finish()
 
     def lost(self, reason: str, *, recoverable: bool = False) -> None:
-        """Stop waiting for the worker: the child is lost for ``reason`` (resumed elsewhere
-        when ``recoverable`` and the pool's ``recover`` allows)."""
+        """The child is lost for ``reason`` (resumed elsewhere when ``recoverable`` and the
+        pool's ``recover`` allows)."""
         if self._idle.done() or self._resuming is not None:
             return
         if (recoverable and self._cause is None
@@ -1209,7 +1112,6 @@ class RemoteChild:
     # ------------------------------------------------------------------ endings
 
     def _close(self, reason: str) -> None:
-        """Close the child's open turn here, after every event received, and say why."""
         self.diagnostic = (f"{reason}; the child's log was closed on the parent's host after "
                            f"the {self.received} events received from it")
         try:
@@ -1259,8 +1161,7 @@ class _StoredSeed:
 
 
 class _SeedRefs:
-    """A provider's stored seeds: one per parent, at its latest fork point, dropped when the
-    parent is disposed."""
+    """A provider's stored seeds: one per parent, at its latest fork point."""
 
     def __init__(self, pool: RayWorkerPool) -> None:
         self._pool = pool
@@ -1268,7 +1169,7 @@ class _SeedRefs:
         self._runtimes: weakref.WeakSet[SubagentRuntime] = weakref.WeakSet()
 
     def _follow(self, runtime: SubagentRuntime) -> None:
-        """Drop a parent's seed as soon as the runtime releases the parent (its disposal)."""
+        # A parent's seed goes as soon as the runtime releases the parent.
         if runtime in self._runtimes:
             return
         self._runtimes.add(runtime)
@@ -1286,7 +1187,6 @@ class _SeedRefs:
         runtime.on_release(release, owns=owns)
 
     def held(self) -> int:
-        """Parents with a stored seed."""
         return len(self._by_parent)
 
     async def reference(self, runtime: SubagentRuntime, parent: Agent,
@@ -1298,8 +1198,6 @@ class _SeedRefs:
             self._by_parent[parent.id] = stored
         try:
             reference, _ = await asyncio.shield(asyncio.wrap_future(stored.put))
-        except asyncio.CancelledError:
-            raise
         except Exception as error:
             if self._by_parent.get(parent.id) is stored:
                 del self._by_parent[parent.id]
@@ -1318,51 +1216,34 @@ class _SeedRefs:
 
 
 def _route_pool(pools: Mapping[str, RayWorkerPool], request: CheckedRequest) -> str:
-    """The default choice of pool: the one named like the child's model provider, else the
-    first."""
+    """The pool named like the child's model provider, else the first."""
     options = request.request.agent_options
     wanted = None if options is None else options.provider
     return wanted if wanted is not None and wanted in pools else next(iter(pools))
 
 
-class RayProvider:
-    """A provider whose children run on a :class:`RayWorkerPool`; subclasses differ only in
-    :attr:`kind`, as the in-process ones do.
+class RayProvider(_ProviderBase):
+    """Children on a :class:`RayWorkerPool`; subclasses differ only in :attr:`kind`.
 
-    ``pool`` is one pool or several by name; with several, ``pool_for(request)`` names the
-    one a child runs on (default: the pool named like the child's model provider, else the
-    first). Each pool's workers have their own resources (``actor_options``), so the pool is
-    how a child asks for resources.
+    ``pool`` is one pool or several by name; ``pool_for(request)`` names the one a child runs
+    on (how a child asks for resources: each pool's ``actor_options`` are its own).
     """
-
-    kind: Literal["fork", "spawn"] = "spawn"
 
     def __init__(self, pool: RayWorkerPool | Mapping[str, RayWorkerPool], provider_name: str,
                  *, pool_for: Callable[[CheckedRequest], str] | None = None,
                  cache_preserving: bool = False) -> None:
-        if not provider_name:
-            raise ValueError("a subagent provider name must not be empty")
+        super().__init__(provider_name)
         pools = {"default": pool} if isinstance(pool, RayWorkerPool) else dict(pool)
         if not pools:
             raise ValueError("a Ray provider needs at least one pool")
         self.pools: Mapping[str, RayWorkerPool] = pools
-        #: The first pool (the only one, for a provider of one pool).
         self.pool = next(iter(pools.values()))
-        self.provider_name = provider_name
-        self.capabilities = RAY_CAPABILITIES
         self._pool_for = pool_for or functools.partial(_route_pool, pools)
         self._seeds = {name: _SeedRefs(each) for name, each in pools.items()}
-        #: Compose seeded children as ``ForkProvider(cache_preserving=True)`` does (not DSH's;
-        #: default off): the parent's system prompt and tool list, what differs after the seed.
         self.cache_preserving = cache_preserving
 
-    @property
-    def inherits_parent_context(self) -> bool:
-        """Whether children see the parent's completed turns (a fork) or not (a spawn)."""
-        return self.kind == "fork"
-
     def seeds_held(self) -> int:
-        """Stored seeds this provider still references (one per parent and pool at most)."""
+        """Stored seeds still referenced (one per parent and pool at most)."""
         return sum(seeds.held() for seeds in self._seeds.values())
 
     def _chosen(self, request: CheckedRequest) -> str:
@@ -1375,7 +1256,7 @@ class RayProvider:
 
     async def start(self, runtime: SubagentRuntime, request: CheckedRequest, *, parent: Agent,
                     signal: AbortSignal | None) -> SubagentRun:
-        """Plan on this host, run on a worker (see the module rules)."""
+        # Plan on this host, run on a worker.
         host = runtime.host
         setup = plan_setup(host, request, parent, signal, kind=self.kind,
                            provider_name=self.provider_name,
@@ -1400,33 +1281,19 @@ class RayProvider:
         spec = ChildSpec.planned(setup, host_sections=host.prompt_sections.sections(),
                                  sandbox_mode=getattr(host, "sandbox_mode", None),
                                  session_titles=bool(getattr(host, "session_titles", True)))
-        structured = plan.structured
-        capture = (None if structured is None
-                   else StructuredCapture(structured, in_answer=setup.listed is not None))
+        capture = setup.capture()
         child = RemoteChild(pool=pool, worker=worker, host=host, session=session,
                             spec=spec, seed=seed, capture=capture)
-
-        def diagnostic() -> str | None:
-            return child.diagnostic
-
         return SubagentRun(provider=self.provider_name, label=request.request.label,
                            parent=parent, child=child,
                            seed_length=0 if plan.seed is None else len(plan.seed),
                            prompt=plan.prompt, capture=capture, signal=signal,
-                           diagnostic=diagnostic)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(provider_name={self.provider_name!r})"
+                           diagnostic=lambda: child.diagnostic)
 
 
 class RayForkProvider(RayProvider):
-    """Children start from the parent's completed turns, their seed shipped once per fork
-    point through the object store.
-
-    ``cache_preserving=True``: the mode of ``ForkProvider(cache_preserving=True)`` — the
-    child's system prompt and tool list are its parent's (a tool its filter forbids stays
-    listed and is refused when called), its persona and output schema ride after the seed.
-    """
+    """Children start from the parent's completed turns; ``cache_preserving``: as
+    ``ForkProvider(cache_preserving=True)``."""
 
     kind: Literal["fork", "spawn"] = "fork"
 

@@ -3,46 +3,31 @@ actor's own event loop, and what travels between it and the parent's host.
 
 Rules:
 
-* :class:`ChildWorker` is a plain class; the pool wraps it with ``ray.remote(...)`` where it is
-  used (Ray pickles only the thin wrapper by value: this module travels by reference, so the
-  workers must be able to import turnfork). Its ``setup`` callable configures the worker's
-  registries once, when the actor starts: the models the children call and the tools they
-  may use (see ``docs/ray.md``).
-* A child is configured on the worker by the shared driver's own steps
-  (:func:`~turnfork.shell.subagents.providers.create_child_session` and
-  :func:`~turnfork.shell.subagents.providers.configure_child`) from the :class:`ChildSpec`
-  its provider planned on the parent's host: nothing is decided here. Its host mirrors the
-  parent's host (prompt sections, sandbox mode, session titles) over the worker's models,
-  tools and live agents.
-* The worker's host (:class:`WorkerHost`, the one ``setup`` configures) holds every child it
-  runs as live and as the child of a run held on the parent's host, from the child's
-  publication to its disposal: a service installed there judges it as the parent's host
-  judges an in-process child (``ask_user_question`` refuses it as ``DELEGATED_CALLER``).
-* Everything between host and worker goes per *link* (one per worker and host event loop),
-  in batches, encoded with msgspec (MessagePack; events as the wire codec's JSONL):
-  :meth:`ChildWorker.start_children` starts many children in one call and returns at once
-  (children are tasks on the actor's loop, never calls that hold a slot);
-  :meth:`ChildWorker.poll` answers with one :class:`EventsBatch` of everything the link's
-  children committed since the last one — what accumulated within the flush interval (20 ms
-  by default) of the first unsent event, or nothing after ``poll_wait`` seconds — and the
-  :class:`ChildDone` of each child gone idle, sent only once the child is disposed here.
-* A batch is kept until the next poll acknowledges it (``acked``): a poll whose answer was
-  lost on the way is answered again, so a transient loss of the worker (Ray's
-  ``ActorUnavailableError``) loses and repeats nothing. Starts are idempotent (a child is
-  started once, whatever retries say).
-* Control calls run in their own concurrency group (:data:`CONTROL`: a thread and event loop
-  of Ray's), so they are answered however busy the children's loop is, and hand their work to
-  the children's loop: :meth:`~ChildWorker.cancel_children` cancels children's turns through
-  their own turn machines (a cancel that arrives before its child is kept for its start),
-  :meth:`~ChildWorker.stop_children` cancels what still runs of them (their tasks: they stop
-  as disposed), :meth:`~ChildWorker.live_children` lists them, :meth:`~ChildWorker.lifeline`
-  never answers: the pool learns from its failure that the worker is gone.
-* A fork child's seed arrives as an object-store reference, nested in the start call's
-  arguments (so Ray does not fetch it per child), and is fetched, decoded and traced once per
-  fork point on each worker and shared by every child seeded there (a view, as in process).
-* A child resumed from its log (the pool's recovery of a lost child) gets the events the host
-  acknowledged after its setup: its session here is rebuilt from them, and its descriptor is
-  not written again if the log has it.
+* :class:`ChildWorker` is a plain class the pool wraps with ``ray.remote``: this module travels
+  by reference, so the workers must be able to import turnfork. Its ``setup`` configures the
+  worker's registries (models and tools) once, when the actor starts (``docs/ray.md``).
+* A child is configured by the shared driver's own steps (``create_child_session``,
+  ``configure_child``) from the :class:`ChildSpec` planned on the parent's host: nothing is
+  decided here. Its host mirrors the parent's (prompt sections, sandbox mode, session titles)
+  over the worker's registries and live agents.
+* The :class:`WorkerHost` holds every child it runs as the child of a run held on the
+  parent's host, so a service there judges it as an in-process child
+  (``ask_user_question`` refuses it as ``DELEGATED_CALLER``).
+* Everything goes per *link* (one per worker and host event loop), in msgspec batches
+  (MessagePack; events as the wire codec's JSONL): :meth:`ChildWorker.start_children` starts
+  many children and returns at once (children are tasks, never calls that hold a slot);
+  :meth:`ChildWorker.poll` answers one :class:`EventsBatch` of what the link's children
+  committed within the flush interval of the first unsent event (or nothing after
+  ``poll_wait``), and the :class:`ChildDone` of each child disposed here.
+* A batch is kept until the next poll acknowledges it, so a transient loss of the worker
+  loses and repeats nothing; a child is started once, whatever retries say.
+* Control calls run in their own concurrency group (:data:`CONTROL`), answered however busy
+  the children's loop is; a cancel that arrives before its child is kept for its start, and
+  :meth:`~ChildWorker.lifeline` never answers: its failure tells the pool the worker is gone.
+* A fork seed arrives as an object-store reference nested in the start call (so Ray does not
+  fetch it per child) and is decoded and traced once per fork point, shared by its children.
+* A resumed child's session is rebuilt from the events the host acknowledged; its descriptor
+  is not written again if the log has it.
 """
 
 from __future__ import annotations
@@ -72,7 +57,6 @@ from ...core import (
     RuntimeOptions,
     SandboxModeData,
     SessionHeader,
-    StructuredOutputContract,
     SubagentDescriptorData,
     SubagentDescriptorEvent,
     ToolRestriction,
@@ -101,9 +85,8 @@ __all__ = [
     "ChildWorker",
 ]
 
-#: Configures a worker's registries when its actor starts: register the children's models
-#: (``host.models``) and tools (``host.tools``). Must be importable on the workers (a
-#: module-level function of an installed module), as Ray pickles it by reference.
+#: Registers a worker's models (``host.models``) and tools (``host.tools``) when it starts;
+#: importable on the workers (Ray pickles it by reference).
 WorkerSetup = Callable[[Host], None]
 
 #: The concurrency group of the control calls (cancel, stop, list, lifeline).
@@ -114,7 +97,6 @@ _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
 def _control(method: _Method) -> _Method:
-    """A method of the control group (see the module rules)."""
     return cast(_Method, ray.method(concurrency_group=CONTROL)(method))
 
 
@@ -151,9 +133,8 @@ class _ListedTool(msgspec.Struct, frozen=True, array_like=True):
 
 
 class ChildSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """One child as its provider planned it on the parent's host: the core's plan without its
-    seed, seed trace and compiled structured-output contract (rebuilt on the worker), the
-    rest of the shared driver's setup, and what the child's host mirrors of the parent's."""
+    """A ``ChildSetup`` as shipped: the plan without its seed, seed trace and compiled
+    contract (rebuilt on the worker), and what the child's host mirrors of the parent's."""
 
     kind: Literal["fork", "spawn"]
     header: SessionHeader
@@ -166,34 +147,25 @@ class ChildSpec(msgspec.Struct, frozen=True, kw_only=True):
     persona: str | None
     tool_filter: ToolRestriction | None
     depth: int
-    #: The setup's approval flag and the child's own prompt sections (``ChildSetup``).
     approval: bool
     child_sections: tuple[PromptSection, ...]
-    #: The requested output schema's JSON text, compiled again on the worker.
     output_schema: bytes | None
-    #: The parent host's prompt sections (the deployment's), mirrored by the child's host.
     host_sections: tuple[PromptSection, ...]
     sandbox_mode: SandboxMode | None
     session_titles: bool
-    #: A cache-preserving fork child's tool list (its parent's, as the model is offered it):
-    #: what the worker's child lists, whatever its own scope runs. ``None``: derived there.
     listed: tuple[_ListedTool, ...] | None = None
 
     @classmethod
     def planned(cls, setup: ChildSetup, *, host_sections: tuple[PromptSection, ...],
                 sandbox_mode: SandboxMode | None, session_titles: bool) -> ChildSpec:
-        """What ships of ``setup`` (planned by the shared driver on the parent's host)."""
         plan = setup.plan
-        structured = plan.structured
         return cls(
-            kind=plan.kind, header=plan.header, options=plan.options,
+            **{name: getattr(plan, name) for name in _SHIPPED},
             policy=tuple(_SandboxPolicy(data=policy) if isinstance(policy, SandboxModeData)
                          else _ApprovalPolicy(data=policy) for policy in plan.policy),
-            descriptor=plan.descriptor, prompt=plan.prompt, sections=plan.sections,
-            context=plan.context, persona=plan.persona, tool_filter=plan.tool_filter,
-            depth=plan.depth, approval=setup.approval, child_sections=setup.sections,
-            output_schema=(None if structured is None
-                           else bytes(structured.output_schema.schema)),
+            approval=setup.approval, child_sections=setup.sections,
+            output_schema=(None if plan.structured is None
+                           else bytes(plan.structured.output_schema.schema)),
             host_sections=host_sections, sandbox_mode=sandbox_mode,
             session_titles=session_titles,
             listed=None if setup.listed is None else tuple(
@@ -201,20 +173,22 @@ class ChildSpec(msgspec.Struct, frozen=True, kw_only=True):
                             parameters=bytes(tool.schema.parameters)) for tool in setup.listed))
 
     def setup(self, *, seed: PrefixView | None, seed_trace: Trace | None,
-              structured: StructuredOutputContract | None,
               with_policy: bool = True) -> ChildSetup:
-        """The shared driver's setup again, with what the worker rebuilt."""
+        structured = (None if self.output_schema is None else structured_output_contract(
+            validate_output_schema(Raw(self.output_schema)).unwrap()))
         plan = ChildPlan(
-            kind=self.kind, header=self.header, seed=seed, seed_trace=seed_trace,
-            options=self.options,
+            **{name: getattr(self, name) for name in _SHIPPED}, seed=seed, seed_trace=seed_trace,
             policy=tuple(wrapped.data for wrapped in self.policy) if with_policy else (),
-            descriptor=self.descriptor, prompt=self.prompt, sections=self.sections,
-            context=self.context, persona=self.persona, tool_filter=self.tool_filter,
-            structured=structured, depth=self.depth)
+            structured=structured)
         listed = (None if self.listed is None
                   else tuple(_listed_tool(schema) for schema in self.listed))
         return ChildSetup(plan=plan, approval=self.approval, sections=self.child_sections,
                           listed=listed)
+
+
+#: What ships of a plan as it is (its policy, seed and contract do not).
+_SHIPPED = ("kind", "header", "options", "descriptor", "prompt", "sections", "context", "persona",
+            "tool_filter", "depth")
 
 
 async def _not_in_scope(args: dict[str, Any], ctx: object) -> str:
@@ -223,8 +197,7 @@ async def _not_in_scope(args: dict[str, Any], ctx: object) -> str:
 
 
 def _listed_tool(listed: _ListedTool) -> Tool:
-    """A tool as the parent's model is offered it, for the child's list only (what a call
-    runs is the worker's own scope's)."""
+    # For the child's list only: a call runs the worker's own scope's tool.
     return Tool(name=listed.name, description=listed.description,
                 parameters=msgspec.json.decode(listed.parameters), handler=_not_in_scope)
 
@@ -233,9 +206,8 @@ class ChildStart(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     """A child to start in a :meth:`ChildWorker.start_children` batch."""
 
     spec: ChildSpec
-    #: The prompt its first turn answers (a resumed child's: the recovery prompt).
     prompt: tuple[ContentBlock, ...]
-    #: Its seed: an index into the call's seed references; ``None`` for a spawn child.
+    #: An index into the call's seed references; ``None`` for a spawn child.
     seed: int | None = None
     #: Cancelled before it was sent: it is set up but takes no turn.
     cause: CancelCause | None = None
@@ -244,26 +216,22 @@ class ChildStart(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
 
 
 class ChildDone(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
-    """A child is idle and disposed on its worker: the structured value it captured (JSON),
-    the loop's own failure, or why it could not run there."""
+    """A child is idle and disposed on its worker; ``error``: it did not run to idle there."""
 
     id: str
     captured: bytes | None = None
     failure: str | None = None
-    #: It did not run to idle there: it could not be set up, or it was stopped.
     error: str | None = None
 
 
 class EventsBatch(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
-    """One poll's answer: events of many children (JSONL, grouped by child in ``counts``'
-    order), then the children gone idle. ``seq`` counts a link's batches (an empty answer
-    repeats the last); ``incarnation`` is the worker process's (a restarted actor has a new
-    one, and none of the children its last one ran)."""
+    """One poll's answer: events of many children (JSONL, grouped by child as ``counts``
+    says), then the children gone idle. An empty answer repeats the last ``seq``; a
+    restarted actor has a new ``incarnation``, and none of its last one's children."""
 
     seq: int
     incarnation: str
     jsonl: bytes = b""
-    #: ``(child id, number of its events)``, in ``jsonl``'s order.
     counts: tuple[tuple[str, int], ...] = ()
     done: tuple[ChildDone, ...] = ()
 
@@ -276,7 +244,6 @@ class WorkerInfo:
     node_id: str
     models: tuple[str, ...]
     tools: tuple[str, ...]
-    #: This process's own id: a restarted worker has a new one.
     incarnation: str
 
 
@@ -286,14 +253,8 @@ _cancels = msgspec.msgpack.Decoder(list[tuple[str, CancelCause]])
 _batches = msgspec.msgpack.Decoder(EventsBatch)
 
 
-def encode_wire(value: object) -> bytes:
-    """Something for the wire as MessagePack."""
-    return _encoder.encode(value)
-
-
-def decode_batch(data: bytes) -> EventsBatch:
-    """A poll's answer (raises ``msgspec.DecodeError`` on bad bytes)."""
-    return _batches.decode(data)
+encode_wire = _encoder.encode
+decode_batch = _batches.decode
 
 
 # ---------------------------------------------------------------------------- seeds
@@ -307,7 +268,7 @@ class _Seed:
 
 
 def _decoded_seed(data: bytes) -> _Seed:
-    """Decode and trace a seed once (CPU work: run in a thread, off the actor's loop)."""
+    # CPU work: run in a thread, off the actor's loop.
     decoded = decode_log(data)
     if isinstance(decoded, Failure):
         raise ValueError(f"the seed in the object store cannot be decoded: {decoded.failure()}")
@@ -363,29 +324,25 @@ class _Seeds:
 
 class WorkerHost(Host):
     """A worker's host: the registries ``setup`` fills, shared by every child's host, and the
-    children the worker runs, each the child of a live subagent run held on its parent's host
-    (a :class:`~turnfork.shell.questions.DelegateHost`)."""
+    children it runs for runs held on their parents' host (a ``DelegateHost``)."""
 
     def __init__(self) -> None:
         super().__init__()
         self._children: dict[str, Agent] = {}
 
     def children(self) -> tuple[str, ...]:
-        """Ids of the children running here now."""
         return tuple(self._children)
 
     def child(self, child_id: str) -> Agent | None:
         return self._children.get(child_id)
 
     def add_child(self, agent: Agent) -> None:
-        """``agent`` runs here for its run on the parent's host (until :meth:`remove_child`)."""
         self._children[agent.id] = agent
 
     def remove_child(self, child_id: str) -> None:
         self._children.pop(child_id, None)
 
     def remote_owner(self, agent: CallingAgent) -> str | None:
-        """The parent (on its own host) of ``agent``, when ``agent`` is a child run here."""
         if self._children.get(agent.id) is not agent:
             return None
         parent = agent.session.header.parent_session
@@ -420,8 +377,8 @@ class _Outbox:
         return not self.pending and not self.done
 
     def take(self) -> bytes:
-        """The next batch: whole children's events up to :data:`BATCH_BYTES` (at least one
-        child's), then the children done whose events have all gone."""
+        """Whole children's events up to :data:`BATCH_BYTES` (one child's at least), then the
+        children done whose events have all gone."""
         counts: list[tuple[str, int]] = []
         parts: list[bytes] = []
         size = 0
@@ -454,7 +411,7 @@ def _error_line(error: BaseException) -> str:
 
 
 class ChildWorker:
-    """A pool actor's body: many children, each an agent on this actor's event loop."""
+    """A pool actor's body."""
 
     def __init__(self, setup: WorkerSetup | None = None, *,
                  flush_interval: float = DEFAULT_FLUSH_INTERVAL,
@@ -475,7 +432,6 @@ class ChildWorker:
     # ------------------------------------------------------------------ the children's loop
 
     async def ready(self) -> WorkerInfo:
-        """Where this worker runs and what its setup registered (the pool awaits it once)."""
         self._loop = asyncio.get_running_loop()
         return WorkerInfo(pid=os.getpid(), node_id=str(ray.get_runtime_context().get_node_id()),
                           models=self.host.models.list(), tools=self.host.tools.names(),
@@ -488,9 +444,8 @@ class ChildWorker:
         return outbox
 
     async def start_children(self, link: str, batch: bytes, seeds: Sequence[Any]) -> str:
-        """Start every child of ``batch`` (:class:`ChildStart` records) on this loop, their
-        events going to ``link``; ``seeds``: the references the records' ``seed`` index.
-        A repeated start is not run twice. Returns this process's incarnation."""
+        """Start ``batch``'s :class:`ChildStart` records, their events going to ``link``;
+        returns this process's incarnation."""
         self._loop = asyncio.get_running_loop()
         outbox = self._outbox(link)
         for start in _starts.decode(batch):
@@ -507,8 +462,7 @@ class ChildWorker:
         return self.incarnation
 
     async def poll(self, link: str, acked: int) -> bytes:
-        """The next :class:`EventsBatch` of ``link`` after ``acked`` (MessagePack); see the
-        module rules."""
+        """The next :class:`EventsBatch` of ``link`` after ``acked`` (MessagePack)."""
         outbox = self._outbox(link)
         async with outbox.lock:
             if outbox.sent is not None:
@@ -550,14 +504,10 @@ class ChildWorker:
             if seed_ref is not None:
                 seed_key, loaded = await self._seeds.acquire(seed_ref)
                 seed, seed_trace, history = loaded.prefix, loaded.trace, loaded.history
-            structured = None
-            if spec.output_schema is not None:
-                compiled = validate_output_schema(Raw(spec.output_schema)).unwrap()
-                structured = structured_output_contract(compiled)
             resumed: Sequence[Event] = ()
             if start.resumed is not None:
                 resumed = decode_log(start.resumed).unwrap()
-            setup = spec.setup(seed=seed, seed_trace=seed_trace, structured=structured,
+            setup = spec.setup(seed=seed, seed_trace=seed_trace,
                                with_policy=start.resumed is None)
             host = self._child_host(spec)
             session = create_child_session(host, setup.plan, history)
@@ -630,25 +580,21 @@ class ChildWorker:
 
     @_control
     async def cancel_children(self, batch: bytes) -> None:
-        """Cancel the turns of the ``(child id, cause)`` pairs in ``batch`` (MessagePack)."""
         self._on_children_loop(self._cancel, _cancels.decode(batch))
 
     @_control
     async def stop_children(self, child_ids: Sequence[str]) -> None:
-        """Stop what still runs of these children (they end as disposed)."""
+        """Cancel what still runs of these children's tasks (they end as disposed)."""
         self._on_children_loop(self._stop, tuple(child_ids))
 
     @_control
     async def close_link(self, link: str) -> None:
-        """Forget ``link``'s outbox once it has no child (its host stopped polling it)."""
         self._on_children_loop(self._close, link)
 
     @_control
     async def live_children(self) -> tuple[str, ...]:
-        """Ids of the children running here now."""
         return self.host.children()
 
     @_control
     async def lifeline(self) -> None:
-        """Never answers: its failure tells the pool the worker is gone."""
         await asyncio.Event().wait()

@@ -4,26 +4,19 @@
 Rules:
 
 * Fork and spawn differ only in their kind: a fork child is seeded with the parent's
-  completed-turn prefix (a view, with the parent's trace at the cut: nothing is copied or
-  replayed), a spawn child with nothing; before the parent's first completed turn a fork child
-  is exactly a spawn child.
-* The driver carries out the core's plan and decides nothing itself. Everything read of the
-  parent is read synchronously, before any await: an abort already signalled refuses the
-  start, then :func:`turnfork.core.plan_child` checks the parent's depth and the tool filter and
-  decides the child.
-* The child is built unpublished: its session (header, seed, ``session/end-seed``), the
-  delegated policy events, the parent's system-prompt sections (the deployment persona; the
-  parent's runtime context is not inherited) overlaid by its own sections and runtime context,
-  its tool restriction
-  and structured-output tool in a fresh scope over the host's global tools (the parent's scope
-  and its restrictions are never inherited); approval is pinned to ``never``. The setup window
-  ends with one checkpoint: an abort, a cancellation or the parent's disposal seen there deletes
-  the child's session (and anything persisted) and leaves nothing anywhere. Then the child is
-  published and its run returned; the run delivers the prompt.
-* The one-shot ``subagent/descriptor`` is the child's turn-machine preamble: written inside its
-  first turn, after the claim, before its first ``step/start``.
-* ``prepare_continuable`` (both providers): what a continuable child starts from: the seed
-  for a fork, nothing for a spawn.
+  completed-turn prefix (a view, with the parent's trace at the cut), a spawn child with
+  nothing; before the parent's first completed turn a fork child is exactly a spawn child.
+* The driver carries out the core's plan (:func:`turnfork.core.plan_child`) and decides
+  nothing itself. Everything read of the parent is read before any await, and an abort
+  already signalled refuses the start.
+* The child is built unpublished: its session (header, seed, ``session/end-seed``, delegated
+  policy), the parent's deployment sections (not its runtime context) overlaid by its own,
+  a fresh tool scope over the host's global tools (the parent's restrictions are never
+  inherited), approval pinned to ``never``. The setup window ends with one checkpoint: an
+  abort, a cancellation or the parent's disposal seen there leaves nothing anywhere. Then
+  the child is published and its run returned; the run delivers the prompt.
+* The one-shot ``subagent/descriptor`` is the child's turn-machine preamble (inside its first
+  turn, after the claim, before its first ``step/start``).
 """
 
 from __future__ import annotations
@@ -92,11 +85,8 @@ ALL_CAPABILITIES = Capabilities(output_schema=True, depth_limit=True, tool_filte
 OWNER_DISPOSED = "OWNER_DISPOSED"
 
 
-class InProcessProvider:
-    """A provider that runs its children as agents of the same host through the shared driver.
-
-    Subclasses differ only in :attr:`kind`.
-    """
+class _ProviderBase:
+    """What the in-process and the Ray providers share: a name, every capability, a kind."""
 
     kind: Literal["fork", "spawn"] = "spawn"
     #: Whether fork children keep their parent's request head (see :class:`ForkProvider`).
@@ -110,26 +100,28 @@ class InProcessProvider:
 
     @property
     def inherits_parent_context(self) -> bool:
-        """Whether children see the parent's completed turns (a fork) or not (a spawn)."""
         return self.kind == "fork"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(provider_name={self.provider_name!r})"
+
+
+class InProcessProvider(_ProviderBase):
+    """Children as agents of the same host, through the shared driver; subclasses differ only
+    in :attr:`kind`."""
 
     def start(self, runtime: SubagentRuntimeView, request: CheckedRequest, *, parent: Agent,
               signal: AbortSignal | None) -> Coroutine[Any, Any, SubagentRun]:
-        """Await it: the driver's coroutine (:func:`drive_child`), handed on as it is rather
-        than awaited in one more of its own."""
+        # The driver's coroutine handed on, not awaited in one more of its own.
         return drive_child(runtime.host, self, request, parent, signal)
 
     def prepare_continuable(self, request: ContinuableRequest) -> ContinuableSeed:
-        """What a continuable child of ``request.parent`` would start from, captured now: a
-        fork's completed-turn prefix (none before the parent's first completed turn), a spawn's
-        nothing. No capability is checked: offering this is the capability."""
+        """What a continuable child would start from, captured now. No capability is
+        checked: offering this is the capability."""
         if self.kind == "spawn":
             return ContinuableSeed()
         prefix, trace = request.parent.session.completed_prefix()
         return ContinuableSeed(events=prefix, trace=trace) if len(prefix) else ContinuableSeed()
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(provider_name={self.provider_name!r})"
 
 
 class ForkProvider(InProcessProvider):
@@ -163,18 +155,15 @@ class SpawnProvider(InProcessProvider):
 
 
 def discard_child(host: SubagentHost, child_id: str) -> None:
-    """Undo an unpublished child: its live session and anything persisted of it."""
+    """Undo an unpublished child (its live session and anything persisted)."""
     with contextlib.suppress(SessionNotFoundError):
         host.sessions.delete(child_id)
 
 
 class ChildSetup(msgspec.Struct, frozen=True):
-    """A child as decided: the core's plan and what the driver read of the parent with it.
-
-    Everything here was read synchronously, before any await. A provider that runs the child
-    elsewhere ships this (without the seed) and configures the child there with
-    :func:`configure_child`, so both places apply one set of rules.
-    """
+    """The core's plan and what was read of the parent with it (before any await). A provider
+    that runs the child elsewhere ships this (without the seed) and configures the child
+    there with :func:`configure_child`: one set of rules in both places."""
 
     plan: ChildPlan
     #: Whether the parent composes an approval service (the child then gets its sentence).
@@ -188,20 +177,19 @@ class ChildSetup(msgspec.Struct, frozen=True):
     #: A cache-preserving child's tool list: its parent's, read with the rest (else ``None``).
     listed: tuple[Tool, ...] | None = None
 
+    def capture(self) -> StructuredCapture | None:
+        """A new structured-output capture for the child, when it is asked for."""
+        structured = self.plan.structured
+        return (None if structured is None
+                else StructuredCapture(structured, in_answer=self.listed is not None))
+
 
 def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
                signal: AbortSignal | None, *, kind: Literal["fork", "spawn"],
                provider_name: str, cache_preserving: bool = False) -> ChildSetup:
-    """Refuse an aborted start, then plan the child with the core (synchronously).
-
-    ``cache_preserving``: compose the child as :class:`ForkProvider` says for that mode (only
-    the parent's deployment sections; the plan's persona and output schema as runtime
-    context; the parent's tool list).
-
-    Raises:
-        SubagentStartError: the core's plan refused; :class:`SubagentAbortedError` when the
-            signal has aborted already.
-    """
+    """Refuse an aborted start (:class:`SubagentAbortedError`), then plan the child with the
+    core (a refusal: :class:`SubagentStartError`); ``cache_preserving``: as
+    :class:`ForkProvider` says."""
     if signal is not None and signal.aborted:
         raise SubagentAbortedError()
     # The known tools matter only to a tool filter (and checking the collection costs).
@@ -226,12 +214,8 @@ def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
 
 def seed_history(parent: Agent, plan: ChildPlan, view: ParentView | None = None,
                  ) -> Callable[[], HistorySnapshot] | None:
-    """The parent's model history at the cut, for a child seeded exactly there (siblings
-    seeded at the same cut share it, computed once); ``None`` otherwise.
-
-    ``view``: what the plan read of the parent (:func:`parent_view`), so the parent is not
-    read again; without it the parent's session is asked for its cut.
-    """
+    """The parent's model history at the cut, for a child seeded exactly there (siblings at
+    one cut share it); ``None`` otherwise. ``view`` spares asking the parent again."""
     kept = (parent.session.completed_prefix()[1] if view is None
             else None if view.completed is None else view.completed.trace)
     if plan.seed_trace is not None and plan.seed_trace is kept:
@@ -241,11 +225,8 @@ def seed_history(parent: Agent, plan: ChildPlan, view: ParentView | None = None,
 
 def create_child_session(host: SubagentHost, plan: ChildPlan,
                          history: Callable[[], HistorySnapshot] | None = None) -> Session:
-    """The child's session, unpublished: its header, its seed (a view) and
-    ``session/end-seed``, then the delegated policy events. On failure nothing is left.
-
-    ``history``: the model history at the seed's end, shared (see :func:`seed_history`).
-    """
+    """The child's session, unpublished (see the module rules); on failure nothing is left.
+    ``history``: the model history at the seed's end (:func:`seed_history`)."""
     session = host.sessions.create(plan.header, seed=plan.seed, seed_trace=plan.seed_trace,
                                    clock=host.clock)
     try:
@@ -264,15 +245,11 @@ def create_child_session(host: SubagentHost, plan: ChildPlan,
 
 def configure_child(host: SubagentHost, session: Session, setup: ChildSetup, *,
                     descriptor_logged: bool = False) -> tuple[Agent, StructuredCapture | None]:
-    """The child agent over ``session``, unpublished: the plan's route and depth, its
-    descriptor as preamble (unless ``descriptor_logged``: a child rebuilt from a log that has
-    it), a fresh tool scope over ``host``'s global tools with the plan's filter (the parent's
-    scope is never inherited), approval pinned to ``never``, its own prompt sections and,
-    when asked for, the structured-output capture."""
+    """The child agent over ``session``, unpublished (see the module rules); no descriptor
+    preamble when ``descriptor_logged`` (a child rebuilt from a log that has it)."""
     plan = setup.plan
     options = plan.options
-    capture = None if plan.structured is None else StructuredCapture(
-        plan.structured, in_answer=setup.listed is not None)
+    capture = setup.capture()
     # Built complete: its scope, policy and sections are passed in, nothing is patched after.
     scope = (ToolScope(host.tools, restriction=plan.tool_filter, listed=setup.listed)
              if capture is None else
@@ -290,24 +267,19 @@ def configure_child(host: SubagentHost, session: Session, setup: ChildSetup, *,
 
 
 async def setup_checkpoint(child_id: str, parent: Agent, signal: AbortSignal | None) -> None:
-    """The end of the unpublished setup window: an abort, a cancellation or the parent's
-    disposal that arrived while the child was being built is honoured here, unseen.
-
-    Raises:
-        SubagentAbortedError, SubagentStartError (``OWNER_DISPOSED``), CancelledError.
-    """
+    """The end of the unpublished setup window (raises SubagentAbortedError,
+    SubagentStartError ``OWNER_DISPOSED`` or CancelledError)."""
     await _one_turn()
     _end_of_setup(child_id, parent, signal)
 
 
 @types.coroutine
 def _one_turn() -> Generator[None, None, None]:
-    """Give the event loop one turn: what ``asyncio.sleep(0)`` does, without its coroutine."""
+    # What ``asyncio.sleep(0)`` does, without its coroutine.
     yield
 
 
 def _end_of_setup(child_id: str, parent: Agent, signal: AbortSignal | None) -> None:
-    """What :func:`setup_checkpoint` checks once the event loop has had its turn."""
     if signal is not None and signal.aborted:
         raise SubagentAbortedError()
     if parent.disposed:
@@ -318,14 +290,7 @@ def _end_of_setup(child_id: str, parent: Agent, signal: AbortSignal | None) -> N
 
 async def drive_child(host: SubagentHost, provider: InProcessProvider, request: CheckedRequest,
                       parent: Agent, signal: AbortSignal | None) -> SubagentRun:
-    """The driver both in-process providers share: plan, build unpublished, checkpoint,
-    publish, run (see the module rules).
-
-    Raises:
-        SubagentStartError: the core's plan refused, or the parent was disposed during setup;
-            :class:`SubagentAbortedError` when the signal aborted before publication (then
-            nothing is left, as after a cancellation).
-    """
+    """Plan, build unpublished, checkpoint, publish, run (see the module rules)."""
     setup = plan_setup(host, request, parent, signal, kind=provider.kind,
                        provider_name=provider.provider_name,
                        cache_preserving=provider.cache_preserving)

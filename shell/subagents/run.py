@@ -4,28 +4,24 @@ Rules (DSH's in-process driver, packages/subagent/subagent-in-process-driver/src
 
 * A :class:`SubagentRun` owns one published child: an agent of this host, or a
   :class:`SubagentChild` standing in for one that runs elsewhere and whose events land in a
-  session of this host. Its result task delivers the prompt and reads the result once the
-  child is idle, with :func:`turnfork.core.read_result`, from the child's own events only
-  (past its seed); a child that ended abnormally gets a diagnostic: the provider's, else the
-  failure its turn ended with (:func:`turnfork.core.describe_failure`), bounded to 4,096 UTF-8
-  bytes either way. Child failures become stop reasons (the failure stays typed on the result);
-  a failure of the loop itself, or of delivering the prompt, rejects the result.
-* A run logs its start (DEBUG) and its end (INFO) on ``turnfork.shell.subagents.run``, and has
-  an OpenTelemetry span while it runs (``shell/telemetry.py``).
-* Aborting a run (its start signal) before it settles cancels the child's turn with cause
-  ``parent``; :meth:`SubagentRun.dispose` cancels with ``disposed``; either way a stop reason
-  other than ``completed`` becomes ``aborted``. A completed turn stays completed.
-* The result and the disposal fail on separate channels: ``result`` rejects only with the
-  run's error, :meth:`SubagentRun.dispose` raises only its own.
-* Awaiting ``run.result`` never cancels the run, even when the awaiting task is cancelled.
-* A child asked for structured output has the ``structured_output`` tool, a guard and the
-  prompt section in its own scope until the run is disposed; after the first valid call every
-  later call is denied.
+  session of this host. The result is read once the child is idle
+  (:func:`turnfork.core.read_result`), from its own events past its seed; an abnormal end gets
+  a diagnostic (the provider's, else :func:`turnfork.core.describe_failure`), bounded to 4,096
+  UTF-8 bytes. Child failures become stop reasons; a failure of the loop itself, or of
+  delivering the prompt, rejects the result.
+* A run logs its start (DEBUG) and end (INFO) and has an OpenTelemetry span while it runs.
+* Aborting (the start signal: cause ``parent``) or disposing (cause ``disposed``) before it
+  settles makes a stop reason other than ``completed`` ``aborted``.
+* ``result`` rejects only with the run's error, :meth:`SubagentRun.dispose` raises only its
+  own; awaiting ``result`` never cancels the run.
+* A structured-output child has the tool, a guard and the section in its own scope until the
+  run is disposed; after the first valid call every later call is denied.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -64,8 +60,7 @@ logger = logging.getLogger(__name__)
 
 
 class SubagentChild(Protocol):
-    """What a run drives: a child :class:`~turnfork.shell.Agent`, or a stand-in for a child
-    running elsewhere whose events land in ``session`` (on this host)."""
+    """What a run drives: a child agent, or a stand-in whose events land in ``session``."""
 
     @property
     def id(self) -> str: ...
@@ -83,12 +78,8 @@ class SubagentChild(Protocol):
 
 
 class StructuredCapture:
-    """A child's ``structured_output`` runtime: its tool, its guard, and what it captured.
-
-    ``in_answer``: the cache-preserving fork's form: no tool, no guard, no section; the value
-    is read from the child's closing message when its run ends
-    (:func:`turnfork.core.structured_answer`).
-    """
+    """A child's ``structured_output`` runtime; ``in_answer`` (the cache-preserving fork's
+    form): no tool, guard or section, the value read from the closing message."""
 
     def __init__(self, contract: StructuredOutputContract, *, in_answer: bool = False) -> None:
         self.contract = contract
@@ -109,33 +100,27 @@ class StructuredCapture:
         return render_structured_recorded()
 
     def guard(self, ctx: ToolContext) -> str | None:
-        """After the capture, every call (of any tool) is denied."""
         return None if self.value is None else already_recorded_message(ctx.tool_name)
 
     def read_answer(self, events: Sequence[Event]) -> None:
-        """In the ``in_answer`` form, capture the value the child's closing message carries."""
         if self.in_answer and self.value is None:
             self.value = structured_answer(self.contract, final_assistant_output(events))
 
     @property
     def tools(self) -> tuple[Tool, ...]:
-        """What the child's own scope adds for it: the tool (none in the ``in_answer`` form)."""
         return () if self.in_answer else (self.tool,)
 
     @property
     def guards(self) -> tuple[ToolGuard, ...]:
-        """The guard the child's own scope starts with (none in the ``in_answer`` form)."""
         return () if self.in_answer else (self.guard,)
 
     def installed(self, agent: Agent) -> None:
-        """``agent`` was built with :attr:`tools` and :attr:`guards` in its own scope (its
-        section is in the plan): :meth:`uninstall` removes them from it."""
+        """``agent`` was built with :attr:`tools` and :attr:`guards` in its own scope."""
         if not self.in_answer:
             self._installed_on = agent
 
     def install(self, agent: Agent) -> None:
-        """Add the tool and the guard to the child's own scope of an agent built without them
-        (its section is in the plan); nothing in the ``in_answer`` form."""
+        """Add :attr:`tools` and :attr:`guards` to an agent built without them."""
         if self.in_answer:
             return
         agent.tools.add(self.tool)
@@ -143,8 +128,7 @@ class StructuredCapture:
         self._installed_on = agent
 
     def uninstall(self, agent: object) -> None:
-        """Remove the tool, the guard and the section again (when the run is disposed); a
-        no-op unless installed on ``agent``."""
+        """Remove the tool, the guard and the section (a no-op unless installed on ``agent``)."""
         if isinstance(agent, Agent) and self._installed_on is agent:
             self._installed_on = None
             agent.tools.guards.remove(self.guard)
@@ -153,14 +137,10 @@ class StructuredCapture:
 
 
 class SubagentRun:
-    """One published child run, made by a provider.
+    """One published child run, made by a provider; always :meth:`dispose` it.
 
-    ``id`` is the child's session id; ``child`` what the run drives; ``local_agent`` the child
-    agent when it is an agent of this host (``None`` for a child running elsewhere);
-    ``result`` an awaitable :class:`turnfork.core.SubagentResult`. ``diagnostic``, called once
-    the child is idle, may explain an abnormal end (it becomes the result's ``diagnostic``
-    unless the run completed; without one, a failed child's failure is described there).
-    Always :meth:`dispose` a run.
+    ``local_agent`` is ``None`` for a child running elsewhere; ``diagnostic``, called once the
+    child is idle, may explain an abnormal end.
     """
 
     __slots__ = ("__weakref__", "_cancelled", "_capture", "_diagnostic", "_disposed",
@@ -206,7 +186,6 @@ class SubagentRun:
 
     @property
     def done(self) -> bool:
-        """Whether the result is settled."""
         return self._task.done()
 
     @property
@@ -216,11 +195,10 @@ class SubagentRun:
 
     @property
     def result(self) -> asyncio.Future[SubagentResult]:
-        """The run's result; awaiting it never cancels the run, even if the awaiter is."""
         return asyncio.shield(self._task)
 
     def own_events(self) -> Sequence[Event]:
-        """The child's events past its seed (what the result is read from)."""
+        """The child's events past its seed."""
         return self.child.session.events[self.seed_length:]
 
     def abort(self, reason: object = None) -> None:
@@ -232,8 +210,7 @@ class SubagentRun:
 
     async def dispose(self) -> None:
         """Cancel what remains (cause ``disposed``), wait for the result and the child's
-        quiescence, and remove the child from the host's live agents. Idempotent; safe to call
-        concurrently; never raises the result's failure."""
+        quiescence. Idempotent, concurrent-safe; never raises the result's failure."""
         if not self._disposing:
             self._disposing = True
             if not self.done:
@@ -252,15 +229,13 @@ class SubagentRun:
 
     def watched(self, settled: Callable[[asyncio.Future[SubagentResult]], None],
                 disposed: Callable[[], None]) -> None:
-        """Call ``settled(future)`` when the result settles, with a future holding it (what
-        ``result`` shields), and ``disposed()`` as :meth:`on_disposed` does: how the runtime
-        watches a run, without a shield of its own."""
+        """How the runtime watches a run, without a shield of its own: ``settled(future)``
+        when the result settles, ``disposed()`` as :meth:`on_disposed`."""
         self._task.add_done_callback(settled)
         self.on_disposed(disposed)
 
     def on_disposed(self, callback: Callable[[], None]) -> None:
-        """Call ``callback()`` once :meth:`dispose` has finished (the runtime then forgets the
-        run, so a host that delegates every turn holds only its live runs)."""
+        """Call ``callback()`` once :meth:`dispose` has finished."""
         if self._disposed:
             callback()
         else:
@@ -293,13 +268,10 @@ class SubagentRun:
 
     async def _deliver(self, prompt: tuple[ContentBlock, ...]) -> SubagentResult:
         try:
-            if self._span is None:
+            # The child's turns nest under the run's span.
+            with contextlib.nullcontext() if self._span is None else self._span.current():
                 if not self._cancelled:  # an observer or the signal may have aborted it already
                     self.child.followup(prompt)
-            else:
-                with self._span.current():  # the child's turns nest under the run's span
-                    if not self._cancelled:
-                        self.child.followup(prompt)
             await self.child.when_idle()
         finally:
             self._detach()
