@@ -42,7 +42,9 @@ from ..core import (
     ToolResultBlock,
     ToolSchema,
     check_schema,
+    merge_sections,
     parse_tool_arguments,
+    ranked_sections,
     value_violations,
 )
 from ..core.delegation import validate_tool_filter
@@ -432,19 +434,15 @@ class PromptSections:
         return tuple(self._sections.values())
 
 
-def _ranked(layers: Sequence[PromptSections], kind: str) -> list[PromptSection]:
-    merged: dict[str, PromptSection] = {}
-    for layer in layers:
-        for section in layer.sections():
-            merged[section.name] = section
-    ranked = sorted(enumerate(merged.values()), key=lambda pair: (pair[1].order, pair[0]))
-    return [section for _, section in ranked if section.kind == kind and section.text]
+def _ranked(layers: Sequence[PromptSections],
+            kind: Literal["section", "context"]) -> tuple[PromptSection, ...]:
+    return ranked_sections(merge_sections(*(layer.sections() for layer in layers)), kind)
 
 
 def runtime_context(*layers: PromptSections) -> tuple[PromptSection, ...]:
     """The runtime-context contributions of ``layers`` (later ones override earlier ones by
     name), sorted by order, empty texts dropped."""
-    return tuple(_ranked(layers, "context"))
+    return _ranked(layers, "context")
 
 
 def compose_system_prompt(*layers: PromptSections) -> str:
