@@ -23,10 +23,9 @@ import inspect
 import logging
 import os
 import random
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Any, Literal, Protocol, Self, TypeAlias, TypeVar
+from typing import Any, Literal, Self, TypeAlias, TypeVar
 
 import msgspec
 from returns.result import Failure, Result
@@ -51,13 +50,11 @@ from ..core import (
     Event,
     Failed,
     Followup,
-    InboxSplicedEvent,
     LoopInput,
     LoopState,
     PrepareStep,
     Prompt,
     PromptSection,
-    RetryPolicy,
     RunResult,
     RunTools,
     Steer,
@@ -90,21 +87,23 @@ from ..core import (
     stop_reason_for,
     user_message,
 )
+from .agent_contract import (
+    AgentDisposedError,
+    AgentLoopError,
+    AgentServices,
+    IdleReporter,
+    SandboxMode,
+    report_idle,
+)
 from .approval import ApprovalPolicy, ApprovalRefusedError, Approver, request_approval
-from .clock import Clock, IdFactory, sleep
+from .clock import sleep
 from .errors import model_error
-from .models.base import Model, ModelRequest
+from .models.base import ModelRequest
+from .runs import RunWatches
 from .session import Session
 from .store import SessionEventError
-from .telemetry import AgentSpans, Telemetry
-from .tools import (
-    PromptSections,
-    ToolContext,
-    ToolScope,
-    error_outcome,
-    execute_call,
-    runtime_context,
-)
+from .telemetry import AgentSpans
+from .tools import PromptSections, ToolContext, ToolScope, error_outcome, runtime_context
 
 __all__ = [
     "Agent", "AgentDisposedError", "AgentLoopError", "AgentServices", "ApprovalRefusedError",
@@ -114,84 +113,16 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SandboxMode: TypeAlias = Literal["read-only", "workspace-write", "danger-full-access"]
 #: Called before every ``step/start`` with (agent, turn, step); returning ``False`` blocks the
 #: step (the turn ends ``blocked``). May be sync or async.
 PreStepHook: TypeAlias = Callable[["Agent", int, int], "Awaitable[bool | None] | bool | None"]
 T = TypeVar("T")
 
 
-class AgentServices(Protocol):
-    """What an agent needs of its owner (a :class:`~turnfork.shell.Host` is one)."""
-
-    clock: Clock
-    ids: IdFactory
-    #: The owner's prompt sections; the agent's own override them by name.
-    prompt_sections: PromptSections
-    #: The owner-wide approver, for agents whose policy is ``ask`` and that have none.
-    approver: Approver | None
-    #: The deployment's sandbox mode (its file-policy contribution); ``None``: no sandbox.
-    sandbox_mode: SandboxMode | None
-    #: The approval policy of an agent with an approval service, until its log sets another.
-    approval_default: ApprovalPolicy
-    telemetry: Telemetry
-    #: The sandbox policy's workspace for a session without a cwd (``None``: the process's).
-    workspace_root: str | None
-
-    def model(self, provider: str) -> Model: ...
-    def retry_policy(self, provider: str) -> RetryPolicy | None: ...
-    def agent_disposed(self, agent: Agent) -> None: ...
-    async def release_children(self, agent: Agent) -> None: ...
-
-
-class AgentDisposedError(RuntimeError):
-    """The agent was disposed; it takes no more input."""
-
-
-class AgentLoopError(RuntimeError):
-    """The loop itself failed (not a model or tool failure, which end the turn instead)."""
-
-
-class IdleReporter(Protocol):
-    """What :func:`report_idle` needs: an agent or a stand-in running one elsewhere."""
-
-    session: Session
-    failure: BaseException | None
-
-    @property
-    def id(self) -> str: ...
-
-
-async def report_idle(owner: IdleReporter, upto: int | None = None) -> None:
-    """Wait until the log's first ``upto`` events (default all) are durable (a refused commit
-    becomes the failure), then raise the kept failure once as :class:`AgentLoopError`."""
-    if owner.failure is None:
-        try:
-            await owner.session.wait_durable(upto)
-        except OSError as exc:
-            owner.failure = exc
-    if owner.failure is not None:
-        failure, owner.failure = owner.failure, None
-        raise AgentLoopError(f"agent {owner.id}: {failure}") from failure
-
-
 def _unwrapped(result: Result[T, str]) -> T:
     if isinstance(result, Failure):
         raise ValueError(result.failure())
     return result.unwrap()
-
-
-@dataclass(slots=True)
-class _Watch:
-    """A run waiting for the turn that claims its message: the claiming turn's ``turn/start``
-    seq and number, the log's length through its ``turn/end``; ``None`` settles a turn left
-    open."""
-
-    message_id: str
-    settled: asyncio.Future[RunResult | None]
-    start: int | None = None
-    turn: int | None = None
-    upto: int | None = None
 
 
 class Agent:
@@ -225,10 +156,7 @@ class Agent:
         #: The running maintenance job; a wake waits until it ends and its wake has started.
         self._maintenance: asyncio.Future[Any] | None = None
         self._maintenance_over: asyncio.Future[None] | None = None
-        self._watches: list[_Watch] = []
-        #: The latest turn this instance ran, from its ``turn/start``, and whether it is open.
-        self._turn_events: list[Event] = []
-        self._turn_open = False
+        self._runs = RunWatches()
         self._spans: AgentSpans | None = services.telemetry.agent_spans(session.id)
 
     @property
@@ -353,14 +281,8 @@ class Agent:
     async def run(self, prompt: Prompt, *, raise_on_failure: bool = False) -> RunResult:
         """Queue ``prompt`` as a follow-up; the result of the turn that takes it, once closed
         and durable (``aborted`` if it was dropped first)."""
-        message = self.followup(prompt)
-        watch = _Watch(message.id, asyncio.get_running_loop().create_future())
-        self._watches.append(watch)
-        try:
-            outcome = await asyncio.shield(watch.settled)
-        finally:
-            if watch in self._watches:
-                self._watches.remove(watch)
+        watch = self._runs.watch(self.followup(prompt).id)
+        outcome = await self._runs.settled(watch)
         await report_idle(self, watch.upto)
         if outcome is None:  # the turn was left open; another caller took the loop's failure
             assert watch.start is not None
@@ -373,10 +295,8 @@ class Agent:
         """Wait until quiet and durable; the latest turn's result (``None`` before any)."""
         await self._quiesce()
         await report_idle(self)
-        if not self._turn_events:
-            return None
-        result = read_turn(self._turn_events)
-        if raise_on_failure and result.failure is not None:
+        result = self._runs.latest()
+        if raise_on_failure and result is not None and result.failure is not None:
             raise model_error(result.failure, result)
         return result
 
@@ -441,61 +361,24 @@ class Agent:
             self._observe(step.events)
         return step.command
 
-    def _observe(self, events: Iterable[Event]) -> None:
+    def _observe(self, events: Sequence[Event]) -> None:
         """Report what was appended: turns for runs, logs and spans."""
         for event in events:
-            kind = type(event)
-            if kind is TurnStartEvent:
+            if type(event) is TurnStartEvent:
                 assert isinstance(event, TurnStartEvent)
-                self._turn_events, self._turn_open = [event], True
-                self._claimed(event)
                 logger.debug("agent %s: turn %d started", self.id, event.data.turn)
-            elif self._turn_open:
-                self._turn_events.append(event)
-            if kind is TurnEndEvent:
+            elif type(event) is TurnEndEvent:
                 assert isinstance(event, TurnEndEvent)
-                self._turn_open = False
-                self._turn_ended(event)
-            elif kind is InboxSplicedEvent and self._watches:
-                assert isinstance(event, InboxSplicedEvent)
-                if event.data.outcome == "canceled":
-                    self._dropped()
+                turn, reason = event.data.turn, event.data.reason
+                if isinstance(reason, TurnError):  # a retried failure was logged with its retry
+                    logger.warning("agent %s: turn %d failed: %s", self.id, turn,
+                                   describe_failure(reason.error))
+                else:
+                    logger.debug("agent %s: turn %d ended: %s", self.id, turn,
+                                 stop_reason_for(reason))
             if self._spans is not None:
                 self._spans.observe(event)
-
-    def _claimed(self, start: TurnStartEvent) -> None:
-        progress = self._state.turn
-        if not self._watches or progress is None or progress.turn != start.data.turn:
-            return  # a turn that claimed nothing (and has ended already)
-        claimed = {message.id for message in progress.claimed}
-        for watch in self._watches:
-            if watch.start is None and watch.message_id in claimed:
-                watch.start, watch.turn = start.seq, start.data.turn
-
-    def _turn_ended(self, end: TurnEndEvent) -> None:
-        reason = end.data.reason
-        if isinstance(reason, TurnError):  # a retried failure was logged with its retry
-            logger.warning("agent %s: turn %d failed: %s", self.id, end.data.turn,
-                           describe_failure(reason.error))
-        else:
-            logger.debug("agent %s: turn %d ended: %s", self.id, end.data.turn,
-                         stop_reason_for(reason))
-        for watch in list(self._watches):
-            if watch.turn == end.data.turn and watch.start is not None:
-                watch.upto = end.seq + 1
-                self._settle(watch, read_turn(self._turn_events))
-
-    def _dropped(self) -> None:
-        """Watched input that a cancellation dropped before a turn claimed it."""
-        pending = {message.id for message in self.pending}
-        for watch in list(self._watches):
-            if watch.start is None and watch.message_id not in pending:
-                self._settle(watch, RunResult(output="", stop_reason="aborted"))
-
-    def _settle(self, watch: _Watch, result: RunResult | None) -> None:
-        self._watches.remove(watch)
-        if not watch.settled.done():
-            watch.settled.set_result(result)
+        self._runs.observe(events, lambda: self._state.turn, lambda: self.pending)
 
     # ------------------------------------------------------------------ task lifecycle
 
@@ -543,9 +426,7 @@ class Agent:
         elif isinstance(command, Wake) and not self._disposed:
             self._start()  # input queued after the cancel
         if self._task is None:
-            for watch in list(self._watches):
-                if watch.start is not None:  # claimed, and its turn was left open
-                    self._settle(watch, None)
+            self._runs.left_open()
         if self._disposed and self._task is None:
             self._forget()
 
@@ -658,12 +539,9 @@ class Agent:
             # have started exists; the closers answer it as never dispatched.
             return ToolOutcome(ABORTED_BEFORE_DISPATCH_TEXT, is_error=True)
         self._dispatched.add(call.id)
-        tool = self.tools.resolve(call.name)
-        context = ToolContext(agent=self, call_id=call.id, tool_name=call.name,
-                              turn=command.turn, step=command.step, arguments=call.arguments)
-        denied = self.tools.guard(context)
-        return denied if denied is not None else await execute_call(tool, call.arguments,
-                                                                    context)
+        return await self.tools.call(ToolContext(
+            agent=self, call_id=call.id, tool_name=call.name, turn=command.turn,
+            step=command.step, arguments=call.arguments))
 
     def __repr__(self) -> str:
         return f"Agent(id={self.id!r}, provider={self.provider!r}, model={self.model!r})"

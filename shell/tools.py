@@ -384,6 +384,14 @@ class ToolScope:
                 return error_outcome(denial)
         return None
 
+    async def call(self, context: ToolContext) -> ToolOutcome:
+        """Run the call ``context`` describes: its tool resolved, the guards asked, then
+        :func:`execute_call`."""
+        tool = self.resolve(context.tool_name)
+        denied = self.guard(context)
+        return denied if denied is not None else await execute_call(tool, context.arguments,
+                                                                    context)
+
     def resolve(self, name: str) -> Tool | ToolRefusal:
         """The tool a call names, or the refusal it gets (unknown or restricted)."""
         own = self._added.get(name)
