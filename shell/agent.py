@@ -46,7 +46,6 @@ from ..core import (
     CancelUser,
     Chunk,
     Command,
-    EndStream,
     Event,
     Failed,
     Followup,
@@ -98,12 +97,19 @@ from .agent_contract import (
 from .approval import ApprovalPolicy, ApprovalRefusedError, Approver, request_approval
 from .clock import sleep
 from .errors import model_error
-from .models.base import ModelRequest
+from .model_call import stream_call
 from .runs import RunWatches
 from .session import Session
 from .store import SessionEventError
 from .telemetry import AgentSpans
-from .tools import PromptSections, ToolContext, ToolScope, error_outcome, runtime_context
+from .tools import (
+    PromptSections,
+    ToolContext,
+    ToolScope,
+    error_outcome,
+    run_tool_group,
+    runtime_context,
+)
 
 __all__ = [
     "Agent", "AgentDisposedError", "AgentLoopError", "AgentServices", "ApprovalRefusedError",
@@ -484,54 +490,25 @@ class Agent:
 
     async def _call_model(self, command: CallModel) -> Command | None:
         header = command.header
-        request = ModelRequest(
-            config=header.config, system=header.system if isinstance(header.system, str)
-            else None, tools=header.tools if isinstance(header.tools, tuple) else (),
-            messages=self.session.history())
-        call = None if self._spans is None else self._spans.model_call(header.config)
-        error: BaseException | None = None
-        try:
-            stream = self.host.model(header.config.provider).stream(request)
-            try:
-                async for chunk in stream:
-                    if call is not None:
-                        call.chunk(chunk)
-                    answer = self._feed(Chunk(chunk=chunk))
-                    if isinstance(answer, Stop):
-                        return answer
-                    if isinstance(answer, EndStream):
-                        break
-            finally:
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    await aclose()
-        except Exception as exc:
-            error = exc
-            raise
-        finally:
-            if call is not None:
-                call.end(error)
+        answer = await stream_call(
+            header, self.session.history(), self.host.model,
+            None if self._spans is None else self._spans.model_call(header.config),
+            lambda chunk: self._feed(Chunk(chunk=chunk)))
+        if isinstance(answer, Stop):
+            return answer
         return self._feed(StreamEnded(message_id=self.host.ids(), draw=random.random()))
 
     async def _run_tools(self, command: RunTools) -> Command | None:
-        if self._spans is None:
-            return await self._run_calls(command)
-        with self._spans.tools():
-            return await self._run_calls(command)
-
-    async def _run_calls(self, command: RunTools) -> Command | None:
-        calls, answer = command.calls, None
         self._dispatched.clear()
-        if len(calls) == 1:  # runs alone: no task needed
-            outcome = await self._execute(calls[0], command)
-            return self._feed(ToolDone(call_id=calls[0].id, outcome=outcome,
-                                       message_id=self.host.ids()))
-        async with asyncio.TaskGroup() as group:
-            running = [group.create_task(self._execute(call, command)) for call in calls]
-            for call, task in zip(calls, running, strict=True):
-                answer = self._feed(ToolDone(call_id=call.id, outcome=await task,
-                                             message_id=self.host.ids()))
-        return answer
+        if self._spans is None:
+            return await run_tool_group(command.calls, lambda call: self._execute(call, command),
+                                        self._tool_done)
+        with self._spans.tools():
+            return await run_tool_group(command.calls, lambda call: self._execute(call, command),
+                                        self._tool_done)
+
+    def _tool_done(self, call: ToolCallBlock, outcome: ToolOutcome) -> Command | None:
+        return self._feed(ToolDone(call_id=call.id, outcome=outcome, message_id=self.host.ids()))
 
     async def _execute(self, call: ToolCallBlock, command: RunTools) -> ToolOutcome:
         if self._state.cancel is not None:
