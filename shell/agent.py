@@ -19,19 +19,14 @@ Rules (docs/api-shell-runtime.md, "Agents", says each in full):
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-import os
-import random
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Literal, Self, TypeAlias, TypeVar
 
 import msgspec
-from returns.result import Failure, Result
 
 from ..core import (
-    ABORTED_BEFORE_DISPATCH_TEXT,
     DEFAULT_MAX_STEPS,
     ApprovalPolicyData,
     ApprovalPolicyEvent,
@@ -44,7 +39,6 @@ from ..core import (
     Cancelled,
     CancelRequested,
     CancelUser,
-    Chunk,
     Command,
     Event,
     Failed,
@@ -57,14 +51,9 @@ from ..core import (
     RunResult,
     RunTools,
     Steer,
-    StepBlocked,
-    StepPrepared,
     Stop,
-    StreamEnded,
     SubagentDescriptorData,
-    ToolCallBlock,
     ToolDone,
-    ToolOutcome,
     TurnEndEvent,
     TurnError,
     TurnStartEvent,
@@ -74,15 +63,9 @@ from ..core import (
     failure_of,
     feed,
     initial_loop_state,
-    merge_sections,
-    missing_route,
     pending_input,
-    policy_sections,
     read_turn,
     retry_note,
-    step_context,
-    step_header,
-    step_system_prompt,
     stop_reason_for,
     user_message,
 )
@@ -97,19 +80,12 @@ from .agent_contract import (
 from .approval import ApprovalPolicy, ApprovalRefusedError, Approver, request_approval
 from .clock import sleep
 from .errors import model_error
-from .model_call import stream_call
 from .runs import RunWatches
 from .session import Session
+from .steps import call_model, prepare_step, run_tools, runtime_context_of, system_prompt_of
 from .store import SessionEventError
 from .telemetry import AgentSpans
-from .tools import (
-    PromptSections,
-    ToolContext,
-    ToolScope,
-    error_outcome,
-    run_tool_group,
-    runtime_context,
-)
+from .tools import PromptSections, ToolScope, error_outcome
 
 __all__ = [
     "Agent", "AgentDisposedError", "AgentLoopError", "AgentServices", "ApprovalRefusedError",
@@ -123,12 +99,6 @@ logger = logging.getLogger(__name__)
 #: step (the turn ends ``blocked``). May be sync or async.
 PreStepHook: TypeAlias = Callable[["Agent", int, int], "Awaitable[bool | None] | bool | None"]
 T = TypeVar("T")
-
-
-def _unwrapped(result: Result[T, str]) -> T:
-    if isinstance(result, Failure):
-        raise ValueError(result.failure())
-    return result.unwrap()
 
 
 class Agent:
@@ -185,31 +155,13 @@ class Agent:
     def cancel_cause(self) -> CancelCause | None:
         return self._state.cancel
 
-    def _variables(self) -> dict[str, str | None]:
-        cwd = self.session.header.cwd
-        return {"provider": self.provider, "model": self.model,
-                "cwd": cwd if isinstance(cwd, str) else None}
-
     def system_prompt(self) -> str:
-        """The step's system prompt (raises ``ValueError`` for a variable it cannot fill)."""
-        hidden = frozenset(name for name in self.tools.registry.names()
-                           if not self.tools.offers(name))
-        return _unwrapped(step_system_prompt(
-            merge_sections(self.host.prompt_sections.sections(), self.prompt_sections.sections()),
-            hidden_tools=hidden, variables=self._variables()))
+        """The next step's system prompt (``ValueError`` for a variable it cannot fill)."""
+        return system_prompt_of(self)
 
     def runtime_context(self) -> tuple[PromptSection, ...]:
         """The next step's runtime-context contributions, variables filled in."""
-        mode, override = self.host.sandbox_mode, self.session.trace.sandbox_mode
-        if mode is not None and override is not None:
-            mode = override.mode
-        cwd = self.session.header.cwd
-        workspace = "" if mode is None else (
-            cwd if isinstance(cwd, str) else self.host.workspace_root or os.getcwd())
-        own = policy_sections(sandbox_mode=mode, workspace=workspace, approval_policy=(
-            self.approval_policy if self.approval_composed else None))
-        layered = runtime_context(self.host.prompt_sections, self.prompt_sections)
-        return _unwrapped(step_context(own, layered, self._variables()))
+        return runtime_context_of(self)
 
     # ------------------------------------------------------------------ control
 
@@ -450,12 +402,13 @@ class Agent:
         while command is not None and not isinstance(command, Stop):
             try:
                 if isinstance(command, PrepareStep):
-                    command = await self._prepare_step(command)
+                    command = await prepare_step(self, self.pre_step_hooks, command, self._feed)
                 elif isinstance(command, CallModel):
-                    command = await self._call_model(command)
+                    command = await call_model(self, command, self._feed, self._spans)
                 elif isinstance(command, RunTools):
                     await self.session.wait_durable()  # the calls are on disk before effects
-                    command = await self._run_tools(command)
+                    command = await run_tools(self, command, self._feed, self._spans,
+                                              self._dispatched)
                 elif isinstance(command, Backoff):
                     logger.warning("agent %s: %s", self.id,
                                    retry_note(command.retry, command.delay_ms))
@@ -468,57 +421,6 @@ class Agent:
                 raise
             except Exception as exc:  # a failing hook, model or write ends the turn
                 command = self._feed(Failed(failure=failure_of(exc)))
-
-    async def _prepare_step(self, command: PrepareStep) -> Command | None:
-        for hook in list(self.pre_step_hooks):
-            verdict = hook(self, command.turn, command.step)
-            if inspect.isawaitable(verdict):
-                verdict = await verdict
-            if verdict is False:
-                return self._feed(StepBlocked())
-        if not self.provider or not self.model:
-            raise RuntimeError(missing_route(self.id))
-        tools = self.tools.tools()
-        header = step_header(provider=self.provider, model=self.model,
-                             max_tokens=self.max_tokens, system=self.system_prompt(),
-                             tools=[tool.schema for tool in tools])
-        return self._feed(StepPrepared(
-            header=header, parallel_tools=frozenset(tool.name for tool in tools
-                                                    if tool.concurrency_safe),
-            context=self.runtime_context(), context_id=self.host.ids(),
-            retry=self.host.retry_policy(self.provider)))
-
-    async def _call_model(self, command: CallModel) -> Command | None:
-        header = command.header
-        answer = await stream_call(
-            header, self.session.history(), self.host.model,
-            None if self._spans is None else self._spans.model_call(header.config),
-            lambda chunk: self._feed(Chunk(chunk=chunk)))
-        if isinstance(answer, Stop):
-            return answer
-        return self._feed(StreamEnded(message_id=self.host.ids(), draw=random.random()))
-
-    async def _run_tools(self, command: RunTools) -> Command | None:
-        self._dispatched.clear()
-        if self._spans is None:
-            return await run_tool_group(command.calls, lambda call: self._execute(call, command),
-                                        self._tool_done)
-        with self._spans.tools():
-            return await run_tool_group(command.calls, lambda call: self._execute(call, command),
-                                        self._tool_done)
-
-    def _tool_done(self, call: ToolCallBlock, outcome: ToolOutcome) -> Command | None:
-        return self._feed(ToolDone(call_id=call.id, outcome=outcome, message_id=self.host.ids()))
-
-    async def _execute(self, call: ToolCallBlock, command: RunTools) -> ToolOutcome:
-        if self._state.cancel is not None:
-            # The turn is being cancelled: no call is dispatched any more, so nothing it would
-            # have started exists; the closers answer it as never dispatched.
-            return ToolOutcome(ABORTED_BEFORE_DISPATCH_TEXT, is_error=True)
-        self._dispatched.add(call.id)
-        return await self.tools.call(ToolContext(
-            agent=self, call_id=call.id, tool_name=call.name, turn=command.turn,
-            step=command.step, arguments=call.arguments))
 
     def __repr__(self) -> str:
         return f"Agent(id={self.id!r}, provider={self.provider!r}, model={self.model!r})"

@@ -1,0 +1,202 @@
+"""Carrying out the turn machine's step commands for an agent: a step prepared (the pre-step
+hooks asked, its system prompt, runtime context and header read off the agent), its model call
+streamed, its tool group run; each feeds what happened back through the agent's ``feed`` and
+returns the machine's answer.
+
+Rules:
+
+* The system prompt is the owner's sections overridden by the agent's, a ``tool:<name>``
+  section emptied when the agent's scope hides that global tool, the prompt variables
+  (``provider``, ``model``, ``cwd``) filled in; a reference that cannot be filled raises
+  ``ValueError`` (which fails the step).
+* The runtime context is the deployment's file policy (the session's effective sandbox mode,
+  over the session's cwd, else the owner's workspace root, else the process's cwd) and approval
+  policy (with an approval service), then the owner's and the agent's contributions.
+* Once a cancellation is requested no further call of the group is dispatched: it gets the
+  never-dispatched result, and the closers answer it so.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import random
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
+
+from returns.result import Failure, Result
+
+from ..core import (
+    ABORTED_BEFORE_DISPATCH_TEXT,
+    CallModel,
+    Chunk,
+    Command,
+    LoopInput,
+    PrepareStep,
+    PromptSection,
+    RunTools,
+    StepBlocked,
+    StepPrepared,
+    Stop,
+    StreamEnded,
+    ToolCallBlock,
+    ToolDone,
+    ToolOutcome,
+    merge_sections,
+    missing_route,
+    policy_sections,
+    step_context,
+    step_header,
+    step_system_prompt,
+)
+from .agent_contract import AgentServices
+from .approval import ApprovalPolicy
+from .model_call import stream_call
+from .telemetry import AgentSpans
+from .tools import (
+    CallingAgent,
+    PromptSections,
+    ToolContext,
+    ToolScope,
+    run_tool_group,
+    runtime_context,
+)
+
+__all__ = ["StepAgent", "system_prompt_of", "runtime_context_of", "prepared_step",
+           "prepare_step", "call_model", "run_tools"]
+
+T = TypeVar("T")
+A = TypeVar("A", bound="StepAgent")
+
+
+class StepAgent(CallingAgent, Protocol):
+    """What a step reads of its agent (an :class:`~turnfork.shell.Agent` is one)."""
+
+    @property
+    def host(self) -> AgentServices: ...
+
+    @property
+    def provider(self) -> str | None: ...
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def max_tokens(self) -> int | None: ...
+
+    @property
+    def tools(self) -> ToolScope: ...
+
+    @property
+    def prompt_sections(self) -> PromptSections: ...
+
+    @property
+    def approval_composed(self) -> bool: ...
+
+    @property
+    def approval_policy(self) -> ApprovalPolicy: ...
+
+    def system_prompt(self) -> str: ...
+
+    def runtime_context(self) -> tuple[PromptSection, ...]: ...
+
+
+def _unwrapped(result: Result[T, str]) -> T:
+    if isinstance(result, Failure):
+        raise ValueError(result.failure())
+    return result.unwrap()
+
+
+def _variables(agent: StepAgent) -> dict[str, str | None]:
+    cwd = agent.session.header.cwd
+    return {"provider": agent.provider, "model": agent.model,
+            "cwd": cwd if isinstance(cwd, str) else None}
+
+
+def system_prompt_of(agent: StepAgent) -> str:
+    """The agent's system prompt for its next step (raises ``ValueError``, see above)."""
+    scope = agent.tools
+    hidden = frozenset(name for name in scope.registry.names() if not scope.offers(name))
+    return _unwrapped(step_system_prompt(
+        merge_sections(agent.host.prompt_sections.sections(), agent.prompt_sections.sections()),
+        hidden_tools=hidden, variables=_variables(agent)))
+
+
+def runtime_context_of(agent: StepAgent) -> tuple[PromptSection, ...]:
+    """The agent's runtime-context contributions for its next step, variables filled in."""
+    mode, override = agent.host.sandbox_mode, agent.session.trace.sandbox_mode
+    if mode is not None and override is not None:
+        mode = override.mode
+    cwd = agent.session.header.cwd
+    workspace = "" if mode is None else (
+        cwd if isinstance(cwd, str) else agent.host.workspace_root or os.getcwd())
+    own = policy_sections(sandbox_mode=mode, workspace=workspace, approval_policy=(
+        agent.approval_policy if agent.approval_composed else None))
+    layered = runtime_context(agent.host.prompt_sections, agent.prompt_sections)
+    return _unwrapped(step_context(own, layered, _variables(agent)))
+
+
+def prepared_step(agent: StepAgent) -> StepPrepared:
+    """What the agent's next step is made with: its route's header and retry policy, the
+    tools that may run together, its runtime context."""
+    if not agent.provider or not agent.model:
+        raise RuntimeError(missing_route(agent.id))
+    tools = agent.tools.tools()
+    header = step_header(provider=agent.provider, model=agent.model,
+                         max_tokens=agent.max_tokens, system=agent.system_prompt(),
+                         tools=[tool.schema for tool in tools])
+    return StepPrepared(
+        header=header, parallel_tools=frozenset(tool.name for tool in tools
+                                                if tool.concurrency_safe),
+        context=agent.runtime_context(), context_id=agent.host.ids(),
+        retry=agent.host.retry_policy(agent.provider))
+
+
+async def prepare_step(agent: A, hooks: Sequence[Callable[[A, int, int], object]],
+                       command: PrepareStep, feed: Callable[[LoopInput], Command | None],
+                       ) -> Command | None:
+    """Ask the pre-step hooks (``False`` blocks the step), then prepare the step."""
+    for hook in list(hooks):
+        verdict = hook(agent, command.turn, command.step)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+        if verdict is False:
+            return feed(StepBlocked())
+    return feed(prepared_step(agent))
+
+
+async def call_model(agent: StepAgent, command: CallModel,
+                     feed: Callable[[LoopInput], Command | None],
+                     spans: AgentSpans | None) -> Command | None:
+    """Stream the step's model call into the machine; ``Stop`` if it stopped the stream."""
+    header = command.header
+    answer = await stream_call(
+        header, agent.session.history(), agent.host.model,
+        None if spans is None else spans.model_call(header.config),
+        lambda chunk: feed(Chunk(chunk=chunk)))
+    if isinstance(answer, Stop):
+        return answer
+    return feed(StreamEnded(message_id=agent.host.ids(), draw=random.random()))
+
+
+async def run_tools(agent: StepAgent, command: RunTools, feed: Callable[[ToolDone], T],
+                    spans: AgentSpans | None, dispatched: set[str]) -> T | None:
+    """Run the command's tool group for ``agent`` (in its tools span), ``feed`` each outcome in
+    the calls' order; ``dispatched`` collects the calls that started."""
+    dispatched.clear()
+
+    async def execute(call: ToolCallBlock) -> ToolOutcome:
+        if agent.cancel_cause is not None:
+            return ToolOutcome(ABORTED_BEFORE_DISPATCH_TEXT, is_error=True)
+        dispatched.add(call.id)
+        return await agent.tools.call(ToolContext(
+            agent=agent, call_id=call.id, tool_name=call.name, turn=command.turn,
+            step=command.step, arguments=call.arguments))
+
+    def done(call: ToolCallBlock, outcome: ToolOutcome) -> T:
+        return feed(ToolDone(call_id=call.id, outcome=outcome, message_id=agent.host.ids()))
+
+    if spans is None:
+        return await run_tool_group(command.calls, execute, done)
+    with spans.tools():
+        return await run_tool_group(command.calls, execute, done)
