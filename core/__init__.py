@@ -364,7 +364,6 @@ from .machine import (
     LoopState,
     LoopStep,
     PrepareStep,
-    Prompt,
     ResumeTerms,
     RunTools,
     Steer,
@@ -388,7 +387,6 @@ from .machine import (
     continuable_descriptor,
     continuable_tool_section,
     epoch_stop_reason,
-    failure_of,
     feed,
     initial_loop_state,
     interpolate_prompt,
@@ -400,14 +398,9 @@ from .machine import (
     job_list_schema,
     job_output_schema,
     list_agents_schema,
-    merge_sections,
-    missing_route,
     no_calling_agent,
     object_tool_schema,
-    pending_input,
     plan_continuable,
-    policy_sections,
-    ranked_sections,
     refusal,
     render_agent_list,
     render_interrupt_requested,
@@ -422,7 +415,6 @@ from .machine import (
     report_schema,
     report_section,
     resume_terms,
-    retry_note,
     run_outcome,
     same_lifecycle,
     sandbox_policy_section,
@@ -432,11 +424,26 @@ from .machine import (
     snapshot_text,
     start_failure_outcome,
     status_line,
+    with_dispose_failure,
+)
+
+# isort: split
+# The loop driver's pure rules, kept in a block of their own.
+from .machine import (
+    Prompt,
+    failure_of,
+    merge_sections,
+    missing_route,
+    pending_input,
+    policy_sections,
+    queued_input,
+    ranked_sections,
+    retry_note,
     step_context,
     step_header,
     step_system_prompt,
+    turn_note,
     user_message,
-    with_dispose_failure,
 )
 
 __all__ = [
@@ -537,5 +544,5 @@ __all__ = [
     "completion_notice", "job_output_schema", "job_list_schema", "job_kill_schema",
     "Prompt", "user_message", "failure_of", "pending_input", "merge_sections", "ranked_sections",
     "step_system_prompt", "step_context", "policy_sections", "step_header", "missing_route",
-    "retry_note",
+    "retry_note", "queued_input", "turn_note",
 ]

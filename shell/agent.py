@@ -1,72 +1,55 @@
-"""An agent: one session, and a task that carries out what the core's turn machine decides.
+"""An agent: one session, and a task that carries out what the core's turn machine decides
+(docs/api-shell-runtime.md, "Agents", gives the rules in full).
 
-Rules (docs/api-shell-runtime.md, "Agents", says each in full):
-
-* Every turn decision is :func:`turnfork.core.loop.feed`'s, every pure one besides (the step's
-  prompt and header, the queued message, a flattened failure) :mod:`turnfork.core.machine`'s:
-  the agent feeds in what happened, appends the events and carries out the command.
-* The task exists only while there is work (``Wake`` starts it, ``Stop`` ends it). ``cancel``
-  tells the machine, then cancels the task; :meth:`Agent._reap`, its done-callback, feeds
-  ``Cancelled`` (or the loop's failure), so the log is balanced before ``when_idle`` returns.
-* A write that still fails is kept in :attr:`Agent.failure` and raised once by ``when_idle``.
-* ``run(prompt)`` is a watched follow-up: the turn whose first step claims the message settles
-  it at its ``turn/end``, read by :func:`turnfork.core.read_turn`; dropped input settles it
-  ``aborted``.
-* What is appended is reported: turn and step boundaries drive the OpenTelemetry spans and
-  the log (``turnfork.shell.agent``); no prompt or model text is logged above DEBUG.
+* Every decision is the core's (:func:`turnfork.core.loop.feed`, :mod:`turnfork.core.machine`):
+  the agent feeds in what happened, appends the events, has ``shell/steps.py`` carry out the
+  command. The task exists only while there is work (``Wake`` starts it, ``Stop`` ends it).
+* ``cancel`` tells the machine, then cancels the task; :meth:`Agent._reap`, its done-callback,
+  feeds ``Cancelled`` (or the loop's failure): the log is balanced before ``when_idle``
+  returns. A write that still fails is kept in :attr:`Agent.failure`, raised once.
+* What is appended is reported: runs (``shell/runs.py``), spans, the log (WARNING for a failed
+  turn or a retry; no prompt or model text above DEBUG).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
 from typing import Any, Literal, Self, TypeAlias, TypeVar
 
 import msgspec
+from msgspec import UNSET
 
 from ..core import (
     DEFAULT_MAX_STEPS,
     ApprovalPolicyData,
     ApprovalPolicyEvent,
-    Backoff,
-    BackoffDone,
     Begin,
-    CallModel,
     CancelCause,
     CancelDisposed,
     Cancelled,
     CancelRequested,
     CancelUser,
     Command,
-    Event,
     Failed,
-    Followup,
     LoopInput,
     LoopState,
-    PrepareStep,
     Prompt,
     PromptSection,
     RunResult,
-    RunTools,
-    Steer,
     Stop,
     SubagentDescriptorData,
     ToolDone,
-    TurnEndEvent,
-    TurnError,
-    TurnStartEvent,
     UserMessage,
     Wake,
-    describe_failure,
     failure_of,
     feed,
     initial_loop_state,
     pending_input,
-    read_turn,
-    retry_note,
-    stop_reason_for,
+    queued_input,
+    turn_note,
     user_message,
 )
 from .agent_contract import (
@@ -78,11 +61,9 @@ from .agent_contract import (
     report_idle,
 )
 from .approval import ApprovalPolicy, ApprovalRefusedError, Approver, request_approval
-from .clock import sleep
-from .errors import model_error
 from .runs import RunWatches
 from .session import Session
-from .steps import call_model, prepare_step, run_tools, runtime_context_of, system_prompt_of
+from .steps import carry_out, runtime_context_of, system_prompt_of
 from .store import SessionEventError
 from .telemetry import AgentSpans
 from .tools import PromptSections, ToolScope, error_outcome
@@ -114,8 +95,7 @@ class Agent:
                  sections: Iterable[PromptSection] = ()) -> None:
         self.host, self.session, self.tools = services, session, tools
         self.provider, self.model, self.max_tokens = provider, model, max_tokens
-        self.subagent_depth = subagent_depth
-        self.prompt_sections = PromptSections(sections)
+        self.subagent_depth, self.prompt_sections = subagent_depth, PromptSections(sections)
         self.pre_step_hooks: list[PreStepHook] = []
         #: Whether an approval service is composed (DSH pins a child's policy to never then).
         self.approval_composed = approval
@@ -129,7 +109,7 @@ class Agent:
         self._task: asyncio.Task[None] | None = None
         self._dispatched: set[str] = set()  # calls of the running tool group that started
         self._disposed = self._forgotten = False
-        #: The running maintenance job; a wake waits until it ends and its wake has started.
+        #: The running maintenance job, and its end (once the wake it deferred has started).
         self._maintenance: asyncio.Future[Any] | None = None
         self._maintenance_over: asyncio.Future[None] | None = None
         self._runs = RunWatches()
@@ -163,28 +143,24 @@ class Agent:
         """The next step's runtime-context contributions, variables filled in."""
         return runtime_context_of(self)
 
-    # ------------------------------------------------------------------ control
-
     def followup(self, prompt: Prompt) -> UserMessage:
         """Queue input for a turn of its own and wake the loop (needs a running event loop)."""
-        return self._queue(Followup, prompt)
+        return self._queue(prompt, "followup")
 
     def steer(self, prompt: Prompt) -> UserMessage:
         """Queue input for the running turn's next step boundary (or a new turn when idle)."""
-        return self._queue(Steer, prompt)
+        return self._queue(prompt, "steer")
 
     def inject(self, prompt: Prompt) -> UserMessage:
         """Queue input for the next step boundary without waking an idle agent."""
-        return self._queue(Steer, prompt, wake=False)
+        return self._queue(prompt, "inject")
 
-    def _queue(self, kind: type[Followup] | type[Steer], prompt: Prompt, *,
-               wake: bool = True) -> UserMessage:
+    def _queue(self, prompt: Prompt, kind: Literal["followup", "steer", "inject"]) -> UserMessage:
         if self._disposed:
             raise AgentDisposedError(f"agent {self.id} was disposed")
         message = user_message(prompt, self.host.ids())
-        given = Followup(message=message) if kind is Followup else Steer(message=message,
-                                                                          wake=wake)
-        step = feed(self._state, self.session.trace, given, time=self.host.clock())
+        step = feed(self._state, self.session.trace, queued_input(message, kind),
+                    time=self.host.clock())
         before, self._state = self._state, step.state  # a listener of the splice sees it queued
         try:
             self.session.extend(step.events)
@@ -203,8 +179,7 @@ class Agent:
             raise AgentDisposedError(f"agent {self.id} was disposed")
         if self._task is not None or self._maintenance is not None:
             raise RuntimeError(f'agent "{self.id}" already has active work')
-        work: asyncio.Future[T] = asyncio.ensure_future(job())
-        self._maintenance = work
+        self._maintenance = work = asyncio.ensure_future(job())
         self._maintenance_over = over = asyncio.get_running_loop().create_future()
         try:
             return await work
@@ -219,52 +194,36 @@ class Agent:
         self._poll()
         if self._maintenance is not None:
             self._maintenance.cancel()
-        task = self._task
-        if task is None:
-            if keep_queued:
-                return  # parked input stays; a wake maintenance deferred still follows it
-            given = CancelRequested(cause=CancelUser() if cause is None else cause)
-            if self._state.awaiting == "wake":
-                # Maintenance deferred the wake, so no task will stop: the drop happens now.
+        task, given = self._task, CancelRequested(cause=CancelUser() if cause is None else cause,
+                                                  keep_queued=keep_queued)
+        if task is None:  # kept input stays parked; a wake maintenance deferred still follows
+            # Maintenance deferred the wake, so no task will stop: the drop happens now.
+            deferred = self._state.awaiting == "wake"
+            if not keep_queued and (deferred or self.pending):
                 self._feed(given)
-                self._feed(Cancelled(message_id=self.host.ids()))
-            elif self.pending:
-                self._feed(given)
+                if deferred:
+                    self._feed(Cancelled(message_id=self.host.ids()))
             return
         if self._state.cancel is None:
-            self._feed(CancelRequested(cause=CancelUser() if cause is None else cause,
-                                       keep_queued=keep_queued))
+            self._feed(given)
         task.cancel()
 
     async def run(self, prompt: Prompt, *, raise_on_failure: bool = False) -> RunResult:
-        """Queue ``prompt`` as a follow-up; the result of the turn that takes it, once closed
-        and durable (``aborted`` if it was dropped first)."""
+        """The result of the turn that takes follow-up ``prompt``, once closed and durable."""
         watch = self._runs.watch(self.followup(prompt).id)
-        outcome = await self._runs.settled(watch)
-        await report_idle(self, watch.upto)
-        if outcome is None:  # the turn was left open; another caller took the loop's failure
-            assert watch.start is not None
-            outcome = read_turn(self.session.events[watch.start:])
-        if raise_on_failure and outcome.failure is not None:
-            raise model_error(outcome.failure, outcome)
-        return outcome
+        return await self._runs.result(watch, self, raise_on_failure=raise_on_failure)
 
     async def when_idle(self, *, raise_on_failure: bool = False) -> RunResult | None:
         """Wait until quiet and durable; the latest turn's result (``None`` before any)."""
         await self._quiesce()
-        await report_idle(self)
-        result = self._runs.latest()
-        if raise_on_failure and result is not None and result.failure is not None:
-            raise model_error(result.failure, result)
-        return result
+        return await self._runs.latest(self, raise_on_failure=raise_on_failure)
 
     async def when_quiet(self) -> None:
         """Wait until no turn is running or queued and no maintenance job runs."""
         await self._quiesce()
 
     async def dispose(self) -> None:
-        """Cancel with ``disposed``, wait for quiescence, dispose the children, leave the
-        owner's registries. Idempotent and safe to call concurrently."""
+        """Cancel with ``disposed``, wait until quiet, dispose the children (idempotent)."""
         if not self._disposed:
             self._disposed = True
             self.cancel(CancelDisposed())
@@ -283,9 +242,8 @@ class Agent:
     def set_approval_policy(self, policy: ApprovalPolicy, *,
                             source: Literal["delegation"] | None = None) -> None:
         """Log an ``approval/policy`` event and apply it."""
-        data = (ApprovalPolicyData(policy=policy) if source is None
-                else ApprovalPolicyData(policy=policy, source=source))
-        self.session.append(ApprovalPolicyEvent, data)
+        self.session.append(ApprovalPolicyEvent, ApprovalPolicyData(
+            policy=policy, source=UNSET if source is None else source))
         self.approval_policy = policy
 
     async def request_approval(self, tool_name: str, detail: str, *,
@@ -293,14 +251,10 @@ class Agent:
         """Ask to run an action that needs approval (raises ``ApprovalRefusedError``)."""
         await request_approval(self, tool_name, detail, call_id=call_id)
 
-    # ------------------------------------------------------------------ the machine
-
     def _feed(self, given: LoopInput) -> Command | None:
-        """One input into the machine; its events are appended before its command returns.
-
-        The new state is kept even if the write fails (the machine closes what it left open
-        from the log's trace). A tool result the store will not hold becomes an error result.
-        """
+        """One input into the machine, its events appended before its command returns. The new
+        state is kept even if the write fails (the machine closes what the write left open);
+        a tool result the store will not hold becomes an error result."""
         before = self._state
         step = feed(before, self.session.trace, given, time=self.host.clock())
         self._state = step.state
@@ -316,35 +270,20 @@ class Agent:
                             time=self.host.clock())
                 self._state = step.state
                 self.session.extend(step.events)
-            self._observe(step.events)
+            for event in step.events:  # what is appended is reported: logs, spans, runs
+                if (note := turn_note(event)) is not None:
+                    logger.log(logging.WARNING if note[0] else logging.DEBUG, "agent %s: %s",
+                               self.id, note[1])
+                if self._spans is not None:
+                    self._spans.observe(event)
+            self._runs.observe(step.events, lambda: self._state.turn, lambda: self.pending)
         return step.command
-
-    def _observe(self, events: Sequence[Event]) -> None:
-        """Report what was appended: turns for runs, logs and spans."""
-        for event in events:
-            if type(event) is TurnStartEvent:
-                assert isinstance(event, TurnStartEvent)
-                logger.debug("agent %s: turn %d started", self.id, event.data.turn)
-            elif type(event) is TurnEndEvent:
-                assert isinstance(event, TurnEndEvent)
-                turn, reason = event.data.turn, event.data.reason
-                if isinstance(reason, TurnError):  # a retried failure was logged with its retry
-                    logger.warning("agent %s: turn %d failed: %s", self.id, turn,
-                                   describe_failure(reason.error))
-                else:
-                    logger.debug("agent %s: turn %d ended: %s", self.id, turn,
-                                 stop_reason_for(reason))
-            if self._spans is not None:
-                self._spans.observe(event)
-        self._runs.observe(events, lambda: self._state.turn, lambda: self.pending)
-
-    # ------------------------------------------------------------------ task lifecycle
 
     def _start(self) -> None:
         if self._spans is not None:
             self._spans.woken()
-        task = asyncio.get_running_loop().create_task(self._drive(), name=f"agent:{self.id}")
-        self._task = task
+        self._task = task = asyncio.get_running_loop().create_task(self._drive(),
+                                                                   name=f"agent:{self.id}")
         task.add_done_callback(self._reap)
 
     def _poll(self) -> None:
@@ -385,8 +324,8 @@ class Agent:
             self._start()  # input queued after the cancel
         if self._task is None:
             self._runs.left_open()
-        if self._disposed and self._task is None:
-            self._forget()
+            if self._disposed:
+                self._forget()
 
     def _forget(self) -> None:
         if not self._forgotten:
@@ -395,30 +334,13 @@ class Agent:
                 self._spans.close()
             self.host.agent_disposed(self)
 
-    # ------------------------------------------------------------------ carrying out
-
     async def _drive(self) -> None:
         command = self._feed(Begin())
         while command is not None and not isinstance(command, Stop):
             try:
-                if isinstance(command, PrepareStep):
-                    command = await prepare_step(self, self.pre_step_hooks, command, self._feed)
-                elif isinstance(command, CallModel):
-                    command = await call_model(self, command, self._feed, self._spans)
-                elif isinstance(command, RunTools):
-                    await self.session.wait_durable()  # the calls are on disk before effects
-                    command = await run_tools(self, command, self._feed, self._spans,
-                                              self._dispatched)
-                elif isinstance(command, Backoff):
-                    logger.warning("agent %s: %s", self.id,
-                                   retry_note(command.retry, command.delay_ms))
-                    await self.session.wait_durable()  # the retry is on disk before the wait
-                    await sleep(self.host.clock, command.delay_ms)
-                    command = self._feed(BackoffDone())
-                else:
-                    raise AssertionError(f"unexpected command {command!r}")
-            except asyncio.CancelledError:
-                raise
+                command = await carry_out(
+                    self, command, self._feed, hooks=self.pre_step_hooks, spans=self._spans,
+                    dispatched=self._dispatched, logger=logger)
             except Exception as exc:  # a failing hook, model or write ends the turn
                 command = self._feed(Failed(failure=failure_of(exc)))
 

@@ -27,6 +27,8 @@ from ..core import (
     UserMessage,
     read_turn,
 )
+from .agent_contract import IdleReporter, report_idle
+from .errors import model_error
 
 __all__ = ["RunWatch", "RunWatches"]
 
@@ -59,17 +61,34 @@ class RunWatches:
         self._watches.append(watch)
         return watch
 
-    async def settled(self, watch: RunWatch) -> RunResult | None:
-        """The watched run's result (a cancelled wait stops watching, not the turn)."""
+    async def result(self, watch: RunWatch, owner: IdleReporter, *,
+                     raise_on_failure: bool) -> RunResult:
+        """The watched run's result once its turn is closed and durable (a cancelled wait
+        stops watching, not the turn); ``raise_on_failure`` raises a failed turn's failure as
+        its ``ModelError``, and the owner's kept failure is raised as ``report_idle`` does."""
         try:
-            return await asyncio.shield(watch.settled)
+            outcome = await asyncio.shield(watch.settled)
         finally:
             if watch in self._watches:
                 self._watches.remove(watch)
+        await report_idle(owner, watch.upto)
+        if outcome is None:  # the turn was left open; another caller took the loop's failure
+            assert watch.start is not None
+            outcome = read_turn(owner.session.events[watch.start:])
+        if raise_on_failure and outcome.failure is not None:
+            raise model_error(outcome.failure, outcome)
+        return outcome
 
-    def latest(self) -> RunResult | None:
-        """The result of the latest turn (``None`` before the first)."""
-        return read_turn(self.turn_events) if self.turn_events else None
+    async def latest(self, owner: IdleReporter, *, raise_on_failure: bool) -> RunResult | None:
+        """The result of the latest turn once the log is durable (``None`` before the first),
+        raised as :meth:`result` does."""
+        await report_idle(owner)
+        if not self.turn_events:
+            return None
+        result = read_turn(self.turn_events)
+        if raise_on_failure and result.failure is not None:
+            raise model_error(result.failure, result)
+        return result
 
     def observe(self, events: Iterable[Event], progress: Callable[[], TurnProgress | None],
                 pending: Callable[[], tuple[UserMessage, ...]]) -> None:

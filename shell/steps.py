@@ -19,6 +19,7 @@ Rules:
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 import random
 from collections.abc import Callable, Sequence
@@ -28,6 +29,8 @@ from returns.result import Failure, Result
 
 from ..core import (
     ABORTED_BEFORE_DISPATCH_TEXT,
+    Backoff,
+    BackoffDone,
     CallModel,
     Chunk,
     Command,
@@ -45,12 +48,14 @@ from ..core import (
     merge_sections,
     missing_route,
     policy_sections,
+    retry_note,
     step_context,
     step_header,
     step_system_prompt,
 )
 from .agent_contract import AgentServices
 from .approval import ApprovalPolicy
+from .clock import sleep
 from .model_call import stream_call
 from .telemetry import AgentSpans
 from .tools import (
@@ -63,7 +68,7 @@ from .tools import (
 )
 
 __all__ = ["StepAgent", "system_prompt_of", "runtime_context_of", "prepared_step",
-           "prepare_step", "call_model", "run_tools"]
+           "prepare_step", "call_model", "run_tools", "carry_out"]
 
 T = TypeVar("T")
 A = TypeVar("A", bound="StepAgent")
@@ -200,3 +205,24 @@ async def run_tools(agent: StepAgent, command: RunTools, feed: Callable[[ToolDon
         return await run_tool_group(command.calls, execute, done)
     with spans.tools():
         return await run_tool_group(command.calls, execute, done)
+
+
+async def carry_out(agent: A, command: Command, feed: Callable[[LoopInput], Command | None], *,
+                    hooks: Sequence[Callable[[A, int, int], object]], spans: AgentSpans | None,
+                    dispatched: set[str], logger: logging.Logger) -> Command | None:
+    """Carry out one of the machine's commands for ``agent``; the machine's answer. A step's
+    calls are on disk before their effects, a scheduled retry before its wait (on the owner's
+    clock), which is logged at WARNING on ``logger``."""
+    if isinstance(command, PrepareStep):
+        return await prepare_step(agent, hooks, command, feed)
+    if isinstance(command, CallModel):
+        return await call_model(agent, command, feed, spans)
+    if isinstance(command, RunTools):
+        await agent.session.wait_durable()
+        return await run_tools(agent, command, feed, spans, dispatched)
+    if isinstance(command, Backoff):
+        logger.warning("agent %s: %s", agent.id, retry_note(command.retry, command.delay_ms))
+        await agent.session.wait_durable()
+        await sleep(agent.host.clock, command.delay_ms)
+        return feed(BackoffDone())
+    raise AssertionError(f"unexpected command {command!r}")

@@ -88,11 +88,13 @@ from .driver import (
     missing_route,
     pending_input,
     policy_sections,
+    queued_input,
     ranked_sections,
     retry_note,
     step_context,
     step_header,
     step_system_prompt,
+    turn_note,
     user_message,
 )
 from .jobs import (
@@ -204,5 +206,5 @@ __all__ = [
     # driver
     "Prompt", "user_message", "failure_of", "pending_input", "merge_sections", "ranked_sections",
     "step_system_prompt", "step_context", "policy_sections", "step_header", "missing_route",
-    "retry_note",
+    "retry_note", "queued_input", "turn_note",
 ]

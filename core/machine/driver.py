@@ -14,6 +14,7 @@ Rules of this module:
 * The system prompt of a step is the merged sections, a ``tool:<name>`` section emptied when
   the tool is hidden from this agent, every section's prompt variables filled in, the ranked
   ``section`` texts joined by blank lines (:func:`step_system_prompt`).
+* A turn's start and end are logged (a failed turn as a warning), no prompt or model text.
 * The runtime context of a step is the deployment's policy sections (file policy, approval
   policy) and the layered ``context`` contributions, sorted by order, variables filled in.
 """
@@ -27,25 +28,30 @@ import msgspec
 from msgspec import UNSET
 from returns.result import Failure, Result, Success
 
-from .._checking import checked
-from ..delegation import PromptSection
+from .._checking import checked, unchecked
+from ..delegation import PromptSection, describe_failure, stop_reason_for
 from ..log import (
     ContentBlock,
     EpochHeader,
+    Event,
     LlmCallConfig,
     LlmFailure,
     LlmRetryData,
     MessageSource,
     TextBlock,
     ToolSchema,
+    TurnEndEvent,
+    TurnError,
+    TurnStartEvent,
     UserMessage,
 )
-from .loop import LoopState
+from .loop import Followup, LoopState, Steer
 from .prompt import approval_policy_section, interpolate_prompt, sandbox_policy_section
 
 __all__ = [
     "Prompt",
     "user_message",
+    "queued_input",
     "failure_of",
     "pending_input",
     "merge_sections",
@@ -56,6 +62,7 @@ __all__ = [
     "step_header",
     "missing_route",
     "retry_note",
+    "turn_note",
 ]
 
 #: A follow-up: text, content blocks or a whole user message.
@@ -73,6 +80,16 @@ def user_message(prompt: Prompt, message_id: str) -> UserMessage:
         return prompt
     content = (TextBlock(text=prompt),) if isinstance(prompt, str) else tuple(prompt)
     return UserMessage(content=content, source=MessageSource(kind="user"), id=message_id)
+
+
+@checked
+def queued_input(message: UserMessage,
+                 kind: Literal["followup", "steer", "inject"]) -> Followup | Steer:
+    """The machine's input for queued ``message``: a follow-up gets a turn of its own, a steer
+    joins the next step boundary (waking an idle agent), an inject does not wake it."""
+    if kind == "followup":
+        return Followup(message=message)
+    return Steer(message=message, wake=kind == "steer")
 
 
 @checked
@@ -198,3 +215,17 @@ def retry_note(retry: LlmRetryData, delay_ms: float) -> str:
     return (f"the request to {retry.provider} failed ({retry.failure.code}: "
             f"{retry.failure.message}); retry {budget} in {delay_ms:.0f} ms "
             f"(turn {retry.turn}, step {retry.step})")
+
+
+@unchecked  # asked of every appended event: a run-time check would cost each chunk
+def turn_note(event: Event) -> tuple[bool, str] | None:
+    """What is logged of an appended turn boundary: whether it is a warning (a turn that
+    failed), and the text; ``None`` for any other event. No prompt or model text is in it."""
+    if type(event) is TurnStartEvent:
+        return False, f"turn {event.data.turn} started"
+    if type(event) is not TurnEndEvent:
+        return None
+    reason = event.data.reason
+    if isinstance(reason, TurnError):
+        return True, f"turn {event.data.turn} failed: {describe_failure(reason.error)}"
+    return False, f"turn {event.data.turn} ended: {stop_reason_for(reason)}"
