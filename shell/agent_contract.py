@@ -1,7 +1,5 @@
-"""What an agent and its owner agree on: the services the owner provides, the agent's errors,
-and how the end of ``when_idle`` is reported (by an agent, or a stand-in running one
-elsewhere). Kept apart from ``agent.py`` so that what needs only the contract does not import
-the loop."""
+"""What an agent and its owner agree on: the owner's services, the agent's errors, and the end
+of ``when_idle`` (an agent's, or a stand-in's running one elsewhere), apart from the loop."""
 
 from __future__ import annotations
 
@@ -44,19 +42,15 @@ class AgentServices(Protocol):
 
     def model(self, provider: str) -> Model:
         """The model serving ``provider`` (raises ``UnknownProviderError``)."""
-        ...
 
     def retry_policy(self, provider: str) -> RetryPolicy | None:
         """How ``provider``'s failed model requests are retried (``None``: they are not)."""
-        ...
 
     def agent_disposed(self, agent: Any) -> None:
         """The agent is disposed and its loop quiet: forget it."""
-        ...
 
     async def release_children(self, agent: Any) -> None:
         """Dispose every child ``agent`` started, however it was started."""
-        ...
 
 
 class AgentDisposedError(RuntimeError):

@@ -32,27 +32,20 @@ Approver: TypeAlias = Callable[[Any, str, str], Awaitable[bool]]
 
 
 class _ApprovalServices(Protocol):
-    @property
-    def ids(self) -> IdFactory: ...
-
-    @property
-    def approver(self) -> Approver | None: ...
+    ids: IdFactory
+    approver: Approver | None
 
 
 class ApprovalAsker(Protocol):
     """What an ask needs of the asking agent (an :class:`~turnfork.shell.Agent` is one)."""
 
+    session: Session
+    approval_policy: ApprovalPolicy
+    approver: Approver | None
+
     @property
     def host(self) -> _ApprovalServices: ...
 
-    @property
-    def session(self) -> Session: ...
-
-    @property
-    def approval_policy(self) -> ApprovalPolicy: ...
-
-    @property
-    def approver(self) -> Approver | None: ...
 
 _JSON = msgspec.json.Encoder()
 

@@ -1,14 +1,9 @@
-"""The runs an agent watches: each waits for the turn that claims its message, and the agent's
-latest turn is kept for ``when_idle``.
+"""The runs an agent watches, and its latest turn (for ``when_idle``).
 
-Rules:
-
-* A run is claimed by the turn whose first step claims its message (the turn's progress at its
-  ``turn/start``), and settled by that turn's ``turn/end`` with the result
-  :func:`turnfork.core.read_turn` reads from the turn's events.
-* Watched input a cancellation drops (a ``canceled`` splice) before a turn claimed it settles
-  its run ``aborted``; a claimed run whose turn was left open (the loop failed) settles with
-  ``None``, and its caller reads the turn from the log.
+* A run is claimed by the turn whose first step claims its message and settled by that turn's
+  ``turn/end`` (:func:`turnfork.core.read_turn`). Input a cancellation drops (a ``canceled``
+  splice) before a turn claimed it settles ``aborted``; a claimed run whose turn was left open
+  (the loop failed) settles with ``None``, and its caller reads the turn from the log.
 """
 
 from __future__ import annotations
@@ -35,15 +30,13 @@ __all__ = ["RunWatch", "RunWatches"]
 
 @dataclass(slots=True)
 class RunWatch:
-    """A run waiting for the turn that claims its message."""
+    """A run waiting for the turn that claims its message: once claimed, the seq of the turn's
+    ``turn/start`` and its number; once settled, the log's length through its ``turn/end``."""
 
     message_id: str
-    #: The turn's result; ``None``: the turn was left open (the loop failed).
     settled: asyncio.Future[RunResult | None]
-    #: The seq of the claiming turn's ``turn/start``, and its number, once claimed.
     start: int | None = None
     turn: int | None = None
-    #: The log's length through the turn's ``turn/end``.
     upto: int | None = None
 
 
@@ -64,8 +57,7 @@ class RunWatches:
     async def result(self, watch: RunWatch, owner: IdleReporter, *,
                      raise_on_failure: bool) -> RunResult:
         """The watched run's result once its turn is closed and durable (a cancelled wait
-        stops watching, not the turn); ``raise_on_failure`` raises a failed turn's failure as
-        its ``ModelError``, and the owner's kept failure is raised as ``report_idle`` does."""
+        stops watching, not the turn); ``raise_on_failure``: a failure as its ``ModelError``."""
         try:
             outcome = await asyncio.shield(watch.settled)
         finally:
@@ -80,8 +72,7 @@ class RunWatches:
         return outcome
 
     async def latest(self, owner: IdleReporter, *, raise_on_failure: bool) -> RunResult | None:
-        """The result of the latest turn once the log is durable (``None`` before the first),
-        raised as :meth:`result` does."""
+        """The latest turn's result once the log is durable (``None`` before the first)."""
         await report_idle(owner)
         if not self.turn_events:
             return None

@@ -18,6 +18,7 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import os
@@ -34,6 +35,7 @@ from ..core import (
     CallModel,
     Chunk,
     Command,
+    EndStream,
     LoopInput,
     PrepareStep,
     PromptSection,
@@ -56,19 +58,17 @@ from ..core import (
 from .agent_contract import AgentServices
 from .approval import ApprovalPolicy
 from .clock import sleep
-from .model_call import stream_call
+from .models.base import ModelRequest
 from .telemetry import AgentSpans
 from .tools import (
     CallingAgent,
     PromptSections,
     ToolContext,
     ToolScope,
-    run_tool_group,
     runtime_context,
 )
 
-__all__ = ["StepAgent", "system_prompt_of", "runtime_context_of", "prepared_step",
-           "prepare_step", "call_model", "run_tools", "carry_out"]
+__all__ = ["StepAgent", "system_prompt_of", "runtime_context_of", "prepared_step", "carry_out"]
 
 T = TypeVar("T")
 A = TypeVar("A", bound="StepAgent")
@@ -77,29 +77,14 @@ A = TypeVar("A", bound="StepAgent")
 class StepAgent(CallingAgent, Protocol):
     """What a step reads of its agent (an :class:`~turnfork.shell.Agent` is one)."""
 
-    @property
-    def host(self) -> AgentServices: ...
-
-    @property
-    def provider(self) -> str | None: ...
-
-    @property
-    def model(self) -> str | None: ...
-
-    @property
-    def max_tokens(self) -> int | None: ...
-
-    @property
-    def tools(self) -> ToolScope: ...
-
-    @property
-    def prompt_sections(self) -> PromptSections: ...
-
-    @property
-    def approval_composed(self) -> bool: ...
-
-    @property
-    def approval_policy(self) -> ApprovalPolicy: ...
+    host: AgentServices
+    provider: str | None
+    model: str | None
+    max_tokens: int | None
+    tools: ToolScope
+    prompt_sections: PromptSections
+    approval_composed: bool
+    approval_policy: ApprovalPolicy
 
     def system_prompt(self) -> str: ...
 
@@ -157,11 +142,10 @@ def prepared_step(agent: StepAgent) -> StepPrepared:
         retry=agent.host.retry_policy(agent.provider))
 
 
-async def prepare_step(agent: A, hooks: Sequence[Callable[[A, int, int], object]],
-                       command: PrepareStep, feed: Callable[[LoopInput], Command | None],
-                       ) -> Command | None:
-    """Ask the pre-step hooks (``False`` blocks the step), then prepare the step."""
-    for hook in list(hooks):
+async def _prepare_step(agent: A, hooks: Sequence[Callable[[A, int, int], object]],
+                        command: PrepareStep, feed: Callable[[LoopInput], Command | None],
+                        ) -> Command | None:
+    for hook in list(hooks):  # ``False`` blocks the step
         verdict = hook(agent, command.turn, command.step)
         if inspect.isawaitable(verdict):
             verdict = await verdict
@@ -170,24 +154,47 @@ async def prepare_step(agent: A, hooks: Sequence[Callable[[A, int, int], object]
     return feed(prepared_step(agent))
 
 
-async def call_model(agent: StepAgent, command: CallModel,
-                     feed: Callable[[LoopInput], Command | None],
-                     spans: AgentSpans | None) -> Command | None:
-    """Stream the step's model call into the machine; ``Stop`` if it stopped the stream."""
+async def _call_model(agent: StepAgent, command: CallModel,
+                      feed: Callable[[LoopInput], Command | None],
+                      spans: AgentSpans | None) -> Command | None:
+    """Stream the call into the machine until it ends the stream, the stream closed whatever
+    happens and the call's span ended with its error."""
     header = command.header
-    answer = await stream_call(
-        header, agent.session.history(), agent.host.model,
-        None if spans is None else spans.model_call(header.config),
-        lambda chunk: feed(Chunk(chunk=chunk)))
-    if isinstance(answer, Stop):
-        return answer
+    request = ModelRequest(
+        config=header.config, system=header.system if isinstance(header.system, str) else None,
+        tools=header.tools if isinstance(header.tools, tuple) else (),
+        messages=agent.session.history())
+    span = None if spans is None else spans.model_call(header.config)
+    error: BaseException | None = None
+    try:
+        stream = agent.host.model(header.config.provider).stream(request)
+        try:
+            async for chunk in stream:
+                if span is not None:
+                    span.chunk(chunk)
+                answer = feed(Chunk(chunk=chunk))
+                if isinstance(answer, Stop):
+                    return answer
+                if isinstance(answer, EndStream):
+                    break
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+    except Exception as exc:
+        error = exc
+        raise
+    finally:
+        if span is not None:
+            span.end(error)
     return feed(StreamEnded(message_id=agent.host.ids(), draw=random.random()))
 
 
-async def run_tools(agent: StepAgent, command: RunTools, feed: Callable[[ToolDone], T],
-                    spans: AgentSpans | None, dispatched: set[str]) -> T | None:
-    """Run the command's tool group for ``agent`` (in its tools span), ``feed`` each outcome in
-    the calls' order; ``dispatched`` collects the calls that started."""
+async def _run_tools(agent: StepAgent, command: RunTools,
+                     feed: Callable[[LoopInput], Command | None],
+                     dispatched: set[str]) -> Command | None:
+    """One call alone, several at once; each outcome fed in the calls' order."""
+    calls, answer = command.calls, None
     dispatched.clear()
 
     async def execute(call: ToolCallBlock) -> ToolOutcome:
@@ -198,13 +205,16 @@ async def run_tools(agent: StepAgent, command: RunTools, feed: Callable[[ToolDon
             agent=agent, call_id=call.id, tool_name=call.name, turn=command.turn,
             step=command.step, arguments=call.arguments))
 
-    def done(call: ToolCallBlock, outcome: ToolOutcome) -> T:
+    def done(call: ToolCallBlock, outcome: ToolOutcome) -> Command | None:
         return feed(ToolDone(call_id=call.id, outcome=outcome, message_id=agent.host.ids()))
 
-    if spans is None:
-        return await run_tool_group(command.calls, execute, done)
-    with spans.tools():
-        return await run_tool_group(command.calls, execute, done)
+    if len(calls) == 1:  # runs alone: no task needed
+        return done(calls[0], await execute(calls[0]))
+    async with asyncio.TaskGroup() as group:
+        running = [group.create_task(execute(call)) for call in calls]
+        for call, task in zip(calls, running, strict=True):
+            answer = done(call, await task)
+    return answer
 
 
 async def carry_out(agent: A, command: Command, feed: Callable[[LoopInput], Command | None], *,
@@ -214,12 +224,15 @@ async def carry_out(agent: A, command: Command, feed: Callable[[LoopInput], Comm
     calls are on disk before their effects, a scheduled retry before its wait (on the owner's
     clock), which is logged at WARNING on ``logger``."""
     if isinstance(command, PrepareStep):
-        return await prepare_step(agent, hooks, command, feed)
+        return await _prepare_step(agent, hooks, command, feed)
     if isinstance(command, CallModel):
-        return await call_model(agent, command, feed, spans)
+        return await _call_model(agent, command, feed, spans)
     if isinstance(command, RunTools):
         await agent.session.wait_durable()
-        return await run_tools(agent, command, feed, spans, dispatched)
+        if spans is None:
+            return await _run_tools(agent, command, feed, dispatched)
+        with spans.tools():
+            return await _run_tools(agent, command, feed, dispatched)
     if isinstance(command, Backoff):
         logger.warning("agent %s: %s", agent.id, retry_note(command.retry, command.delay_ms))
         await agent.session.wait_durable()

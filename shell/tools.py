@@ -17,7 +17,7 @@ system-prompt sections.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
@@ -65,7 +65,6 @@ __all__ = [
     "ToolRegistry",
     "ToolScope",
     "execute_call",
-    "run_tool_group",
     "error_outcome",
     "restriction_problem",
     "PromptSections",
@@ -405,21 +404,6 @@ class ToolScope:
                 f'unknown tool "{name}"',
                 ToolErrorInfo(name="ToolNotFoundError", code="UNKNOWN_TOOL")))
         return shared
-
-
-async def run_tool_group(calls: Sequence[ToolCallBlock],
-                         run: Callable[[ToolCallBlock], Coroutine[Any, Any, ToolOutcome]],
-                         done: Callable[[ToolCallBlock, ToolOutcome], T]) -> T | None:
-    """Run a step's tool group, one call alone or several at once, and tell ``done`` each
-    outcome in the calls' order (a result commits in model order); ``done``'s last answer."""
-    if len(calls) == 1:  # runs alone: no task needed
-        return done(calls[0], await run(calls[0]))
-    answer: T | None = None
-    async with asyncio.TaskGroup() as group:
-        running = [group.create_task(run(call)) for call in calls]
-        for call, task in zip(calls, running, strict=True):
-            answer = done(call, await task)
-    return answer
 
 
 # ---------------------------------------------------------------------------- prompt sections
