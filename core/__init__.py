@@ -440,6 +440,25 @@ from .machine import (
     with_dispose_failure,
 )
 
+# isort: split
+# The loop driver's pure rules, kept in a block of their own.
+from .machine import (
+    Prompt,
+    failure_of,
+    merge_sections,
+    missing_route,
+    pending_input,
+    policy_sections,
+    queued_input,
+    ranked_sections,
+    retry_note,
+    step_context,
+    step_header,
+    step_system_prompt,
+    turn_note,
+    user_message,
+)
+
 __all__ = [
     # the tiers and the namespaces
     "log", "delegation", "machine", "events", "grammar", "loop",
@@ -540,4 +559,7 @@ __all__ = [
     "start_failure_outcome", "with_dispose_failure", "status_line", "render_job_started",
     "render_job_output", "render_job_list", "render_job_kill", "job_limit_reached",
     "completion_notice", "job_output_schema", "job_list_schema", "job_kill_schema",
+    "Prompt", "user_message", "failure_of", "pending_input", "merge_sections", "ranked_sections",
+    "step_system_prompt", "step_context", "policy_sections", "step_header", "missing_route",
+    "retry_note", "queued_input", "turn_note",
 ]

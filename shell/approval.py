@@ -13,20 +13,39 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 import msgspec
 
 from ..core import OpaqueEvent
+from .clock import IdFactory
+from .session import Session
 
-if TYPE_CHECKING:
-    from .agent import Agent
-
-__all__ = ["ApprovalPolicy", "Approver", "ApprovalRefusedError", "request_approval"]
+__all__ = ["ApprovalPolicy", "Approver", "ApprovalRefusedError", "ApprovalAsker",
+           "request_approval"]
 
 ApprovalPolicy: TypeAlias = Literal["ask", "never"]
-#: Decides an approval ask: (agent, tool name, detail) -> granted.
-Approver: TypeAlias = Callable[["Agent", str, str], Awaitable[bool]]
+#: Decides an approval ask: (agent, tool name, detail) -> granted. The agent is typed ``Any``
+#: so that this module needs nothing of ``agent.py`` (which imports it) and an approver may
+#: annotate it as the :class:`~turnfork.shell.Agent` it is.
+Approver: TypeAlias = Callable[[Any, str, str], Awaitable[bool]]
+
+
+class _ApprovalServices(Protocol):
+    ids: IdFactory
+    approver: Approver | None
+
+
+class ApprovalAsker(Protocol):
+    """What an ask needs of the asking agent (an :class:`~turnfork.shell.Agent` is one)."""
+
+    session: Session
+    approval_policy: ApprovalPolicy
+    approver: Approver | None
+
+    @property
+    def host(self) -> _ApprovalServices: ...
+
 
 _JSON = msgspec.json.Encoder()
 
@@ -35,7 +54,7 @@ class ApprovalRefusedError(Exception):
     """An approval ask was refused; a tool raising it gets an ``Error:`` result."""
 
 
-async def request_approval(agent: Agent, tool_name: str, detail: str, *,
+async def request_approval(agent: ApprovalAsker, tool_name: str, detail: str, *,
                            call_id: str | None = None) -> None:
     """Ask ``agent``'s approver (or its host's) to let ``tool_name`` act, logging the ask and
     its decision in the agent's session.
@@ -73,5 +92,5 @@ async def request_approval(agent: Agent, tool_name: str, detail: str, *,
         raise ApprovalRefusedError(refusal)
 
 
-def _log(agent: Agent, event_type: str, data: dict[str, object]) -> None:
+def _log(agent: ApprovalAsker, event_type: str, data: dict[str, object]) -> None:
     agent.session.append(OpaqueEvent, msgspec.Raw(_JSON.encode(data)), type=event_type)

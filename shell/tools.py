@@ -42,7 +42,9 @@ from ..core import (
     ToolResultBlock,
     ToolSchema,
     check_schema,
+    merge_sections,
     parse_tool_arguments,
+    ranked_sections,
     value_violations,
 )
 from ..core.delegation import validate_tool_filter
@@ -382,6 +384,14 @@ class ToolScope:
                 return error_outcome(denial)
         return None
 
+    async def call(self, context: ToolContext) -> ToolOutcome:
+        """Run the call ``context`` describes: its tool resolved, the guards asked, then
+        :func:`execute_call`."""
+        tool = self.resolve(context.tool_name)
+        denied = self.guard(context)
+        return denied if denied is not None else await execute_call(tool, context.arguments,
+                                                                    context)
+
     def resolve(self, name: str) -> Tool | ToolRefusal:
         """The tool a call names, or the refusal it gets (unknown or restricted)."""
         own = self._added.get(name)
@@ -432,19 +442,15 @@ class PromptSections:
         return tuple(self._sections.values())
 
 
-def _ranked(layers: Sequence[PromptSections], kind: str) -> list[PromptSection]:
-    merged: dict[str, PromptSection] = {}
-    for layer in layers:
-        for section in layer.sections():
-            merged[section.name] = section
-    ranked = sorted(enumerate(merged.values()), key=lambda pair: (pair[1].order, pair[0]))
-    return [section for _, section in ranked if section.kind == kind and section.text]
+def _ranked(layers: Sequence[PromptSections],
+            kind: Literal["section", "context"]) -> tuple[PromptSection, ...]:
+    return ranked_sections(merge_sections(*(layer.sections() for layer in layers)), kind)
 
 
 def runtime_context(*layers: PromptSections) -> tuple[PromptSection, ...]:
     """The runtime-context contributions of ``layers`` (later ones override earlier ones by
     name), sorted by order, empty texts dropped."""
-    return tuple(_ranked(layers, "context"))
+    return _ranked(layers, "context")
 
 
 def compose_system_prompt(*layers: PromptSections) -> str:

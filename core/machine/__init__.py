@@ -2,8 +2,9 @@
 
 The agent's turn machine as one pure function (:mod:`.loop`, ``feed``), the stream assembler
 (:mod:`.assembly`), the runtime context and prompt variables a step writes (:mod:`.prompt`),
-continuable children (:mod:`.continuation`), their control and report tools (:mod:`.control`)
-and one-shot background jobs (:mod:`.jobs`).
+the rest of what the loop driving it decides (:mod:`.driver`: a step's prompt and header, the
+queued message, a flattened failure), continuable children (:mod:`.continuation`), their
+control and report tools (:mod:`.control`) and one-shot background jobs (:mod:`.jobs`).
 
 A tier of its own: copy this folder with the log and delegation tiers beside it; it reads them
 only through their front doors. This ``__all__`` is the tier's contract.
@@ -92,6 +93,22 @@ from .control import (
     report_schema,
     report_section,
     send_message_schema,
+)
+from .driver import (
+    Prompt,
+    failure_of,
+    merge_sections,
+    missing_route,
+    pending_input,
+    policy_sections,
+    queued_input,
+    ranked_sections,
+    retry_note,
+    step_context,
+    step_header,
+    step_system_prompt,
+    turn_note,
+    user_message,
 )
 from .jobs import (
     BACKGROUND_JOBS_UNAVAILABLE,
@@ -203,4 +220,8 @@ __all__ = [
     "start_failure_outcome", "with_dispose_failure", "status_line", "render_job_started",
     "render_job_output", "render_job_list", "render_job_kill", "job_limit_reached",
     "completion_notice", "job_output_schema", "job_list_schema", "job_kill_schema",
+    # driver
+    "Prompt", "user_message", "failure_of", "pending_input", "merge_sections", "ranked_sections",
+    "step_system_prompt", "step_context", "policy_sections", "step_header", "missing_route",
+    "retry_note", "queued_input", "turn_note",
 ]
