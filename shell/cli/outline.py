@@ -6,7 +6,10 @@ marker) as soon as each is final: a turn once it has ended, what follows the las
 only at the end (the cut is known then). :meth:`OutlineBuilder.finish` gives the rest and an
 :class:`Outline`: header facts, the whole log's :class:`Counts`, the verdict.
 :func:`build_outline` does it all for a log held in memory. Drawing is :mod:`.render`'s job,
-so the picture and the machine form cannot disagree.
+so the picture and the machine form cannot disagree. The model (:class:`Item`,
+:class:`StepNode`, :class:`TurnNode`, :class:`Counts`, :class:`Outline`) is the one outline of
+either input: :mod:`.history_outline` reads a wire history into it; each reader keeps its own
+figures and JSON keys.
 
 Rules of the outline:
 
@@ -32,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 from msgspec import UnsetType
@@ -137,6 +140,8 @@ class Item:
 
 @dataclass
 class StepNode:
+    """A step of a turn: its items in log order (a wire history's steps are not nodes)."""
+
     step: int
     start_seq: int
     end_seq: int | None = None
@@ -146,6 +151,8 @@ class StepNode:
 
 @dataclass
 class TurnNode:
+    """A turn: its steps (a log's) or items, and its figures for a summary line."""
+
     turn: int
     start_seq: int
     end_seq: int | None = None
@@ -478,7 +485,8 @@ class OutlineBuilder:
         self.chunk_count = 0
         self.chunk_seq = 0
         self.chunk_finish: str | None = None
-        self.calls: dict[str, tuple[Item | None, TurnNode | None]] = {}
+        #: Each call the walk saw no result for yet: its item, its turn, its position.
+        self.calls: dict[str, tuple[Item | None, TurnNode | None, int]] = {}
         self.stretch: _Stretch | None = None
         #: Index of the event being fed (differs from its seq only in a log that breaks
         #: the seq rule; the cut and a violation are positions).
@@ -707,27 +715,9 @@ class OutlineBuilder:
             if isinstance(event.data.chunk, FinishChunk):
                 self.chunk_finish = _finish_words(event.data.chunk)
             return
-        if kind is TurnStartEvent:
-            assert isinstance(event, TurnStartEvent)
-            self._turn_start(event)
-        elif kind is TurnEndEvent:
-            assert isinstance(event, TurnEndEvent)
-            self._turn_end(event)
-        elif kind is StepStartEvent:
-            assert isinstance(event, StepStartEvent)
-            self._step_start(event)
-        elif kind is StepEndEvent:
-            assert isinstance(event, StepEndEvent)
-            self._step_end(event)
-        elif kind is AssistantMessageEvent:
-            assert isinstance(event, AssistantMessageEvent)
-            self._assistant(event)
-        elif kind is ToolCallEvent:
-            assert isinstance(event, ToolCallEvent)
-            self._tool_call(event)
-        elif kind is ToolResultEvent:
-            assert isinstance(event, ToolResultEvent)
-            self._tool_result(event)
+        structural = _STRUCTURAL.get(kind)
+        if structural is not None:
+            structural(self, event)
         else:
             if isinstance(event, UserMessageEvent) and self.turn is not None and (
                     self.turn.prompt is None):
@@ -816,7 +806,7 @@ class OutlineBuilder:
         if self._items_here():
             item = Item(seq=event.seq, kind="tool",
                         text=f"{data.name}({shorten(data.arguments, _ARGS_LIMIT)})")
-        self.calls[data.call_id] = (item, self.turn)
+        self.calls[data.call_id] = (item, self.turn, self.position)
         if self.turn is not None:
             self.turn.add_call(data.name)
         if item is not None:
@@ -884,13 +874,18 @@ class OutlineBuilder:
 
     def _waiting_calls(self, assessment: Assessment,
                        ) -> list[tuple[Item | None, TurnNode | None]]:
-        """The calls still waiting for a result at the end: for a log that traces clean, the
-        trace's pending calls that started (the walk only finds their items); for a broken
-        one, the ``tool/call`` events the walk saw no result for."""
-        if assessment.trace is None:
-            return list(self.calls.values())
-        return [self.calls[call.call_id] for call in assessment.trace.pending_calls
-                if call.call_seq is not None and call.call_id in self.calls]
+        """The calls still waiting for a result at the end: the trace's pending calls that
+        started (the walk only finds their items), the trace up to the first rule broken in a
+        broken log; past that rule the log has no trace, and the calls are the ``tool/call``
+        events there the walk saw no result for."""
+        broken_at = assessment.events if assessment.violation is None else (
+            assessment.violation.seq)
+        waiting = [self.calls[call.call_id][:2] for call in assessment.traced.pending_calls
+                   if call.call_seq is not None and call.call_id in self.calls
+                   and self.calls[call.call_id][2] < broken_at]
+        waiting += [(item, turn) for item, turn, position in self.calls.values()
+                    if position >= broken_at]
+        return waiting
 
     def which(self) -> str:
         """The turns the log has, in words (for a choice that names none of them)."""
@@ -900,6 +895,19 @@ class OutlineBuilder:
         if not self.numbers_distinct:
             return f"the log has turn {low} only"
         return f"the log has turns {low}..{high}"
+
+
+#: The events that shape the outline (turns, steps, messages, calls and results): each
+#: class's handler, looked up by exact class as the trace's fold does.
+_STRUCTURAL: dict[type[Event], Callable[[OutlineBuilder, Any], None]] = {
+    TurnStartEvent: OutlineBuilder._turn_start,
+    TurnEndEvent: OutlineBuilder._turn_end,
+    StepStartEvent: OutlineBuilder._step_start,
+    StepEndEvent: OutlineBuilder._step_end,
+    AssistantMessageEvent: OutlineBuilder._assistant,
+    ToolCallEvent: OutlineBuilder._tool_call,
+    ToolResultEvent: OutlineBuilder._tool_result,
+}
 
 
 def _replace_words(op: SurfaceReplace) -> str:
