@@ -47,6 +47,7 @@ from .outline import (
     shorten,
     still_waiting,
     violation_item,
+    which_turns,
 )
 from .terminal import counted
 
@@ -524,14 +525,6 @@ def _turns(entries: Iterable[TurnNode | Item]) -> list[TurnNode]:
     return [entry for entry in entries if isinstance(entry, TurnNode)]
 
 
-def _which(turns: list[TurnNode]) -> str:
-    if not turns:
-        return "the history has no turns"
-    if len(turns) == 1:
-        return "the history has turn 1 only"
-    return f"the history has turns 1..{len(turns)}"
-
-
 def select_history_turns(outline: Outline, *, turns: TurnRange | None = None,
                          tail: int | None = None) -> Outline | str:
     """``outline`` with only the chosen turns drawn (the others one ``elided`` line per
@@ -545,7 +538,9 @@ def select_history_turns(outline: Outline, *, turns: TurnRange | None = None,
         chosen = {id(turn) for turn in every[max(len(every) - count, 0):]}
         asked = f"--tail {count}"
     if not chosen:
-        return f"{asked}: no such turn ({_which(every)})"
+        held = which_turns("history", (1, len(every)) if every else None,
+                           distinct=len(every) > 1)
+        return f"{asked}: no such turn ({held})"
     entries: list[TurnNode | Item] = []
     hidden: list[TurnNode] = []
 

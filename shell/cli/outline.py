@@ -106,6 +106,7 @@ __all__ = [
     "violation_item",
     "answer_call",
     "still_waiting",
+    "which_turns",
 ]
 
 #: The words every cut rule starts with (tests and users look for them).
@@ -889,12 +890,16 @@ class OutlineBuilder:
 
     def which(self) -> str:
         """The turns the log has, in words (for a choice that names none of them)."""
-        if self.numbers is None:
-            return "the log has no turns"
-        low, high = self.numbers
-        if not self.numbers_distinct:
-            return f"the log has turn {low} only"
-        return f"the log has turns {low}..{high}"
+        return which_turns("log", self.numbers, distinct=self.numbers_distinct)
+
+
+def which_turns(what: str, numbers: tuple[int, int] | None, *, distinct: bool) -> str:
+    """The turns an input has (their lowest and highest numbers), in words."""
+    if numbers is None:
+        return f"the {what} has no turns"
+    low, high = numbers
+    return f"the {what} has turns {low}..{high}" if distinct else (
+        f"the {what} has turn {low} only")
 
 
 #: The events that shape the outline (turns, steps, messages, calls and results): each
