@@ -27,16 +27,17 @@ from .app import (
     main,
 )
 
+#: The package's door, sorted (the names are :mod:`.app`'s, the same objects).
 __all__ = [
+    "COMMANDS",
+    "EXIT_BROKEN_PIPE",
+    "EXIT_INTERRUPTED",
+    "EXIT_INVALID",
+    "EXIT_NOT_AS_INTENDED",
     "EXIT_OK",
     "EXIT_OPEN",
-    "EXIT_NOT_AS_INTENDED",
     "EXIT_UNREADABLE",
-    "EXIT_INVALID",
-    "EXIT_INTERRUPTED",
-    "EXIT_BROKEN_PIPE",
     "Command",
-    "COMMANDS",
     "build_parser",
     "main",
 ]

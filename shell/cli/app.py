@@ -73,13 +73,14 @@ class Command:
     summary: str
     description: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
-    #: The module of this package whose ``run(args) -> int`` carries the command out.
-    module: str
     epilog: str = ""
+    #: The module of this package whose ``run(args) -> int`` carries the command out, when it
+    #: is not named after the command.
+    module: str | None = None
 
     def run(self, args: argparse.Namespace) -> int:
         """Import the command's module (only now) and run it."""
-        module = importlib.import_module(f"{__package__}.{self.module}")
+        module = importlib.import_module(f"{__package__}.{self.module or self.name}")
         status: int = module.run(args)
         return status
 
@@ -136,7 +137,6 @@ CHECK = Command(
                 "report whether it is valid and whether it is closed (no turn in flight), "
                 "with the first violation in words.\n\n" + _INPUTS_HELP,
     add_arguments=_check_arguments,
-    module="check",
     epilog="exit status: 0 valid and closed; 1 valid but open (a turn is in flight); "
            "2 unreadable input; 3 invalid (a balance rule is broken)",
 )
@@ -164,7 +164,6 @@ SEED = Command(
                 "layout: a list, a request body with its other keys, or JSONL.\n\n"
                 + _INPUTS_HELP,
     add_arguments=_seed_arguments,
-    module="seed",
     epilog="exit status: 0 seed written (a wire history's cut stops before its first "
            "violation, so it is always written); 2 unreadable input, unwritable OUT, or OUT "
            "is the input (OUT and the input left untouched); 3 the log breaks a rule before "
@@ -265,7 +264,6 @@ SHOW = Command(
                 "--seed is given. On a terminal the output goes through a pager, as git's "
                 "does.\n\n" + _INPUTS_HELP,
     add_arguments=_show_arguments,
-    module="show",
     epilog="exit status: 0 shown (closed or open log); 2 unreadable input, or no turn in "
            "the range; 3 the log breaks a rule (shown, with the violation marked)",
 )
@@ -361,7 +359,6 @@ EXPORT = Command(
                 "an output that is an input or that exists (without --force) refuses the "
                 "whole export, and nothing is written. Each file is written atomically.",
     add_arguments=_export_arguments,
-    module="export",
     epilog="exit status: 0 every session exported; 2 an unreadable input, an unusable or "
            "existing output, or a write that failed (the sessions already exported are "
            "said); 3 an input breaks a balance rule (nothing written)",

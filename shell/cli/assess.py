@@ -75,6 +75,8 @@ class Assessment(msgspec.Struct, frozen=True, kw_only=True):
 
     #: The trace of the whole log; ``None`` when a rule broke.
     trace: Trace | None
+    #: The trace of the events before the first rule broken: the whole log's when none is.
+    traced: Trace
     violation: Violation | None
     #: The line holding the violating event, when there is one, and its file (a fork child's
     #: seed file, for an inherited event).
@@ -151,6 +153,8 @@ class Assessor:
 
     def __init__(self) -> None:
         self.trace: Trace | None = EMPTY_TRACE
+        #: The trace up to the first broken rule (the log has none past it).
+        self.traced = EMPTY_TRACE
         self.violation: Violation | None = None
         self.violation_line: int | None = None
         self.violation_file: str | None = None
@@ -169,13 +173,16 @@ class Assessor:
         if self.trace is not None:
             traced = trace_log(events, self.trace)
             if isinstance(traced, Failure):
-                self.trace = None
                 violation: Violation = traced.failure()
+                # The events before the broken one trace clean: the same fold, stopped there.
+                self.traced = trace_log(events[:violation.seq - chunk.start],
+                                        self.trace).unwrap()
+                self.trace = None
                 self.violation = violation
                 self.violation_line = chunk.line_of(violation.seq)
                 self.violation_file = chunk.file
             else:
-                self.trace = traced.unwrap()
+                self.trace = self.traced = traced.unwrap()
         position = chunk.start
         ended = self._ended
         for event in events:
@@ -217,8 +224,8 @@ class Assessor:
             else:
                 empty = "blank lines only"
         return Assessment(
-            trace=self.trace, violation=self.violation, violation_line=self.violation_line,
-            violation_file=self.violation_file, cut=cut,
+            trace=self.trace, traced=self.traced, violation=self.violation,
+            violation_line=self.violation_line, violation_file=self.violation_file, cut=cut,
             completed_turns=sum(self._ended.values()), tail=tail, events=total,
             turns=self.turns,
             ended=dict(self._ended), torn=torn, empty_because=empty)

@@ -7,18 +7,10 @@ import os
 from typing import TYPE_CHECKING
 
 from ..logfile import LogReadError, LogStream
+from . import reports
 from .app import EXIT_INVALID, EXIT_OK, EXIT_OPEN, EXIT_UNREADABLE
 from .assess import Assessment, assess_stream, ended_words
 from .inputs import opened_input
-from .reports import (
-    error_json,
-    history_input_json,
-    history_violation_json,
-    input_json,
-    torn_json,
-    violation_json,
-    where,
-)
 from .terminal import counted, error, print_json, say
 
 if TYPE_CHECKING:
@@ -32,22 +24,23 @@ _STATUS = {"closed": EXIT_OK, "empty": EXIT_OK, "open": EXIT_OPEN, "invalid": EX
 def check_json(path: str, log: LogStream | None, assessment: Assessment | None,
                error: LogReadError | None) -> dict[str, object]:
     """The ``check --json`` report (see docs/cli.md)."""
-    report: dict[str, object] = input_json(
+    report: dict[str, object] = reports.input_json(
         path, log, None if assessment is None else assessment.events)
     report.update({
         "valid": False, "closed": False, "state": "unreadable",
         "completed_prefix_length": None, "completed_turns": None, "turns_ended": None,
         "open_turn": None, "open_step": None, "pending_calls": [], "events_after_cut": None,
         "left_out": None, "violation": None, "verdict": None,
-        "error": None if error is None else error_json(error),
+        "error": None if error is None else reports.error_json(error),
     })
     if assessment is None or log is None:
         return report
     report.update({"valid": assessment.valid, "closed": assessment.closed,
                    "state": assessment.state, "verdict": assessment.verdict(),
-                   "left_out": torn_json(assessment.torn)})
+                   "left_out": reports.torn_json(assessment.torn)})
     if assessment.violation is not None:
-        report["violation"] = violation_json(assessment.violation, assessment.violation_line)
+        report["violation"] = reports.violation_json(assessment.violation,
+                                                     assessment.violation_line)
     trace = assessment.trace
     if trace is not None:  # figures past a violation would not be trustworthy
         report.update({
@@ -67,15 +60,15 @@ def history_check_json(path: str, loaded: LoadedHistory) -> dict[str, object]:
 
     history = loaded.history
     state = history_state(history)
-    report: dict[str, object] = history_input_json(path, loaded)
+    report: dict[str, object] = reports.history_input_json(path, loaded)
     report.update({
         "valid": history.violation is None, "closed": state == "closed", "state": state,
         "verdict": history_verdict(history),
         # The core's cut stops before the first violation, so it holds even then.
         "completed_prefix_length": history.completed_prefix_length,
         "items_after_cut": loaded.items - history.completed_prefix_length,
-        "violation": history_violation_json(history.violation, loaded),
-        "end_violation": history_violation_json(history.end_violation, loaded),
+        "violation": reports.history_violation_json(history.violation, loaded),
+        "end_violation": reports.history_violation_json(history.end_violation, loaded),
         "error": None,
     })
     return report
@@ -130,7 +123,7 @@ def _check_log(args: argparse.Namespace, log: LogStream) -> int:
     if args.json:
         print_json(check_json(args.path, log, assessment, None))
         return _STATUS[assessment.state]
-    say(f"{where(log, assessment.violation_line, assessment.violation_file)}: "
+    say(f"{reports.where(log, assessment.violation_line, assessment.violation_file)}: "
         f"{assessment.verdict()}")
     say(f"  input: {log.description}; {counted(assessment.events, 'event')}")
     if assessment.torn is not None and assessment.events:

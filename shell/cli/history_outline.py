@@ -1,5 +1,6 @@
 """A wire history as plain data: the outline ``turnfork show`` draws for it (and prints with
-``--json``), in the shapes of a log's outline (:mod:`.outline`), so :mod:`.render` draws both.
+``--json``): the one outline model (:mod:`.outline`), read from a history's items, so
+:mod:`.render` draws both.
 
 Rules of the outline:
 
@@ -21,71 +22,40 @@ Rules of the outline:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...core.formats import FormatName
 from .app import TurnRange
 from .histories import (
-    HistoryState,
     LoadedHistory,
     excluded_words,
     history_state,
     history_verdict,
     span_words,
 )
-from .outline import CUT_MARKER, Item, ItemKind, TurnNode, shorten
+from .outline import (
+    Counts,
+    Item,
+    ItemKind,
+    Outline,
+    TurnNode,
+    answer_call,
+    cut_item,
+    shorten,
+    still_waiting,
+    violation_item,
+    which_turns,
+)
 from .terminal import counted
 
-if TYPE_CHECKING:
-    from .render import Drawing
-
-__all__ = ["HistoryCounts", "HistoryOutline", "build_history_outline", "select_history_turns",
-           "history_drawing"]
+__all__ = ["build_history_outline", "select_history_turns"]
 
 _TEXT_LIMIT = 100
 _ARGS_LIMIT = 60
 _PROMPT_LIMIT = 60
-
-
-@dataclass
-class HistoryCounts:
-    """The whole history in figures."""
-
-    items: int = 0
-    turns: int = 0
-    completed_turns: int = 0
-    steps: int = 0
-    tool_calls: int = 0
-    tool_results: int = 0
-    error_results: int = 0
-    assistant_messages: int = 0
-    user_messages: int = 0
-    #: Reasoning items (Responses), thinking blocks (Anthropic), reasoning texts (Chat).
-    reasoning: int = 0
-    #: Server-side tool calls (Anthropic ``server_tool_use``, Responses hosted tools).
-    server_tool_calls: int = 0
-
-
-@dataclass
-class HistoryOutline:
-    """A wire history as data: what it is, its figures, the entries drawn and the verdict."""
-
-    path: str
-    source: str
-    format: FormatName
-    layout: str
-    items: int
-    cut: int
-    state: HistoryState
-    verdict: str
-    excluded: str
-    counts: HistoryCounts
-    #: The positions drawn (``[first, stop)``); the rest are ``elided`` items.
-    window: tuple[int, int]
-    entries: list[TurnNode | Item] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- words
@@ -393,7 +363,7 @@ class _Builder:
         self.end_violation = history.end_violation
         self.top: list[TurnNode | Item] = []
         self.turn: TurnNode | None = None
-        self.counts = HistoryCounts(items=len(history.source))
+        self.counts = Counts(items=len(history.source))
         #: call id → (its line, its turn, a server call, abandonable)
         self.calls: dict[str, tuple[Item, TurnNode | None, bool, bool]] = {}
         self.in_step = False
@@ -405,14 +375,9 @@ class _Builder:
     # ------------------------------------------------------------------ turns
 
     def mark_cut(self) -> None:
-        if self.cut == 0:
-            text = f"{CUT_MARKER} (empty: no turn has completed)"
-            note = "a fork child starts with no history, like a spawn"
-        else:
-            text = f"{CUT_MARKER} ({span_words(0, self.cut)}, {counted(self.cut, 'item')})"
-            note = "a fork child is seeded with the items above"
-        self.top.append(Item(seq=self.cut, kind="cut", text=text,
-                             note=note + "; nothing below is part of any seed"))
+        self.top.append(cut_item(self.cut, f"{span_words(0, self.cut)}, "
+                                           f"{counted(self.cut, 'item')}",
+                                 "a fork child is seeded with the items above"))
 
     def complete_turn(self) -> None:
         turn = self.turn
@@ -472,9 +437,8 @@ class _Builder:
         turn = self.open_turn(index)
         self.last = index
         if self.violation is not None and self.violation.index == index:
-            turn.entries.append(Item(seq=index, kind="violation", error=True,
-                                     text=f"invalid here: {self.violation.problem} "
-                                          f"(rule: {self.violation.rule})"))
+            turn.entries.append(violation_item(index, self.violation.problem,
+                                               self.violation.rule))
             turn.violation_seq = index
         if self.end_violation is not None and self.end_violation.index == index:
             turn.entries.append(Item(seq=index, kind="pending",
@@ -494,11 +458,8 @@ class _Builder:
                 call_item = Item(seq=index, kind="call", text=call.text)
                 (line.children if line is not None else turn.entries).append(call_item)
             if not call.server:
-                turn.tool_calls += 1
+                turn.add_call(call.text.split("(", 1)[0])
                 self.step_calls = True
-                name = call.text.split("(", 1)[0]
-                if name not in turn.tool_names:
-                    turn.tool_names.append(name)
             self.calls[call.call_id] = (call_item, turn, call.server, call.abandonable)
         for result in piece.results:
             self._result(turn, index, result)
@@ -520,8 +481,7 @@ class _Builder:
         waiting = self.calls.pop(result.call_id, None)
         words = _quoted(result.text)
         if waiting is not None:
-            waiting[0].children.append(Item(seq=index, kind="result", text=f"→ {words}",
-                                            error=result.error))
+            answer_call(waiting[0], index, words, error=result.error)
             return
         turn.entries.append(Item(seq=index, kind="result", error=True,
                                  text=f"result for {result.call_id} (no call): {words}"))
@@ -536,14 +496,11 @@ class _Builder:
         if self.cut == self.counts.items and self.cut:
             self.mark_cut()
         for call, turn, _, _ in self.calls.values():
-            call.children.append(Item(seq=call.seq, kind="pending",
-                                      text="… no result yet (the history ends here)"))
-            if turn is not None:
-                turn.waiting_calls += 1
+            still_waiting(call, turn, "… no result yet (the history ends here)")
         self.calls.clear()
 
 
-def build_history_outline(loaded: LoadedHistory) -> HistoryOutline:
+def build_history_outline(loaded: LoadedHistory) -> Outline:
     """The picture of ``loaded`` as data (see the module docstring), every turn drawn."""
     history = loaded.history
     builder = _Builder(loaded)
@@ -553,9 +510,9 @@ def build_history_outline(loaded: LoadedHistory) -> HistoryOutline:
     for index, item in enumerate(history.source):
         builder.feed(index, piece_of(item))
     builder.finish()
-    return HistoryOutline(
-        path=loaded.path, source=loaded.description, format=loaded.format,
-        layout=loaded.layout, items=loaded.items, cut=history.completed_prefix_length,
+    return Outline(
+        reader="history", path=loaded.path, source=loaded.description, format=loaded.format,
+        layout=loaded.layout, length=loaded.items, cut=history.completed_prefix_length,
         state=history_state(history), verdict=history_verdict(history),
         excluded=excluded_words(history), counts=builder.counts,
         window=(0, loaded.items), entries=builder.top)
@@ -568,16 +525,8 @@ def _turns(entries: Iterable[TurnNode | Item]) -> list[TurnNode]:
     return [entry for entry in entries if isinstance(entry, TurnNode)]
 
 
-def _which(turns: list[TurnNode]) -> str:
-    if not turns:
-        return "the history has no turns"
-    if len(turns) == 1:
-        return "the history has turn 1 only"
-    return f"the history has turns 1..{len(turns)}"
-
-
-def select_history_turns(outline: HistoryOutline, *, turns: TurnRange | None = None,
-                         tail: int | None = None) -> HistoryOutline | str:
+def select_history_turns(outline: Outline, *, turns: TurnRange | None = None,
+                         tail: int | None = None) -> Outline | str:
     """``outline`` with only the chosen turns drawn (the others one ``elided`` line per
     stretch), or why no turn is chosen."""
     every = _turns(outline.entries)
@@ -589,7 +538,9 @@ def select_history_turns(outline: HistoryOutline, *, turns: TurnRange | None = N
         chosen = {id(turn) for turn in every[max(len(every) - count, 0):]}
         asked = f"--tail {count}"
     if not chosen:
-        return f"{asked}: no such turn ({_which(every)})"
+        held = which_turns("history", (1, len(every)) if every else None,
+                           distinct=len(every) > 1)
+        return f"{asked}: no such turn ({held})"
     entries: list[TurnNode | Item] = []
     hidden: list[TurnNode] = []
 
@@ -614,43 +565,5 @@ def select_history_turns(outline: HistoryOutline, *, turns: TurnRange | None = N
     flush()
     drawn = [turn for turn in every if id(turn) in chosen]
     last_end = drawn[-1].end_seq
-    window = (drawn[0].start_seq, outline.items if last_end is None else last_end + 1)
-    return HistoryOutline(
-        path=outline.path, source=outline.source, format=outline.format,
-        layout=outline.layout, items=outline.items, cut=outline.cut, state=outline.state,
-        verdict=outline.verdict, excluded=outline.excluded, counts=outline.counts,
-        window=window, entries=entries)
-
-
-# --------------------------------------------------------------------------- drawing
-
-
-def _figures(counts: HistoryCounts) -> str:
-    turns = counted(counts.turns, "turn")
-    if counts.turns:
-        in_flight = counts.turns - counts.completed_turns
-        turns += f" ({counts.completed_turns} completed" + (
-            f", {in_flight} in flight" if in_flight else "") + ")"
-    results = counted(counts.tool_results, "result")
-    if counts.error_results:
-        results += f" ({counted(counts.error_results, 'error')})"
-    figures = [counted(counts.items, "item"), turns, counted(counts.steps, "step"),
-               f"{counted(counts.tool_calls, 'tool call')}, {results}",
-               counted(counts.assistant_messages, "assistant message")]
-    if counts.reasoning:
-        figures.append(f"reasoning or thinking in {counted(counts.reasoning, 'item')}")
-    if counts.server_tool_calls:
-        figures.append(counted(counts.server_tool_calls, "server tool call"))
-    return " · ".join(figures)
-
-
-def history_drawing(outline: HistoryOutline) -> Drawing:
-    """What a wire history's outline shows."""
-    from .render import Drawing  # noqa: PLC0415 - rich only when drawing
-
-    return Drawing(title=f"{outline.format} history",
-                   source=f"{outline.path} · {outline.source} · "
-                          f"{counted(outline.items, 'item')}",
-                   figures=_figures(outline.counts), entries=outline.entries,
-                   excluded=outline.excluded, verdict=outline.verdict, state=outline.state,
-                   unit="item", units="items")
+    window = (drawn[0].start_seq, outline.length if last_end is None else last_end + 1)
+    return dataclasses.replace(outline, window=window, entries=entries)

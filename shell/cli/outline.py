@@ -6,7 +6,10 @@ marker) as soon as each is final: a turn once it has ended, what follows the las
 only at the end (the cut is known then). :meth:`OutlineBuilder.finish` gives the rest and an
 :class:`Outline`: header facts, the whole log's :class:`Counts`, the verdict.
 :func:`build_outline` does it all for a log held in memory. Drawing is :mod:`.render`'s job,
-so the picture and the machine form cannot disagree.
+so the picture and the machine form cannot disagree. The model (:class:`Item`,
+:class:`StepNode`, :class:`TurnNode`, :class:`Counts`, :class:`Outline`) is the one outline of
+either input: :mod:`.history_outline` reads a wire history into it; each reader keeps its own
+figures and JSON keys.
 
 Rules of the outline:
 
@@ -32,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 from msgspec import UnsetType
@@ -89,7 +92,9 @@ __all__ = [
     "Item",
     "StepNode",
     "TurnNode",
+    "Reader",
     "Counts",
+    "FIGURES",
     "SeedFacts",
     "Outline",
     "Choose",
@@ -97,6 +102,11 @@ __all__ = [
     "seed_length_of",
     "build_outline",
     "shorten",
+    "cut_item",
+    "violation_item",
+    "answer_call",
+    "still_waiting",
+    "which_turns",
 ]
 
 #: The words every cut rule starts with (tests and users look for them).
@@ -131,6 +141,8 @@ class Item:
 
 @dataclass
 class StepNode:
+    """A step of a turn: its items in log order (a wire history's steps are not nodes)."""
+
     step: int
     start_seq: int
     end_seq: int | None = None
@@ -140,6 +152,8 @@ class StepNode:
 
 @dataclass
 class TurnNode:
+    """A turn: its steps (a log's) or items, and its figures for a summary line."""
+
     turn: int
     start_seq: int
     end_seq: int | None = None
@@ -161,11 +175,24 @@ class TurnNode:
     violation_seq: int | None = None
     node: Literal["turn"] = "turn"
 
+    def add_call(self, name: str) -> None:
+        self.tool_calls += 1
+        if name not in self.tool_names:
+            self.tool_names.append(name)
+
+
+#: Who read the outline: a DSH log's reader (this module) or a wire history's
+#: (:mod:`.history_outline`). Each keeps its own figures and JSON keys (:meth:`Outline.as_json`).
+Reader = Literal["log", "history"]
+
 
 @dataclass
 class Counts:
-    """The whole log in figures (whatever part of it is drawn)."""
+    """The whole input in figures (whatever part of it is drawn); a reader fills the figures
+    its input has (:data:`FIGURES`) and leaves the others at 0."""
 
+    #: A wire history's items.
+    items: int = 0
     turns: int = 0
     completed_turns: int = 0
     steps: int = 0
@@ -174,9 +201,28 @@ class Counts:
     error_results: int = 0
     assistant_messages: int = 0
     user_messages: int = 0
+    #: A log's streamed chunks.
     chunks: int = 0
-    #: Events outside any turn.
+    #: A log's events outside any turn.
     between_turn_events: int = 0
+    #: A history's reasoning items (Responses), thinking blocks (Anthropic), reasoning texts
+    #: (Chat).
+    reasoning: int = 0
+    #: A history's server-side tool calls (Anthropic ``server_tool_use``, Responses hosted
+    #: tools).
+    server_tool_calls: int = 0
+
+    def as_json(self, reader: Reader) -> dict[str, int]:
+        return {name: getattr(self, name) for name in FIGURES[reader]}
+
+
+_SHARED_FIGURES = ("turns", "completed_turns", "steps", "tool_calls", "tool_results",
+                   "error_results", "assistant_messages", "user_messages")
+#: The figures each reader reports, in the order of its JSON.
+FIGURES: dict[Reader, tuple[str, ...]] = {
+    "log": (*_SHARED_FIGURES, "chunks", "between_turn_events"),
+    "history": ("items", *_SHARED_FIGURES, "reasoning", "server_tool_calls"),
+}
 
 
 @dataclass
@@ -192,26 +238,53 @@ class SeedFacts:
 
 @dataclass
 class Outline:
-    """A log as data: header facts, where it came from, figures, the entries and the verdict."""
+    """An input as data: where it came from, header facts, figures, the entries and the
+    verdict."""
 
+    reader: Reader
     path: str
     source: str
-    header: dict[str, object] | None
-    events: int
+    #: Its events (a log) or items (a wire history).
+    length: int
     cut: int
     state: Literal["closed", "open", "invalid", "empty"]
     verdict: str
     #: What the cut leaves out, in one sentence.
     excluded: str
     counts: Counts
-    seed: SeedFacts | None
     #: The positions drawn (``[first, stop)``); the rest are ``elided`` items.
     window: tuple[int, int]
     entries: list[TurnNode | Item] = field(default_factory=list)
-    #: How the turns before the cut ended (``{"completed": 9, "error": 1}``).
+    #: A log's header, as its JSON.
+    header: dict[str, object] | None = None
+    seed: SeedFacts | None = None
+    #: How a log's turns before the cut ended (``{"completed": 9, "error": 1}``).
     turns_ended: dict[str, int] = field(default_factory=dict)
-    #: What the read left out by the torn-tail rule, in one sentence.
+    #: What the read of a log left out by the torn-tail rule, in one sentence.
     left_out: str | None = None
+    #: A wire history's format and layout (how its items were found).
+    format: str | None = None
+    layout: str | None = None
+
+    def as_json(self) -> dict[str, object]:
+        """What ``show --json`` prints, in the reader's keys and order."""
+        wire: dict[str, object] = {}
+        for key in _JSON_KEYS[self.reader]:
+            if key == "counts":
+                wire[key] = self.counts.as_json(self.reader)
+            else:
+                wire[key] = msgspec.to_builtins(getattr(self, _JSON_ATTRIBUTES.get(key, key)))
+        return wire
+
+
+#: The keys of each reader's JSON, in order.
+_JSON_KEYS: dict[Reader, tuple[str, ...]] = {
+    "log": ("path", "source", "header", "events", "cut", "state", "verdict", "excluded",
+            "counts", "seed", "window", "entries", "turns_ended", "left_out"),
+    "history": ("path", "source", "format", "layout", "items", "cut", "state", "verdict",
+                "excluded", "counts", "window", "entries"),
+}
+_JSON_ATTRIBUTES = {"events": "length", "items": "length"}
 
 
 # --------------------------------------------------------------------------- words
@@ -227,6 +300,35 @@ def shorten(text: str, limit: int) -> str:
     """
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: max(limit - 1, 0)] + "…"
+
+
+def cut_item(cut: int, span: str, seeded: str) -> Item:
+    """The cut marker at ``cut``; ``span``: the positions before it in words; ``seeded``: what
+    a fork child is seeded with."""
+    if cut == 0:
+        text = f"{CUT_MARKER} (empty: no turn has completed)"
+        note = "a fork child starts with no history, like a spawn"
+    else:
+        text, note = f"{CUT_MARKER} ({span})", seeded
+    return Item(seq=cut, kind="cut", text=text, note=note + "; nothing below is part of any seed")
+
+
+def violation_item(seq: int, problem: str, rule: str) -> Item:
+    return Item(seq=seq, kind="violation", error=True,
+                text=f"invalid here: {problem} (rule: {rule})")
+
+
+def answer_call(call: Item, seq: int, words: str, *, error: bool) -> None:
+    """Hang a result under its call."""
+    call.children.append(Item(seq=seq, kind="result", text=f"→ {words}", error=error))
+
+
+def still_waiting(call: Item | None, turn: TurnNode | None, words: str) -> None:
+    """A call has no result where the input ends."""
+    if call is not None:
+        call.children.append(Item(seq=call.seq, kind="pending", text=words))
+    if turn is not None:
+        turn.waiting_calls += 1
 
 
 def _blocks_text(blocks: tuple[ContentBlock, ...]) -> str:
@@ -384,7 +486,8 @@ class OutlineBuilder:
         self.chunk_count = 0
         self.chunk_seq = 0
         self.chunk_finish: str | None = None
-        self.calls: dict[str, tuple[Item | None, TurnNode | None]] = {}
+        #: Each call the walk saw no result for yet: its item, its turn, its position.
+        self.calls: dict[str, tuple[Item | None, TurnNode | None, int]] = {}
         self.stretch: _Stretch | None = None
         #: Index of the event being fed (differs from its seq only in a log that breaks
         #: the seq rule; the cut and a violation are positions).
@@ -537,16 +640,10 @@ class OutlineBuilder:
 
     def mark_cut(self) -> None:
         invalid_before = self.violation is not None and self.violation.seq < self.cut
-        if self.cut == 0:
-            text = f"{CUT_MARKER} (empty: no turn has completed)"
-            note = "a fork child starts with no history, like a spawn"
-        else:
-            text = f"{CUT_MARKER} (seq 0..{self.cut - 1}, {counted(self.cut, 'event')})"
-            note = "a fork child is seeded with the events above"
-            if invalid_before:
-                note = "the log breaks a rule above, so no fork child can be seeded from it"
-        note += "; nothing below is part of any seed"
-        self._ready.append(Item(seq=self.cut, kind="cut", text=text, note=note))
+        seeded = ("the log breaks a rule above, so no fork child can be seeded from it"
+                  if invalid_before else "a fork child is seeded with the events above")
+        self._ready.append(cut_item(self.cut, f"seq 0..{self.cut - 1}, "
+                                              f"{counted(self.cut, 'event')}", seeded))
 
     def _cut_after(self, first: int, last: int) -> None:
         """Entries of positions ``first..last`` holding a ``turn/end`` were just emitted."""
@@ -609,9 +706,7 @@ class OutlineBuilder:
             if self.turn is not None:
                 self.turn.violation_seq = seq
             if self._items_here():
-                self.add(Item(seq=seq, kind="violation", error=True,
-                              text=f"invalid here: {self.violation.problem} "
-                                   f"(rule: {self.violation.rule})"))
+                self.add(violation_item(seq, self.violation.problem, self.violation.rule))
         kind = type(event)
         if kind is AssistantChunkEvent:
             assert isinstance(event, AssistantChunkEvent)
@@ -621,27 +716,9 @@ class OutlineBuilder:
             if isinstance(event.data.chunk, FinishChunk):
                 self.chunk_finish = _finish_words(event.data.chunk)
             return
-        if kind is TurnStartEvent:
-            assert isinstance(event, TurnStartEvent)
-            self._turn_start(event)
-        elif kind is TurnEndEvent:
-            assert isinstance(event, TurnEndEvent)
-            self._turn_end(event)
-        elif kind is StepStartEvent:
-            assert isinstance(event, StepStartEvent)
-            self._step_start(event)
-        elif kind is StepEndEvent:
-            assert isinstance(event, StepEndEvent)
-            self._step_end(event)
-        elif kind is AssistantMessageEvent:
-            assert isinstance(event, AssistantMessageEvent)
-            self._assistant(event)
-        elif kind is ToolCallEvent:
-            assert isinstance(event, ToolCallEvent)
-            self._tool_call(event)
-        elif kind is ToolResultEvent:
-            assert isinstance(event, ToolResultEvent)
-            self._tool_result(event)
+        structural = _STRUCTURAL.get(kind)
+        if structural is not None:
+            structural(self, event)
         else:
             if isinstance(event, UserMessageEvent) and self.turn is not None and (
                     self.turn.prompt is None):
@@ -730,11 +807,9 @@ class OutlineBuilder:
         if self._items_here():
             item = Item(seq=event.seq, kind="tool",
                         text=f"{data.name}({shorten(data.arguments, _ARGS_LIMIT)})")
-        self.calls[data.call_id] = (item, self.turn)
+        self.calls[data.call_id] = (item, self.turn, self.position)
         if self.turn is not None:
-            self.turn.tool_calls += 1
-            if data.name not in self.turn.tool_names:
-                self.turn.tool_names.append(data.name)
+            self.turn.add_call(data.name)
         if item is not None:
             self.add(item)
 
@@ -753,8 +828,7 @@ class OutlineBuilder:
         if not isinstance(data.error, UnsetType):
             words += f" ({data.error.name} {data.error.code})"
         if waiting is not None and waiting[0] is not None:
-            waiting[0].children.append(Item(seq=event.seq, kind="result", text=f"→ {words}",
-                                            error=is_error))
+            answer_call(waiting[0], event.seq, words, error=is_error)
             return
         if isinstance(event.surface_op, SurfaceReplace):
             label = f"result for {call_id} rewritten ({_replace_words(event.surface_op)})"
@@ -774,11 +848,7 @@ class OutlineBuilder:
         self.end_stretch()
         self.close_step()
         for call, turn in self._waiting_calls(assessment):
-            if call is not None:
-                call.children.append(Item(seq=call.seq, kind="pending",
-                                          text="… no tool/result yet (the log ends here)"))
-            if turn is not None:
-                turn.waiting_calls += 1
+            still_waiting(call, turn, "… no tool/result yet (the log ends here)")
         self.calls.clear()
         self._close_turn()
         if self._held is not None:
@@ -795,8 +865,9 @@ class OutlineBuilder:
         if inherited:
             seed_facts = SeedFacts(length=inherited, parent=self.parent, drawn=self.draw_seed,
                                    completed_turns=self.seed_turn_ends)
-        return Outline(path=path, source=source, header=_header_facts(self.header),
-                       events=events, cut=self.cut, state=assessment.state,
+        return Outline(reader="log", path=path, source=source,
+                       header=_header_facts(self.header), length=events, cut=self.cut,
+                       state=assessment.state,
                        verdict=assessment.verdict(), excluded=assessment.tail.words(),
                        counts=self.counts, seed=seed_facts,
                        window=(0, events) if self.choose is None else (self.drawn or (0, 0)),
@@ -804,22 +875,44 @@ class OutlineBuilder:
 
     def _waiting_calls(self, assessment: Assessment,
                        ) -> list[tuple[Item | None, TurnNode | None]]:
-        """The calls still waiting for a result at the end: for a log that traces clean, the
-        trace's pending calls that started (the walk only finds their items); for a broken
-        one, the ``tool/call`` events the walk saw no result for."""
-        if assessment.trace is None:
-            return list(self.calls.values())
-        return [self.calls[call.call_id] for call in assessment.trace.pending_calls
-                if call.call_seq is not None and call.call_id in self.calls]
+        """The calls still waiting for a result at the end: the trace's pending calls that
+        started (the walk only finds their items), the trace up to the first rule broken in a
+        broken log; past that rule the log has no trace, and the calls are the ``tool/call``
+        events there the walk saw no result for."""
+        broken_at = assessment.events if assessment.violation is None else (
+            assessment.violation.seq)
+        waiting = [self.calls[call.call_id][:2] for call in assessment.traced.pending_calls
+                   if call.call_seq is not None and call.call_id in self.calls
+                   and self.calls[call.call_id][2] < broken_at]
+        waiting += [(item, turn) for item, turn, position in self.calls.values()
+                    if position >= broken_at]
+        return waiting
 
     def which(self) -> str:
         """The turns the log has, in words (for a choice that names none of them)."""
-        if self.numbers is None:
-            return "the log has no turns"
-        low, high = self.numbers
-        if not self.numbers_distinct:
-            return f"the log has turn {low} only"
-        return f"the log has turns {low}..{high}"
+        return which_turns("log", self.numbers, distinct=self.numbers_distinct)
+
+
+def which_turns(what: str, numbers: tuple[int, int] | None, *, distinct: bool) -> str:
+    """The turns an input has (their lowest and highest numbers), in words."""
+    if numbers is None:
+        return f"the {what} has no turns"
+    low, high = numbers
+    return f"the {what} has turns {low}..{high}" if distinct else (
+        f"the {what} has turn {low} only")
+
+
+#: The events that shape the outline (turns, steps, messages, calls and results): each
+#: class's handler, looked up by exact class as the trace's fold does.
+_STRUCTURAL: dict[type[Event], Callable[[OutlineBuilder, Any], None]] = {
+    TurnStartEvent: OutlineBuilder._turn_start,
+    TurnEndEvent: OutlineBuilder._turn_end,
+    StepStartEvent: OutlineBuilder._step_start,
+    StepEndEvent: OutlineBuilder._step_end,
+    AssistantMessageEvent: OutlineBuilder._assistant,
+    ToolCallEvent: OutlineBuilder._tool_call,
+    ToolResultEvent: OutlineBuilder._tool_result,
+}
 
 
 def _replace_words(op: SurfaceReplace) -> str:

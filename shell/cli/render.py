@@ -1,7 +1,7 @@
 """``turnfork show``: an :class:`~.outline.Outline` drawn with ``rich``, as a summary or as trees.
 
-What is drawn is a :class:`Drawing`: a log's outline (:func:`drawing_of`) or a wire history's
-(:mod:`.history_outline`), so both look alike and share one set of conventions.
+What is drawn is a :class:`Drawing` (:func:`drawing_of`): the one outline model, read from a log
+or a wire history (:mod:`.history_outline`), so both look alike and share one set of conventions.
 
 * :func:`render_summary` (the default): the header, the log in figures, one line per turn (the
   middle of a long log left out, in one line), the cut as a rule line and what lies beyond
@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.text import Text
 from rich.tree import Tree
 
-from .outline import Item, Outline, StepNode, TurnNode
+from .outline import Counts, Item, Outline, StepNode, TurnNode
 from .terminal import TrimmedLines, counted, inert
 
 __all__ = ["Drawing", "drawing_of", "draw_trees", "draw_summary", "make_console",
@@ -209,8 +209,15 @@ def _verdict(console: Console, drawing: Drawing, ascii_only: bool) -> None:
 
 
 def drawing_of(outline: Outline, *, events: bool = True) -> Drawing:
-    """What a log's outline shows (``events``: its event count on the source line)."""
-    count = f" · {counted(outline.events, 'event')}" if events else ""
+    """What an outline shows (``events``: a log's event count on the source line)."""
+    if outline.reader == "history":
+        return Drawing(title=f"{outline.format} history",
+                       source=f"{outline.path} · {outline.source} · "
+                              f"{counted(outline.length, 'item')}",
+                       figures=_history_figures(outline.counts), entries=outline.entries,
+                       excluded=outline.excluded, verdict=outline.verdict,
+                       state=outline.state, unit="item", units="items")
+    count = f" · {counted(outline.length, 'event')}" if events else ""
     return Drawing(title=header_line(outline.header),
                    source=f"{outline.path} · {outline.source}{count}",
                    figures=_figures_line(outline), entries=outline.entries,
@@ -265,6 +272,13 @@ def _print_line(console: Console, item: Item, ascii_only: bool) -> None:
 # --------------------------------------------------------------------------- the summary
 
 
+def _results_words(counts: Counts) -> str:
+    results = counted(counts.tool_results, "result")
+    if counts.error_results:
+        results += f" ({counted(counts.error_results, 'error')})"
+    return f"{counted(counts.tool_calls, 'tool call')}, {results}"
+
+
 def _figures_line(outline: Outline) -> str:
     from .assess import END_REASONS  # noqa: PLC0415
 
@@ -277,16 +291,27 @@ def _figures_line(outline: Outline) -> str:
         if open_turns > 0:
             how.append(f"{open_turns:,} in flight")
         turns += f" ({', '.join(how)})"
-    results = counted(counts.tool_results, "result")
-    if counts.error_results:
-        results += f" ({counted(counts.error_results, 'error')})"
     return " · ".join([
-        turns, counted(counts.steps, "step"),
-        f"{counted(counts.tool_calls, 'tool call')}, {results}",
+        turns, counted(counts.steps, "step"), _results_words(counts),
         counted(counts.assistant_messages, "assistant message"),
         counted(counts.chunks, "streamed chunk"),
         counted(counts.between_turn_events, "between-turn event"),
     ])
+
+
+def _history_figures(counts: Counts) -> str:
+    turns = counted(counts.turns, "turn")
+    if counts.turns:
+        in_flight = counts.turns - counts.completed_turns
+        turns += f" ({counts.completed_turns} completed" + (
+            f", {in_flight} in flight" if in_flight else "") + ")"
+    figures = [counted(counts.items, "item"), turns, counted(counts.steps, "step"),
+               _results_words(counts), counted(counts.assistant_messages, "assistant message")]
+    if counts.reasoning:
+        figures.append(f"reasoning or thinking in {counted(counts.reasoning, 'item')}")
+    if counts.server_tool_calls:
+        figures.append(counted(counts.server_tool_calls, "server tool call"))
+    return " · ".join(figures)
 
 
 def _turn_figures(drawing: Drawing, turn: TurnNode) -> str:

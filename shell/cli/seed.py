@@ -58,7 +58,10 @@ def _output_error(output: str, problem: str) -> dict[str, object]:
 
 def _cannot_write(output: str | None, exc: OSError, report: dict[str, object],
                   json: bool) -> int:
-    """``OUT`` could not be opened or written: the error said, nothing written."""
+    """``OUT`` could not be opened or written: the error said, nothing written (a closed
+    stdout is not said here: its reader left, which :func:`.app.main` answers)."""
+    if output is None and isinstance(exc, BrokenPipeError):
+        raise exc
     where_to = "stdout" if output is None else output
     problem = str(exc) if isinstance(exc, OutputError) else (
         f"cannot write: {exc.strerror or exc}")
@@ -82,8 +85,6 @@ def _seed_history(args: argparse.Namespace, output: str | None, loaded: LoadedHi
     try:
         write_file(output, encode_seed(loaded))
     except OSError as exc:
-        if output is None and isinstance(exc, BrokenPipeError):
-            raise
         return _cannot_write(output, exc, report, args.json)
     tail_violation = history.violation
     if args.json:
@@ -216,8 +217,6 @@ def _seed_log(args: argparse.Namespace, output: str | None, log: LogStream) -> i
         sink.commit()
     except OSError as exc:
         sink.abort()
-        if output is None and isinstance(exc, BrokenPipeError):
-            raise
         return _cannot_write(output, exc, report, args.json)
     cut = assessment.cut
     if args.json:

@@ -38,11 +38,7 @@ __all__ = ["run"]
 
 
 def _show_history(args: argparse.Namespace, loaded: LoadedHistory) -> int:
-    from .history_outline import (  # noqa: PLC0415
-        build_history_outline,
-        history_drawing,
-        select_history_turns,
-    )
+    from .history_outline import build_history_outline, select_history_turns  # noqa: PLC0415
 
     if args.seed:
         error(f"{loaded.path}: --seed draws a fork child's inherited seed, and a wire history "
@@ -58,13 +54,13 @@ def _show_history(args: argparse.Namespace, loaded: LoadedHistory) -> int:
     trees = args.all or args.turns is not None or args.tail is not None
     with paged(enabled=not args.no_pager) as output:
         if args.json:
-            print_json(msgspec.to_builtins(outline), file=output.stream)
+            print_json(outline.as_json(), file=output.stream)
         else:
-            from .render import draw_summary, draw_trees, make_console  # noqa: PLC0415
+            from .render import draw_summary, draw_trees, drawing_of, make_console  # noqa: PLC0415
 
             console = make_console(output.stream, plain=args.plain, terminal=output.terminal,
                                    width=output.width)
-            (draw_trees if trees else draw_summary)(console, history_drawing(outline))
+            (draw_trees if trees else draw_summary)(console, drawing_of(outline))
     return EXIT_INVALID if outline.state == "invalid" else EXIT_OK
 
 
@@ -312,7 +308,7 @@ class _JsonWriter(_Writer):
     def end(self, outline: Outline) -> None:
         out = self._stream()
         out.write("\n  ]" if not self.first else "]")
-        rest = msgspec.to_builtins(outline)
+        rest = outline.as_json()
         for key in ("path", "source", "header", "entries"):
             rest.pop(key)
         text = _json(rest)

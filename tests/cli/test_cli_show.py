@@ -179,3 +179,17 @@ def test_a_waiting_call_is_the_traces_and_a_broken_logs_is_the_walks(
     _, out = _show(broken, capsys)
     assert "turn/start for turn 3, expected turn 2" in out
     assert out.count("no tool/result yet (the log ends here)") == 1
+
+
+def test_a_broken_logs_waiting_calls_are_the_traces_up_to_the_break_and_the_walks_after(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A call started before the rule broken and never answered is the trace's (the trace up
+    to the break has it pending); one started past the break is the walk's: both wait."""
+    before = turn_lines(0, 1, "c1", close=False)  # seq 0..2: c1 started, no result
+    after = turn_lines(3, 2, "c2", close=False)  # seq 3 breaks a rule: turn 1 never ended
+    code, out = _show(write_lines(tmp_path / "broken.jsonl", [*before, *after]), capsys)
+    assert code == 3 and "rule:" in out
+    assert out.count("no tool/result yet (the log ends here)") == 2
+    calls = [at for at in range(len(out)) if out.startswith("echo(", at)]
+    waiting = [at for at in range(len(out)) if out.startswith("no tool/result yet", at)]
+    assert calls[0] < waiting[0] < calls[1] < waiting[1]
