@@ -38,7 +38,7 @@ import stat
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -56,6 +56,7 @@ from ..core import (
     Trace,
     TurnEndEvent,
     advance,
+    batch_refusal,
     check_event,
     check_header,
     closing_room,
@@ -66,12 +67,11 @@ from ..core import (
     encode_log,
     encode_segment,
     encode_session,
-    has_line_over,
+    part_refusal,
     project_dir_name,
     repair_closers,
     seed_file_index,
     seed_file_name,
-    size_words,
     trace_log,
 )
 from .clock import Clock
@@ -168,10 +168,6 @@ class _Cut(NamedTuple):
     size: int
     #: What reading the file through the cut spends (a child's seed costs its reader that).
     spent: _Spent
-
-
-def _line_length(line: bytes) -> int:
-    return len(line) - 1  # its newline not counted, as the reader counts
 
 
 def _is_link_error(exc: OSError) -> bool:
@@ -532,78 +528,36 @@ class _SessionFile:
     def _encode(self, events: Sequence[Event], spent: _Spent, size: int,
                 ) -> tuple[bytes, _Cut | None, _Spent]:
         """The bytes of ``events`` (a frame per part for zstd, parts split after each
-        ``turn/end``) for a file of ``size`` bytes whose reading spends ``spent``: the bytes,
-        the cut after the last ``turn/end`` in them (its size counted from the batch's start)
-        and what reading the file spends after them. Refused when the loader could not read
-        the file back, or a turn could not be closed in it (see the module rules)."""
+        ``turn/end``) for a file of ``size`` bytes whose reading spends ``spent``, the cut
+        after the last ``turn/end`` in them (counted from the batch's start) and what reading
+        the file spends after them; refused when the loader could not read it back."""
         payload: list[bytes] = []
         cut: _Cut | None = None
         written, start, before = 0, 0, spent
         limits = self.store.limits
-        unreadable = "the session could not be loaded again"
         for index, event in enumerate(events):
             if isinstance(event, TurnEndEvent) or index == len(events) - 1:
                 part = events[start:index + 1]
                 text = self._checked(part)
-                if has_line_over(text, limits.max_line):
-                    raise self._unreadable(
-                        part, f"a line is longer than the read limit of "
-                              f"{size_words(limits.max_line)} (ReadLimits.max_line): "
-                              f"{unreadable}", _line_length, 0, limits.max_line, alone=True)
-                after = spent.plus(text)
-                if after.text_bytes > limits.max_bytes:
-                    raise self._unreadable(
-                        part, f"the session's text would pass the read limit of "
-                              f"{size_words(limits.max_bytes)} (ReadLimits.max_bytes): "
-                              f"{unreadable}", len, spent.text_bytes, limits.max_bytes)
-                if after.events > limits.max_events:
-                    raise self._unreadable(
-                        part, f"the session would pass the read limit of "
-                              f"{limits.max_events:,} events (ReadLimits.max_events): "
-                              f"{unreadable}", counted_events, spent.events, limits.max_events)
-                spent = after
+                refused = part_refusal(part, text, spent, limits)
+                if refused is not None:
+                    raise self._event_error(refused.event, refused.problem)
+                spent = spent.plus(text)
                 data = self._frame(text)
                 payload.append(data)
                 written += len(data)
                 start = index + 1
                 if isinstance(event, TurnEndEvent):
                     cut = _Cut(event.seq + 1, written, spent)
-        if size + written > limits.max_bytes:
-            raise self._unreadable(
-                events, f"the session file would pass the read limit of "
-                        f"{size_words(limits.max_bytes)} (ReadLimits.max_bytes): {unreadable}",
-                len, size, limits.max_bytes)
-        if not isinstance(events[-1], TurnEndEvent):
-            room_bytes, room_events = closing_room(limits)
-            closing = "kept free for closing a turn: it could not be closed"
-            if max(spent.text_bytes, size + written) > limits.max_bytes - room_bytes:
-                raise self._unreadable(
-                    events, f"it would leave less than {size_words(room_bytes)} of the read "
-                            f"limit of {size_words(limits.max_bytes)} (ReadLimits.max_bytes) "
-                            f"{closing}", len, max(before.text_bytes, size),
-                    limits.max_bytes - room_bytes)
-            if spent.events > limits.max_events - room_events:
-                raise self._unreadable(
-                    events, f"it would leave less than {room_events:,} of the read limit of "
-                            f"{limits.max_events:,} events (ReadLimits.max_events) {closing}",
-                    counted_events, before.events, limits.max_events - room_events)
+        refused = batch_refusal(events, before, spent, size=size, written=written,
+                                limits=limits)
+        if refused is not None:
+            raise self._event_error(refused.event, refused.problem)
         return b"".join(payload), cut, spent
 
-    def _unreadable(self, events: Sequence[Event], problem: str,
-                    measure: Callable[[bytes], int], before: int, limit: int, *,
-                    alone: bool = False) -> SessionEventError:
-        """The refusal of a batch, naming the event at which ``before`` plus the ``measure`` of
-        each event's own line passes ``limit`` (``alone``: the first event whose own line
-        does); the last event when only the batch as a whole passes it."""
-        culprit, total = events[-1], before
-        for event in events:
-            measured = measure(encode_log((event,)))
-            total = measured if alone else total + measured
-            if total > limit:
-                culprit = event
-                break
-        kind = culprit.__struct_config__.tag
-        return SessionEventError(self.session_id, culprit.seq,
+    def _event_error(self, event: Event, problem: str) -> SessionEventError:
+        kind = event.__struct_config__.tag
+        return SessionEventError(self.session_id, event.seq,
                                  kind if isinstance(kind, str) else None, problem)
 
     def _checked(self, events: Sequence[Event]) -> bytes:
@@ -632,10 +586,7 @@ class _SessionFile:
                 return SessionEventError(self.session_id, error.seq, error.event_type,
                                          error.problem)
             if checked.unwrap() != event:
-                kind = event.__struct_config__.tag
-                return SessionEventError(self.session_id, event.seq,
-                                         kind if isinstance(kind, str) else None,
-                                         "does not read back as it was written")
+                return self._event_error(event, "does not read back as it was written")
         return SessionEventError(self.session_id, None, None, problem)
 
     def _frame(self, text: bytes) -> bytes:

@@ -166,6 +166,8 @@ from .files import (
     SeedRecord,
     TornCause,
     TornTail,
+    WriteRefusal,
+    batch_refusal,
     closing_room,
     counted_events,
     decode_segment,
@@ -177,6 +179,7 @@ from .files import (
     is_projected,
     line_too_long_error,
     long_line_error,
+    part_refusal,
     project_dir_name,
     project_key,
     read_error_from_decode,
@@ -297,5 +300,6 @@ __all__ = [
     "LoadedLog", "LogChunk", "FileText", "describe_log", "size_words", "read_error_from_decode",
     "line_too_long_error", "long_line_error", "counted_events", "event_limit_error", "utf8_error",
     "torn_line", "is_header_record", "is_projected", "closing_room", "has_line_over",
+    "WriteRefusal", "part_refusal", "batch_refusal",
     "project_key", "project_dir_name", "encode_segment", "decode_segment",
 ]

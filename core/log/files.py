@@ -12,14 +12,14 @@ kept in its parent's file, :class:`SeedRecord`); a log read (:class:`LoadedLog`,
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, NamedTuple, TypeAlias
 
 import msgspec
 
 from .._checking import checked, unchecked
-from .codec import DecodeError, is_json_line
-from .events import Event, SessionHeader
+from .codec import DecodeError, encode_log, is_json_line
+from .events import Event, SessionHeader, TurnEndEvent
 
 __all__ = [
     "LogFormat",
@@ -49,6 +49,9 @@ __all__ = [
     "is_projected",
     "closing_room",
     "has_line_over",
+    "WriteRefusal",
+    "part_refusal",
+    "batch_refusal",
     "project_key",
     "project_dir_name",
     "encode_segment",
@@ -566,6 +569,85 @@ def closing_room(limits: ReadLimits) -> tuple[int, int]:
     ``limits``, for the events that close a turn (results for its pending calls, ``step/end``,
     ``turn/end``): an eighth of each limit, at most 1 MiB and 4,096 events."""
     return min(1 << 20, limits.max_bytes // 8), min(4096, limits.max_events // 8)
+
+
+class WriteRefusal(NamedTuple):
+    """Why a writer must not write a batch: its loader could not read the file back."""
+
+    #: The event named (the one at which the limit is passed; the batch's last when only the
+    #: batch as a whole passes it).
+    event: Event
+    problem: str
+
+
+_UNREADABLE_AGAIN = "the session could not be loaded again"
+
+
+def _line_length(line: bytes) -> int:
+    return len(line) - 1  # its newline not counted, as the reader counts
+
+
+def _refusal(events: Sequence[Event], problem: str, measure: Callable[[bytes], int],
+             before: int, limit: int, *, alone: bool = False) -> WriteRefusal:
+    """Name the event at which ``before`` plus the ``measure`` of each event's own line passes
+    ``limit`` (``alone``: the first event whose own line does)."""
+    culprit, total = events[-1], before
+    for event in events:
+        measured = measure(encode_log((event,)))
+        total = measured if alone else total + measured
+        if total > limit:
+            culprit = event
+            break
+    return WriteRefusal(culprit, problem)
+
+
+@unchecked
+def part_refusal(part: Sequence[Event], text: bytes, spent: tuple[int, int],
+                 limits: ReadLimits) -> WriteRefusal | None:
+    """Refuse the JSONL ``text`` of ``part`` when a file whose reading spends ``spent`` (text
+    bytes, counted events) could not be read back with it under ``limits``."""
+    if has_line_over(text, limits.max_line):
+        return _refusal(part, f"a line is longer than the read limit of "
+                              f"{size_words(limits.max_line)} (ReadLimits.max_line): "
+                              f"{_UNREADABLE_AGAIN}", _line_length, 0, limits.max_line,
+                        alone=True)
+    if spent[0] + len(text) > limits.max_bytes:
+        return _refusal(part, f"the session's text would pass the read limit of "
+                              f"{size_words(limits.max_bytes)} (ReadLimits.max_bytes): "
+                              f"{_UNREADABLE_AGAIN}", len, spent[0], limits.max_bytes)
+    if spent[1] + counted_events(text) > limits.max_events:
+        return _refusal(part, f"the session would pass the read limit of "
+                              f"{limits.max_events:,} events (ReadLimits.max_events): "
+                              f"{_UNREADABLE_AGAIN}", counted_events, spent[1],
+                        limits.max_events)
+    return None
+
+
+@unchecked
+def batch_refusal(events: Sequence[Event], before: tuple[int, int], after: tuple[int, int], *,
+                  size: int, written: int, limits: ReadLimits) -> WriteRefusal | None:
+    """Refuse a batch that takes a file of ``size`` bytes past the limits with the
+    ``written`` bytes it adds (its reading spending ``before``, then ``after``), or, when it
+    does not end its turn, leaves less than :func:`closing_room` for closing one."""
+    if size + written > limits.max_bytes:
+        return _refusal(events, f"the session file would pass the read limit of "
+                                f"{size_words(limits.max_bytes)} (ReadLimits.max_bytes): "
+                                f"{_UNREADABLE_AGAIN}", len, size, limits.max_bytes)
+    if isinstance(events[-1], TurnEndEvent):
+        return None
+    room_bytes, room_events = closing_room(limits)
+    closing = "kept free for closing a turn: it could not be closed"
+    if max(after[0], size + written) > limits.max_bytes - room_bytes:
+        return _refusal(events, f"it would leave less than {size_words(room_bytes)} of the "
+                                f"read limit of {size_words(limits.max_bytes)} (ReadLimits."
+                                f"max_bytes) {closing}", len, max(before[0], size),
+                        limits.max_bytes - room_bytes)
+    if after[1] > limits.max_events - room_events:
+        return _refusal(events, f"it would leave less than {room_events:,} of the read limit "
+                                f"of {limits.max_events:,} events (ReadLimits.max_events) "
+                                f"{closing}", counted_events, before[1],
+                        limits.max_events - room_events)
+    return None
 
 
 # --------------------------------------------------------------------------- layout (§5.1)

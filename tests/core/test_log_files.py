@@ -7,6 +7,7 @@ import doctest
 import msgspec
 import pytest
 
+from turnfork.core import decode_log
 from turnfork.core.log import files
 from turnfork.core.log.files import (
     SEED_RECORD_TYPE,
@@ -15,6 +16,7 @@ from turnfork.core.log.files import (
     ReadLimits,
     SeedRecord,
     TornTail,
+    batch_refusal,
     closing_room,
     counted_events,
     decode_segment,
@@ -24,6 +26,7 @@ from turnfork.core.log.files import (
     is_header_record,
     is_projected,
     long_line_error,
+    part_refusal,
     seed_file_index,
     seed_file_name,
     seed_record_in,
@@ -133,3 +136,20 @@ def test_words() -> None:
 @pytest.mark.parametrize("session_id", ["a", "a/b c", ".", "..", "é", "\ud800x", "~"])
 def test_a_segment_decodes_to_its_id(session_id: str) -> None:
     assert decode_segment(encode_segment(session_id)) == session_id
+
+
+def test_a_writer_refuses_what_its_loader_could_not_read_back() -> None:
+    text = (b'{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}\n'
+            b'{"type":"turn/end","seq":1,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}}}\n')
+    events = decode_log(text).unwrap()
+    limits = ReadLimits(max_bytes=len(text) * 100, max_events=100)
+    assert part_refusal(events, text, (0, 0), limits) is None
+    line = part_refusal(events, text, (0, 0), ReadLimits(max_line=len(text.split(b"\n")[1]) - 1))
+    assert line is not None and line.event is events[1] and "ReadLimits.max_line" in line.problem
+    many = part_refusal(events, text, (0, 100), limits)
+    assert many is not None and many.event is events[0] and "100 events" in many.problem
+    room = batch_refusal(events[:1], (0, 0), (0, 95), size=0, written=1,
+                         limits=ReadLimits(max_events=100))
+    assert room is not None and "kept free for closing a turn" in room.problem
+    assert batch_refusal(events, (0, 0), (0, 95), size=0, written=1,
+                         limits=ReadLimits(max_events=100)) is None
