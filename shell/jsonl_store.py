@@ -72,6 +72,7 @@ from ..core import (
     repair_closers,
     seed_file_index,
     seed_file_name,
+    session_id_problem,
     trace_log,
 )
 from .clock import Clock
@@ -98,8 +99,6 @@ Compression = Literal["none", "zstd"]
 #: How a fork child's file holds its seed: a reference to its parent's file, or a full copy.
 ForkSeeds = Literal["reference", "inline"]
 _FILE_NAMES: dict[str, str] = {"none": "session.jsonl", "zstd": "session.jsonl.zstd"}
-#: The longest file name the store writes (POSIX NAME_MAX on every common file system).
-_NAME_MAX = 255
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _TEMPORARY_PREFIX = ".session."
 
@@ -114,25 +113,15 @@ def _zstd() -> Any:
 
 
 def check_session_id(session_id: str) -> None:
-    """Refuse an id the disk store cannot persist.
+    """Refuse an id the disk store cannot persist (:func:`~turnfork.core.session_id_problem`).
 
     Raises:
         InvalidSessionIdError: empty, holding a lone surrogate (a header line cannot hold
             it), or too long for a file name once encoded.
     """
-    if not session_id:
-        raise InvalidSessionIdError("a session id must not be empty")
-    try:
-        session_id.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidSessionIdError(
-            f"session id {session_id!r} holds a lone surrogate (U+{ord(session_id[exc.start]):04X}"
-            f" at index {exc.start}): it cannot be written to a session file") from None
-    length = len(encode_segment(session_id).encode())
-    if length > _NAME_MAX:
-        raise InvalidSessionIdError(
-            f"session id of {len(session_id)} characters is too long for a file name once "
-            f"encoded ({length} bytes > {_NAME_MAX})")
+    problem = session_id_problem(session_id)
+    if problem is not None:
+        raise InvalidSessionIdError(problem)
 
 
 def session_file_bytes(header: SessionHeader, events: Sequence[Event], *,

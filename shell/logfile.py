@@ -40,8 +40,10 @@ from returns.result import Failure, Result, Success
 from ..core import (
     DEFAULT_LIMITS,
     SEED_RECORD_TYPE,
+    ZSTD_MAGIC,
     Event,
     FileText,
+    FrameMark,
     LoadedLog,
     LogChunk,
     LogFormat,
@@ -50,7 +52,10 @@ from ..core import (
     SeedRecord,
     SessionHeader,
     TornTail,
+    ZstdFrame,
     counted_events,
+    cut_short_error,
+    cut_torn_tail,
     decode_header_line,
     decode_log,
     describe_log,
@@ -64,8 +69,8 @@ from ..core import (
     seed_file_name,
     seed_record_in,
     size_words,
-    torn_line,
     utf8_error,
+    zstd_frame_at,
 )
 
 __all__ = [
@@ -98,7 +103,6 @@ SESSION_FILE_NAMES = ("session.jsonl.zstd", "session.jsonl")
 #: Bytes of whole lines decoded at a time.
 CHUNK_TEXT = 1 << 20
 
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: Bytes read from a file (or regenerated bound fed to zstd) at a time; the first read of a
 #: file is smaller: its head lines are usually all a seed file is opened for at first.
 _PIECE = 1 << 20
@@ -248,97 +252,6 @@ def _grew(shown: str, limit: int) -> LogReadError:
 # --------------------------------------------------------------------------- zstd frames
 
 
-_BLOCK_MAX = 128 * 1024
-_FCS_SIZES = (0, 2, 4, 8)
-_DICT_ID_SIZES = (0, 1, 2, 4)
-
-
-class _Frame(NamedTuple):
-    """One zstd frame of a file, read from its headers alone (RFC 8878 §3.1)."""
-
-    start: int
-    #: Where it ends (past the end of the data when the frame is incomplete).
-    end: int
-    complete: bool
-    skippable: bool
-    #: The content size the frame declares, if it does.
-    content_size: int | None
-    #: Bytes its raw and RLE blocks regenerate (known without decompressing).
-    known: int
-    #: The most it can regenerate.
-    bound: int
-    #: Where each of its blocks ends (to decompress a large frame block by block).
-    block_ends: tuple[int, ...]
-    #: The most each block can regenerate.
-    block_bounds: tuple[int, ...] = ()
-
-
-def _scan_frame(data: bytes, start: int) -> _Frame | str:
-    """The frame at ``start``, or why the bytes there are no zstd frame. An incomplete frame
-    (cut off by the end of ``data``) carries the blocks seen so far."""
-    size = len(data)
-    magic = data[start:start + 4]
-    incomplete = _Frame(start, size + 1, False, False, None, 0, _BLOCK_MAX, ())
-    if len(magic) < 4:
-        return incomplete if _ZSTD_MAGIC.startswith(magic) else "not a zstd frame"
-    number = int.from_bytes(magic, "little")
-    if 0x184D2A50 <= number <= 0x184D2A5F:  # a skippable frame: size, then ignored bytes
-        if start + 8 > size:
-            return incomplete
-        end = start + 8 + int.from_bytes(data[start + 4:start + 8], "little")
-        return _Frame(start, end, end <= size, True, 0, 0, 0, ())
-    if magic != _ZSTD_MAGIC:
-        return "not a zstd frame (unknown magic number)"
-    if start + 5 > size:
-        return incomplete
-    descriptor = data[start + 4]
-    if descriptor & 0x08:
-        return "the frame header sets a reserved bit"
-    single_segment = bool(descriptor & 0x20)
-    fcs_size = _FCS_SIZES[descriptor >> 6] or (1 if single_segment else 0)
-    header_end = (start + 5 + (0 if single_segment else 1) + _DICT_ID_SIZES[descriptor & 3]
-                  + fcs_size)
-    if header_end > size:
-        return incomplete
-    content_size: int | None = None
-    if fcs_size:
-        content_size = int.from_bytes(data[header_end - fcs_size:header_end], "little")
-        if fcs_size == 2:
-            content_size += 256
-    position, known, bound = header_end, 0, 0
-    block_ends: list[int] = []
-    block_bounds: list[int] = []
-    last = False
-    while not last:
-        if position + 3 > size:
-            return incomplete._replace(known=known, bound=bound + _BLOCK_MAX,
-                                       block_ends=tuple(block_ends),
-                                       block_bounds=tuple(block_bounds))
-        block = int.from_bytes(data[position:position + 3], "little")
-        kind, length, last = (block >> 1) & 3, block >> 3, bool(block & 1)
-        if kind == 3:
-            return "a block of the reserved type"
-        if kind == 1:  # RLE: one byte, regenerated `length` times
-            position += 4
-            regenerated = length
-            known += length
-        else:
-            position += 3 + length
-            regenerated = length if kind == 0 else _BLOCK_MAX
-            if kind == 0:
-                known += length
-        bound += regenerated
-        block_ends.append(position)
-        block_bounds.append(regenerated)
-        if position > size:
-            return incomplete._replace(known=known, bound=bound,
-                                       block_ends=tuple(block_ends),
-                                       block_bounds=tuple(block_bounds))
-    end = position + (4 if descriptor & 0x04 else 0)
-    return _Frame(start, end, end <= size, False, content_size, known, bound,
-                  tuple(block_ends), tuple(block_bounds))
-
-
 class _TextBudget:
     """Text under the limits, checked as it grows (before memory is spent)."""
 
@@ -386,15 +299,6 @@ class _Partial(NamedTuple):
     offset: int
 
 
-class _FrameMark(NamedTuple):
-    """Where the text of an incomplete final zstd frame starts."""
-
-    #: Offset in the text, offset of the frame in the file, line of its first text.
-    text_offset: int
-    file_offset: int
-    line: int
-
-
 #: What a file's text source yields: text, the start of an incomplete final frame, or why it
 #: stops.
 _Piece: TypeAlias = "bytes | _Partial | LogReadError"
@@ -415,7 +319,7 @@ def _zstd_pieces(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: boo
     offset, number = 0, 0
     while offset < len(data):
         number += 1
-        frame = _scan_frame(data, offset)
+        frame = zstd_frame_at(data, offset)
         if isinstance(frame, str):
             yield LogReadError(file=shown, problem=f"corrupt zstd frame {number} at byte "
                                                    f"{offset}: {frame}")
@@ -449,24 +353,15 @@ def _zstd_pieces(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: boo
         offset = frame.end
 
 
-def _frame_pieces(context: Any, zstandard: Any, data: bytes, frame: _Frame, *,
+def _frame_pieces(context: Any, zstandard: Any, data: bytes, frame: ZstdFrame, *,
                   budget: _TextBudget, progress: _Progress,
                   ) -> Iterator[bytes | str | LogReadError]:
     """One frame's text, fed to the decompressor a group of blocks at a time (at most about
     :data:`_PIECE` of text each), so the limits stop a bomb within a block's worth of text."""
     stream = context.decompressobj()
-    stops: list[int] = []
-    group = 0
-    for end, regenerated in zip(frame.block_ends, frame.block_bounds, strict=True):
-        group += regenerated
-        if group >= _PIECE:
-            stops.append(end)
-            group = 0
-    if not stops or stops[-1] != frame.end:  # the checksum, or the blocks since the last stop
-        stops.append(frame.end)
     start = frame.start
     try:
-        for stop in stops:
+        for stop in frame.stops(_PIECE):
             chunk = stream.decompress(data[start:min(stop, len(data))])
             progress.done += min(stop, len(data)) - start
             start = stop
@@ -535,7 +430,7 @@ class _Text:
         self.ended = False
         self.error: LogReadError | None = None
         #: Where the text of an incomplete final zstd frame starts.
-        self.partial: _FrameMark | None = None
+        self.partial: FrameMark | None = None
         #: Bytes of the file read (for zstd: the whole file, read at once).
         self.file_bytes = 0
         #: The last two newlines of the buffer (-1: none).
@@ -557,9 +452,9 @@ class _Text:
                 self.error, self.ended = piece, True
             elif isinstance(piece, _Partial):
                 line = self.line + self.buffer.count(b"\n")
-                self.partial = _FrameMark(self.start + len(self.buffer), piece.offset, line)
+                self.partial = FrameMark(self.start + len(self.buffer), piece.offset, line)
                 if self.buffer and self.buffer[-1] != 0x0A:
-                    self.error, self.ended = _cut_short(self.shown, line), True
+                    self.error, self.ended = cut_short_error(self.shown, line), True
             elif piece:
                 if not self.compressed:
                     self.file_bytes += len(piece)
@@ -635,11 +530,6 @@ class _Text:
         return self._hand_out(cut), first_line, offset, final
 
 
-def _cut_short(shown: str, line: int) -> LogReadError:
-    return LogReadError(file=shown, line=line,
-                        problem="a record is cut short inside a complete zstd frame")
-
-
 def _open_text(reader: _Reader, name: str, shown: str, *, size_cap: int | None = None,
                follow: bool | None = None, tolerate_torn: bool,
                ) -> tuple[_Text, os.stat_result] | LogReadError:
@@ -653,7 +543,7 @@ def _open_text(reader: _Reader, name: str, shown: str, *, size_cap: int | None =
     except OSError as exc:
         os.close(fd)
         return LogReadError(file=shown, problem=f"cannot read: {_os_problem(exc)}")
-    if magic != _ZSTD_MAGIC or (size_cap is not None and size_cap < 4):
+    if magic != ZSTD_MAGIC or (size_cap is not None and size_cap < 4):
         if name.endswith((".zstd", ".zst")):
             os.close(fd)
             return LogReadError(file=shown, problem="not a zstd stream (the file does not "
@@ -989,11 +879,14 @@ class LogStream:
                     offset >= text.partial.text_offset):
                 recovered_from = self.events
             if final and tolerate_torn:
-                kept = self._torn_tail(level, text, chunk_text, first_line, offset)
+                kept = cut_torn_tail(chunk_text, first_line, offset, compressed=text.compressed,
+                                     frame=text.partial, shown=level.shown)
                 if isinstance(kept, LogReadError):
                     yield kept
                     return
-                chunk_text = kept
+                chunk_text, torn = kept
+                if torn is not None:
+                    self.torn = torn
             if chunk_text:
                 refused = (utf8_error(chunk_text, level.shown, first_line, offset)
                            or long_line_error(chunk_text, level.shown, reader.limits, first_line)
@@ -1015,31 +908,6 @@ class LogStream:
             self.torn = msgspec.structs.replace(
                 self.torn, rewrite_from=self.events if recovered_from is None
                 else recovered_from)
-
-    def _torn_tail(self, level: _Level, text: _Text, chunk_text: bytes, first_line: int,
-                   offset: int) -> bytes | LogReadError:
-        """The last lines of the log's file, its torn tail (if any) left out and described."""
-        mark = text.partial
-        if mark is not None:
-            cut = torn_line(chunk_text, first_line)
-            kept = chunk_text if cut is None else chunk_text[:cut[0]]
-            self.torn = TornTail(
-                keep_bytes=mark.file_offset, line=mark.line if cut is None else cut[1],
-                dropped_bytes=len(chunk_text) - len(kept), rewrite_from=-1,
-                frame_text_bytes=offset + len(chunk_text) - mark.text_offset,
-                cause="incomplete-frame")
-            return kept
-        if text.compressed:
-            if chunk_text and not chunk_text.endswith(b"\n"):
-                return _cut_short(level.shown, first_line + chunk_text.count(b"\n"))
-            return chunk_text
-        cut = torn_line(chunk_text, first_line)
-        if cut is None:
-            return chunk_text
-        start, line, cause = cut
-        self.torn = TornTail(keep_bytes=offset + start, line=line,
-                             dropped_bytes=len(chunk_text) - start, cause=cause)
-        return chunk_text[:start]
 
     def read_all(self, *, tick: Callable[[], object] | None = None,
                  ) -> Result[LoadedLog, LogReadError]:
@@ -1279,7 +1147,7 @@ def read_session_header(name: str, *, dir_fd: int, shown: str,
             return Failure(raw)
         text = raw
         if compressed:
-            if not raw.startswith(_ZSTD_MAGIC):
+            if not raw.startswith(ZSTD_MAGIC):
                 return Failure(LogReadError(file=shown, problem=(
                     "not a zstd stream (the file does not start with the zstd magic number)")))
             try:

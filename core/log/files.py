@@ -45,10 +45,16 @@ __all__ = [
     "event_limit_error",
     "utf8_error",
     "torn_line",
+    "FrameMark",
+    "cut_short_error",
+    "cut_torn_tail",
     "is_header_record",
     "is_projected",
     "closing_room",
     "has_line_over",
+    "ZSTD_MAGIC",
+    "ZstdFrame",
+    "zstd_frame_at",
     "WriteRefusal",
     "part_refusal",
     "batch_refusal",
@@ -56,6 +62,7 @@ __all__ = [
     "project_dir_name",
     "encode_segment",
     "decode_segment",
+    "session_id_problem",
 ]
 
 LogFormat: TypeAlias = Literal["events-jsonl", "events-jsonl-zstd", "session-jsonl",
@@ -563,12 +570,164 @@ def torn_line(text: bytes, first_line: int) -> tuple[int, int, TornCause] | None
     return start, first_line + text.count(b"\n", 0, start), cause
 
 
+class FrameMark(NamedTuple):
+    """Where the text of an incomplete final zstd frame starts."""
+
+    #: Offset in the text, offset of the frame in the file, line of its first text.
+    text_offset: int
+    file_offset: int
+    line: int
+
+
+@checked
+def cut_short_error(shown: str, line: int) -> LogReadError:
+    return LogReadError(file=shown, line=line,
+                        problem="a record is cut short inside a complete zstd frame")
+
+
+@unchecked
+def cut_torn_tail(text: bytes, first_line: int, offset: int, *, compressed: bool,
+                  frame: FrameMark | None, shown: str,
+                  ) -> tuple[bytes, TornTail | None] | LogReadError:
+    """The last lines of a log's file (from ``offset`` in its text, line ``first_line``)
+    without their torn tail, and the tail (``frame``: where the text of an incomplete final
+    zstd frame starts)."""
+    if frame is not None:
+        cut = torn_line(text, first_line)
+        kept = text if cut is None else text[:cut[0]]
+        return kept, TornTail(
+            keep_bytes=frame.file_offset, line=frame.line if cut is None else cut[1],
+            dropped_bytes=len(text) - len(kept), rewrite_from=-1,
+            frame_text_bytes=offset + len(text) - frame.text_offset, cause="incomplete-frame")
+    if compressed:
+        if text and not text.endswith(b"\n"):
+            return cut_short_error(shown, first_line + text.count(b"\n"))
+        return text, None
+    cut = torn_line(text, first_line)
+    if cut is None:
+        return text, None
+    start, line, cause = cut
+    return text[:start], TornTail(keep_bytes=offset + start, line=line,
+                                  dropped_bytes=len(text) - start, cause=cause)
+
+
 @checked
 def closing_room(limits: ReadLimits) -> tuple[int, int]:
     """(bytes of text, events) a batch that does not end its turn must leave free under
     ``limits``, for the events that close a turn (results for its pending calls, ``step/end``,
     ``turn/end``): an eighth of each limit, at most 1 MiB and 4,096 events."""
     return min(1 << 20, limits.max_bytes // 8), min(4096, limits.max_events // 8)
+
+
+# --------------------------------------------------------------------------- zstd frames
+
+
+#: The magic number that starts a zstd frame (RFC 8878 §3.1.1).
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_BLOCK_MAX = 128 * 1024
+_FCS_SIZES = (0, 2, 4, 8)
+_DICT_ID_SIZES = (0, 1, 2, 4)
+
+
+class ZstdFrame(NamedTuple):
+    """One zstd frame of a file, read from its headers alone (RFC 8878 §3.1)."""
+
+    start: int
+    #: Where it ends (past the end of the data when the frame is incomplete).
+    end: int
+    complete: bool
+    skippable: bool
+    #: The content size the frame declares, if it does.
+    content_size: int | None
+    #: Bytes its raw and RLE blocks regenerate (known without decompressing).
+    known: int
+    #: The most it can regenerate.
+    bound: int
+    #: Where each of its blocks ends (to decompress a large frame block by block).
+    block_ends: tuple[int, ...]
+    #: The most each block can regenerate.
+    block_bounds: tuple[int, ...] = ()
+
+    def stops(self, piece: int) -> list[int]:
+        """Where to feed the decompressor up to, so that each feed regenerates at most about
+        ``piece`` bytes (a group of blocks): the limits then stop a bomb within a block."""
+        stops: list[int] = []
+        group = 0
+        for end, regenerated in zip(self.block_ends, self.block_bounds, strict=True):
+            group += regenerated
+            if group >= piece:
+                stops.append(end)
+                group = 0
+        if not stops or stops[-1] != self.end:  # the checksum, or the blocks since the last
+            stops.append(self.end)
+        return stops
+
+
+@unchecked
+def zstd_frame_at(data: bytes, start: int) -> ZstdFrame | str:
+    """The frame at ``start``, or why the bytes there are no zstd frame. An incomplete frame
+    (cut off by the end of ``data``) carries the blocks seen so far."""
+    size = len(data)
+    magic = data[start:start + 4]
+    incomplete = ZstdFrame(start, size + 1, False, False, None, 0, _BLOCK_MAX, ())
+    if len(magic) < 4:
+        return incomplete if ZSTD_MAGIC.startswith(magic) else "not a zstd frame"
+    number = int.from_bytes(magic, "little")
+    if 0x184D2A50 <= number <= 0x184D2A5F:  # a skippable frame: size, then ignored bytes
+        if start + 8 > size:
+            return incomplete
+        end = start + 8 + int.from_bytes(data[start + 4:start + 8], "little")
+        return ZstdFrame(start, end, end <= size, True, 0, 0, 0, ())
+    if magic != ZSTD_MAGIC:
+        return "not a zstd frame (unknown magic number)"
+    if start + 5 > size:
+        return incomplete
+    descriptor = data[start + 4]
+    if descriptor & 0x08:
+        return "the frame header sets a reserved bit"
+    single_segment = bool(descriptor & 0x20)
+    fcs_size = _FCS_SIZES[descriptor >> 6] or (1 if single_segment else 0)
+    header_end = (start + 5 + (0 if single_segment else 1) + _DICT_ID_SIZES[descriptor & 3]
+                  + fcs_size)
+    if header_end > size:
+        return incomplete
+    content_size: int | None = None
+    if fcs_size:
+        content_size = int.from_bytes(data[header_end - fcs_size:header_end], "little")
+        if fcs_size == 2:
+            content_size += 256
+    position, known, bound = header_end, 0, 0
+    block_ends: list[int] = []
+    block_bounds: list[int] = []
+    last = False
+    while not last:
+        if position + 3 > size:
+            return incomplete._replace(known=known, bound=bound + _BLOCK_MAX,
+                                       block_ends=tuple(block_ends),
+                                       block_bounds=tuple(block_bounds))
+        block = int.from_bytes(data[position:position + 3], "little")
+        kind, length, last = (block >> 1) & 3, block >> 3, bool(block & 1)
+        if kind == 3:
+            return "a block of the reserved type"
+        if kind == 1:  # RLE: one byte, regenerated `length` times
+            position += 4
+            regenerated = length
+            known += length
+        else:
+            position += 3 + length
+            regenerated = length if kind == 0 else _BLOCK_MAX
+            if kind == 0:
+                known += length
+        bound += regenerated
+        block_ends.append(position)
+        block_bounds.append(regenerated)
+        if position > size:
+            return incomplete._replace(known=known, bound=bound,
+                                       block_ends=tuple(block_ends),
+                                       block_bounds=tuple(block_bounds))
+    end = position + (4 if descriptor & 0x04 else 0)
+    return ZstdFrame(start, end, end <= size, False, content_size, known, bound,
+                  tuple(block_ends), tuple(block_bounds))
 
 
 class WriteRefusal(NamedTuple):
@@ -751,3 +910,27 @@ def decode_segment(segment: str) -> str:
         raise ValueError("an empty session directory name")
     data = b"".join(unit.to_bytes(2, "little") for unit in units)
     return data.decode("utf-16-le", "surrogatepass")
+
+
+#: The longest file name a session directory may have (POSIX NAME_MAX on every common file
+#: system).
+_NAME_MAX = 255
+
+
+@checked
+def session_id_problem(session_id: str) -> str | None:
+    """Why a session id cannot name a session directory and its header (``None``: it can):
+    empty, holding a lone surrogate, or too long for a file name once encoded."""
+    if not session_id:
+        return "a session id must not be empty"
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (f"session id {session_id!r} holds a lone surrogate "
+                f"(U+{ord(session_id[exc.start]):04X} at index {exc.start}): it cannot be "
+                "written to a session file")
+    length = len(encode_segment(session_id).encode())
+    if length > _NAME_MAX:
+        return (f"session id of {len(session_id)} characters is too long for a file name once "
+                f"encoded ({length} bytes > {_NAME_MAX})")
+    return None

@@ -11,11 +11,13 @@ from turnfork.core import decode_log
 from turnfork.core.log import files
 from turnfork.core.log.files import (
     SEED_RECORD_TYPE,
+    ZSTD_MAGIC,
     LoadedLog,
     LogReadError,
     ReadLimits,
     SeedRecord,
     TornTail,
+    ZstdFrame,
     batch_refusal,
     closing_room,
     counted_events,
@@ -33,6 +35,7 @@ from turnfork.core.log.files import (
     size_words,
     torn_line,
     utf8_error,
+    zstd_frame_at,
 )
 
 ROW = (b'{"type":"text-chunks","seq0":1,"time0":0,"data":{"stepId":"s","blockId":"b",'
@@ -153,3 +156,29 @@ def test_a_writer_refuses_what_its_loader_could_not_read_back() -> None:
     assert room is not None and "kept free for closing a turn" in room.problem
     assert batch_refusal(events, (0, 0), (0, 95), size=0, written=1,
                          limits=ReadLimits(max_events=100)) is None
+
+
+def test_a_zstd_frame_is_bounded_from_its_headers() -> None:
+    zstandard = pytest.importorskip("zstandard")
+    data = zstandard.ZstdCompressor(write_checksum=True).compress(b"x" * 300_000)
+    frame = zstd_frame_at(data, 0)
+    assert isinstance(frame, ZstdFrame) and frame.complete and frame.end == len(data)
+    assert frame.content_size == 300_000 and frame.bound >= 300_000
+    assert frame.stops(1 << 40) == [frame.end]
+    assert frame.stops(1)[:-1] == list(frame.block_ends[:len(frame.stops(1)) - 1])
+    cut = zstd_frame_at(data[:-3], 0)
+    assert isinstance(cut, ZstdFrame) and not cut.complete
+    assert isinstance(zstd_frame_at(ZSTD_MAGIC[:3], 0), ZstdFrame)  # a frame cut in its magic
+    assert zstd_frame_at(b"abcd", 0) == "not a zstd frame (unknown magic number)"
+    assert zstd_frame_at(ZSTD_MAGIC + b"\x08", 0) == "the frame header sets a reserved bit"
+
+
+def test_what_a_session_directory_cannot_be_named() -> None:
+    from turnfork.core.log.files import session_id_problem
+
+    assert session_id_problem("ea339828") is None
+    assert session_id_problem("") == "a session id must not be empty"
+    surrogate = session_id_problem("a\ud800")
+    assert surrogate is not None and "U+D800 at index 1" in surrogate
+    long = session_id_problem("/" * 60)
+    assert long is not None and "(300 bytes > 255)" in long
