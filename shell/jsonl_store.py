@@ -188,6 +188,18 @@ def _subdirectories(fd: int) -> list[str]:
         return sorted(entry.name for entry in entries if entry.is_dir(follow_symlinks=False))
 
 
+def _make_dir(parent: int, name: str, shown: Path, created: list[int]) -> None:
+    """Make a directory of the layout unless it exists; ``created`` gets its parent (whose
+    entries the first commit fsyncs)."""
+    try:
+        os.mkdir(name, 0o700, dir_fd=parent)
+        created.append(os.dup(parent))
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise SessionPathError(shown, exc) from exc
+
+
 def _close_quietly(fd: int) -> None:
     with contextlib.suppress(OSError):
         os.close(fd)
@@ -918,22 +930,10 @@ class JsonlSessionStore(_LiveSessions):
         created: list[int] = []
         with self._root(create=True) as root:
             assert root is not None
-            try:
-                os.mkdir(project, 0o700, dir_fd=root)
-                created.append(os.dup(root))
-            except FileExistsError:
-                pass
-            except OSError as exc:
-                raise SessionPathError(self.root / project, exc) from exc
+            _make_dir(root, project, self.root / project, created)
             project_fd = self._open_dir(root, project, self.root / project)
         try:
-            try:
-                os.mkdir(segment, 0o700, dir_fd=project_fd)
-                created.append(os.dup(project_fd))
-            except FileExistsError:
-                pass
-            except OSError as exc:
-                raise SessionPathError(self.root / project / segment, exc) from exc
+            _make_dir(project_fd, segment, self.root / project / segment, created)
             fd = self._open_dir(project_fd, segment, self.root / project / segment)
         except BaseException:
             for parent in created:
