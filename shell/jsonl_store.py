@@ -1,65 +1,28 @@
-"""The disk store: DSH's JSONL session files (wire-format §5.1-5.5).
+"""The disk store: DSH's JSONL session files (wire-format §5.1-5.5); docs/api-shell-runtime.md
+gives the rules in full.
 
-Layout: ``<root>/<project>/<encodeSegment(id)>/session.jsonl`` (compression ``none``) or
-``session.jsonl.zstd`` (``zstd``: independent zstd frames, the header line alone in the first,
-then one frame per batch, split after each ``turn/end``). A root holds one encoding.
+Layout: ``<root>/<project>/<encodeSegment(id)>/session.jsonl`` (``none``) or
+``session.jsonl.zstd`` (``zstd``: the header line alone in the first frame, then one frame per
+batch, split after each ``turn/end``). A root holds one encoding.
 
-One writer per session. A session's writer holds an exclusive ``flock`` on its session
-*directory* from its first append (or ``load``) until ``release``/``delete``; the lock dies
-with its process, so a crash never leaves a session locked. A second writer — another
-process, or another store object in this one — is refused
-(:class:`~shell.store.SessionLockedError` from ``load`` and ``delete``,
-:class:`~shell.store.SessionExistsError` from ``create`` or, when two creators race, from the
-first append of the later one). ``flock`` is advisory: DSH and other tools do not take it,
-and on network file systems it may not be honoured.
+One writer per session: an exclusive ``flock`` on the session *directory* from the first
+append (or ``load``) until ``release``/``delete``; it dies with its process, so a crash never
+leaves a session locked (``flock`` is advisory: DSH does not take it). Nothing is on disk
+before the first append (as in DSH); the file then appears whole (written under a temporary
+name, linked into place), and every later batch is one ``write``. A batch is encoded and read
+back through the typed decoder, and measured against the loader's limits (a batch that does
+not end its turn must leave :func:`closing_room`) before it is written, so what is written can
+be loaded again; a write that fails is cut back off the file (only what this writer wrote).
+*Group commit:* a committer thread fsyncs each dirty file once per ``commit_window`` and at
+once when a session asks.
 
-Writing: nothing is on disk before a session's first append (as in DSH), so ``create`` costs
-no file-system work but a look for the id; the first append reserves the directory
-(``mkdir``, then the lock), and the file appears whole (written under a temporary name,
-linked into place); every later batch is appended with one ``write`` as the append runs.
-Before anything is written, the batch is encoded and read back through the typed decoder, and
-measured against the loader's read limits (the store's ``limits``): an event the loader would
-refuse, or a batch that would take the file past what the loader reads (a line over
-``max_line``; text, file bytes or events over ``max_bytes`` or ``max_events``, the seed's files
-counted as the reader counts them), is refused here (:class:`~shell.store.SessionEventError`).
-A batch that does not end its turn must also leave room for closing one
-(:func:`closing_room`), so an open turn can always be closed and the session loaded again. A
-write that fails is cut back off the file (the writer knows the file's length; it never cuts
-what it did not write), so a batch is on disk whole or not at all, and the session stays as
-it was. *Group commit:* written batches are
-made durable by a committer thread that fsyncs each dirty file once per ``commit_window``
-(default 5 ms) and at once when a session asks (``Session.flush``/``wait_durable``); the
-first commit of a file also fsyncs its directory entries (and a fork child's seed file).
-``Session.durable_length`` says which events are durable.
-
-Fork children whose seed is their parent's completed prefix — the parent live in this store,
-its file written through the cut — do not copy the seed: the child's directory gets a hard
-link ``seed-N.jsonl[.zstd]`` to the parent's file (and to the parent's own seed files), and
-the child's file says, in a ``turnfork/seed`` record after its header, how many bytes of that
-file hold how many seed events (:class:`~shell.logfile.SeedRecord`). Starting such a child
-costs the same whatever the parent's size, on disk too; deleting the parent keeps the
-child's seed (the link keeps its data). DSH does not read the seed record:
-:meth:`JsonlSessionStore.export` writes a self-contained file for it, and
-``fork_seeds="inline"`` writes every seed in full instead (DSH's own layout, O(seed)).
-
-Paths: everything is opened through directory descriptors with ``O_NOFOLLOW``, so no symbolic
-link inside the root is followed (load, write, delete); a link met there is an error naming it.
-
-Loading (for writing; the lock is taken first, then the crash is repaired there):
-
-* the file is read through the shared reader (:func:`~shell.logfile.read_session_file`): a torn
-  tail — the final line when it has no newline or is not JSON at all; for zstd an incomplete
-  final frame, whose whole lines are written again — is dropped with a
-  :class:`~shell.store.SessionRepairWarning` and cut off the file;
-* any complete line that does not decode, a record that breaks the format or a log that breaks
-  the balance rules is refused with :class:`~shell.store.SessionLoadError` naming file, line and
-  seq, and the file is left as it was;
-* an open final turn is closed with the core's crash-repair closers (``interrupted``), written
-  and committed at once; then the live session appends ``session/end-seed`` (written with its
-  next batch).
-
-``inspect`` reads a session without the lock and never writes: a torn tail is left out (and
-described), an open turn stays open.
+A fork child whose seed is its live parent's completed prefix links the parent's file as
+``seed-N.jsonl[.zstd]`` and says in a ``turnfork/seed`` record how much of it is its seed
+(O(1) per fork; :meth:`JsonlSessionStore.export` writes a self-contained file for DSH).
+Everything is opened through directory descriptors with ``O_NOFOLLOW``: no symbolic link inside
+the root is followed. ``load`` takes the lock, then repairs a crash: a torn tail is cut off
+(:class:`~shell.store.SessionRepairWarning`), an open turn closed as ``interrupted``;
+``inspect`` reads without the lock and never writes.
 """
 
 from __future__ import annotations
@@ -75,7 +38,7 @@ import stat
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -84,32 +47,36 @@ import msgspec
 from returns.result import Failure
 
 from ..core import (
+    DEFAULT_LIMITS,
     Event,
+    LoadedLog,
+    ReadLimits,
+    SeedRecord,
     SessionHeader,
     Trace,
     TurnEndEvent,
     advance,
+    batch_refusal,
     check_event,
     check_header,
+    closing_room,
+    counted_events,
     decode_log,
+    decode_segment,
     encode_header_line,
     encode_log,
+    encode_segment,
     encode_session,
+    part_refusal,
+    project_dir_name,
     repair_closers,
+    seed_file_index,
+    seed_file_name,
+    session_id_problem,
     trace_log,
 )
 from .clock import Clock
-from .logfile import (
-    DEFAULT_LIMITS,
-    LoadedLog,
-    ReadLimits,
-    SeedRecord,
-    _size_words,
-    counted_events,
-    read_session_file,
-    read_session_header,
-    seed_file_name,
-)
+from .logfile import read_session_file, read_session_header
 from .session import Session
 from .store import (
     InvalidSessionIdError,
@@ -121,9 +88,6 @@ from .store import (
     SessionRepairWarning,
     SessionWriteError,
     _LiveSessions,
-    decode_segment,
-    encode_segment,
-    project_dir_name,
 )
 
 __all__ = ["JsonlSessionStore", "Compression", "ForkSeeds", "SessionPathError",
@@ -135,8 +99,6 @@ Compression = Literal["none", "zstd"]
 #: How a fork child's file holds its seed: a reference to its parent's file, or a full copy.
 ForkSeeds = Literal["reference", "inline"]
 _FILE_NAMES: dict[str, str] = {"none": "session.jsonl", "zstd": "session.jsonl.zstd"}
-#: The longest file name the store writes (POSIX NAME_MAX on every common file system).
-_NAME_MAX = 255
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _TEMPORARY_PREFIX = ".session."
 
@@ -151,25 +113,15 @@ def _zstd() -> Any:
 
 
 def check_session_id(session_id: str) -> None:
-    """Refuse an id the disk store cannot persist.
+    """Refuse an id the disk store cannot persist (:func:`~turnfork.core.session_id_problem`).
 
     Raises:
         InvalidSessionIdError: empty, holding a lone surrogate (a header line cannot hold
             it), or too long for a file name once encoded.
     """
-    if not session_id:
-        raise InvalidSessionIdError("a session id must not be empty")
-    try:
-        session_id.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidSessionIdError(
-            f"session id {session_id!r} holds a lone surrogate (U+{ord(session_id[exc.start]):04X}"
-            f" at index {exc.start}): it cannot be written to a session file") from None
-    length = len(encode_segment(session_id).encode())
-    if length > _NAME_MAX:
-        raise InvalidSessionIdError(
-            f"session id of {len(session_id)} characters is too long for a file name once "
-            f"encoded ({length} bytes > {_NAME_MAX})")
+    problem = session_id_problem(session_id)
+    if problem is not None:
+        raise InvalidSessionIdError(problem)
 
 
 def session_file_bytes(header: SessionHeader, events: Sequence[Event], *,
@@ -207,31 +159,6 @@ class _Cut(NamedTuple):
     spent: _Spent
 
 
-def closing_room(limits: ReadLimits) -> tuple[int, int]:
-    """(bytes of text, events) a batch that does not end its turn must leave free under
-    ``limits``, for the events that close a turn (results for its pending calls, ``step/end``,
-    ``turn/end``): an eighth of each limit, at most 1 MiB and 4,096 events."""
-    return min(1 << 20, limits.max_bytes // 8), min(4096, limits.max_events // 8)
-
-
-def _line_over(text: bytes, limit: int) -> bool:
-    """Whether a line of ``text`` (a newline not counted) is longer than ``limit`` bytes."""
-    if len(text) <= limit:
-        return False
-    begin = 0
-    while begin < len(text):
-        end = text.find(b"\n", begin)
-        end = len(text) if end < 0 else end
-        if end - begin > limit:
-            return True
-        begin = end + 1
-    return False
-
-
-def _line_length(line: bytes) -> int:
-    return len(line) - 1  # its newline not counted, as the reader counts
-
-
 def _is_link_error(exc: OSError) -> bool:
     return exc.errno in (errno.ELOOP, errno.ENOTDIR)
 
@@ -254,6 +181,23 @@ class SessionPathError(OSError):
 
     def __str__(self) -> str:
         return str(self.strerror)
+
+
+def _subdirectories(fd: int) -> list[str]:
+    with os.scandir(fd) as entries:
+        return sorted(entry.name for entry in entries if entry.is_dir(follow_symlinks=False))
+
+
+def _make_dir(parent: int, name: str, shown: Path, created: list[int]) -> None:
+    """Make a directory of the layout unless it exists; ``created`` gets its parent (whose
+    entries the first commit fsyncs)."""
+    try:
+        os.mkdir(name, 0o700, dir_fd=parent)
+        created.append(os.dup(parent))
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise SessionPathError(shown, exc) from exc
 
 
 def _close_quietly(fd: int) -> None:
@@ -585,78 +529,36 @@ class _SessionFile:
     def _encode(self, events: Sequence[Event], spent: _Spent, size: int,
                 ) -> tuple[bytes, _Cut | None, _Spent]:
         """The bytes of ``events`` (a frame per part for zstd, parts split after each
-        ``turn/end``) for a file of ``size`` bytes whose reading spends ``spent``: the bytes,
-        the cut after the last ``turn/end`` in them (its size counted from the batch's start)
-        and what reading the file spends after them. Refused when the loader could not read
-        the file back, or a turn could not be closed in it (see the module rules)."""
+        ``turn/end``) for a file of ``size`` bytes whose reading spends ``spent``, the cut
+        after the last ``turn/end`` in them (counted from the batch's start) and what reading
+        the file spends after them; refused when the loader could not read it back."""
         payload: list[bytes] = []
         cut: _Cut | None = None
         written, start, before = 0, 0, spent
         limits = self.store.limits
-        unreadable = "the session could not be loaded again"
         for index, event in enumerate(events):
             if isinstance(event, TurnEndEvent) or index == len(events) - 1:
                 part = events[start:index + 1]
                 text = self._checked(part)
-                if _line_over(text, limits.max_line):
-                    raise self._unreadable(
-                        part, f"a line is longer than the read limit of "
-                              f"{_size_words(limits.max_line)} (ReadLimits.max_line): "
-                              f"{unreadable}", _line_length, 0, limits.max_line, alone=True)
-                after = spent.plus(text)
-                if after.text_bytes > limits.max_bytes:
-                    raise self._unreadable(
-                        part, f"the session's text would pass the read limit of "
-                              f"{_size_words(limits.max_bytes)} (ReadLimits.max_bytes): "
-                              f"{unreadable}", len, spent.text_bytes, limits.max_bytes)
-                if after.events > limits.max_events:
-                    raise self._unreadable(
-                        part, f"the session would pass the read limit of "
-                              f"{limits.max_events:,} events (ReadLimits.max_events): "
-                              f"{unreadable}", counted_events, spent.events, limits.max_events)
-                spent = after
+                refused = part_refusal(part, text, spent, limits)
+                if refused is not None:
+                    raise self._event_error(refused.event, refused.problem)
+                spent = spent.plus(text)
                 data = self._frame(text)
                 payload.append(data)
                 written += len(data)
                 start = index + 1
                 if isinstance(event, TurnEndEvent):
                     cut = _Cut(event.seq + 1, written, spent)
-        if size + written > limits.max_bytes:
-            raise self._unreadable(
-                events, f"the session file would pass the read limit of "
-                        f"{_size_words(limits.max_bytes)} (ReadLimits.max_bytes): {unreadable}",
-                len, size, limits.max_bytes)
-        if not isinstance(events[-1], TurnEndEvent):
-            room_bytes, room_events = closing_room(limits)
-            closing = "kept free for closing a turn: it could not be closed"
-            if max(spent.text_bytes, size + written) > limits.max_bytes - room_bytes:
-                raise self._unreadable(
-                    events, f"it would leave less than {_size_words(room_bytes)} of the read "
-                            f"limit of {_size_words(limits.max_bytes)} (ReadLimits.max_bytes) "
-                            f"{closing}", len, max(before.text_bytes, size),
-                    limits.max_bytes - room_bytes)
-            if spent.events > limits.max_events - room_events:
-                raise self._unreadable(
-                    events, f"it would leave less than {room_events:,} of the read limit of "
-                            f"{limits.max_events:,} events (ReadLimits.max_events) {closing}",
-                    counted_events, before.events, limits.max_events - room_events)
+        refused = batch_refusal(events, before, spent, size=size, written=written,
+                                limits=limits)
+        if refused is not None:
+            raise self._event_error(refused.event, refused.problem)
         return b"".join(payload), cut, spent
 
-    def _unreadable(self, events: Sequence[Event], problem: str,
-                    measure: Callable[[bytes], int], before: int, limit: int, *,
-                    alone: bool = False) -> SessionEventError:
-        """The refusal of a batch, naming the event at which ``before`` plus the ``measure`` of
-        each event's own line passes ``limit`` (``alone``: the first event whose own line
-        does); the last event when only the batch as a whole passes it."""
-        culprit, total = events[-1], before
-        for event in events:
-            measured = measure(encode_log((event,)))
-            total = measured if alone else total + measured
-            if total > limit:
-                culprit = event
-                break
-        kind = culprit.__struct_config__.tag
-        return SessionEventError(self.session_id, culprit.seq,
+    def _event_error(self, event: Event, problem: str) -> SessionEventError:
+        kind = event.__struct_config__.tag
+        return SessionEventError(self.session_id, event.seq,
                                  kind if isinstance(kind, str) else None, problem)
 
     def _checked(self, events: Sequence[Event]) -> bytes:
@@ -685,10 +587,7 @@ class _SessionFile:
                 return SessionEventError(self.session_id, error.seq, error.event_type,
                                          error.problem)
             if checked.unwrap() != event:
-                kind = event.__struct_config__.tag
-                return SessionEventError(self.session_id, event.seq,
-                                         kind if isinstance(kind, str) else None,
-                                         "does not read back as it was written")
+                return self._event_error(event, "does not read back as it was written")
         return SessionEventError(self.session_id, None, None, problem)
 
     def _frame(self, text: bytes) -> bytes:
@@ -817,9 +716,8 @@ class _SessionFile:
         self.fd, self.size, self.written, self.durable = fd, size, written, written
         self._first_commit = False
         if log.seed is not None:
-            number = log.seed.file.removeprefix("seed-").split(".", 1)[0]
-            self.chain = int(number) + 1
-        self.spent = _loaded_spend(log)
+            self.chain = (seed_file_index(log.seed.file) or 0) + 1
+        self.spent = _Spent(*log.spent_after_repair())
         events = log.events
         if events and isinstance(events[-1], TurnEndEvent) and written == len(events):
             self.cut = _Cut(len(events), size, self.spent)
@@ -853,20 +751,6 @@ class _SessionFile:
             os.fsync(fd)
         finally:
             os.close(fd)
-
-
-def _loaded_spend(log: LoadedLog) -> _Spent:
-    """What reading a loaded file spends once its torn tail is cut off (the read counted the
-    tail; a zstd tail's whole lines are written again, and counted then)."""
-    torn = log.torn
-    spent = _Spent(log.spent_bytes, log.spent_events)
-    if torn is None:
-        return spent
-    if torn.rewrite_from is None:
-        return spent._replace(text_bytes=spent.text_bytes - torn.dropped_bytes)
-    kept = log.text[len(log.text) - (torn.frame_text_bytes - torn.dropped_bytes):]
-    return _Spent(spent.text_bytes - torn.frame_text_bytes,
-                  spent.events - (counted_events(kept) if kept else 0))
 
 
 def _settle(loop: Any, future: Any, error: BaseException | None) -> None:
@@ -969,9 +853,7 @@ class JsonlSessionStore(_LiveSessions):
         with self._root(create=False) as root:
             if root is None:
                 return found
-            with os.scandir(root) as entries:
-                projects = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
-            for project in projects:
+            for project in _subdirectories(root):
                 try:
                     info = os.stat(f"{project}/{segment}", dir_fd=root,
                                    follow_symlinks=False)
@@ -990,6 +872,31 @@ class JsonlSessionStore(_LiveSessions):
         finally:
             os.close(project_fd)
         return _Directory(fd, shown / segment)
+
+    def _open_session_dir(self, project: str, session_id: str, *,
+                          locked: bool = False) -> _Directory:
+        """The session's directory in ``project``, open (``locked``: with its writer lock)."""
+        with self._root(create=False) as root:
+            assert root is not None
+            directory = self._session_dir(root, project, session_id)
+        if locked and not _lock(directory.fd):
+            directory.close()
+            raise SessionLockedError(session_id, directory.path)
+        return directory
+
+    @contextlib.contextmanager
+    def _persisted(self, session_id: str) -> Iterator[_Directory | None]:
+        """The first of the session's directories that holds a session file of this store,
+        open (``None``: none does)."""
+        for project in self._locate(session_id):
+            directory = self._open_session_dir(project, session_id)
+            try:
+                if directory.has_file(self.file_name):
+                    yield directory
+                    return
+            finally:
+                directory.close()
+        yield None
 
     def _find(self, session_id: str) -> str | None:
         """The project directory of the persisted session; ``None`` when no session file of
@@ -1023,22 +930,10 @@ class JsonlSessionStore(_LiveSessions):
         created: list[int] = []
         with self._root(create=True) as root:
             assert root is not None
-            try:
-                os.mkdir(project, 0o700, dir_fd=root)
-                created.append(os.dup(root))
-            except FileExistsError:
-                pass
-            except OSError as exc:
-                raise SessionPathError(self.root / project, exc) from exc
+            _make_dir(root, project, self.root / project, created)
             project_fd = self._open_dir(root, project, self.root / project)
         try:
-            try:
-                os.mkdir(segment, 0o700, dir_fd=project_fd)
-                created.append(os.dup(project_fd))
-            except FileExistsError:
-                pass
-            except OSError as exc:
-                raise SessionPathError(self.root / project / segment, exc) from exc
+            _make_dir(project_fd, segment, self.root / project / segment, created)
             fd = self._open_dir(project_fd, segment, self.root / project / segment)
         except BaseException:
             for parent in created:
@@ -1155,12 +1050,7 @@ class JsonlSessionStore(_LiveSessions):
         project = self._find(session_id)
         if project is None:
             raise SessionNotFoundError(session_id)
-        with self._root(create=False) as root:
-            assert root is not None
-            directory = self._session_dir(root, project, session_id)
-        if not _lock(directory.fd):
-            directory.close()
-            raise SessionLockedError(session_id, directory.path)
+        directory = self._open_session_dir(project, session_id, locked=True)
         try:
             writer = _SessionFile(self, directory, session_id)
             session = self._repair(writer, session_id, clock or self.clock)
@@ -1224,16 +1114,10 @@ class JsonlSessionStore(_LiveSessions):
         Raises:
             SessionNotFoundError, SessionLoadError.
         """
-        for project in self._locate(session_id):
-            with self._root(create=False) as root:
-                assert root is not None
-                directory = self._session_dir(root, project, session_id)
-            try:
-                if directory.has_file(self.file_name):
-                    return self._read(directory, session_id)
-            finally:
-                _close_quietly(directory.fd)
-        raise SessionNotFoundError(session_id)
+        with self._persisted(session_id) as directory:
+            if directory is None:
+                raise SessionNotFoundError(session_id)
+            return self._read(directory, session_id)
 
     def header(self, session_id: str) -> SessionHeader:
         """A session's header: a live session's, or a persisted one's header line, read
@@ -1245,21 +1129,14 @@ class JsonlSessionStore(_LiveSessions):
         live = self._live.get(session_id)
         if live is not None:
             return live.header
-        for project in self._locate(session_id):
-            with self._root(create=False) as root:
-                assert root is not None
-                directory = self._session_dir(root, project, session_id)
-            try:
-                if directory.has_file(self.file_name):
-                    shown = directory.path / self.file_name
-                    read = read_session_header(self.file_name, dir_fd=directory.fd,
-                                               shown=str(shown))
-                    if isinstance(read, Failure):
-                        raise SessionLoadError.from_read_error(read.failure())
-                    return read.unwrap()
-            finally:
-                _close_quietly(directory.fd)
-        raise SessionNotFoundError(session_id)
+        with self._persisted(session_id) as directory:
+            if directory is None:
+                raise SessionNotFoundError(session_id)
+            read = read_session_header(self.file_name, dir_fd=directory.fd,
+                                       shown=str(directory.path / self.file_name))
+        if isinstance(read, Failure):
+            raise SessionLoadError.from_read_error(read.failure())
+        return read.unwrap()
 
     def export(self, session_id: str, destination: str | os.PathLike[str], *,
                compression: Compression | None = None) -> Path:
@@ -1296,18 +1173,13 @@ class JsonlSessionStore(_LiveSessions):
         with self._root(create=False) as root:
             if root is None:
                 return tuple(ids)
-            with os.scandir(root) as entries:
-                projects = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
-            for project in projects:
+            for project in _subdirectories(root):
                 try:
                     project_fd = os.open(project, _DIRECTORY, dir_fd=root)
                 except OSError:
                     continue
                 try:
-                    with os.scandir(project_fd) as entries:
-                        names = sorted(e.name for e in entries
-                                       if e.is_dir(follow_symlinks=False))
-                    for name in names:
+                    for name in _subdirectories(project_fd):
                         try:
                             info = os.stat(f"{name}/{self.file_name}", dir_fd=project_fd,
                                            follow_symlinks=False)
@@ -1358,11 +1230,6 @@ class JsonlSessionStore(_LiveSessions):
             if live is None:
                 raise SessionNotFoundError(session_id)
             return
-        with self._root(create=False) as root:
-            assert root is not None
-            directory = self._session_dir(root, project, session_id)
-        if not _lock(directory.fd):
-            directory.close()
-            raise SessionLockedError(session_id, directory.path)
+        directory = self._open_session_dir(project, session_id, locked=True)
         self._close(_SessionFile(self, directory, session_id), remove=True)
 

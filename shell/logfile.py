@@ -1,49 +1,27 @@
-"""Reading a session log from disk, whatever shape it comes in.
+"""Reading a session log from disk, whatever shape it comes in: the one reader of DSH files.
 
-This is the one reader of DSH files: the CLI streams a log through :func:`open_log` (or reads
-it whole with :func:`read_log`), the disk store reads with :func:`read_session_file`; they
-share the bounded file reading, the zstd frames, the seed chain and the torn-tail rule below.
+The CLI streams a log through :func:`open_log` (or reads it whole with :func:`read_log`), the
+disk store reads with :func:`read_session_file`. Input kinds are told apart by content: a JSONL
+event log (its sibling ``X.header.json`` read as the header), a DSH ``session.jsonl`` or
+``session.jsonl.zstd`` (zstd frames, by the magic number), a session directory holding one,
+DSH's *projected* fixtures (no ``seq``/``seq0``), and a fork child's file whose second line is
+a seed record naming ``seed-N.jsonl[.zstd]`` in the same directory (a chain of them is walked
+iteratively, whatever its length).
 
-Input kinds, told apart by content (never by trust in the file name alone):
+The rules over bytes already read (the torn-tail rule, the limits' counting, seed records, the
+error values) are the core's (``core/log/files.py``); here is what touches the disk and zstd:
 
-* a JSONL event log (records only, no header line), e.g. a seed written by ``turnfork seed``
-  or a runtime dump ``X.events.jsonl`` (whose sibling ``X.header.json``, when present, is read
-  as the session header);
-* a DSH ``session.jsonl``: the header line ``{"type":"session",…}`` first;
-* a DSH ``session.jsonl.zstd``: a concatenation of zstd frames holding the same text
-  (recognised by the zstd magic number);
-* a DSH session directory holding one of the two files above;
-* DSH's *projected* test fixtures (records without ``seq``/``seq0``), decoded with
-  ``projected=True`` and said so in :attr:`LoadedLog.description`;
-* a turnfork fork child's session file whose second line is a *seed record*
-  (``{"type":"turnfork/seed",…}``, see :class:`SeedRecord`): its seed is the first bytes of a
-  ``seed-N.jsonl[.zstd]`` file in the same directory, read and checked here. DSH does not know
-  this record: export such a session for DSH (``JsonlSessionStore.export``).
-
-Rules:
-
-* Every failure is a :class:`LogReadError` value naming the file, the line (1-based, in the
-  decompressed text for zstd) and the seq when known; nothing here raises for bad input or
-  prints, and nothing here writes.
-* Reading is bounded (:class:`ReadLimits`): the file's size, its decompressed text, the
-  longest line and the events it may expand to (packed rows) are capped before the memory is
-  spent; a zstd frame's regenerated size is bounded from its block headers before it is
-  decompressed; devices, FIFOs and sockets are refused from ``stat`` without being opened (and
-  the file is opened ``O_NONBLOCK``, then checked again); running out of memory is an error
-  value too.
-* Reading streams: the text is decoded a piece at a time (:data:`CHUNK_TEXT` bytes of whole
-  lines; a zstd frame is fed block by block), so a read holds one piece and what its caller
-  keeps, whatever the size of the file (:class:`LogStream`). A projected fixture is decoded
-  in one piece (its seqs are restored by counting from the first record).
-* The torn-tail rule, the same for every reader and DSH's own: only the *final* line can be
-  torn — when it has no newline, or is not JSON at all — and it is left out (:class:`TornTail`
-  says where, how many bytes and why). For zstd, only an incomplete final frame can be torn:
-  the whole lines it holds are kept (the store writes them again), its own final line under
-  the same rule; a complete frame whose text does not end with a newline is corruption. A
-  complete line that cannot be decoded anywhere else is an error, never a tail. A seed is
-  read strictly: nothing of it may be torn.
-* A seed chain (a seed file whose own seed record names a lower-numbered one, one link per
-  generation of forks of forks) is followed iteratively, whatever its length.
+* Every failure is a :class:`LogReadError` value; nothing here raises for bad input, prints or
+  writes.
+* Reading is bounded (:class:`ReadLimits`) before memory is spent: a zstd frame's regenerated
+  size is bounded from its block headers before it is decompressed; devices, FIFOs and sockets
+  are refused from ``stat`` without being opened (then opened ``O_NONBLOCK`` and checked
+  again); running out of memory is an error value too.
+* Reading streams: :data:`CHUNK_TEXT` bytes of whole lines at a time, a zstd frame fed block by
+  block (:class:`LogStream`); a projected fixture is decoded in one piece.
+* For zstd only an incomplete final frame can be torn: its whole lines are kept (the store
+  writes them again), its final line under the torn-tail rule; a complete frame whose text
+  does not end with a newline is corruption. A seed is read strictly: nothing of it is torn.
 """
 
 from __future__ import annotations
@@ -54,18 +32,45 @@ import os
 import stat
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, NamedTuple, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 import msgspec
 from returns.result import Failure, Result, Success
 
 from ..core import (
-    DecodeError,
+    DEFAULT_LIMITS,
+    SEED_RECORD_TYPE,
+    ZSTD_MAGIC,
     Event,
+    FileText,
+    FrameMark,
+    LoadedLog,
+    LogChunk,
+    LogFormat,
+    LogReadError,
+    ReadLimits,
+    SeedRecord,
     SessionHeader,
+    TornTail,
+    ZstdFrame,
+    counted_events,
+    cut_short_error,
+    cut_torn_tail,
     decode_header_line,
     decode_log,
-    is_json_line,
+    describe_log,
+    event_limit_error,
+    is_header_record,
+    is_projected,
+    line_too_long_error,
+    long_line_error,
+    read_error_from_decode,
+    seed_file_index,
+    seed_file_name,
+    seed_record_in,
+    size_words,
+    utf8_error,
+    zstd_frame_at,
 )
 
 __all__ = [
@@ -92,16 +97,12 @@ __all__ = [
     "counted_events",
 ]
 
-LogFormat: TypeAlias = Literal["events-jsonl", "events-jsonl-zstd", "session-jsonl",
-                              "session-jsonl-zstd"]
-
 #: The file names a DSH session directory may hold (zstd is DSH's default).
 SESSION_FILE_NAMES = ("session.jsonl.zstd", "session.jsonl")
 
 #: Bytes of whole lines decoded at a time.
 CHUNK_TEXT = 1 << 20
 
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: Bytes read from a file (or regenerated bound fed to zstd) at a time; the first read of a
 #: file is smaller: its head lines are usually all a seed file is opened for at first.
 _PIECE = 1 << 20
@@ -109,242 +110,8 @@ _FIRST_PIECE = 64 << 10
 #: What msgspec raises for text that is not readable JSON; RecursionError for JSON nested
 #: deeper than the interpreter's recursion limit.
 _UNREADABLE = (msgspec.DecodeError, RecursionError)
-_ROW_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 _EVENTS_SUFFIX = ".events.jsonl"
 _HEADER_SUFFIX = ".header.json"
-
-_FORMAT_NAMES: dict[str, str] = {
-    "events-jsonl": "JSONL event log",
-    "events-jsonl-zstd": "JSONL event log (zstd)",
-    "session-jsonl": "DSH session file",
-    "session-jsonl-zstd": "DSH session file (zstd)",
-}
-
-
-class ReadLimits(msgspec.Struct, frozen=True, kw_only=True):
-    """What reading one log may cost; past any bound the read fails with a clear error.
-
-    The defaults are generous for real logs (DSH's own logs run to a few MB).
-    """
-
-    #: Bytes of the file, and bytes of its decompressed text (a seed's files count too).
-    max_bytes: int = 1 << 30
-    #: Bytes of the longest line.
-    max_line: int = 256 << 20
-    #: Events the log may hold, each member of a packed chunk row counted: a row of a few
-    #: bytes per member can otherwise stand for millions of events.
-    max_events: int = 1 << 25
-
-
-DEFAULT_LIMITS = ReadLimits()
-
-
-class LogReadError(msgspec.Struct, frozen=True, kw_only=True):
-    """Why a log could not be read: the file, and the line and seq when known."""
-
-    file: str
-    problem: str
-    line: int | None = None
-    seq: int | None = None
-    event_type: str | None = None
-
-    @property
-    def message(self) -> str:
-        """One line: ``file:line: seq N (type): problem``."""
-        where = self.file if self.line is None else f"{self.file}:{self.line}"
-        details = []
-        if self.seq is not None:
-            details.append(f"seq {self.seq}")
-        if self.event_type is not None:
-            details.append(f"({self.event_type})" if details else self.event_type)
-        if details:
-            return f"{where}: {' '.join(details)}: {self.problem}"
-        return f"{where}: {self.problem}"
-
-    def __str__(self) -> str:
-        return self.message
-
-
-#: Why a tail was left out.
-TornCause: TypeAlias = Literal["no-newline", "not-json", "incomplete-frame"]
-
-_CAUSE_WORDS: dict[str, str] = {
-    "no-newline": "it has no newline",
-    "not-json": "it is not JSON",
-    "incomplete-frame": "the final zstd frame is incomplete",
-}
-
-
-class TornTail(msgspec.Struct, frozen=True, kw_only=True):
-    """The torn tail a read left out, and how to cut it off the file."""
-
-    #: The file's length without the tail: what crash repair truncates it to.
-    keep_bytes: int
-    #: The first line of the tail (1-based, in the decompressed text).
-    line: int
-    #: Bytes of text dropped (the torn final line; for zstd, of the incomplete frame).
-    dropped_bytes: int
-    #: zstd: the index of the first event recovered from the incomplete final frame (those
-    #: events are cut off with the frame and must be written again); ``None`` for plain text.
-    rewrite_from: int | None = None
-    #: zstd: bytes of text the incomplete frame held in all.
-    frame_text_bytes: int = 0
-    #: Why it was left out: the final line has no newline, or is not JSON; or (zstd) the final
-    #: frame is incomplete (its whole lines are kept, its final line under the same rule).
-    cause: TornCause = "no-newline"
-
-    @property
-    def description(self) -> str:
-        if self.rewrite_from is None:
-            return f"a torn tail ({_bytes(self.dropped_bytes)} from line {self.line})"
-        return (f"an incomplete final zstd frame ({_bytes(self.frame_text_bytes)} of text, "
-                f"{self.dropped_bytes:,} of them a torn tail)")
-
-    @property
-    def words(self) -> str:
-        """What was left out and why, in one sentence for a reader of the log."""
-        if self.rewrite_from is None:
-            return (f"left out line {self.line} ({_bytes(self.dropped_bytes)}): "
-                    f"{_CAUSE_WORDS[self.cause]}, a write cut short (the torn-tail rule)")
-        torn = (f", and dropped {_bytes(self.dropped_bytes)} of a torn final line from line "
-                f"{self.line}" if self.dropped_bytes else "")
-        return (f"read {_bytes(self.frame_text_bytes - self.dropped_bytes)} of whole lines from "
-                f"an incomplete final zstd frame{torn} (the torn-tail rule)")
-
-
-def _bytes(count: int) -> str:
-    return f"{count:,} byte{'' if count == 1 else 's'}"
-
-
-#: The record type of a seed taken from another file (a turnfork extension DSH does not read).
-SEED_RECORD_TYPE = "turnfork/seed"
-
-
-class SeedRecord(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
-                 forbid_unknown_fields=True, tag_field="type", tag=SEED_RECORD_TYPE):
-    """The second line of a fork child's file whose seed stays in its parent's file.
-
-    ``file`` names ``seed-N.jsonl[.zstd]`` in the same directory (a hard link to the parent's
-    session file, so deleting the parent keeps it); its first ``size`` bytes are a session
-    file (header line, events, possibly a seed record naming a lower N) holding exactly the
-    ``events`` seed events, the last at ``last_time``.
-    """
-
-    file: str
-    size: int
-    events: int
-    last_time: int
-
-
-def seed_file_name(index: int, *, compressed: bool) -> str:
-    """The name of the ``index``-th seed file of a session directory."""
-    return f"seed-{index}.jsonl{'.zstd' if compressed else ''}"
-
-
-def _seed_file_index(name: str) -> int | None:
-    """N for a name ``seed-N.jsonl`` or ``seed-N.jsonl.zstd``, else ``None``."""
-    number = name.removeprefix("seed-").removesuffix(".zstd").removesuffix(".jsonl")
-    if not (number.isascii() and number.isdigit() and len(number) <= 6) or name not in (
-            seed_file_name(int(number), compressed=False),
-            seed_file_name(int(number), compressed=True)):
-        return None
-    return int(number)
-
-
-def _describe(format_name: LogFormat, path: str, file: str, *, header_file: str | None,
-              projected: bool, seed: SeedRecord | None) -> str:
-    words = _FORMAT_NAMES[format_name]
-    if file != path:
-        words += f" in session directory ({os.path.basename(file)})"
-    if header_file is not None:
-        words += f", header from {os.path.basename(header_file)}"
-    if projected:
-        words += ", projected fixture (no seq/time: restored by counting, time 0)"
-    if seed is not None:
-        words += (f", seed of {seed.events:,} events from {seed.file} (a turnfork fork child: "
-                  "export it for DSH)")
-    return words
-
-
-class LoadedLog(msgspec.Struct, frozen=True, kw_only=True):
-    """A log read from disk: its header (if any), its events, and where they came from."""
-
-    #: The path as the user gave it (a file or a session directory).
-    path: str
-    #: The file actually read (inside ``path`` when it is a directory).
-    file: str
-    format: LogFormat
-    #: Decoded as a DSH projected fixture (seq/time restored by counting).
-    projected: bool
-    header: SessionHeader | None
-    #: Where the header came from when it is not the file's first line (``X.header.json``).
-    header_file: str | None
-    events: tuple[Event, ...]
-    #: The decoded (decompressed) text, kept to map a seq back to its line.
-    text: bytes
-    #: What the read left out (``None``: nothing was torn).
-    torn: TornTail | None = None
-    #: The seed record of the file, when its seed lives in another file.
-    seed: SeedRecord | None = None
-    #: Bytes of the file as read.
-    file_bytes: int = 0
-    #: Every file the read opened: the log, its header file, its seed files.
-    files: tuple[str, ...] = ()
-    #: What the read spent against :class:`ReadLimits` (the seed's files included, a torn
-    #: tail too): bytes of text (``max_bytes``) and :func:`counted_events` (``max_events``).
-    spent_bytes: int = 0
-    spent_events: int = 0
-
-    @property
-    def description(self) -> str:
-        """The kind of input, in words, e.g. ``DSH session file, projected fixture (…)``."""
-        return _describe(self.format, self.path, self.file, header_file=self.header_file,
-                         projected=self.projected, seed=self.seed)
-
-    def line_of(self, seq: int) -> int | None:
-        """The 1-based line holding event ``seq`` (a packed row holds several), or ``None``.
-
-        The events of a seed taken from another file are all on the seed record's line."""
-        if not 0 <= seq < len(self.events):
-            return None
-        first = 1 if self.format.startswith("session") else 0
-        count = 0
-        if self.seed is not None:
-            if seq < self.seed.events:
-                return 2
-            first, count = 2, self.seed.events
-        lines = self.text.split(b"\n")
-        return _line_holding(lines[first:], first + 1, count, seq)
-
-
-def _line_holding(lines: list[bytes], first_line: int, first_position: int,
-                  position: int) -> int | None:
-    """The line of ``lines`` (the first numbered ``first_line``, its first event at
-    ``first_position``) that holds the event at ``position``."""
-    count = first_position
-    for index, line in enumerate(lines):
-        if not line.strip():
-            continue
-        count += _events_on_line(line)
-        if count > position:
-            return first_line + index
-    return None
-
-
-def _events_on_line(line: bytes) -> int:
-    """How many events a decoded record line holds: the members of a packed row, else 1."""
-    try:
-        record = msgspec.json.decode(line)
-    except _UNREADABLE:
-        return 1
-    if not isinstance(record, dict) or record.get("type") not in _ROW_TYPES:
-        return 1
-    data = record.get("data")
-    if not isinstance(data, dict):
-        return 1
-    members = data.get("args") if record["type"] == "tool-call-chunks" else data.get("texts")
-    return len(members) if isinstance(members, list) else 1
-
 
 # --------------------------------------------------------------------------- files
 
@@ -380,13 +147,6 @@ def _not_regular(mode: int, *, follow: bool) -> str | None:
     return "it is not a regular file"
 
 
-def _size_words(size: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if size >= 1 << shift:
-            return f"{size / (1 << shift):.3g} {unit}"
-    return _bytes(size)
-
-
 class _Progress:
     """Bytes of the files read so far, of all there are to read (for a progress bar)."""
 
@@ -412,6 +172,14 @@ class _Reader:
         a file's first lines before it is read)."""
         return _Reader(self.limits, self.dir_fd, self.follow)
 
+    def count_events(self, text: bytes, shown: str, first_line: int = 1) -> LogReadError | None:
+        """Count ``text`` against ``max_events`` (a seed's files count too)."""
+        counted = event_limit_error(text, shown, self.limits, self.spent_events, first_line)
+        if isinstance(counted, LogReadError):
+            return counted
+        self.spent_events += counted
+        return None
+
     def open_file(self, name: str, shown: str, *, size_cap: int | None = None,
                   follow: bool | None = None) -> tuple[int, os.stat_result] | LogReadError:
         """A regular file open for reading, and its ``fstat``; ``follow``: whether a symbolic
@@ -428,8 +196,8 @@ class _Reader:
         wanted = before.st_size if size_cap is None else min(size_cap, before.st_size)
         if wanted > limit:
             return LogReadError(file=shown, problem=(
-                f"the file is {_size_words(wanted)}, over the read limit of "
-                f"{_size_words(limit)} (ReadLimits.max_bytes)"))
+                f"the file is {size_words(wanted)}, over the read limit of "
+                f"{size_words(limit)} (ReadLimits.max_bytes)"))
         flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
         if not follow:
             flags |= os.O_NOFOLLOW
@@ -477,102 +245,11 @@ def _read_whole(fd: int, shown: str, limit: int, size_cap: int | None) -> bytes 
 
 def _grew(shown: str, limit: int) -> LogReadError:
     return LogReadError(file=shown, problem=(
-        f"the file grew past the read limit of {_size_words(limit)} while it was read "
+        f"the file grew past the read limit of {size_words(limit)} while it was read "
         "(ReadLimits.max_bytes)"))
 
 
 # --------------------------------------------------------------------------- zstd frames
-
-
-_BLOCK_MAX = 128 * 1024
-_FCS_SIZES = (0, 2, 4, 8)
-_DICT_ID_SIZES = (0, 1, 2, 4)
-
-
-class _Frame(NamedTuple):
-    """One zstd frame of a file, read from its headers alone (RFC 8878 §3.1)."""
-
-    start: int
-    #: Where it ends (past the end of the data when the frame is incomplete).
-    end: int
-    complete: bool
-    skippable: bool
-    #: The content size the frame declares, if it does.
-    content_size: int | None
-    #: Bytes its raw and RLE blocks regenerate (known without decompressing).
-    known: int
-    #: The most it can regenerate.
-    bound: int
-    #: Where each of its blocks ends (to decompress a large frame block by block).
-    block_ends: tuple[int, ...]
-    #: The most each block can regenerate.
-    block_bounds: tuple[int, ...] = ()
-
-
-def _scan_frame(data: bytes, start: int) -> _Frame | str:
-    """The frame at ``start``, or why the bytes there are no zstd frame. An incomplete frame
-    (cut off by the end of ``data``) carries the blocks seen so far."""
-    size = len(data)
-    magic = data[start:start + 4]
-    incomplete = _Frame(start, size + 1, False, False, None, 0, _BLOCK_MAX, ())
-    if len(magic) < 4:
-        return incomplete if _ZSTD_MAGIC.startswith(magic) else "not a zstd frame"
-    number = int.from_bytes(magic, "little")
-    if 0x184D2A50 <= number <= 0x184D2A5F:  # a skippable frame: size, then ignored bytes
-        if start + 8 > size:
-            return incomplete
-        end = start + 8 + int.from_bytes(data[start + 4:start + 8], "little")
-        return _Frame(start, end, end <= size, True, 0, 0, 0, ())
-    if magic != _ZSTD_MAGIC:
-        return "not a zstd frame (unknown magic number)"
-    if start + 5 > size:
-        return incomplete
-    descriptor = data[start + 4]
-    if descriptor & 0x08:
-        return "the frame header sets a reserved bit"
-    single_segment = bool(descriptor & 0x20)
-    fcs_size = _FCS_SIZES[descriptor >> 6] or (1 if single_segment else 0)
-    header_end = (start + 5 + (0 if single_segment else 1) + _DICT_ID_SIZES[descriptor & 3]
-                  + fcs_size)
-    if header_end > size:
-        return incomplete
-    content_size: int | None = None
-    if fcs_size:
-        content_size = int.from_bytes(data[header_end - fcs_size:header_end], "little")
-        if fcs_size == 2:
-            content_size += 256
-    position, known, bound = header_end, 0, 0
-    block_ends: list[int] = []
-    block_bounds: list[int] = []
-    last = False
-    while not last:
-        if position + 3 > size:
-            return incomplete._replace(known=known, bound=bound + _BLOCK_MAX,
-                                       block_ends=tuple(block_ends),
-                                       block_bounds=tuple(block_bounds))
-        block = int.from_bytes(data[position:position + 3], "little")
-        kind, length, last = (block >> 1) & 3, block >> 3, bool(block & 1)
-        if kind == 3:
-            return "a block of the reserved type"
-        if kind == 1:  # RLE: one byte, regenerated `length` times
-            position += 4
-            regenerated = length
-            known += length
-        else:
-            position += 3 + length
-            regenerated = length if kind == 0 else _BLOCK_MAX
-            if kind == 0:
-                known += length
-        bound += regenerated
-        block_ends.append(position)
-        block_bounds.append(regenerated)
-        if position > size:
-            return incomplete._replace(known=known, bound=bound,
-                                       block_ends=tuple(block_ends),
-                                       block_bounds=tuple(block_bounds))
-    end = position + (4 if descriptor & 0x04 else 0)
-    return _Frame(start, end, end <= size, False, content_size, known, bound,
-                  tuple(block_ends), tuple(block_bounds))
 
 
 class _TextBudget:
@@ -591,7 +268,7 @@ class _TextBudget:
         newline = chunk.rfind(b"\n")
         self.open_line = self.open_line + len(chunk) if newline < 0 else len(chunk) - newline - 1
         if self.open_line > limits.max_line:
-            return _line_too_long(self.shown, None, limits)
+            return line_too_long_error(self.shown, None, limits)
         return None
 
     def reserve(self, known: int) -> LogReadError | None:
@@ -603,7 +280,7 @@ class _TextBudget:
     def too_much(self) -> LogReadError:
         limit = self.reader.limits.max_bytes
         return LogReadError(file=self.shown, problem=(
-            f"the decompressed text is over the read limit of {_size_words(limit)} "
+            f"the decompressed text is over the read limit of {size_words(limit)} "
             "(ReadLimits.max_bytes): a zstd bomb, or a log too large to read"))
 
 
@@ -620,15 +297,6 @@ class _Partial(NamedTuple):
 
     #: Where that frame starts in the file.
     offset: int
-
-
-class _FrameMark(NamedTuple):
-    """Where the text of an incomplete final zstd frame starts."""
-
-    #: Offset in the text, offset of the frame in the file, line of its first text.
-    text_offset: int
-    file_offset: int
-    line: int
 
 
 #: What a file's text source yields: text, the start of an incomplete final frame, or why it
@@ -651,7 +319,7 @@ def _zstd_pieces(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: boo
     offset, number = 0, 0
     while offset < len(data):
         number += 1
-        frame = _scan_frame(data, offset)
+        frame = zstd_frame_at(data, offset)
         if isinstance(frame, str):
             yield LogReadError(file=shown, problem=f"corrupt zstd frame {number} at byte "
                                                    f"{offset}: {frame}")
@@ -685,24 +353,15 @@ def _zstd_pieces(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: boo
         offset = frame.end
 
 
-def _frame_pieces(context: Any, zstandard: Any, data: bytes, frame: _Frame, *,
+def _frame_pieces(context: Any, zstandard: Any, data: bytes, frame: ZstdFrame, *,
                   budget: _TextBudget, progress: _Progress,
                   ) -> Iterator[bytes | str | LogReadError]:
     """One frame's text, fed to the decompressor a group of blocks at a time (at most about
     :data:`_PIECE` of text each), so the limits stop a bomb within a block's worth of text."""
     stream = context.decompressobj()
-    stops: list[int] = []
-    group = 0
-    for end, regenerated in zip(frame.block_ends, frame.block_bounds, strict=True):
-        group += regenerated
-        if group >= _PIECE:
-            stops.append(end)
-            group = 0
-    if not stops or stops[-1] != frame.end:  # the checksum, or the blocks since the last stop
-        stops.append(frame.end)
     start = frame.start
     try:
-        for stop in stops:
+        for stop in frame.stops(_PIECE):
             chunk = stream.decompress(data[start:min(stop, len(data))])
             progress.done += min(stop, len(data)) - start
             start = stop
@@ -752,128 +411,6 @@ def _file_pieces(fd: int, shown: str, reader: _Reader, cap: int | None) -> Itera
         os.close(fd)
 
 
-# --------------------------------------------------------------------------- text checks
-
-
-def _line_too_long(shown: str, line: int | None, limits: ReadLimits) -> LogReadError:
-    return LogReadError(file=shown, line=line, problem=(
-        f"a line is longer than the read limit of {_size_words(limits.max_line)} "
-        "(ReadLimits.max_line)"))
-
-
-def _check_lines(text: bytes, shown: str, limits: ReadLimits,
-                 first_line: int = 1) -> LogReadError | None:
-    """Refuse a line longer than ``limits.max_line``: any such line holds a whole aligned
-    window of half that size, so only the windows without a newline are looked at."""
-    window = max(1, limits.max_line // 2)
-    for start in range(0, len(text), window):
-        if text.find(b"\n", start, start + window) >= 0:
-            continue
-        begin = text.rfind(b"\n", 0, start) + 1
-        end = text.find(b"\n", start)
-        end = len(text) if end < 0 else end
-        if end - begin > limits.max_line:
-            return _line_too_long(shown, first_line + text.count(b"\n", 0, begin), limits)
-    return None
-
-
-_ROW_MARK = b'-chunks"'
-_TIME_GAPS = b'"dt":['
-
-
-def _packed_rows(text: bytes) -> Iterator[tuple[int, int]]:
-    """(where its line begins, the members it counts) for each packed chunk row of ``text``,
-    the members counted from its ``dt`` array."""
-    mark = text.find(_ROW_MARK)
-    while mark >= 0:
-        begin = text.rfind(b"\n", 0, mark) + 1
-        end = text.find(b"\n", mark)
-        end = len(text) if end < 0 else end
-        mark = text.find(_ROW_MARK, end)
-        gaps = text.find(_TIME_GAPS, begin, end)
-        if gaps < 0:
-            continue
-        close = text.find(b"]", gaps, end)
-        if close < 0:
-            continue
-        yield begin, text.count(b",", gaps, close) + (0 if close == gaps + len(_TIME_GAPS)
-                                                     else 1)
-
-
-def counted_events(text: bytes) -> int:
-    """What ``text`` counts against :attr:`ReadLimits.max_events`: one per line, plus the
-    members of its packed rows (a writer that must stay readable counts what it writes so)."""
-    lines = text.count(b"\n") + (0 if text.endswith(b"\n") or not text else 1)
-    if _ROW_MARK not in text:
-        return lines
-    return lines + sum(members for _, members in _packed_rows(text))
-
-
-def _check_events(text: bytes, shown: str, reader: _Reader,
-                  first_line: int = 1) -> LogReadError | None:
-    """Refuse a log that would expand to more than ``max_events`` events (a seed's files
-    count too): :func:`counted_events`."""
-    limits = reader.limits
-    budget = limits.max_events - reader.spent_events
-    events = text.count(b"\n") + (0 if text.endswith(b"\n") or not text else 1)
-    # Every member of a row after its first costs a comma: lines + commas bound the events.
-    # Within that bound the text is let through, but what it spends is its exact count: the
-    # seed's files read next get only what is left.
-    if events + text.count(b",") <= budget:
-        reader.spent_events += counted_events(text)
-        return None
-    for begin, members in _packed_rows(text):
-        events += members
-        if events > budget:
-            return LogReadError(
-                file=shown, line=first_line + text.count(b"\n", 0, begin), problem=(
-                    f"the log expands to more than {limits.max_events:,} events (ReadLimits."
-                    "max_events): packed rows stand for more events than can be read"))
-    if events > budget:
-        return LogReadError(file=shown, problem=(
-            f"the log holds more than {limits.max_events:,} events (ReadLimits.max_events)"))
-    reader.spent_events += events
-    return None
-
-
-def _utf8_problem(text: bytes, shown: str, first_line: int, offset: int) -> LogReadError | None:
-    """Invalid UTF-8 named by its line and its byte in the (decompressed) text."""
-    if text.isascii():
-        return None
-    try:
-        text.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return LogReadError(file=shown, line=first_line + text.count(b"\n", 0, exc.start),
-                            problem=f"invalid UTF-8 at byte {offset + exc.start}")
-    return None
-
-
-def _is_json(line: bytes) -> bool:
-    # As DSH's JSON.parse reads it (invalid UTF-8 read as U+FFFD, lone-surrogate escapes, any
-    # depth): a complete line the codec then refuses is a bad record, never a torn write.
-    if not line.isascii():
-        line = line.decode("utf-8", "replace").encode()
-    return is_json_line(line)
-
-
-def _torn_line(text: bytes, first_line: int) -> tuple[int, int, TornCause] | None:
-    """(byte offset, line, cause) where the torn final line of ``text`` starts, if it is
-    torn: it has no newline, or it is not JSON at all. ``first_line`` is the line number of
-    ``text``'s first line."""
-    if not text:
-        return None
-    if not text.endswith(b"\n"):
-        start = text.rfind(b"\n") + 1
-        cause: TornCause = "no-newline"
-    else:
-        start = text.rfind(b"\n", 0, len(text) - 1) + 1
-        line = text[start:-1].rstrip(b"\r")
-        if not line.strip() or _is_json(line):
-            return None
-        cause = "not-json"
-    return start, first_line + text.count(b"\n", 0, start), cause
-
-
 # --------------------------------------------------------------------------- a file's text
 
 
@@ -893,7 +430,7 @@ class _Text:
         self.ended = False
         self.error: LogReadError | None = None
         #: Where the text of an incomplete final zstd frame starts.
-        self.partial: _FrameMark | None = None
+        self.partial: FrameMark | None = None
         #: Bytes of the file read (for zstd: the whole file, read at once).
         self.file_bytes = 0
         #: The last two newlines of the buffer (-1: none).
@@ -915,9 +452,9 @@ class _Text:
                 self.error, self.ended = piece, True
             elif isinstance(piece, _Partial):
                 line = self.line + self.buffer.count(b"\n")
-                self.partial = _FrameMark(self.start + len(self.buffer), piece.offset, line)
+                self.partial = FrameMark(self.start + len(self.buffer), piece.offset, line)
                 if self.buffer and self.buffer[-1] != 0x0A:
-                    self.error, self.ended = _cut_short(self.shown, line), True
+                    self.error, self.ended = cut_short_error(self.shown, line), True
             elif piece:
                 if not self.compressed:
                     self.file_bytes += len(piece)
@@ -993,11 +530,6 @@ class _Text:
         return self._hand_out(cut), first_line, offset, final
 
 
-def _cut_short(shown: str, line: int) -> LogReadError:
-    return LogReadError(file=shown, line=line,
-                        problem="a record is cut short inside a complete zstd frame")
-
-
 def _open_text(reader: _Reader, name: str, shown: str, *, size_cap: int | None = None,
                follow: bool | None = None, tolerate_torn: bool,
                ) -> tuple[_Text, os.stat_result] | LogReadError:
@@ -1011,7 +543,7 @@ def _open_text(reader: _Reader, name: str, shown: str, *, size_cap: int | None =
     except OSError as exc:
         os.close(fd)
         return LogReadError(file=shown, problem=f"cannot read: {_os_problem(exc)}")
-    if magic != _ZSTD_MAGIC or (size_cap is not None and size_cap < 4):
+    if magic != ZSTD_MAGIC or (size_cap is not None and size_cap < 4):
         if name.endswith((".zstd", ".zst")):
             os.close(fd)
             return LogReadError(file=shown, problem="not a zstd stream (the file does not "
@@ -1026,50 +558,6 @@ def _open_text(reader: _Reader, name: str, shown: str, *, size_cap: int | None =
 
 
 # --------------------------------------------------------------------------- decoding
-
-
-class _Peek(msgspec.Struct):
-    type: Any = None
-    seq: Any = None
-    seq0: Any = None
-
-
-def _peek(line: bytes) -> _Peek | None:
-    try:
-        return msgspec.json.decode(line, type=_Peek)
-    except _UNREADABLE:
-        return None
-
-
-def _is_projected(first_record: bytes | None) -> bool:
-    """DSH's committed fixtures drop ``seq``/``seq0``: tell them by their first record."""
-    if first_record is None:
-        return False
-    peek = _peek(first_record)
-    return peek is not None and peek.seq is None and peek.seq0 is None
-
-
-def _from_decode_error(file: str, error: DecodeError, shift: int = 0) -> LogReadError:
-    return LogReadError(file=file, line=error.line + shift, seq=error.seq,
-                        event_type=error.event_type, problem=error.problem)
-
-
-_SEED_DECODER = msgspec.json.Decoder(SeedRecord)
-
-
-def _seed_record(line: bytes, shown: str) -> SeedRecord | LogReadError | None:
-    peek = _peek(line)
-    if peek is None or peek.type != SEED_RECORD_TYPE:
-        return None
-    try:
-        record = _SEED_DECODER.decode(line)
-    except _UNREADABLE as exc:
-        return LogReadError(file=shown, line=2, event_type=SEED_RECORD_TYPE,
-                            problem=f"bad seed record: {exc}")
-    if _seed_file_index(record.file) is None or min(record.size, record.events) < 0:
-        return LogReadError(file=shown, line=2, event_type=SEED_RECORD_TYPE, problem=(
-            f"bad seed record: {record.file!r} is not a seed file of this directory"))
-    return record
 
 
 @dataclass
@@ -1118,14 +606,13 @@ def _read_head(text: _Text, name: str, shown: str, status: os.stat_result, *,
     first = text.head_line(0)
     if text.error is not None:
         return text.error
-    is_session = first is not None and bool(first[0].strip()) and (
-        (_peek(first[0].rstrip(b"\r")) or _Peek()).type == "session")
+    is_session = first is not None and is_header_record(first[0].rstrip(b"\r"))
     if not is_session and not expect_header and not (
             text.compressed and _first_record(text, 0) is None):
         if text.error is not None:
             return text.error
         return _Level(shown=shown, name=name, session=False, header=None, record=None,
-                      head_bytes=0, projected=_is_projected(_first_record(text, 0)),
+                      head_bytes=0, projected=is_projected(_first_record(text, 0)),
                       compressed=text.compressed, size_cap=size_cap, identity=identity,
                       unterminated=first is not None and not first[1])
     if text.error is not None:
@@ -1138,18 +625,18 @@ def _read_head(text: _Text, name: str, shown: str, status: os.stat_result, *,
         return LogReadError(file=shown, line=1, problem=f"the header line is incomplete{words}")
     parsed = decode_header_line(line.rstrip(b"\r"))
     if isinstance(parsed, Failure):
-        return _from_decode_error(shown, parsed.failure())
+        return read_error_from_decode(shown, parsed.failure())
     head_bytes = len(line) + 1
     record: SeedRecord | None = None
     second = text.head_line(1)
     if second is not None and second[0].strip() and (second[1] or not tolerate_torn):
-        found = _seed_record(second[0].rstrip(b"\r"), shown)
+        found = seed_record_in(second[0].rstrip(b"\r"), shown)
         if isinstance(found, LogReadError):
             return found
         if found is not None:
             record = found
             head_bytes += len(second[0]) + 1
-    projected = record is None and _is_projected(_first_record(text, 1))
+    projected = record is None and is_projected(_first_record(text, 1))
     if text.error is not None:
         return text.error
     return _Level(shown=shown, name=name, session=True, header=parsed.unwrap(), record=record,
@@ -1165,7 +652,7 @@ def _seed_chain(top: _Level, reader: _Reader) -> list[_Level] | LogReadError:
     directory = os.path.dirname(top.shown)
     while above.record is not None:
         record = above.record
-        index = _seed_file_index(record.file)
+        index = seed_file_index(record.file)
         if index is None:  # _seed_record refuses such a name
             return _seed_refused(above.shown, record, "not a seed file name")
         if below is not None and index >= below:
@@ -1181,7 +668,8 @@ def _seed_chain(top: _Level, reader: _Reader) -> list[_Level] | LogReadError:
         try:
             if status.st_size < record.size:
                 return _seed_refused(above.shown, record, (
-                    f"the file holds {_bytes(status.st_size)}, the record needs "
+                    f"the file holds {status.st_size:,} byte{'' if status.st_size == 1 else 's'}, "
+                    f"the record needs "
                     f"{record.size:,}"))
             level = _read_head(text, record.file, where, status, expect_header=True,
                                tolerate_torn=False, size_cap=record.size)
@@ -1205,26 +693,6 @@ def _seed_refused(shown: str, record: SeedRecord, problem: str) -> LogReadError:
 
 
 # --------------------------------------------------------------------------- the stream
-
-
-class LogChunk(NamedTuple):
-    """Events of a log read together: the events of whole lines of one file."""
-
-    events: tuple[Event, ...]
-    #: The position (index in the log) of the first of them.
-    start: int
-    #: The file they were read from (a seed file for a fork child's inherited events).
-    file: str
-    #: The line (1-based, in the decompressed text) of the first line of ``text``.
-    first_line: int
-    #: The lines they were decoded from.
-    text: bytes
-
-    def line_of(self, position: int) -> int | None:
-        """The line of ``file`` holding the event at ``position``, if it is in this chunk."""
-        if not self.start <= position < self.start + len(self.events):
-            return None
-        return _line_holding(self.text.split(b"\n"), self.first_line, self.start, position)
 
 
 class LogStream:
@@ -1269,7 +737,7 @@ class LogStream:
     @property
     def description(self) -> str:
         """The kind of input, in words (as :attr:`LoadedLog.description`)."""
-        return _describe(self.format, self.path, self.file, header_file=self.header_file,
+        return describe_log(self.format, self.path, self.file, header_file=self.header_file,
                          projected=self.projected, seed=self.seed)
 
     @property
@@ -1344,7 +812,7 @@ class LogStream:
                     return
                 # The head lines count against max_events as every line does (the store's
                 # writer counts what it writes so): here and in each seed file.
-                refused = _check_events(self.head_text, top.shown, self._reader)
+                refused = self._reader.count_events(self.head_text, top.shown)
                 if refused is not None:
                     yield refused
                     return
@@ -1371,7 +839,7 @@ class LogStream:
                 yield text.error or LogReadError(file=level.shown, problem=(
                     "cannot read: the file changed while it was read"))
                 return True
-            refused = _check_events(head, level.shown, self._reader)
+            refused = self._reader.count_events(head, level.shown)
             if refused is not None:
                 yield refused
                 return True
@@ -1411,21 +879,24 @@ class LogStream:
                     offset >= text.partial.text_offset):
                 recovered_from = self.events
             if final and tolerate_torn:
-                kept = self._torn_tail(level, text, chunk_text, first_line, offset)
+                kept = cut_torn_tail(chunk_text, first_line, offset, compressed=text.compressed,
+                                     frame=text.partial, shown=level.shown)
                 if isinstance(kept, LogReadError):
                     yield kept
                     return
-                chunk_text = kept
+                chunk_text, torn = kept
+                if torn is not None:
+                    self.torn = torn
             if chunk_text:
-                refused = (_utf8_problem(chunk_text, level.shown, first_line, offset)
-                           or _check_lines(chunk_text, level.shown, reader.limits, first_line)
-                           or _check_events(chunk_text, level.shown, reader, first_line))
+                refused = (utf8_error(chunk_text, level.shown, first_line, offset)
+                           or long_line_error(chunk_text, level.shown, reader.limits, first_line)
+                           or reader.count_events(chunk_text, level.shown, first_line))
                 if refused is not None:
                     yield refused
                     return
                 decoded = decode_log(chunk_text, projected=level.projected)
                 if isinstance(decoded, Failure):
-                    yield _from_decode_error(level.shown, decoded.failure(), first_line - 1)
+                    yield read_error_from_decode(level.shown, decoded.failure(), first_line - 1)
                     return
                 events = decoded.unwrap()
                 chunk = LogChunk(events, self.events, level.shown, first_line, chunk_text)
@@ -1437,31 +908,6 @@ class LogStream:
             self.torn = msgspec.structs.replace(
                 self.torn, rewrite_from=self.events if recovered_from is None
                 else recovered_from)
-
-    def _torn_tail(self, level: _Level, text: _Text, chunk_text: bytes, first_line: int,
-                   offset: int) -> bytes | LogReadError:
-        """The last lines of the log's file, its torn tail (if any) left out and described."""
-        mark = text.partial
-        if mark is not None:
-            cut = _torn_line(chunk_text, first_line)
-            kept = chunk_text if cut is None else chunk_text[:cut[0]]
-            self.torn = TornTail(
-                keep_bytes=mark.file_offset, line=mark.line if cut is None else cut[1],
-                dropped_bytes=len(chunk_text) - len(kept), rewrite_from=-1,
-                frame_text_bytes=offset + len(chunk_text) - mark.text_offset,
-                cause="incomplete-frame")
-            return kept
-        if text.compressed:
-            if chunk_text and not chunk_text.endswith(b"\n"):
-                return _cut_short(level.shown, first_line + chunk_text.count(b"\n"))
-            return chunk_text
-        cut = _torn_line(chunk_text, first_line)
-        if cut is None:
-            return chunk_text
-        start, line, cause = cut
-        self.torn = TornTail(keep_bytes=offset + start, line=line,
-                             dropped_bytes=len(chunk_text) - start, cause=cause)
-        return chunk_text[:start]
 
     def read_all(self, *, tick: Callable[[], object] | None = None,
                  ) -> Result[LoadedLog, LogReadError]:
@@ -1631,17 +1077,6 @@ def read_log(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMIT
             return Failure(_out_of_memory(stream.file))
 
 
-class FileText(msgspec.Struct, frozen=True, kw_only=True):
-    """A file's text, read like a log (:func:`read_text`) but not decoded."""
-
-    file: str
-    #: The text (decompressed when the file is zstd).
-    text: bytes
-    compressed: bool
-    #: Bytes of the file as read.
-    file_bytes: int
-
-
 def read_text(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMITS,
               ) -> Result[FileText, LogReadError]:
     """The text of a file that holds something other than a DSH log (a wire history, say),
@@ -1663,7 +1098,7 @@ def read_text(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMI
         if text.error is not None:
             return Failure(text.error)
         whole = bytes(text.buffer)
-        refused = _check_lines(whole, file, limits)
+        refused = long_line_error(whole, file, limits)
         if refused is not None:
             return Failure(refused)
         return Success(FileText(file=file, text=whole, compressed=text.compressed,
@@ -1712,7 +1147,7 @@ def read_session_header(name: str, *, dir_fd: int, shown: str,
             return Failure(raw)
         text = raw
         if compressed:
-            if not raw.startswith(_ZSTD_MAGIC):
+            if not raw.startswith(ZSTD_MAGIC):
                 return Failure(LogReadError(file=shown, problem=(
                     "not a zstd stream (the file does not start with the zstd magic number)")))
             try:
@@ -1726,7 +1161,7 @@ def read_session_header(name: str, *, dir_fd: int, shown: str,
                                         problem="the header line is incomplete"))
         parsed = decode_header_line(text[:newline].rstrip(b"\r"))
         if isinstance(parsed, Failure):
-            return Failure(_from_decode_error(shown, parsed.failure()))
+            return Failure(read_error_from_decode(shown, parsed.failure()))
         return Success(parsed.unwrap())
     except MemoryError:
         return Failure(_out_of_memory(shown))

@@ -7,7 +7,8 @@
 
 Both share the live-session registry below. ``release(id)`` forgets a live session (its files
 stay); ``delete(id)`` also removes what was persisted. The layout helpers
-:func:`project_key`, :func:`encode_segment` and :func:`decode_segment` are pure.
+(:func:`project_key`, :func:`encode_segment`, :func:`decode_segment`, :func:`project_dir_name`)
+are the core's, re-exported here.
 
 Errors a store raises, each naming the session and the real cause: :class:`SessionNotFoundError`,
 :class:`SessionExistsError` (also the loser of a create race), :class:`SessionLockedError`
@@ -22,9 +23,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from ..core import DecodeError, Event, SessionHeader, Trace, Violation
+from ..core import (
+    DecodeError,
+    Event,
+    LogReadError,
+    SessionHeader,
+    Trace,
+    Violation,
+    decode_segment,
+    encode_segment,
+    project_dir_name,
+    project_key,
+)
 from .clock import Clock, system_clock
-from .logfile import LogReadError
 from .session import Session, SessionSink
 
 __all__ = [
@@ -43,11 +54,6 @@ __all__ = [
     "encode_segment",
     "decode_segment",
 ]
-
-_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
-_SEPARATORS = frozenset("/\\:")
-NO_CWD_DIR = "_no-cwd"
-
 
 class SessionNotFoundError(LookupError):
     """No session with that id, live or persisted."""
@@ -225,97 +231,3 @@ class MemorySessionStore(_LiveSessions):
     def delete(self, session_id: str) -> None:
         if self._live.pop(session_id, None) is None:
             raise SessionNotFoundError(session_id)
-
-
-# ---------------------------------------------------------------------------- layout (§5.1)
-
-
-def _code_units(text: str) -> list[int]:
-    data = text.encode("utf-16-le", "surrogatepass")
-    return [data[i] | (data[i + 1] << 8) for i in range(0, len(data), 2)]
-
-
-def _escape(unit: int) -> str:
-    char = chr(unit)
-    return char if char in _SAFE else f"~{unit:04X}"
-
-
-def project_key(cwd: str) -> str:
-    """DSH's project directory name for a cwd: ``--<slug>--``.
-
-    Each run of ``/``, ``\\`` or ``:`` becomes one ``-``; ``[A-Za-z0-9._-]`` stays; every other
-    UTF-16 code unit becomes ``~XXXX``; leading ``-`` are stripped; empty becomes ``root``;
-    the slug is cut to 251 characters.
-
-    >>> project_key("/home/u/proj")
-    '--home-u-proj--'
-    >>> project_key("/")
-    '--root--'
-    >>> project_key("C:\\\\Users\\\\me~x")
-    '--C-Users-me~007Ex--'
-    """
-    parts: list[str] = []
-    in_separator = False
-    for unit in _code_units(cwd):
-        if chr(unit) in _SEPARATORS:
-            if not in_separator:
-                parts.append("-")
-            in_separator = True
-            continue
-        in_separator = False
-        parts.append(_escape(unit))
-    slug = "".join(parts).lstrip("-") or "root"
-    return f"--{slug[:251]}--"
-
-
-def project_dir_name(cwd: str | None) -> str:
-    """The project directory of a session: :func:`project_key` of its cwd, or ``_no-cwd``."""
-    return NO_CWD_DIR if cwd is None else project_key(cwd)
-
-
-def encode_segment(session_id: str) -> str:
-    """A session id as a directory name: DSH's per-unit escaping, ``.``/``..`` escaped.
-
-    >>> encode_segment("ea339828-1f2e-4c5d-9a8b-7c6d5e4f3a2b")
-    'ea339828-1f2e-4c5d-9a8b-7c6d5e4f3a2b'
-    >>> encode_segment("a/b c"), encode_segment("..")
-    ('a~002Fb~0020c', '~002E~002E')
-
-    Raises:
-        ValueError: the id is empty.
-    """
-    if not session_id:
-        raise ValueError("a session id must not be empty")
-    if session_id in (".", ".."):
-        return "~002E" * len(session_id)
-    return "".join(_escape(unit) for unit in _code_units(session_id))
-
-
-def decode_segment(segment: str) -> str:
-    """The session id an :func:`encode_segment` directory name stands for.
-
-    >>> decode_segment("a~002Fb~0020c")
-    'a/b c'
-
-    Raises:
-        ValueError: ``segment`` is not such a name.
-    """
-    units: list[int] = []
-    index = 0
-    while index < len(segment):
-        char = segment[index]
-        if char == "~":
-            digits = segment[index + 1:index + 5]
-            if len(digits) != 4 or any(d not in "0123456789ABCDEF" for d in digits):
-                raise ValueError(f"bad escape in session directory name {segment!r}")
-            units.append(int(digits, 16))
-            index += 5
-        elif char in _SAFE:
-            units.append(ord(char))
-            index += 1
-        else:
-            raise ValueError(f"unescaped {char!r} in session directory name {segment!r}")
-    if not units:
-        raise ValueError("an empty session directory name")
-    data = b"".join(unit.to_bytes(2, "little") for unit in units)
-    return data.decode("utf-16-le", "surrogatepass")
