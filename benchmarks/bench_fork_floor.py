@@ -36,8 +36,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from turnfork import core
 from turnfork.shell.subagents.providers import discard_child
 
-from .bench_fork_shell import AsyncContender, measure_async
-from .harness import Report, Row, Section, Settings, Target, Timing, machine, render
+from .bench_fork_shell import AsyncContender, fork_start_sample, measure_async
+from .harness import Row, Section, Settings, Target, Timing, report_section
 from .workloads import CHILD_PROVIDER, ShellParent, child_request, shell_workbench
 
 __all__ = ["NAME", "TITLE", "profile", "run"]
@@ -72,27 +72,12 @@ def _floor_sample(parent: ShellParent,
     return sample
 
 
-def _real_sample(parent: ShellParent,
-                 ) -> Callable[[], Awaitable[tuple[float, float, dict[str, float]]]]:
-    runtime = parent.host.subagents
-    request = child_request()
-
-    async def sample() -> tuple[float, float, dict[str, float]]:
-        cpu_start, start = time.thread_time_ns(), time.perf_counter_ns()
-        run = await runtime.start("fork", request, parent=parent.agent)
-        elapsed, cpu = time.perf_counter_ns() - start, time.thread_time_ns() - cpu_start
-        await run.dispose()
-        return elapsed, cpu, {}
-
-    return sample
-
-
 async def _measure(parents: Sequence[ShellParent], rounds: int) -> dict[str, dict[str, Timing]]:
     contenders: list[AsyncContender] = []
     for parent in parents:
         parent.use_child_model(4 * (rounds + 4), record_requests=False)
         k = parent.completed_turns
-        contenders.append(AsyncContender(f"real K={k}", _real_sample(parent)))
+        contenders.append(AsyncContender(f"real K={k}", fork_start_sample(parent)))
         contenders.append(AsyncContender(f"floor K={k}", _floor_sample(parent)))
     return {"collected": await measure_async(contenders, rounds=rounds),
             "warm": await measure_async(contenders, rounds=rounds, collect=False)}
@@ -157,11 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         print(profile())
         return 0
-    settings = Settings(quick=args.quick)
-    report = Report(meta={**machine(), "mode": "quick" if args.quick else "full"},
-                    sections=(run(settings),))
-    print(render(report))
-    return 0
+    return report_section(run, args.quick)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ free), which no runtime decides.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import ctypes
 import dataclasses
@@ -49,10 +48,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .bench_fork_memory import settle, size_row
-from .harness import Row, Section, Settings, Target, Timing
+from .harness import Row, Section, Settings, Target, Timing, rounds_timing, worker_parser
 from .workloads import CHILD_OWN_EVENTS, ShellParent, child_request, shell_parent
 
-__all__ = ["NAME", "TITLE", "rss", "run", "worker"]
+__all__ = ["NAME", "TITLE", "rss", "run", "run_children", "worker"]
 
 NAME = "fork-load"
 TITLE = ("1,000 and 10,000 concurrent fork children of one parent, each run to completion "
@@ -135,12 +134,14 @@ def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
 
-async def _round(parent: ShellParent, children: int) -> dict[str, float]:
-    """Start ``children`` forks at once, await every result, dispose them all."""
+async def run_children(parent: ShellParent, provider: str, children: int,
+                       ) -> tuple[list[Any], list[Any], float, float, float]:
+    """Start ``children`` children of ``provider`` at once and await every result (each must
+    be ``completed`` with its own events): the runs, their results, the ns until all were
+    published and until all were done, and the process's CPU ns meanwhile."""
     runtime, request = parent.host.subagents, child_request()
-    gc.collect()
     cpu_start, start = time.process_time_ns(), time.perf_counter_ns()
-    runs = await asyncio.gather(*(runtime.start("fork", request, parent=parent.agent)
+    runs = await asyncio.gather(*(runtime.start(provider, request, parent=parent.agent)
                                   for _ in range(children)))
     published = time.perf_counter_ns() - start
     results = await asyncio.gather(*(run.result for run in runs))
@@ -148,6 +149,13 @@ async def _round(parent: ShellParent, children: int) -> dict[str, float]:
     stops = {result.stop_reason for result in results}
     assert stops == {"completed"}, stops
     assert all(len(run.own_events()) == CHILD_OWN_EVENTS for run in runs)
+    return runs, results, published, done, cpu
+
+
+async def _round(parent: ShellParent, children: int) -> dict[str, float]:
+    """Start ``children`` forks at once, await every result, dispose them all."""
+    gc.collect()
+    runs, results, published, done, cpu = await run_children(parent, "fork", children)
     rss_done = rss()
     await asyncio.gather(*(run.dispose() for run in runs))
     del runs, results
@@ -197,22 +205,13 @@ async def _rounds(completed_turns: int, children: int, rounds: int, traced: bool
 
 def worker(argv: Sequence[str]) -> int:
     """The subprocess's entry: run the rounds and print the figures as one JSON line."""
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_fork_load")
-    parser.add_argument("--worker", action="store_true", required=True)
-    parser.add_argument("--turns", type=int, required=True)
-    parser.add_argument("--children", type=int, required=True)
-    parser.add_argument("--rounds", type=int, required=True)
+    parser = worker_parser("python -m benchmarks.bench_fork_load")
     parser.add_argument("--traced", action="store_true",
                         help="run under tracemalloc from the start (slower: not for timing)")
     args = parser.parse_args(argv)
     figures = asyncio.run(_rounds(args.turns, args.children, args.rounds, args.traced))
     print(json.dumps(figures))
     return 0
-
-
-def _timing(name: str, rounds: Sequence[dict[str, float]], key: str) -> Timing:
-    return Timing(name=name, inner=1, gc="on", samples_ns=tuple(r[key] for r in rounds),
-                  cpu_samples_ns=tuple(r["cpu_ns"] for r in rounds))
 
 
 def _work(turns: int, children: int, rounds: int, traced: bool,
@@ -262,8 +261,8 @@ def _rows(load: _Load, all_figures: Sequence[dict[str, Any]], traced: dict[str, 
           ) -> tuple[list[Row], dict[str, Timing]]:
     figures = all_figures[0]
     measured = figures["rounds"]
-    published = _timing("all published", measured, "published_ns")
-    finished = _timing("all done", measured, "done_ns")
+    published = rounds_timing("all published", measured, "published_ns")
+    finished = rounds_timing("all done", measured, "done_ns")
     before, after = figures["before"], figures["after"]
     children = load.children
     label = f"{children:,} children of K={load.turns:,}"

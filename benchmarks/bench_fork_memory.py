@@ -30,12 +30,11 @@ import sys
 import tracemalloc
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import msgspec
 
 from .bench_fork_shell import NAIVE_PROVIDER, install_naive_fork
-from .harness import Row, Section, Settings, Target
+from .harness import Row, Section, Settings, Target, format_bytes
 from .workloads import (
     CHILD_CALLS,
     CHILD_OWN_EVENTS,
@@ -53,34 +52,14 @@ TITLE = "memory per fork child beyond its own events (tracemalloc, concurrent fo
 _TOP_SITES = 12
 
 
-def format_bytes(value: float) -> str:
-    """A size in decimal units (DSH's MB are 10^6 bytes)."""
-    magnitude = abs(value)
-    if magnitude >= 1e9:
-        return f"{value / 1e9:.3g} GB"
-    if magnitude >= 1e6:
-        return f"{value / 1e6:.3g} MB"
-    if magnitude >= 1e3:
-        return f"{value / 1e3:.3g} KB"
-    return f"{value:.0f} B"
-
-
 @dataclass(frozen=True)
 class SizeRow(Row):
-    """A row whose figure is a size in bytes (shown as KB/MB; ``"unit": "B"`` in the JSON).
-
-    The harness's rows know only times and ratios; this one reuses their table and targets.
-    """
-
-    def shown(self, value: float | None = None) -> str:
-        return format_bytes(self.value if value is None else value)
-
-    def as_json(self) -> dict[str, Any]:
-        return {**super().as_json(), "unit": "B"}
+    """A row whose figure is a size in bytes (the harness's unit ``B``: shown as KB/MB,
+    ``"unit": "B"`` in the JSON)."""
 
 
 def size_row(label: str, value: float, target: Target | None = None) -> SizeRow:
-    return SizeRow(label, value, "x", target)
+    return SizeRow(label, value, "B", target)
 
 
 def traced_size(roots: Iterable[object], seen: set[int]) -> int:

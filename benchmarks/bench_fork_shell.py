@@ -42,6 +42,7 @@ __all__ = [
     "NAME",
     "TITLE",
     "AsyncContender",
+    "fork_start_sample",
     "install_naive_fork",
     "measure_async",
     "run",
@@ -119,12 +120,32 @@ async def measure_async(contenders: Sequence[AsyncContender], *, rounds: int,
                 walls.setdefault(f"{contender.name} / {mark}", []).append(value)
                 # A mark is a point inside the sample: its CPU figure is the sample's.
                 cpus.setdefault(f"{contender.name} / {mark}", []).append(cpu)
-    return {name: Timing(name=name, inner=1, gc="on", samples_ns=tuple(samples),
-                         cpu_samples_ns=tuple(cpus[name]))
+    return {name: Timing(name=name, samples_ns=tuple(samples), cpu_samples_ns=tuple(cpus[name]))
             for name, samples in walls.items()}
 
 
 # --------------------------------------------------------------------------- the forks
+
+
+def fork_start_sample(parent: ShellParent, *, durable: bool = False,
+                      ) -> Callable[[], Awaitable[tuple[float, float, dict[str, float]]]]:
+    """A sample of ``runtime.start("fork", …)`` until the child is published; with ``durable``,
+    the mark ``durable`` too: until the child's first batch is durable (``wait_durable()``).
+    Each run is disposed outside the clock."""
+    runtime = parent.host.subagents
+    request = child_request()
+
+    async def sample() -> tuple[float, float, dict[str, float]]:
+        cpu_start, start = time.thread_time_ns(), time.perf_counter_ns()
+        run = await runtime.start("fork", request, parent=parent.agent)
+        published, cpu = time.perf_counter_ns() - start, time.thread_time_ns() - cpu_start
+        if durable:
+            await run.local_agent.session.wait_durable()
+        marks = {"durable": time.perf_counter_ns() - start} if durable else {}
+        await run.dispose()
+        return published, cpu, marks
+
+    return sample
 
 
 class _Observed:

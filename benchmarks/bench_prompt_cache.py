@@ -37,13 +37,12 @@ import argparse
 import asyncio
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from turnfork.core import ToolRestriction
 
-from .harness import Report, Row, Section, Settings, Target, machine, render
+from .harness import Row, Section, Settings, Target, report_section
 
 __all__ = ["NAME", "TITLE", "run"]
 
@@ -56,28 +55,6 @@ _CHILD_PERSONA = "You are a strict reviewer of money-handling code."
 #: The output schema of the structured-output variant.
 _SCHEMA = ('{"type":"object","required":["words"],"properties":{"words":{"type":"array",'
            '"items":{"type":"string"}}}}')
-
-
-@dataclass(frozen=True)
-class ShareRow(Row):
-    """A share of bytes, shown as a percentage (``"unit": "%"`` in the JSON)."""
-
-    def shown(self, value: float | None = None) -> str:
-        return f"{100 * (self.value if value is None else value):.2f} %"
-
-    def as_json(self) -> dict[str, Any]:
-        return {**super().as_json(), "unit": "%"}
-
-
-@dataclass(frozen=True)
-class TokenRow(Row):
-    """A count of tokens (``"unit": "tokens"`` in the JSON)."""
-
-    def shown(self, value: float | None = None) -> str:
-        return f"{self.value if value is None else value:,.0f} tok"
-
-    def as_json(self) -> dict[str, Any]:
-        return {**super().as_json(), "unit": "tokens"}
 
 
 def _instrument(*, continued: bool = False) -> Any:
@@ -116,11 +93,11 @@ def _fork_rows(wire_prefix: Any, k: int, variant: str, options: dict[str, Any], 
     inherited, hits = _billed(share, usage)
     target = Target("<=", 0.01, "(issue 28)") if cached else None
     rows: list[Row] = [
-        ShareRow(f"K={k}, {variant}, {mode}: prompt share", share.share, "x"),
-        TokenRow(f"K={k}, {variant}, {mode}: inherited tokens billed as misses",
-                 inherited - hits, "x"),
-        ShareRow(f"K={k}, {variant}, {mode}: misses / inherited tokens",
-                 (inherited - hits) / inherited, "x", target),
+        Row(f"K={k}, {variant}, {mode}: prompt share", share.share, "%"),
+        Row(f"K={k}, {variant}, {mode}: inherited tokens billed as misses",
+            inherited - hits, "tokens"),
+        Row(f"K={k}, {variant}, {mode}: misses / inherited tokens",
+            (inherited - hits) / inherited, "%", target),
     ]
     return rows, {"k": k, "mode": mode, "inherited_bytes": share.inherited_bytes,
                   "shared_bytes": share.shared_bytes, "system_equal": share.system_equal,
@@ -153,11 +130,11 @@ def _continued_rows(k: int, mode: str, cached: bool, root: Path
     kept = min(wire_prefix.common_prefix(prompt_bytes(later.body), prompt_bytes(earlier.body))
                / len(prompt_bytes(earlier.body)) for earlier, later in steps)
     rows: list[Row] = [
-        ShareRow(f"K={k}, report tool (continuable), {mode}: prompt share", share.share, "x"),
-        ShareRow(f"K={k}, report tool (continuable), {mode}: misses / inherited tokens",
-                 (inherited - hits) / inherited, "x", target),
-        ShareRow(f"K={k}, continued child, {mode}: least share of a request its successor "
-                 "repeats", kept, "x", Target(">=", 1.0, "(issue 28)")),
+        Row(f"K={k}, report tool (continuable), {mode}: prompt share", share.share, "%"),
+        Row(f"K={k}, report tool (continuable), {mode}: misses / inherited tokens",
+            (inherited - hits) / inherited, "%", target),
+        Row(f"K={k}, continued child, {mode}: least share of a request its successor "
+            "repeats", kept, "%", Target(">=", 1.0, "(issue 28)")),
     ]
     return rows, {"k": k, "mode": mode, "inherited_tokens": inherited, "hit_tokens": hits,
                   "system_equal": share.system_equal, "tools_equal": share.tools_equal,
@@ -180,11 +157,11 @@ def run(settings: Settings) -> Section:
         usage = wire.child.usage or {}
         inherited, hits = _billed(share, usage)
         rows += [
-            ShareRow(f"K={k}: prompt share (system+tools+seed)", share.share, "x",
-                     Target(">=", 0.99, "(issue 13.2)")),
-            ShareRow(f"K={k}: body share (HTTP bytes as sent)", share.body_share, "x"),
-            TokenRow(f"K={k}: inherited tokens billed as cache hits", hits, "x"),
-            TokenRow(f"K={k}: inherited tokens billed as misses", inherited - hits, "x"),
+            Row(f"K={k}: prompt share (system+tools+seed)", share.share, "%",
+                Target(">=", 0.99, "(issue 13.2)")),
+            Row(f"K={k}: body share (HTTP bytes as sent)", share.body_share, "%"),
+            Row(f"K={k}: inherited tokens billed as cache hits", hits, "tokens"),
+            Row(f"K={k}: inherited tokens billed as misses", inherited - hits, "tokens"),
         ]
         params["per_k"][str(k)] = {
             "inherited_bytes": share.inherited_bytes, "shared_bytes": share.shared_bytes,
@@ -225,12 +202,7 @@ def run(settings: Settings) -> Section:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_prompt_cache")
     parser.add_argument("--quick", action="store_true", help="K = 10 and 100 only")
-    args = parser.parse_args(argv)
-    settings = Settings(quick=args.quick)
-    report = Report(meta={**machine(), "mode": "quick" if args.quick else "full"},
-                    sections=(run(settings),))
-    print(render(report))
-    return 0
+    return report_section(run, parser.parse_args(argv).quick)
 
 
 if __name__ == "__main__":

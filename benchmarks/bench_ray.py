@@ -50,8 +50,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .bench_fork_load import run_children
 from .bench_fork_memory import settle, size_row
-from .harness import Row, Section, Settings, Target, Timing
+from .harness import Row, Section, Settings, Target, rounds_timing, worker_parser
 from .workloads import (
     _ECHO_PARAMETERS,
     CHILD_CALLS,
@@ -59,7 +60,6 @@ from .workloads import (
     ChildScript,
     ShellParent,
     _echo,
-    child_request,
     install_child_model,
     shell_parent,
 )
@@ -117,20 +117,11 @@ def _nodes(pool: Any) -> dict[str, list[int]]:
 
 async def _round(parent: ShellParent, provider: str, children: int,
                  pool: Any) -> dict[str, Any]:
-    runtime, request = parent.host.subagents, child_request()
     nodes = _nodes(pool) if provider != "fork" else {}
     gc.collect()
     shm, stored, stored_bytes = _shm_used(), pool.seeds_stored, pool.seed_bytes_stored
     node_cpu = {node: _cpu_seconds(pids) for node, pids in nodes.items()}
-    cpu_start, start = time.process_time_ns(), time.perf_counter_ns()
-    runs = await asyncio.gather(*(runtime.start(provider, request, parent=parent.agent)
-                                  for _ in range(children)))
-    published = time.perf_counter_ns() - start
-    results = await asyncio.gather(*(run.result for run in runs))
-    done, cpu = time.perf_counter_ns() - start, time.process_time_ns() - cpu_start
-    stops = {result.stop_reason for result in results}
-    assert stops == {"completed"}, stops
-    assert all(len(run.own_events()) == CHILD_OWN_EVENTS for run in runs)
+    runs, results, published, done, cpu = await run_children(parent, provider, children)
     per_node = {node: (_cpu_seconds(pids) - node_cpu[node]) * 1e9
                 for node, pids in nodes.items()}
     figures: dict[str, Any] = {
@@ -221,11 +212,7 @@ def _start_cluster(directory: Path, nodes: int) -> Any:
 
 def worker(argv: Sequence[str]) -> int:
     """The subprocess's entry: start the cluster, run the rounds, print one JSON line."""
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_ray")
-    parser.add_argument("--worker", action="store_true", required=True)
-    parser.add_argument("--turns", type=int, required=True)
-    parser.add_argument("--children", type=int, required=True)
-    parser.add_argument("--rounds", type=int, required=True)
+    parser = worker_parser("python -m benchmarks.bench_ray")
     parser.add_argument("--nodes", type=int, choices=(1, 2), default=1)
     parser.add_argument("--profile", help="dump a CPU profile of one Ray round here")
     args = parser.parse_args(argv)
@@ -263,11 +250,6 @@ def _isolation_command() -> list[str] | str:
     if probe.returncode != 0:
         return (probe.stderr.strip().splitlines() or ["no network namespace"])[-1]
     return [str(_NO_NETWORK)]
-
-
-def _timing(name: str, rounds: Sequence[dict[str, float]], key: str) -> Timing:
-    return Timing(name=name, inner=1, gc="on", samples_ns=tuple(r[key] for r in rounds),
-                  cpu_samples_ns=tuple(r["cpu_ns"] for r in rounds))
 
 
 def _median(rounds: Sequence[dict[str, float]], key: str) -> float:
@@ -390,8 +372,8 @@ def _section(one: dict[str, Any], two: dict[str, Any], rounds: int) -> Section:
     local, remote = one["rounds"]["fork"], one["rounds"]["ray-fork"]
     children, turns = one["children"], one["turns"]
     label = f"{children:,} fork children of K={turns:,}"
-    in_process = _timing("in process", local, "done_ns")
-    on_ray = _timing("on Ray", remote, "done_ns")
+    in_process = rounds_timing("in process", local, "done_ns")
+    on_ray = rounds_timing("on Ray", remote, "done_ns")
     per_child_ns = (on_ray.median_ns - in_process.median_ns) / children
     host_local = _median(local, "cpu_ns") / children
     host_ray = _median(remote, "cpu_ns") / children
@@ -424,8 +406,8 @@ def _section(one: dict[str, Any], two: dict[str, Any], rounds: int) -> Section:
     rows.insert(-1, size_row(f"{label}: object-store bytes per Ray child of this fork point "
                              f"(1 seed for all {ray_children:,})", seed_bytes / ray_children))
     local2, remote2 = two["rounds"]["fork"], two["rounds"]["ray-fork"]
-    in_process2 = _timing("in process", local2, "done_ns")
-    on_two = _timing("on Ray, 2 nodes", remote2, "done_ns")
+    in_process2 = rounds_timing("in process", local2, "done_ns")
+    on_two = rounds_timing("on Ray, 2 nodes", remote2, "done_ns")
     head = next((w["node"] for w in two["workers"] if w["node"]), None)
     rows += [
         Row(f"{label} on Ray, 2 nodes (1 worker each): all done", on_two.median_ns, "ns",

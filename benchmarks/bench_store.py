@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .bench_fork_shell import AsyncContender, measure_async
+from .bench_fork_shell import AsyncContender, fork_start_sample, measure_async
 from .harness import Row, Section, Settings, Target, Timing
 from .workloads import ShellParent, child_request, parent_events, shell_parent
 
@@ -54,30 +54,14 @@ async def _parent(k: int, store: Any) -> ShellParent:
     return parent
 
 
-def _fork_sample(parent: ShellParent) -> Callable[[], Awaitable[tuple[float, float,
-                                                                       dict[str, float]]]]:
-    runtime = parent.host.subagents
-    request = child_request()
-
-    async def sample() -> tuple[float, float, dict[str, float]]:
-        cpu_start, start = time.thread_time_ns(), time.perf_counter_ns()
-        run = await runtime.start("fork", request, parent=parent.agent)
-        published, cpu = time.perf_counter_ns() - start, time.thread_time_ns() - cpu_start
-        await run.local_agent.session.wait_durable()
-        elapsed = time.perf_counter_ns() - start
-        await run.dispose()
-        return published, cpu, {"durable": elapsed}
-
-    return sample
-
-
 async def _fork_timings(parents: dict[str, ShellParent], rounds: int) -> dict[str, Timing]:
     for parent in parents.values():  # every fork works before it is timed
         run = await parent.host.subagents.start("fork", child_request(), parent=parent.agent)
         assert run.seed_length == parent.cut, (run.seed_length, parent.cut)
         await run.local_agent.session.wait_durable()
         await run.dispose()
-    contenders = [AsyncContender(name, _fork_sample(parent)) for name, parent in parents.items()]
+    contenders = [AsyncContender(name, fork_start_sample(parent, durable=True))
+                  for name, parent in parents.items()]
     return await measure_async(contenders, rounds=rounds)
 
 

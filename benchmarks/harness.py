@@ -18,6 +18,7 @@ Method (stated once, applied everywhere):
 
 from __future__ import annotations
 
+import argparse
 import gc
 import json
 import os
@@ -41,10 +42,14 @@ __all__ = [
     "Settings",
     "Target",
     "Timing",
+    "format_bytes",
     "format_ns",
     "machine",
     "measure",
     "render",
+    "report_section",
+    "rounds_timing",
+    "worker_parser",
     "write_json",
 ]
 
@@ -78,13 +83,14 @@ class Contender:
 
 @dataclass(frozen=True)
 class Timing:
-    """The samples of one contender, in nanoseconds per call."""
+    """The samples of one contender, in nanoseconds per call (by default one call per sample,
+    the collector on)."""
 
     name: str
-    inner: int
-    gc: GcMode
     samples_ns: tuple[float, ...]
     cpu_samples_ns: tuple[float, ...]
+    inner: int = 1
+    gc: GcMode = "on"
 
     @property
     def median_ns(self) -> float:
@@ -145,6 +151,12 @@ def measure(contenders: Sequence[Contender], *, rounds: int, gc_mode: GcMode = "
             for c in contenders}
 
 
+def rounds_timing(name: str, rounds: Sequence[Mapping[str, float]], key: str) -> Timing:
+    """The figure ``key`` of each round a worker subprocess reported, its ``cpu_ns`` beside it."""
+    return Timing(name=name, samples_ns=tuple(r[key] for r in rounds),
+                  cpu_samples_ns=tuple(r["cpu_ns"] for r in rounds))
+
+
 # --------------------------------------------------------------------------- results
 
 
@@ -166,11 +178,15 @@ class Target:
 
 @dataclass(frozen=True)
 class Row:
-    """One line of the table: a figure (wall time, and CPU time beside it), its target if any."""
+    """One line of the table: a figure (wall time, and CPU time beside it), its target if any.
+
+    Units: ``ns`` a time, ``x`` a ratio, ``B`` a size in bytes (decimal KB/MB, as DSH's figures),
+    ``%`` a share (the value a fraction of 1), ``tokens`` a count of tokens.
+    """
 
     label: str
     value: float
-    unit: Literal["ns", "x"]
+    unit: Literal["ns", "x", "B", "%", "tokens"]
     target: Target | None = None
     #: The same figure from thread CPU time.
     cpu_value: float | None = None
@@ -198,8 +214,7 @@ class Row:
         return "MET" if self.target.met(self.cpu_value) else "MISSED"
 
     def shown(self, value: float | None = None) -> str:
-        value = self.value if value is None else value
-        return format_ns(value) if self.unit == "ns" else f"{value:.2f}x"
+        return _SHOWN[self.unit](self.value if value is None else value)
 
     def as_json(self) -> dict[str, Any]:
         return {"label": self.label, "value": self.value, "unit": self.unit,
@@ -240,15 +255,52 @@ class Report:
                 "benchmarks": {s.name: s.as_json() for s in self.sections}}
 
 
+def _scaled(value: float, units: tuple[str, str, str, str], smallest: str) -> str:
+    """``value`` in the largest of the decimal units (10^9, 10^6, 10^3, 1) its size reaches,
+    three significant digits; below 10^3 formatted with ``smallest``."""
+    magnitude = abs(value)
+    for scale, unit in zip((1e9, 1e6, 1e3), units, strict=False):
+        if magnitude >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:{smallest}} {units[-1]}"
+
+
 def format_ns(value: float) -> str:
     """A duration with a unit that keeps three significant digits readable."""
-    if value >= 1e9:
-        return f"{value / 1e9:.3g} s"
-    if value >= 1e6:
-        return f"{value / 1e6:.3g} ms"
-    if value >= 1e3:
-        return f"{value / 1e3:.3g} us"
-    return f"{value:.3g} ns"
+    return _scaled(value, ("s", "ms", "us", "ns"), ".3g")
+
+
+def format_bytes(value: float) -> str:
+    """A size in decimal units (DSH's MB are 10^6 bytes)."""
+    return _scaled(value, ("GB", "MB", "KB", "B"), ".0f")
+
+
+_SHOWN: dict[str, Callable[[float], str]] = {
+    "ns": format_ns,
+    "x": lambda value: f"{value:.2f}x",
+    "B": format_bytes,
+    "%": lambda value: f"{100 * value:.2f} %",
+    "tokens": lambda value: f"{value:,.0f} tok",
+}
+
+
+def report_section(run: Callable[[Settings], Section], quick: bool) -> int:
+    """A benchmark module run alone: its section's table on stdout (no JSON written)."""
+    report = Report(meta={**machine(), "mode": "quick" if quick else "full"},
+                    sections=(run(Settings(quick=quick)),))
+    print(render(report))
+    return 0
+
+
+def worker_parser(prog: str) -> argparse.ArgumentParser:
+    """The arguments every worker subprocess takes: ``--worker`` (its entry), the parent's
+    completed turns, the children and the rounds."""
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("--worker", action="store_true", required=True)
+    parser.add_argument("--turns", type=int, required=True)
+    parser.add_argument("--children", type=int, required=True)
+    parser.add_argument("--rounds", type=int, required=True)
+    return parser
 
 
 def render(report: Report) -> str:

@@ -42,50 +42,6 @@ from msgspec.structs import replace
 from returns.result import Failure
 
 from turnfork import core
-from turnfork.core import (
-    AssistantChunkData,
-    AssistantChunkEvent,
-    AssistantMessage,
-    AssistantMessageData,
-    AssistantMessageEvent,
-    BlockEnd,
-    BlockStart,
-    EpochHeader,
-    Event,
-    FinishChunk,
-    FinishStop,
-    FinishToolCalls,
-    InboxSplicedData,
-    InboxSplicedEvent,
-    LlmCallConfig,
-    MessageSource,
-    OpaqueEvent,
-    RequestHeaderData,
-    RequestHeaderEvent,
-    StepData,
-    StepEndEvent,
-    StepStartEvent,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallData,
-    ToolCallEvent,
-    ToolResultBlock,
-    ToolResultData,
-    ToolResultEvent,
-    ToolResultMessage,
-    ToolSchema,
-    TurnCompleted,
-    TurnEndData,
-    TurnEndEvent,
-    TurnStartData,
-    TurnStartEvent,
-    UsageChunk,
-    UserMessage,
-    UserMessageEvent,
-)
 
 __all__ = [
     "CHILD_CALLS",
@@ -121,14 +77,14 @@ FIRST_TURN_EXTRA = 2
 IN_FLIGHT_EVENTS = 7
 
 _SYSTEM = "You are an AI agent powered by DeepSeek Harness."
-_ECHO_SCHEMA = ToolSchema(
+_ECHO_SCHEMA = core.ToolSchema(
     name="echo", description="echo the given text",
     parameters=msgspec.Raw(b'{"type":"object","properties":{"text":{"type":"string"}},'
                            b'"required":["text"]}'))
-_MODEL = MessageSource(kind="model", provider="mock", model="mock")
-_USER = MessageSource(kind="user")
-_CALL_USAGE = TokenUsage(input_tokens=10, output_tokens=5)
-_TEXT_USAGE = TokenUsage(input_tokens=10, output_tokens=2)
+_MODEL = core.MessageSource(kind="model", provider="mock", model="mock")
+_USER = core.MessageSource(kind="user")
+_CALL_USAGE = core.TokenUsage(input_tokens=10, output_tokens=5)
+_TEXT_USAGE = core.TokenUsage(input_tokens=10, output_tokens=2)
 _REPLY = "ok"
 
 
@@ -136,62 +92,62 @@ class _Writer:
     """Appends events with contiguous seqs and a seeded clock."""
 
     def __init__(self, seed: int) -> None:
-        self.events: list[Event] = []
+        self.events: list[core.Event] = []
         self._rng = random.Random(seed)
         self._time = EPOCH_MS
 
     def uuid(self) -> str:
         return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
 
-    def emit(self, build: Callable[[int, int], Event]) -> int:
+    def emit(self, build: Callable[[int, int], core.Event]) -> int:
         """Append ``build(seq, time)``; returns the seq."""
         seq = len(self.events)
         self.events.append(build(seq, self._time))
         self._time += self._rng.choice((0, 0, 1))
         return seq
 
-    def chunk(self, turn: int, step: int, chunk: StreamChunk) -> int:
-        data = AssistantChunkData(turn=turn, step=step, chunk=chunk)
-        return self.emit(lambda seq, time: AssistantChunkEvent(seq=seq, time=time, data=data))
+    def chunk(self, turn: int, step: int, chunk: core.StreamChunk) -> int:
+        data = core.AssistantChunkData(turn=turn, step=step, chunk=chunk)
+        return self.emit(lambda seq, time: core.AssistantChunkEvent(seq=seq, time=time, data=data))
 
 
 def _open_turn(out: _Writer, turn: int, text: str) -> None:
     """Inbox splice, ``turn/start``, claim, ``step/start`` and the user message."""
-    message = UserMessage(content=(TextBlock(text=text),), source=_USER, id=out.uuid())
-    queued = InboxSplicedData(target="next-turn", start=0, inserted=(message,))
-    claimed = InboxSplicedData(target="next-turn", start=0, removed_count=1, inserted=())
-    out.emit(lambda seq, time: InboxSplicedEvent(seq=seq, time=time, data=queued))
-    out.emit(lambda seq, time: TurnStartEvent(seq=seq, time=time,
-                                              data=TurnStartData(turn=turn)))
-    out.emit(lambda seq, time: InboxSplicedEvent(seq=seq, time=time, data=claimed))
-    out.emit(lambda seq, time: StepStartEvent(seq=seq, time=time,
-                                              data=StepData(turn=turn, step=1)))
-    out.emit(lambda seq, time: UserMessageEvent(seq=seq, time=time, data=message,
-                                                surface_op="append"))
+    message = core.UserMessage(content=(core.TextBlock(text=text),), source=_USER, id=out.uuid())
+    queued = core.InboxSplicedData(target="next-turn", start=0, inserted=(message,))
+    claimed = core.InboxSplicedData(target="next-turn", start=0, removed_count=1, inserted=())
+    out.emit(lambda seq, time: core.InboxSplicedEvent(seq=seq, time=time, data=queued))
+    out.emit(lambda seq, time: core.TurnStartEvent(seq=seq, time=time,
+                                                   data=core.TurnStartData(turn=turn)))
+    out.emit(lambda seq, time: core.InboxSplicedEvent(seq=seq, time=time, data=claimed))
+    out.emit(lambda seq, time: core.StepStartEvent(seq=seq, time=time,
+                                                   data=core.StepData(turn=turn, step=1)))
+    out.emit(lambda seq, time: core.UserMessageEvent(seq=seq, time=time, data=message,
+                                                     surface_op="append"))
 
 
 def _request_events(out: _Writer) -> None:
-    header = RequestHeaderData(
-        header=EpochHeader(config=LlmCallConfig(provider="mock", model="mock"), system=_SYSTEM,
-                           tools=(_ECHO_SCHEMA,)),
+    header = core.RequestHeaderData(
+        header=core.EpochHeader(config=core.LlmCallConfig(provider="mock", model="mock"),
+                                system=_SYSTEM, tools=(_ECHO_SCHEMA,)),
         reason="initial")
-    out.emit(lambda seq, time: RequestHeaderEvent(seq=seq, time=time, data=header))
-    out.emit(lambda seq, time: OpaqueEvent(
+    out.emit(lambda seq, time: core.RequestHeaderEvent(seq=seq, time=time, data=header))
+    out.emit(lambda seq, time: core.OpaqueEvent(
         type="request/context", seq=seq, time=time,
         data=msgspec.Raw(b'{"provider":"mock","model":"mock"}')))
 
 
-def _assistant(out: _Writer, *, turn: int, step: int, block: TextBlock | ToolCallBlock,
-               usage: TokenUsage, cited: tuple[int, ...]) -> None:
-    message = AssistantMessage(content=(block,), source=_MODEL, id=out.uuid())
-    data = AssistantMessageData(turn=turn, step=step, message=message, usage=usage)
-    out.emit(lambda seq, time: AssistantMessageEvent(
+def _assistant(out: _Writer, *, turn: int, step: int, block: core.TextBlock | core.ToolCallBlock,
+               usage: core.TokenUsage, cited: tuple[int, ...]) -> None:
+    message = core.AssistantMessage(content=(block,), source=_MODEL, id=out.uuid())
+    data = core.AssistantMessageData(turn=turn, step=step, message=message, usage=usage)
+    out.emit(lambda seq, time: core.AssistantMessageEvent(
         seq=seq, time=time, data=data, source_event_seqs=cited, surface_op="append"))
 
 
 def _step_end(out: _Writer, turn: int, step: int) -> None:
-    out.emit(lambda seq, time: StepEndEvent(seq=seq, time=time,
-                                            data=StepData(turn=turn, step=step)))
+    out.emit(lambda seq, time: core.StepEndEvent(seq=seq, time=time,
+                                                 data=core.StepData(turn=turn, step=step)))
 
 
 def _completed_turn(out: _Writer, turn: int) -> None:
@@ -202,49 +158,49 @@ def _completed_turn(out: _Writer, turn: int) -> None:
 
     call_id = f"call-{index}"
     arguments = f'{{"text":"payload-{index}"}}'
-    call = ToolCallBlock(id=call_id, name="echo", arguments=arguments)
-    chunks = (out.chunk(turn, 1, BlockStart(index=0, block_type="tool-call")),
-              out.chunk(turn, 1, BlockEnd(index=0, block=call)),
-              out.chunk(turn, 1, UsageChunk(usage=_CALL_USAGE)),
-              out.chunk(turn, 1, FinishChunk(reason=FinishToolCalls())))
+    call = core.ToolCallBlock(id=call_id, name="echo", arguments=arguments)
+    chunks = (out.chunk(turn, 1, core.BlockStart(index=0, block_type="tool-call")),
+              out.chunk(turn, 1, core.BlockEnd(index=0, block=call)),
+              out.chunk(turn, 1, core.UsageChunk(usage=_CALL_USAGE)),
+              out.chunk(turn, 1, core.FinishChunk(reason=core.FinishToolCalls())))
     _assistant(out, turn=turn, step=1, block=call, usage=_CALL_USAGE, cited=chunks)
-    call_data = ToolCallData(turn=turn, step=1, call_id=call_id, name="echo",
-                             arguments=arguments)
-    call_seq = out.emit(lambda seq, time: ToolCallEvent(seq=seq, time=time, data=call_data))
-    result = ToolResultMessage(
-        source=MessageSource(kind="tool", call_id=call_id),
-        content=(ToolResultBlock(tool_call_id=call_id,
-                                 content=(TextBlock(text=f"echo:payload-{index}"),),
-                                 is_error=False),),
+    call_data = core.ToolCallData(turn=turn, step=1, call_id=call_id, name="echo",
+                                  arguments=arguments)
+    call_seq = out.emit(lambda seq, time: core.ToolCallEvent(seq=seq, time=time, data=call_data))
+    result = core.ToolResultMessage(
+        source=core.MessageSource(kind="tool", call_id=call_id),
+        content=(core.ToolResultBlock(tool_call_id=call_id,
+                                      content=(core.TextBlock(text=f"echo:payload-{index}"),),
+                                      is_error=False),),
         id=out.uuid())
-    result_data = ToolResultData(turn=turn, step=1, message=result)
-    out.emit(lambda seq, time: ToolResultEvent(seq=seq, time=time, data=result_data,
-                                               source_event_seqs=(call_seq,),
-                                               surface_op="append"))
+    result_data = core.ToolResultData(turn=turn, step=1, message=result)
+    out.emit(lambda seq, time: core.ToolResultEvent(seq=seq, time=time, data=result_data,
+                                                    source_event_seqs=(call_seq,),
+                                                    surface_op="append"))
     _step_end(out, turn, 1)
 
-    out.emit(lambda seq, time: StepStartEvent(seq=seq, time=time,
-                                              data=StepData(turn=turn, step=2)))
-    text = [out.chunk(turn, 2, BlockStart(index=0, block_type="text"))]
-    text.extend(out.chunk(turn, 2, TextDelta(index=0, text=char)) for char in _REPLY)
-    text.append(out.chunk(turn, 2, BlockEnd(index=0, block=TextBlock(text=_REPLY))))
-    text.append(out.chunk(turn, 2, UsageChunk(usage=_TEXT_USAGE)))
-    text.append(out.chunk(turn, 2, FinishChunk(reason=FinishStop())))
-    _assistant(out, turn=turn, step=2, block=TextBlock(text=_REPLY), usage=_TEXT_USAGE,
+    out.emit(lambda seq, time: core.StepStartEvent(seq=seq, time=time,
+                                                   data=core.StepData(turn=turn, step=2)))
+    text = [out.chunk(turn, 2, core.BlockStart(index=0, block_type="text"))]
+    text.extend(out.chunk(turn, 2, core.TextDelta(index=0, text=char)) for char in _REPLY)
+    text.append(out.chunk(turn, 2, core.BlockEnd(index=0, block=core.TextBlock(text=_REPLY))))
+    text.append(out.chunk(turn, 2, core.UsageChunk(usage=_TEXT_USAGE)))
+    text.append(out.chunk(turn, 2, core.FinishChunk(reason=core.FinishStop())))
+    _assistant(out, turn=turn, step=2, block=core.TextBlock(text=_REPLY), usage=_TEXT_USAGE,
                cited=tuple(text))
     _step_end(out, turn, 2)
-    end = TurnEndData(turn=turn, reason=TurnCompleted())
-    out.emit(lambda seq, time: TurnEndEvent(seq=seq, time=time, data=end))
+    end = core.TurnEndData(turn=turn, reason=core.TurnCompleted())
+    out.emit(lambda seq, time: core.TurnEndEvent(seq=seq, time=time, data=end))
 
 
 def _in_flight_turn(out: _Writer, turn: int) -> None:
     _open_turn(out, turn, "in-flight parent turn")
-    out.chunk(turn, 1, BlockStart(index=0, block_type="text"))
-    out.chunk(turn, 1, TextDelta(index=0, text="partial"))
+    out.chunk(turn, 1, core.BlockStart(index=0, block_type="text"))
+    out.chunk(turn, 1, core.TextDelta(index=0, text="partial"))
 
 
 def parent_events(completed_turns: int, *, in_flight: bool = True, seed: int = 0,
-                  ) -> tuple[Event, ...]:
+                  ) -> tuple[core.Event, ...]:
     """A parent log: ``completed_turns`` turns of DSH's shape, then (optionally) one in flight.
 
     >>> len(parent_events(10))
@@ -265,7 +221,7 @@ class ParentLog:
     """A checked parent workload: its events, its JSONL bytes and where its seed ends."""
 
     completed_turns: int
-    events: tuple[Event, ...]
+    events: tuple[core.Event, ...]
     jsonl: bytes
     #: Length of the completed-turn prefix (index just past the last ``turn/end``).
     cut: int
@@ -287,8 +243,9 @@ def parent_log(completed_turns: int, *, seed: int = 0) -> ParentLog:
     return ParentLog(completed_turns=completed_turns, events=events, jsonl=jsonl, cut=cut)
 
 
-def _renumbered(event: Event, seq: int, time: int, turn_shift: int, seq_shift: int) -> Event:
-    if isinstance(event, OpaqueEvent | InboxSplicedEvent):
+def _renumbered(event: core.Event, seq: int, time: int, turn_shift: int, seq_shift: int,
+                ) -> core.Event:
+    if isinstance(event, core.OpaqueEvent | core.InboxSplicedEvent):
         return replace(event, seq=seq, time=time)
     data = event.data
     changes: dict[str, object] = {"seq": seq, "time": time}
@@ -301,7 +258,7 @@ def _renumbered(event: Event, seq: int, time: int, turn_shift: int, seq_shift: i
     return replace(event, **changes)
 
 
-def repeated_log(min_events: int, *, seed: int = 0) -> tuple[Event, ...]:
+def repeated_log(min_events: int, *, seed: int = 0) -> tuple[core.Event, ...]:
     """A long parent log of at least ``min_events`` events, ending with a turn in flight.
 
     Turn 2 of :func:`parent_events` is the template for every later turn; each copy gets its
@@ -361,8 +318,8 @@ def _text_reply(text: str, usage: tuple[int, int]) -> Any:
     """A text reply streamed one character per ``text-delta``, as DSH's mock adapter does."""
     from turnfork.shell import Reply
 
-    return Reply(blocks=(TextBlock(text=text),), chunk_size=1,
-                 usage=TokenUsage(input_tokens=usage[0], output_tokens=usage[1]))
+    return Reply(blocks=(core.TextBlock(text=text),), chunk_size=1,
+                 usage=core.TokenUsage(input_tokens=usage[0], output_tokens=usage[1]))
 
 
 def _call_reply(text: str, call_id: str) -> Any:
@@ -395,7 +352,8 @@ class ChildScript:
                 await self.gate.wait()
             finally:
                 self.waiting -= 1
-        return self._text if isinstance(request.messages[-1], ToolResultMessage) else self._call
+        return (self._text if isinstance(request.messages[-1], core.ToolResultMessage)
+                else self._call)
 
 
 #: Model calls a child makes running :class:`ChildScript`: the tool call, then the text.
@@ -404,7 +362,7 @@ CHILD_CALLS = 2
 
 def child_request(label: str | None = None) -> core.StartRequest:
     """The fork request of every benchmark: a one-line prompt, the child model's provider."""
-    return core.StartRequest(prompt=(TextBlock(text="child task"),), label=label,
+    return core.StartRequest(prompt=(core.TextBlock(text="child task"),), label=label,
                              agent_options=core.AgentOptions(provider=CHILD_PROVIDER))
 
 

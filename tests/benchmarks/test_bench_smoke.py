@@ -22,6 +22,7 @@ from benchmarks import baseline_dicts, bench_fork_shell
 from benchmarks.bench_fork_memory import traced_size
 from benchmarks.bench_prefix import check_long_log
 from benchmarks.checks import Outcome, outcome_of_trace
+from benchmarks.harness import Row, worker_parser
 from benchmarks.workloads import (
     CHILD_OWN_EVENTS,
     IN_FLIGHT_EVENTS,
@@ -229,3 +230,25 @@ def test_traced_size_counts_only_new_objects_once() -> None:
 def _fresh_text(char: str, count: int) -> str:
     """A string allocated now (not a constant folded at compile time)."""
     return char * count
+
+
+@pytest.mark.parametrize(("unit", "value", "shown"), [
+    ("ns", 999.0, "999 ns"), ("ns", 1_500.0, "1.5 us"), ("ns", 2.5e6, "2.5 ms"),
+    ("ns", 3e9, "3 s"), ("x", 1.234, "1.23x"), ("B", 12.4, "12 B"), ("B", 1_500.0, "1.5 KB"),
+    ("B", -2.5e6, "-2.5 MB"), ("B", 3e9, "3 GB"), ("%", 0.9951, "99.51 %"),
+    ("tokens", 12_345.4, "12,345 tok"),
+])
+def test_each_unit_shows_in_the_table_and_names_itself_in_the_json(
+        unit: Any, value: float, shown: str) -> None:
+    row = Row("figure", value, unit)
+    assert row.shown() == shown
+    assert row.shown(value) == shown
+    assert row.as_json()["unit"] == unit
+
+
+def test_worker_parser_takes_the_workload_and_requires_all_of_it() -> None:
+    args = worker_parser("worker").parse_args(
+        ["--worker", "--turns", "3", "--children", "2", "--rounds", "1"])
+    assert (args.worker, args.turns, args.children, args.rounds) == (True, 3, 2, 1)
+    with pytest.raises(SystemExit):
+        worker_parser("worker").parse_args(["--worker", "--turns", "3", "--children", "2"])
