@@ -28,6 +28,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
+import msgspec
 from msgspec import UNSET
 from returns.result import Failure
 
@@ -299,46 +300,42 @@ class OpenAIChatModel:
             async for out in self._translate(response.http_response, deadline):
                 yield out
 
-    def _late(self, request_id: str | None = None) -> LlmFailure:
+    def _late(self) -> LlmFailure:
         return LlmFailure(message=f"the provider's response took longer than "
                                   f"{self.stream_deadline:g} s (stream_deadline)",
-                          code="TIMEOUT", request_id=request_id or UNSET)
+                          code="TIMEOUT")
 
     async def _translate(self, http_response: Any,
                          deadline: float | None) -> AsyncIterator[StreamChunk]:
-        request_id = http_response.headers.get("x-request-id") or None
         events = _EventReader(self.max_response_bytes, self.max_event_bytes)
         state = chat_stream(uuid.uuid4().hex[:20])
         body = http_response.aiter_bytes()
         failure: LlmFailure | None = None
-        done = False
         try:
             async with aclosing(_payloads(body, events, deadline)) as payloads:
                 async for payload in payloads:
                     if payload.startswith("[DONE]"):
-                        done = True
                         break
-                    fed = chat_stream_event(state, payload, request_id)
+                    fed = chat_stream_event(state, payload)
                     if isinstance(fed, Failure):
                         failure = fed.failure()
                         break
                     state, chunks = fed.unwrap()
                     for out in chunks:
                         yield out
+                else:
+                    failure = LlmFailure(message=TRUNCATED_STREAM_TEXT, code="NETWORK")
         except _TooLarge as err:
-            failure = LlmFailure(message=str(err), code="RESPONSE_TOO_LARGE",
-                                 request_id=request_id or UNSET)
+            failure = LlmFailure(message=str(err), code="RESPONSE_TOO_LARGE")
         except _PastDeadline:
-            failure = self._late(request_id)
+            failure = self._late()
         except _NotAStream as err:
-            failure = chat_body_failure(err.body, str(http_response.url), request_id)
+            failure = chat_body_failure(err.body, str(http_response.url))
         except Exception as err:  # the body broke off: the transport's errors
-            failure = _read_failure(err, http_response, request_id)
-        if failure is None and not done:
-            failure = LlmFailure(message=TRUNCATED_STREAM_TEXT, code="NETWORK",
-                                 request_id=request_id or UNSET)
+            failure = _read_failure(err, http_response)
         if failure is not None:
-            yield _finish(failure)
+            request_id = http_response.headers.get("x-request-id") or UNSET
+            yield _finish(msgspec.structs.replace(failure, request_id=request_id))
             return
         await _drain(body)
         for out in chat_stream_end(state):
@@ -498,24 +495,19 @@ class _EventReader:
             self._data.append(value.removeprefix(b" "))
 
 
-def _read_failure(err: Exception, http_response: Any, request_id: str | None) -> LlmFailure:
-    """A failure while the body streamed: the HTTP library's timeout or transport errors.
-
-    The library is the response's own (``httpx`` for the SDK's 1.x line, ``httpx2`` later), so
-    its error classes are taken from there.
-    """
+def _read_failure(err: Exception, http_response: Any) -> LlmFailure:
+    """A failure while the body streamed, by the error classes of the response's own HTTP
+    library (``httpx`` for the SDK's 1.x line, ``httpx2`` later)."""
     library = sys.modules.get(type(http_response).__module__.partition(".")[0])
     timeouts = getattr(library, "TimeoutException", TimeoutError)
     transport = getattr(library, "TransportError", OSError)
     detail = str(err) or type(err).__name__
     if isinstance(err, timeouts | TimeoutError):
-        return LlmFailure(message=f"the provider stopped sending: {detail}", code="TIMEOUT",
-                          request_id=request_id or UNSET)
+        return LlmFailure(message=f"the provider stopped sending: {detail}", code="TIMEOUT")
     if isinstance(err, transport | OSError) or type(err).__name__ == "EndOfStream":
         return LlmFailure(message=f"the connection broke mid-response: {detail}",
-                          code="TRANSPORT", request_id=request_id or UNSET)
-    return LlmFailure(message=f"{type(err).__name__}: {detail}", code="UNKNOWN",
-                      request_id=request_id or UNSET)
+                          code="TRANSPORT")
+    return LlmFailure(message=f"{type(err).__name__}: {detail}", code="UNKNOWN")
 
 
 def _failure(err: Exception, base_url: str) -> LlmFailure:
