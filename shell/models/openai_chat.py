@@ -48,19 +48,10 @@ from .base import ModelRequest
 if TYPE_CHECKING:
     import openai
 
-__all__ = [
-    "DEEPSEEK_BASE_URL",
-    "DEFAULT_MAX_EVENT_BYTES",
-    "DEFAULT_MAX_RESPONSE_BYTES",
-    "DEFAULT_STREAM_DEADLINE",
-    "KEYLESS_PLACEHOLDER",
-    "MissingCredentialError",
-    "OpenAIChatModel",
-    "chat_request_body",
-    "credential_env_var",
-    "has_credentials",
-    "is_local_endpoint",
-]
+__all__ = ["DEEPSEEK_BASE_URL", "DEFAULT_MAX_EVENT_BYTES", "DEFAULT_MAX_RESPONSE_BYTES",
+           "DEFAULT_STREAM_DEADLINE", "KEYLESS_PLACEHOLDER", "MissingCredentialError",
+           "OpenAIChatModel", "chat_request_body", "credential_env_var", "has_credentials",
+           "is_local_endpoint"]
 
 DEEPSEEK_BASE_URL: Final = "https://api.deepseek.com"
 #: The whole streamed body of one response. A 256k-token answer streamed one token per

@@ -52,6 +52,10 @@ def _arguments(args: Mapping[str, Any] | str) -> str:
     return json.dumps(dict(args), separators=(",", ":"), ensure_ascii=False)
 
 
+def _reasoning(text: str | None) -> tuple[ContentBlock, ...]:
+    return () if text is None else (ReasoningBlock(text=text),)
+
+
 def _usage(usage: TokenUsage | tuple[int, int] | None) -> TokenUsage | None:
     if isinstance(usage, tuple):
         return TokenUsage(input_tokens=usage[0], output_tokens=usage[1])
@@ -75,11 +79,7 @@ class Reply:
     def text(text: str, *, reasoning: str | None = None,
              usage: TokenUsage | tuple[int, int] | None = None) -> Reply:
         """A text answer, optionally after a reasoning block."""
-        blocks: list[ContentBlock] = []
-        if reasoning is not None:
-            blocks.append(ReasoningBlock(text=reasoning))
-        blocks.append(TextBlock(text=text))
-        return Reply(blocks=tuple(blocks), usage=_usage(usage))
+        return Reply(blocks=(*_reasoning(reasoning), TextBlock(text=text)), usage=_usage(usage))
 
     @staticmethod
     def tool_call(name: str, args: Mapping[str, Any] | str, *, call_id: str = "",
@@ -115,12 +115,8 @@ class Reply:
     @staticmethod
     def hang(text: str = "", *, reasoning: str | None = None) -> Reply:
         """Stream ``text`` (if any) without closing its block, then block until cancelled."""
-        blocks: list[ContentBlock] = []
-        if reasoning is not None:
-            blocks.append(ReasoningBlock(text=reasoning))
-        if text:
-            blocks.append(TextBlock(text=text))
-        return Reply(blocks=tuple(blocks), hangs=True)
+        return Reply(blocks=(*_reasoning(reasoning), *((TextBlock(text=text),) if text else ())),
+                     hangs=True)
 
 
 ScriptEntry: TypeAlias = Reply | Callable[[ModelRequest], Reply | Awaitable[Reply]]
