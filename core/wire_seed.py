@@ -7,8 +7,9 @@ other history.
 
 Rules of the projection, per format:
 
-* ``openai-chat`` — what the shell's OpenAI model sends: user text blocks joined by blank lines,
-  assistant text with its calls as ``tool_calls``, a tool result as a ``tool`` message.
+* ``openai-chat`` — what the shell's OpenAI model sends (:func:`chat_request`): user text blocks
+  joined by blank lines, assistant text with its calls as ``tool_calls``, a tool result as a
+  ``tool`` message.
 * ``openai-responses`` — a user message as a ``message`` with ``input_text`` parts, assistant text
   as an assistant ``message`` and its calls as ``function_call`` items, a result as a
   ``function_call_output``; reasoning is dropped (a reasoning item needs the provider's id or
@@ -31,27 +32,31 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 import msgspec
+from msgspec import UNSET
 from returns.result import Failure, Result, Success
 
-from ._checking import checked, unchecked
+from ._checking import checked, plain, unchecked
 from .formats import FormatName
 from .log import (
     AssistantMessage,
     ContentBlock,
     Event,
     ImageBlock,
+    LlmCallConfig,
     Message,
     SequencePrefix,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
     ToolResultMessage,
+    ToolSchema,
     Violation,
     model_history,
     trace_log,
 )
 
-__all__ = ["IMAGE_PLACEHOLDER", "plain_text", "from_model_history", "from_dsh", "EARLIER_NAMES"]
+__all__ = ["IMAGE_PLACEHOLDER", "plain_text", "from_model_history", "from_dsh", "EARLIER_NAMES",
+           "sendable_text", "chat_request"]
 
 #: What an image becomes (the log holds no image bytes); the same text the shell's
 #: OpenAI-compatible model sends.
@@ -90,22 +95,66 @@ def _text(message: AssistantMessage) -> str:
 
 
 @unchecked
-def _chat(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def _as_is(text: str) -> str:
+    return text
+
+
+@unchecked
+def _chat(messages: Sequence[Message], send: Callable[[str], str] = _as_is,
+          ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, AssistantMessage):
             calls = [{"id": b.id, "type": "function",
-                      "function": {"name": b.name, "arguments": b.arguments}}
+                      "function": {"name": send(b.name), "arguments": send(b.arguments)}}
                      for b in _calls(message)]
-            text = _text(message)
+            text = send(_text(message))
             out.append({"role": "assistant", "content": text or None, "tool_calls": calls}
                        if calls else {"role": "assistant", "content": text})
         elif isinstance(message, ToolResultMessage):
             out.extend({"role": "tool", "tool_call_id": b.tool_call_id,
-                        "content": plain_text(b.content)} for b in _results(message))
+                        "content": send(plain_text(b.content))} for b in _results(message))
         else:
-            out.append({"role": "user", "content": plain_text(message.content)})
+            out.append({"role": "user", "content": send(plain_text(message.content))})
     return out
+
+
+@checked
+def sendable_text(text: str) -> str:
+    """``text`` as UTF-8 can carry it: a lone surrogate (one a provider streamed earlier)
+    becomes U+FFFD, a pair split across deltas is joined."""
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+@checked
+def chat_request(config: LlmCallConfig, system: str | None, tools: tuple[ToolSchema, ...],
+                 messages: Sequence[Message], default_model: str) -> dict[str, Any]:
+    """The streaming chat-completions body of one model call: ``model`` (the config's, else
+    ``default_model``), ``messages`` (the system prompt, then the ``openai-chat`` projection
+    with every text made sendable), ``stream``, ``stream_options``, then ``max_tokens``,
+    ``temperature`` and ``stop`` when set, and ``tools`` when any."""
+    send = plain(sendable_text)
+    head: list[dict[str, Any]] = [{"role": "system", "content": send(system)}] if system else []
+    body: dict[str, Any] = {"model": config.model or default_model,
+                            "messages": head + _chat(messages, send), "stream": True,
+                            "stream_options": {"include_usage": True}}
+    if config.max_tokens is not UNSET:
+        body["max_tokens"] = config.max_tokens
+    if config.temperature is not UNSET:
+        body["temperature"] = config.temperature
+    if config.stop is not UNSET:
+        body["stop"] = [send(s) for s in config.stop]
+    if tools:
+        body["tools"] = [{"type": "function", "function": {
+            "name": s.name, "description": s.description,
+            "parameters": msgspec.json.decode(s.parameters)}} for s in tools]
+    return body
 
 
 @unchecked

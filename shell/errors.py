@@ -1,17 +1,8 @@
 """The typed failures of a turn: one :class:`ModelError` family, chosen by the DSH failure code.
 
-Rules:
-
-* A turn that ends ``error`` records an ``LlmFailure`` (its ``code``, and when the provider said
-  so its HTTP ``status``, ``providerRetryAfterMs`` and ``requestId``). :func:`model_error` turns
-  it into the one exception a caller catches: the code decides the class, and a code a model
-  adapter does not use falls back on the status (401/403, 404, 408, 429, 5xx). Anything else
-  is a plain :class:`ModelError`.
-* The codes are those DSH's adapters write (``AUTH``, ``RATE_LIMIT``, ``SERVER``, ``TIMEOUT``,
-  ``TRANSPORT``, ``HTTP_<status>``) and those :class:`~turnfork.shell.OpenAIChatModel` writes
-  (``NETWORK``, ``SERVER_ERROR``, ``UNAVAILABLE``, ``MODEL_NOT_FOUND``).
-* The exception keeps the whole failure and, when raised by a run, the turn's
-  :class:`~turnfork.core.RunResult` (its partial output and usage).
+The code decides the class (DSH's adapters' codes and :class:`~turnfork.shell.OpenAIChatModel`'s);
+a code no adapter uses falls back on the HTTP status. The exception keeps the whole
+``LlmFailure`` and, when a run raised it, the turn's :class:`~turnfork.core.RunResult`.
 """
 
 from __future__ import annotations
@@ -26,26 +17,15 @@ from ..core import LlmFailure, describe_failure
 if TYPE_CHECKING:
     from ..core import RunResult
 
-__all__ = [
-    "ModelError",
-    "ModelRateLimitedError",
-    "ModelTimeoutError",
-    "ModelServerError",
-    "ModelTransportError",
-    "ModelNotFoundError",
-    "ModelAuthenticationError",
-    "model_error",
-]
+__all__ = ["ModelError", "ModelRateLimitedError", "ModelTimeoutError", "ModelServerError",
+           "ModelTransportError", "ModelNotFoundError", "ModelAuthenticationError", "model_error"]
 
 _URL = re.compile(r"https?://[^\s'\"<>]+")
 
 
 class ModelError(Exception):
-    """A turn ended in error: the model failed (or the loop did, code ``UNKNOWN``).
-
-    ``failure`` is the ``LlmFailure`` the turn's ``turn/end`` records; ``result`` the turn's
-    result when the error comes from a run (``None`` otherwise).
-    """
+    """A turn ended in error: the model failed (or the loop did, code ``UNKNOWN``); ``failure``
+    is what its ``turn/end`` records, ``result`` the run's result (``None`` outside a run)."""
 
     def __init__(self, failure: LlmFailure, result: RunResult | None = None) -> None:
         super().__init__(describe_failure(failure))
@@ -108,26 +88,16 @@ class ModelAuthenticationError(ModelError):
 
 
 _BY_CODE: dict[str, type[ModelError]] = {
-    "RATE_LIMIT": ModelRateLimitedError,
-    "TIMEOUT": ModelTimeoutError,
-    "SERVER": ModelServerError,
-    "SERVER_ERROR": ModelServerError,
-    "UNAVAILABLE": ModelServerError,
-    "TRANSPORT": ModelTransportError,
-    "NETWORK": ModelTransportError,
-    "MODEL_NOT_FOUND": ModelNotFoundError,
-    "NOT_FOUND": ModelNotFoundError,
-    "AUTH": ModelAuthenticationError,
-    "INVALID_CREDENTIAL": ModelAuthenticationError,
+    "RATE_LIMIT": ModelRateLimitedError, "TIMEOUT": ModelTimeoutError,
+    "SERVER": ModelServerError, "SERVER_ERROR": ModelServerError, "UNAVAILABLE": ModelServerError,
+    "TRANSPORT": ModelTransportError, "NETWORK": ModelTransportError,
+    "MODEL_NOT_FOUND": ModelNotFoundError, "NOT_FOUND": ModelNotFoundError,
+    "AUTH": ModelAuthenticationError, "INVALID_CREDENTIAL": ModelAuthenticationError,
     "MISSING_CREDENTIAL": ModelAuthenticationError,
 }
-
 _BY_STATUS: dict[int, type[ModelError]] = {
-    401: ModelAuthenticationError,
-    403: ModelAuthenticationError,
-    404: ModelNotFoundError,
-    408: ModelTimeoutError,
-    429: ModelRateLimitedError,
+    401: ModelAuthenticationError, 403: ModelAuthenticationError, 404: ModelNotFoundError,
+    408: ModelTimeoutError, 429: ModelRateLimitedError,
 }
 
 #: Codes that name their own kind of failure: a status they came with does not override them.

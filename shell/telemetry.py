@@ -1,37 +1,11 @@
 """Optional OpenTelemetry spans for turns, steps, model calls and child runs.
 
-Rules:
-
-* The ``otel`` extra (``opentelemetry-api``) turns them on; without it nothing is imported and
-  every hook is skipped (an agent holds ``None`` instead of its spans). The API is imported on
-  first use, never by ``import turnfork``.
-* Spans go to the tracer provider a :class:`~turnfork.shell.Host` was given
-  (``tracer_provider=``), else to OpenTelemetry's global one (a no-op until the application
-  sets one up).
-* The names and attributes are the GenAI semantic conventions' where one applies:
-
-  ==================  ==============================================================
-  span                what
-  ==================  ==============================================================
-  ``invoke_agent``    one turn (``gen_ai.operation.name`` ``invoke_agent``,
-                      ``gen_ai.agent.id``, ``gen_ai.conversation.id``, usage summed
-                      over its model calls, ``turnfork.turn``,
-                      ``turnfork.stop_reason``)
-  ``step``            one step of a turn (``turnfork.turn``, ``turnfork.step``)
-  ``chat <model>``    one model call (``chat``, ``gen_ai.provider.name``,
-                      ``gen_ai.request.model``, ``gen_ai.request.max_tokens``,
-                      ``gen_ai.usage.*``, ``gen_ai.response.finish_reasons``)
-  ``subagent <p>``    one child run through provider ``p`` (``invoke_agent``,
-                      ``gen_ai.agent.id`` the child's, ``turnfork.parent.id``,
-                      ``turnfork.subagent.provider``, ``turnfork.stop_reason``)
-  ==================  ==============================================================
-
-  A failure sets ``error.type`` (the DSH failure code, or the exception's class) and the
-  span's status to error. Spans carry no prompt or model text.
-* Nesting follows the work: a turn's span is a child of whatever span was current where the
-  agent was woken, a step's of its turn, a model call's of its step; tools run with their
-  step's span current, so a child run started by a tool nests under it, and the child's turns
-  under the child run.
+The ``otel`` extra turns them on; without it nothing is imported and every hook is skipped (an
+agent holds ``None`` instead of its spans). The spans, their names and attributes (the GenAI
+semantic conventions' where one applies) are listed in docs/api-shell-runtime.md. Spans carry
+no prompt or model text. Nesting follows the work: a turn's span is a child of the span current
+where the agent was woken; tools run with their step's span current, so a child run started by
+a tool nests under it.
 """
 
 from __future__ import annotations
@@ -98,6 +72,24 @@ def _fail(span: Span, error_type: str, description: str) -> None:
     trace, _ = _API
     span.set_attribute("error.type", error_type)
     span.set_status(trace.Status(trace.StatusCode.ERROR, description))
+
+
+def _raised(span: Span, error: BaseException) -> None:
+    span.record_exception(error)
+    _fail(span, type(error).__qualname__, str(error) or type(error).__name__)
+
+
+@contextlib.contextmanager
+def _current(span: Span | None) -> Iterator[None]:
+    if span is None:
+        yield
+        return
+    trace, context = _API
+    token = context.attach(trace.set_span_in_context(span))
+    try:
+        yield
+    finally:
+        context.detach(token)
 
 
 class Telemetry:
@@ -177,8 +169,7 @@ class ModelCallSpan:
             if isinstance(finish, FinishError | FinishAborted):
                 _fail(span, finish.failure.code, finish.failure.code)
         elif error is not None:
-            span.record_exception(error)
-            _fail(span, type(error).__qualname__, str(error) or type(error).__name__)
+            _raised(span, error)
         span.end()
 
 
@@ -202,9 +193,7 @@ class AgentSpans:
     def observe(self, event: object) -> None:
         """Open or close a span for a turn or step boundary the agent appended."""
         trace = _API[0]
-        kind = type(event)
-        if kind is TurnStartEvent:
-            assert isinstance(event, TurnStartEvent)
+        if isinstance(event, TurnStartEvent):
             self._close_step()
             self._close_turn(None)
             self._turn = self._tracer.start_span("invoke_agent", context=self._parent,
@@ -213,14 +202,12 @@ class AgentSpans:
                 "gen_ai.agent.id": self._agent_id,
                 "gen_ai.conversation.id": self._agent_id,
                 "turnfork.turn": event.data.turn})
-        elif kind is StepStartEvent:
-            assert isinstance(event, StepStartEvent)
+        elif isinstance(event, StepStartEvent):
             self._close_step()
             context = None if self._turn is None else trace.set_span_in_context(self._turn)
             self._step = self._tracer.start_span("step", context=context, attributes={
                 "turnfork.turn": event.data.turn, "turnfork.step": event.data.step})
-        elif kind is TurnEndEvent:
-            assert isinstance(event, TurnEndEvent)
+        elif isinstance(event, TurnEndEvent):
             self._close_step()
             self._close_turn(event)
 
@@ -244,19 +231,9 @@ class AgentSpans:
             for name, count in _usage_attributes(call.usage).items():
                 self._usage[name] = self._usage.get(name, 0) + count
 
-    @contextlib.contextmanager
-    def tools(self) -> Iterator[None]:
+    def tools(self) -> contextlib.AbstractContextManager[None]:
         """Run tools with the step's span current (a child run they start nests under it)."""
-        span = self._step or self._turn
-        if span is None:
-            yield
-            return
-        trace, context = _API
-        token = context.attach(trace.set_span_in_context(span))
-        try:
-            yield
-        finally:
-            context.detach(token)
+        return _current(self._step or self._turn)
 
     def close(self) -> None:
         """End whatever is still open (the agent was disposed with its log left open)."""
@@ -293,14 +270,8 @@ class RunSpan:
             "gen_ai.conversation.id": child_id, "turnfork.parent.id": parent_id,
             "turnfork.subagent.provider": provider})
 
-    @contextlib.contextmanager
-    def current(self) -> Iterator[None]:
-        trace, context = _API
-        token = context.attach(trace.set_span_in_context(self.span))
-        try:
-            yield
-        finally:
-            context.detach(token)
+    def current(self) -> contextlib.AbstractContextManager[None]:
+        return _current(self.span)
 
     def end(self, stop_reason: str | None, failure: LlmFailure | None = None,
             error: BaseException | None = None) -> None:
@@ -310,6 +281,5 @@ class RunSpan:
         if failure is not None:
             _fail(span, failure.code, failure.code)
         elif error is not None:
-            span.record_exception(error)
-            _fail(span, type(error).__qualname__, str(error) or type(error).__name__)
+            _raised(span, error)
         span.end()

@@ -1,10 +1,11 @@
 """The turn machine and continuation: what an agent's loop decides.
 
 The agent's turn machine as one pure function (:mod:`.loop`, ``feed``), the stream assembler
-(:mod:`.assembly`), the runtime context and prompt variables a step writes (:mod:`.prompt`),
-the rest of what the loop driving it decides (:mod:`.driver`: a step's prompt and header, the
-queued message, a flattened failure), continuable children (:mod:`.continuation`), their
-control and report tools (:mod:`.control`) and one-shot background jobs (:mod:`.jobs`).
+(:mod:`.assembly`) and what an OpenAI Chat stream gives it (:mod:`.chat_stream`), the runtime
+context and prompt variables a step writes (:mod:`.prompt`), the rest of what the loop driving
+it decides (:mod:`.driver`: a step's prompt and header, the queued message, a flattened
+failure), continuable children (:mod:`.continuation`), their control and report tools
+(:mod:`.control`) and one-shot background jobs (:mod:`.jobs`).
 
 A tier of its own: copy this folder with the log and delegation tiers beside it; it reads them
 only through their front doors. This ``__all__`` is the tier's contract.
@@ -17,6 +18,18 @@ from .assembly import (
     assemble_chunk,
     assembled_blocks,
     interrupted_blocks,
+)
+from .chat_stream import (
+    TRUNCATED_STREAM_TEXT,
+    ChatStream,
+    chat_body_failure,
+    chat_error_failure,
+    chat_failure_code,
+    chat_status_failure,
+    chat_stream,
+    chat_stream_end,
+    chat_stream_event,
+    retry_after_ms,
 )
 from .continuation import (
     ACTIVATION_CLOSING,
@@ -224,4 +237,8 @@ __all__ = [
     "Prompt", "user_message", "failure_of", "pending_input", "merge_sections", "ranked_sections",
     "step_system_prompt", "step_context", "policy_sections", "step_header", "missing_route",
     "retry_note", "queued_input", "turn_note",
+    # chat_stream
+    "ChatStream", "TRUNCATED_STREAM_TEXT", "chat_stream", "chat_stream_event", "chat_stream_end",
+    "chat_failure_code", "chat_error_failure", "chat_body_failure", "chat_status_failure",
+    "retry_after_ms",
 ]

@@ -1,12 +1,8 @@
 """The model seam: what the agent loop asks of a model, and what a model streams back.
 
-A model receives a :class:`ModelRequest` (call config, system prompt, tool schemas, the
-model-visible history) and streams DSH stream chunks (``core.StreamChunk``): ``block-start``,
-deltas, ``block-end`` carrying the assembled block, at most one ``usage``, then exactly one
-``finish``. A provider failure is reported as a final ``FinishChunk`` whose reason is
-``FinishError(failure=LlmFailure(...))`` with a DSH failure code (AUTH, RATE_LIMIT,
-CONTEXT_WINDOW_EXCEEDED, …), not as an exception. Cancellation is asyncio cancellation of the
-task iterating the stream.
+A model answers a :class:`ModelRequest` with DSH stream chunks ending in exactly one ``finish``;
+a provider failure is a final ``FinishError`` with a DSH failure code, not an exception.
+Cancellation is asyncio cancellation of the task iterating the stream.
 """
 
 from __future__ import annotations

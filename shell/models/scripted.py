@@ -1,13 +1,9 @@
 """ScriptedModel: the embedded, deterministic default model.
 
-Each model call consumes one script entry: a :class:`Reply`, or a callable that receives the
-:class:`~shell.models.base.ModelRequest` and returns one (so a script can react, e.g. echo the
-last tool result). A reply streams DSH chunks the way a provider adapter does: for every block
-``block-start``, deltas in small pieces, ``block-end`` with the whole block; then ``usage`` if
-given; then ``finish``. Every chunk is an await point, so cancellation can land mid-stream.
-
-A ``hang`` reply streams its partial text and then blocks until cancelled. Running out of script
-finishes the call with ``FinishError`` code ``SCRIPT_EXHAUSTED`` (never a hang).
+Each call plays one script entry (a :class:`Reply`, or a callable from the request to one), as
+a provider adapter streams: ``block-start``, small deltas, ``block-end``, ``usage``, ``finish``,
+each chunk an await point so cancellation can land mid-stream. Running out of script finishes
+with ``SCRIPT_EXHAUSTED`` (never a hang).
 """
 
 from __future__ import annotations
@@ -56,6 +52,10 @@ def _arguments(args: Mapping[str, Any] | str) -> str:
     return json.dumps(dict(args), separators=(",", ":"), ensure_ascii=False)
 
 
+def _reasoning(text: str | None) -> tuple[ContentBlock, ...]:
+    return () if text is None else (ReasoningBlock(text=text),)
+
+
 def _usage(usage: TokenUsage | tuple[int, int] | None) -> TokenUsage | None:
     if isinstance(usage, tuple):
         return TokenUsage(input_tokens=usage[0], output_tokens=usage[1])
@@ -64,13 +64,10 @@ def _usage(usage: TokenUsage | tuple[int, int] | None) -> TokenUsage | None:
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted model call.
-
-    ``blocks`` are text, reasoning and tool-call blocks in stream order (a tool call with an
-    empty id gets ``call_<call number>_<block index>``); ``finish`` defaults to ``tool-calls``
-    when there is a tool call and ``stop`` otherwise; ``hangs`` leaves the last block open after
-    its deltas and waits for cancellation instead of finishing.
-    """
+    """One scripted model call (docs/api-shell-runtime.md lists the builders): a tool call with
+    an empty id gets ``call_<call number>_<block index>``; ``finish`` defaults to ``tool-calls``
+    after a tool call, else ``stop``; ``hangs`` leaves the last block open and waits for
+    cancellation."""
 
     blocks: tuple[ContentBlock, ...] = ()
     usage: TokenUsage | None = None
@@ -82,11 +79,7 @@ class Reply:
     def text(text: str, *, reasoning: str | None = None,
              usage: TokenUsage | tuple[int, int] | None = None) -> Reply:
         """A text answer, optionally after a reasoning block."""
-        blocks: list[ContentBlock] = []
-        if reasoning is not None:
-            blocks.append(ReasoningBlock(text=reasoning))
-        blocks.append(TextBlock(text=text))
-        return Reply(blocks=tuple(blocks), usage=_usage(usage))
+        return Reply(blocks=(*_reasoning(reasoning), TextBlock(text=text)), usage=_usage(usage))
 
     @staticmethod
     def tool_call(name: str, args: Mapping[str, Any] | str, *, call_id: str = "",
@@ -122,12 +115,8 @@ class Reply:
     @staticmethod
     def hang(text: str = "", *, reasoning: str | None = None) -> Reply:
         """Stream ``text`` (if any) without closing its block, then block until cancelled."""
-        blocks: list[ContentBlock] = []
-        if reasoning is not None:
-            blocks.append(ReasoningBlock(text=reasoning))
-        if text:
-            blocks.append(TextBlock(text=text))
-        return Reply(blocks=tuple(blocks), hangs=True)
+        return Reply(blocks=(*_reasoning(reasoning), *((TextBlock(text=text),) if text else ())),
+                     hangs=True)
 
 
 ScriptEntry: TypeAlias = Reply | Callable[[ModelRequest], Reply | Awaitable[Reply]]
@@ -138,24 +127,20 @@ def _pieces(text: str, size: int) -> list[str]:
 
 
 def _block_chunks(index: int, block: ContentBlock, size: int, close: bool) -> list[StreamChunk]:
-    chunks: list[StreamChunk] = []
+    chunks: list[StreamChunk]
     if isinstance(block, TextBlock):
-        chunks.append(BlockStart(index=index, block_type="text"))
-        chunks.extend(TextDelta(index=index, text=piece) for piece in _pieces(block.text, size))
+        chunks = [BlockStart(index=index, block_type="text"),
+                  *(TextDelta(index=index, text=p) for p in _pieces(block.text, size))]
     elif isinstance(block, ReasoningBlock):
-        chunks.append(BlockStart(index=index, block_type="reasoning"))
-        chunks.extend(ReasoningDelta(index=index, text=piece)
-                      for piece in _pieces(block.text, size))
+        chunks = [BlockStart(index=index, block_type="reasoning"),
+                  *(ReasoningDelta(index=index, text=p) for p in _pieces(block.text, size))]
     elif isinstance(block, ToolCallBlock):
-        chunks.append(BlockStart(index=index, block_type="tool-call"))
-        chunks.extend(ToolCallDelta(index=index, id=block.id, name=block.name,
-                                    arguments_delta=piece)
-                      for piece in _pieces(block.arguments, size * 4))
+        chunks = [BlockStart(index=index, block_type="tool-call"),
+                  *(ToolCallDelta(index=index, id=block.id, name=block.name, arguments_delta=p)
+                    for p in _pieces(block.arguments, size * 4))]
     else:
         raise TypeError(f"a scripted reply cannot stream a {type(block).__name__}")
-    if close:
-        chunks.append(BlockEnd(index=index, block=block))
-    return chunks
+    return [*chunks, BlockEnd(index=index, block=block)] if close else chunks
 
 
 def reply_chunks(reply: Reply, call_number: int) -> tuple[list[StreamChunk], bool]:

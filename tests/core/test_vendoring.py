@@ -605,7 +605,7 @@ TIERS = (
     Tier(name="delegation", home="delegation", entries=("delegation/__init__.py",), optional=(),
          requires=("log",), max_lines=8800, script=DELEGATION_SCRIPT),
     Tier(name="machine", home="machine", entries=("machine/__init__.py",), optional=(),
-         requires=("log", "delegation"), max_lines=11600, script=MACHINE_SCRIPT),
+         requires=("log", "delegation"), max_lines=12500, script=MACHINE_SCRIPT),
     Tier(name="wire-seed", home="wire_seed.py", entries=("wire_seed.py",), optional=(),
          requires=("log", "formats"), max_lines=8000, script=WIRE_SEED_SCRIPT),
 )

@@ -53,11 +53,17 @@ def test_the_seed_of_a_real_in_flight_parent_converts_balanced(fmt: ModuleType) 
 
 def test_chat_conversion_is_the_shells_projection() -> None:
     """The openai-chat projection sends what the shell's OpenAI model sends."""
-    from turnfork.shell.models.openai_chat import _chat_messages
+    from turnfork.core import LlmCallConfig
+    from turnfork.shell.models.base import ModelRequest
+    from turnfork.shell.models.openai_chat import chat_request_body
 
     events = decode_log((FIXTURES / "generated" / "K10-parent.events.jsonl").read_bytes())
     messages = model_history(trace_log(events.unwrap()).unwrap())
-    assert from_model_history(messages, "openai-chat") == _chat_messages(None, messages)
+    request = ModelRequest(config=LlmCallConfig(provider="p", model="m"), system=None, tools=(),
+                           messages=messages)
+    assert len(messages) > 10
+    assert from_model_history(messages, "openai-chat") == chat_request_body(request,
+                                                                            "m")["messages"]
 
 
 def test_a_log_that_breaks_a_rule_gives_its_violation() -> None:
