@@ -1,17 +1,6 @@
 """The earlier path of :mod:`turnfork.core.machine.assembly`: its names (in no tier)."""
 
-from typing import Any
-
+from ._earlier import forwarding
 from .machine import assembly as _home
 
-__all__ = _home.__all__
-
-
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        return getattr(_home, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__all__, __getattr__, __dir__ = forwarding(_home, __name__)
