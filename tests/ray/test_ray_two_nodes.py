@@ -27,6 +27,15 @@ HERE = Path(__file__).resolve().parent
 pytestmark = pytest.mark.slow
 
 
+def _ray_client_logs(directory: Path) -> str:
+    """The end of each Ray Client server log the run left: why a client could not join."""
+    tails = []
+    for log in sorted(directory.glob("t/session_*/logs/ray_client_server*.err")):
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines()[-25:]
+        tails.append(f"\n--- {log.name} (last {len(lines)} lines)\n" + "\n".join(lines))
+    return "".join(tails)
+
+
 @pytest.fixture(scope="module")
 def two_nodes() -> Iterator[dict[str, Any]]:
     problem = isolation_problem()
@@ -38,7 +47,8 @@ def two_nodes() -> Iterator[dict[str, Any]]:
                                str(directory)], cwd=HERE, capture_output=True, text=True,
                               timeout=600, check=False)
         lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-        assert done.returncode == 0 and lines, f"failed ({done.returncode}):\n{done.stderr}"
+        assert done.returncode == 0 and lines, (
+            f"failed ({done.returncode}):\n{done.stderr}{_ray_client_logs(directory)}")
         yield json.loads(lines[-1])
     finally:
         shutil.rmtree(directory, ignore_errors=True)
