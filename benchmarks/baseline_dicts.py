@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .checks import TOOL_NOT_STARTED, Outcome
+from .checks import TOOL_NOT_STARTED, Outcome, surface_problem
 
 __all__ = ["check", "decode", "decode_and_check"]
 
@@ -23,32 +23,9 @@ def decode(data: bytes) -> list[dict[str, Any]]:
 
 
 def _surface_problem(event: dict[str, Any], seq: int, surface: list[int]) -> str | None:
-    cited = event.get("sourceEventSeqs")
-    cited_set: set[int] = set()
-    if cited is not None:
-        cited_set = set(cited)
-        if len(cited_set) != len(cited):
-            return "sourceEventSeqs lists a seq twice"
-        if cited and max(cited) >= seq:
-            return "sourceEventSeqs cites a seq that is not earlier"
-        if not cited and event["type"] != "assistant/message":
-            return "sourceEventSeqs is empty"
     op = event["surfaceOp"]
-    if op == "append":
-        surface.append(seq)
-        return None
-    start, end = op["start"], op["end"]
-    if start not in surface or end not in surface:
-        return "surface replace names a seq that is not on the surface"
-    first, last = surface.index(start), surface.index(end)
-    if first > last:
-        return "surface replace: start comes after end"
-    if any(s not in cited_set for s in surface[first:last + 1]):
-        return "surface replace shadows a seq it does not cite"
-    if event["type"] == "tool/result" and first != last:
-        return "a tool/result replacement must shadow exactly one event"
-    surface[first:last + 1] = [seq]
-    return None
+    replaced = None if op == "append" else (op["start"], op["end"])
+    return surface_problem(seq, surface, event["type"], event.get("sourceEventSeqs"), replaced)
 
 
 def check(events: list[dict[str, Any]]) -> Outcome:

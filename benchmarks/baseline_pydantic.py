@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
 
-from .checks import TOOL_NOT_STARTED, Outcome
+from .checks import TOOL_NOT_STARTED, Outcome, surface_problem
 
 __all__ = ["Event", "check", "decode", "decode_and_check"]
 
@@ -528,32 +528,9 @@ def decode(data: bytes) -> list[Event]:
 
 def _surface_problem(event: UserMessageEvent | AssistantMessageEvent | ToolResultEvent,
                      seq: int, surface: list[int]) -> str | None:
-    cited = event.source_event_seqs
-    cited_set: set[int] = set()
-    if cited is not None:
-        cited_set = set(cited)
-        if len(cited_set) != len(cited):
-            return "sourceEventSeqs lists a seq twice"
-        if cited and max(cited) >= seq:
-            return "sourceEventSeqs cites a seq that is not earlier"
-        if not cited and event.type != "assistant/message":
-            return "sourceEventSeqs is empty"
     op = event.surface_op
-    if op == "append":
-        surface.append(seq)
-        return None
-    assert isinstance(op, SurfaceReplace)
-    if op.start not in surface or op.end not in surface:
-        return "surface replace names a seq that is not on the surface"
-    first, last = surface.index(op.start), surface.index(op.end)
-    if first > last:
-        return "surface replace: start comes after end"
-    if any(s not in cited_set for s in surface[first:last + 1]):
-        return "surface replace shadows a seq it does not cite"
-    if event.type == "tool/result" and first != last:
-        return "a tool/result replacement must shadow exactly one event"
-    surface[first:last + 1] = [seq]
-    return None
+    replaced = None if isinstance(op, str) else (op.start, op.end)
+    return surface_problem(seq, surface, event.type, event.source_event_seqs, replaced)
 
 
 def check(events: Sequence[Event]) -> Outcome:

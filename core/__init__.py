@@ -20,610 +20,488 @@ tier's contract), plus the tiers themselves and the namespaces ``events``, ``gra
 ``hypothesis`` extra and are never imported here.
 """
 
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
 from . import delegation, events, grammar, log, loop, machine
-from .delegation import (
-    ANNOTATION_KEYWORDS,
-    CLOSING_REPORT_SECTION,
-    CONSTRAINT_KEYWORDS,
-    DELEGATION_SECTION,
-    DEPTH,
-    DIAGNOSTIC_TRUNCATED,
-    INVALID_ARGS_ERROR,
-    INVALID_TOOL_FILTER,
-    MAX_DIAGNOSTIC_BYTES,
-    PERSONA_CONTEXT_NAME,
-    PERSONA_CONTEXT_ORDER,
-    PERSONA_SECTION_NAME,
-    PERSONA_SECTION_ORDER,
-    RESERVED_TOOL_NAMES,
-    SCHEMA_TYPES,
-    STOP_REASON_HEADLINES,
-    STOP_REASONS,
-    STRUCTURED_ANSWER_NAME,
-    STRUCTURED_ANSWER_ORDER,
-    STRUCTURED_OUTPUT_DESCRIPTION,
-    STRUCTURED_OUTPUT_INSTRUCTION,
-    STRUCTURED_OUTPUT_RECORDED,
-    STRUCTURED_OUTPUT_SECTION,
-    STRUCTURED_OUTPUT_TOOL_NAME,
-    SUBAGENT_DELEGATION_CONTEXT,
-    SUBAGENT_LABEL_DESCRIPTION,
-    SUBAGENT_TOOL_NAME,
-    UNSUPPORTED_CAPABILITY,
-    UNSUPPORTED_SCHEMA,
-    AgentOptions,
-    BackgroundMode,
-    Capabilities,
-    CheckedRequest,
-    ChildPlan,
-    CompletedPrefix,
-    DelegatedPolicy,
-    DepthError,
-    DepthProblem,
-    InvalidArguments,
-    JsonSchemaError,
-    OutputSchema,
-    ParentView,
-    PromptSection,
-    RunResult,
-    RuntimeOptions,
-    StartError,
-    StartRequest,
-    StopReason,
-    StructuredOutputContract,
-    SubagentResult,
-    SupportedSchema,
-    ToolOutcome,
-    accounting_turn_end,
-    already_recorded_message,
-    bound_diagnostic,
-    cache_preserving_context,
-    check_capabilities,
-    check_object_schema,
-    check_request,
-    check_schema,
-    child_depth,
-    child_header,
-    delegated_policy,
-    describe_failure,
-    final_assistant_output,
-    fork_seed,
-    one_shot_descriptor,
-    output_text,
-    parent_depth,
-    parse_tool_arguments,
-    persona_context,
-    plan_child,
-    read_result,
-    read_turn,
-    render_already_recorded,
-    render_infrastructure_failure,
-    render_invalid_arguments,
-    render_result_and_dispose_failure,
-    render_start_error,
-    render_structured_recorded,
-    render_tool_result,
-    resolve_child_depth,
-    resolve_child_options,
-    stop_reason_for,
-    stop_reason_headline,
-    structured_answer,
-    structured_answer_context,
-    structured_output_contract,
-    subagent_prompt_description,
-    subagent_tool_description,
-    subagent_tool_parameters,
-    subagent_tool_schema,
-    validate_max_depth,
-    validate_output_schema,
-    validate_structured_arguments,
-    validate_tool_filter,
-    value_violations,
-)
-from .log import (  # the log as files hold it
-    ABORTED_BEFORE_DISPATCH_TEXT,
-    ABORTED_TEXT,
-    CONFINED,
-    DEFAULT_LIMITS,
-    DEFAULT_RETRY_POLICY,
-    DEFAULT_RETRYABLE_CODES,
-    DESCRIPTOR_EVENT_TYPE,
-    EMPTY_HISTORY,
-    EMPTY_TRACE,
-    KNOWN_EVENT_TYPES,
-    MAX_JSON_DEPTH,
-    MAX_SAFE_INTEGER,
-    MAX_TIMER_DELAY_MS,
-    PHASE_CHANGES,
-    RUNTIME_CONTEXT_PLUGIN,
-    SEED_RECORD_TYPE,
-    SESSION_FORMAT_VERSION,
-    STEP_END,
-    STEP_ORDER,
-    STEP_START,
-    SUBAGENT_DESCRIPTOR_VERSION,
-    SURFACE_EVENT_TYPES,
-    TOOL_NOT_STARTED,
-    TOOL_NOT_STARTED_TEXT,
-    TOOL_OUTCOME_UNKNOWN_TEXT,
-    TURN_END,
-    TURN_START,
-    TYPED_EVENT_CLASSES,
-    ZSTD_MAGIC,
-    AdapterDefaults,
-    ApprovalPolicyData,
-    ApprovalPolicyEvent,
-    AssistantChunkData,
-    AssistantChunkEvent,
-    AssistantMessage,
-    AssistantMessageData,
-    AssistantMessageEvent,
-    BlockEnd,
-    BlockStart,
-    BlockType,
-    CallPairing,
-    CancelCause,
-    CancelDisposed,
-    CancelHook,
-    CancelLegacy,
-    CancelParent,
-    CancelUser,
-    ContentBlock,
-    ContextSnapshot,
-    DecodeError,
-    DescriptorAt,
-    DescriptorError,
-    EpochHeader,
-    Event,
-    FileText,
-    FinishAborted,
-    FinishChunk,
-    FinishError,
-    FinishMaxTokens,
-    FinishReason,
-    FinishStop,
-    FinishToolCalls,
-    FrameMark,
-    HistorySnapshot,
-    HistoryView,
-    ImageAttachment,
-    ImageBlock,
-    ImageDimensions,
-    InboxSplicedData,
-    InboxSplicedEvent,
-    LlmCallConfig,
-    LlmFailure,
-    LlmRetryData,
-    LlmRetryEvent,
-    LlmRetryStartedData,
-    LlmRetryStartedEvent,
-    LoadedLog,
-    LogChunk,
-    LogFormat,
-    LogReadError,
-    Message,
-    MessageSource,
-    NonNegInt,
-    OpaqueEvent,
-    PendingCall,
-    Phase,
-    PositiveInt,
-    PrefixView,
-    ReadLimits,
-    ReasoningBlock,
-    ReasoningDelta,
-    RequestHeaderData,
-    RequestHeaderEvent,
-    RetryPolicy,
-    SafeInt,
-    SandboxModeData,
-    SandboxModeEvent,
-    SeededLog,
-    SeedRecord,
-    SequencePrefix,
-    SessionEndSeedData,
-    SessionEndSeedEvent,
-    SessionHeader,
-    StepData,
-    StepEndEvent,
-    StepStartEvent,
-    StreamChunk,
-    SubagentDescriptorData,
-    SubagentDescriptorEvent,
-    SurfaceNode,
-    SurfaceOp,
-    SurfaceReplace,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallData,
-    ToolCallDelta,
-    ToolCallEvent,
-    ToolErrorInfo,
-    ToolRestriction,
-    ToolResultBlock,
-    ToolResultData,
-    ToolResultEvent,
-    ToolResultMessage,
-    ToolSchema,
-    TornCause,
-    TornTail,
-    Trace,
-    TurnAborted,
-    TurnBlocked,
-    TurnCompleted,
-    TurnEndData,
-    TurnEndEvent,
-    TurnEndReason,
-    TurnError,
-    TurnInterrupted,
-    TurnMaxTokens,
-    TurnStartData,
-    TurnStartEvent,
-    TypedEvent,
-    UsageChunk,
-    UserMessage,
-    UserMessageEvent,
-    Violation,
-    WireError,
-    WriteRefusal,
-    ZstdFrame,
-    advance,
-    allowed_phases,
-    backoff_delay_ms,
-    batch_refusal,
-    check_balance,
-    check_event,
-    check_header,
-    check_retries,
-    clean_title_text,
-    close_open_turn,
-    closing_events,
-    closing_room,
-    closing_walk,
-    completed_turn_cut,
-    completed_turn_prefix,
-    counted_events,
-    cut_short_error,
-    cut_torn_tail,
-    dec_hook,
-    decode_header_line,
-    decode_log,
-    decode_segment,
-    decode_session,
-    describe_log,
-    enc_hook,
-    encode_event,
-    encode_header_line,
-    encode_log,
-    encode_segment,
-    encode_session,
-    event_limit_error,
-    event_type,
-    fallback_title,
-    fold_subagent_descriptor,
-    has_line_over,
-    history_snapshot,
-    identity_descriptor,
-    is_context_snapshot,
-    is_descriptor_event,
-    is_header_record,
-    is_json_line,
-    is_projected,
-    line_too_long_error,
-    long_line_error,
-    model_history,
-    parse_subagent_descriptor,
-    part_refusal,
-    phase_after,
-    phase_of,
-    project_dir_name,
-    project_key,
-    read_error_from_decode,
-    repair_closers,
-    request_context_event,
-    retry_policy_key,
-    schedule_retry,
-    seed_file_index,
-    seed_file_name,
-    seed_record_in,
-    session_id_problem,
-    size_words,
-    title_event,
-    tool_result_event,
-    torn_line,
-    trace_log,
-    utf8_error,
-    zstd_frame_at,
-)
-from .machine import (
-    ACTIVATION_CLOSING,
-    ACTIVATION_TEARDOWN_FAILED,
-    APPROVAL_POLICY_ORDER,
-    ASK_USER_QUESTION,
-    ASK_USER_QUESTION_DESCRIPTION,
-    ASSEMBLY_KINDS,
-    BACKGROUND_JOBS_UNAVAILABLE,
-    CANCELLED,
-    CLEARED_CONTEXT_TEXT,
-    CONTINUABLE_SECTION_ORDER,
-    CONTINUATION_UNAVAILABLE,
-    DEFAULT_MAX_STEPS,
-    DRAINING,
-    DUPLICATE_CHILD,
-    EMPTY_ASSEMBLY,
-    HARNESS_IDENTITY,
-    INTERRUPT_AGENT,
-    JOB_KILL,
-    JOB_LIST,
-    JOB_OUTPUT,
-    JOBS_SECTION,
-    KILLED_REASON,
-    LIST_AGENTS,
-    MALFORMED_DESCRIPTOR,
-    NO_JOB_CONTROLLER,
-    NOT_RESUMABLE,
-    PARENT_UNAVAILABLE,
-    PERSISTENCE_UNAVAILABLE,
-    PROMPT_VARIABLES,
-    REPORT,
-    REPORT_SECTION_NAME,
-    REPORT_SECTION_ORDER,
-    REPORT_SECTION_TEXT,
-    SANDBOX_POLICY_ORDER,
-    SEND_MESSAGE,
-    SNAPSHOT_HEADER,
-    SUMMARY_MAX_CHARS,
-    TRUNCATED_STREAM_TEXT,
-    UNAUTHORIZED,
-    AgentListDiagnostic,
-    AgentListEntry,
-    AgentStatus,
-    AnswerItem,
-    Answers,
-    BackgroundValue,
-    Backoff,
-    BackoffDone,
-    Begin,
-    CallModel,
-    Cancelled,
-    CancelRequested,
-    ChatStream,
-    ChildIdentity,
-    Chunk,
-    Command,
-    ContinuablePlan,
-    ContinuableStart,
-    ContinuableTerms,
-    ContinuableValue,
-    DiagnosticReason,
-    EndStream,
-    Failed,
-    Followup,
-    ForegroundValue,
-    JobOutcome,
-    JobStatus,
-    JobView,
-    ListingSlot,
-    ListScope,
-    LoopInput,
-    LoopProtocolError,
-    LoopState,
-    LoopStep,
-    PrepareStep,
-    Question,
-    QuestionIntent,
-    QuestionOption,
-    ResumeTerms,
-    RunTools,
-    Steer,
-    StepBlocked,
-    StepPrepared,
-    Stop,
-    StreamAssembly,
-    StreamEnded,
-    SubagentToolValue,
-    ToolDone,
-    TurnProgress,
-    Wake,
-    approval_policy_section,
-    ask_user_question_schema,
-    assemble_chunk,
-    assembled_blocks,
-    bound_summary,
-    chat_body_failure,
-    chat_error_failure,
-    chat_failure_code,
-    chat_status_failure,
-    chat_stream,
-    chat_stream_end,
-    chat_stream_event,
-    check_continuable,
-    child_identity,
-    completion_notice,
-    context_message,
-    continuable_descriptor,
-    continuable_tool_section,
-    epoch_stop_reason,
-    feed,
-    initial_loop_state,
-    intent_refusal,
-    interpolate_prompt,
-    interrupt_agent_schema,
-    interrupted_blocks,
-    job_id,
-    job_kill_schema,
-    job_limit_reached,
-    job_list_schema,
-    job_output_schema,
-    list_agents_schema,
-    listing_slots,
-    no_calling_agent,
-    object_tool_schema,
-    plan_continuable,
-    questions_from_arguments,
-    refusal,
-    render_agent_list,
-    render_interrupt_requested,
-    render_job_kill,
-    render_job_list,
-    render_job_output,
-    render_job_started,
-    render_queued,
-    render_report_accepted,
-    render_started,
-    report_message,
-    report_schema,
-    report_section,
-    resume_terms,
-    retry_after_ms,
-    run_outcome,
-    same_lifecycle,
-    sandbox_policy_section,
-    send_message_schema,
-    settlement_notice,
-    settlement_summary,
-    snapshot_text,
-    start_failure_outcome,
-    status_line,
-    teardown_failure_text,
-    with_dispose_failure,
-)
+from .delegation import ANNOTATION_KEYWORDS as ANNOTATION_KEYWORDS
+from .delegation import CLOSING_REPORT_SECTION as CLOSING_REPORT_SECTION
+from .delegation import CONSTRAINT_KEYWORDS as CONSTRAINT_KEYWORDS
+from .delegation import DELEGATION_SECTION as DELEGATION_SECTION
+from .delegation import DEPTH as DEPTH
+from .delegation import DIAGNOSTIC_TRUNCATED as DIAGNOSTIC_TRUNCATED
+from .delegation import INVALID_ARGS_ERROR as INVALID_ARGS_ERROR
+from .delegation import INVALID_TOOL_FILTER as INVALID_TOOL_FILTER
+from .delegation import MAX_DIAGNOSTIC_BYTES as MAX_DIAGNOSTIC_BYTES
+from .delegation import PERSONA_CONTEXT_NAME as PERSONA_CONTEXT_NAME
+from .delegation import PERSONA_CONTEXT_ORDER as PERSONA_CONTEXT_ORDER
+from .delegation import PERSONA_SECTION_NAME as PERSONA_SECTION_NAME
+from .delegation import PERSONA_SECTION_ORDER as PERSONA_SECTION_ORDER
+from .delegation import RESERVED_TOOL_NAMES as RESERVED_TOOL_NAMES
+from .delegation import SCHEMA_TYPES as SCHEMA_TYPES
+from .delegation import STOP_REASON_HEADLINES as STOP_REASON_HEADLINES
+from .delegation import STOP_REASONS as STOP_REASONS
+from .delegation import STRUCTURED_ANSWER_NAME as STRUCTURED_ANSWER_NAME
+from .delegation import STRUCTURED_ANSWER_ORDER as STRUCTURED_ANSWER_ORDER
+from .delegation import STRUCTURED_OUTPUT_DESCRIPTION as STRUCTURED_OUTPUT_DESCRIPTION
+from .delegation import STRUCTURED_OUTPUT_INSTRUCTION as STRUCTURED_OUTPUT_INSTRUCTION
+from .delegation import STRUCTURED_OUTPUT_RECORDED as STRUCTURED_OUTPUT_RECORDED
+from .delegation import STRUCTURED_OUTPUT_SECTION as STRUCTURED_OUTPUT_SECTION
+from .delegation import STRUCTURED_OUTPUT_TOOL_NAME as STRUCTURED_OUTPUT_TOOL_NAME
+from .delegation import SUBAGENT_DELEGATION_CONTEXT as SUBAGENT_DELEGATION_CONTEXT
+from .delegation import SUBAGENT_LABEL_DESCRIPTION as SUBAGENT_LABEL_DESCRIPTION
+from .delegation import SUBAGENT_TOOL_NAME as SUBAGENT_TOOL_NAME
+from .delegation import UNSUPPORTED_CAPABILITY as UNSUPPORTED_CAPABILITY
+from .delegation import UNSUPPORTED_SCHEMA as UNSUPPORTED_SCHEMA
+from .delegation import AgentOptions as AgentOptions
+from .delegation import BackgroundMode as BackgroundMode
+from .delegation import Capabilities as Capabilities
+from .delegation import CheckedRequest as CheckedRequest
+from .delegation import ChildPlan as ChildPlan
+from .delegation import CompletedPrefix as CompletedPrefix
+from .delegation import DelegatedPolicy as DelegatedPolicy
+from .delegation import DepthError as DepthError
+from .delegation import DepthProblem as DepthProblem
+from .delegation import InvalidArguments as InvalidArguments
+from .delegation import JsonSchemaError as JsonSchemaError
+from .delegation import OutputSchema as OutputSchema
+from .delegation import ParentView as ParentView
+from .delegation import PromptSection as PromptSection
+from .delegation import RunResult as RunResult
+from .delegation import RuntimeOptions as RuntimeOptions
+from .delegation import StartError as StartError
+from .delegation import StartRequest as StartRequest
+from .delegation import StopReason as StopReason
+from .delegation import StructuredOutputContract as StructuredOutputContract
+from .delegation import SubagentResult as SubagentResult
+from .delegation import SupportedSchema as SupportedSchema
+from .delegation import ToolOutcome as ToolOutcome
+from .delegation import accounting_turn_end as accounting_turn_end
+from .delegation import already_recorded_message as already_recorded_message
+from .delegation import bound_diagnostic as bound_diagnostic
+from .delegation import cache_preserving_context as cache_preserving_context
+from .delegation import check_capabilities as check_capabilities
+from .delegation import check_object_schema as check_object_schema
+from .delegation import check_request as check_request
+from .delegation import check_schema as check_schema
+from .delegation import child_depth as child_depth
+from .delegation import child_header as child_header
+from .delegation import delegated_policy as delegated_policy
+from .delegation import describe_failure as describe_failure
+from .delegation import final_assistant_output as final_assistant_output
+from .delegation import fork_seed as fork_seed
+from .delegation import one_shot_descriptor as one_shot_descriptor
+from .delegation import output_text as output_text
+from .delegation import parent_depth as parent_depth
+from .delegation import parse_tool_arguments as parse_tool_arguments
+from .delegation import persona_context as persona_context
+from .delegation import plan_child as plan_child
+from .delegation import read_result as read_result
+from .delegation import read_turn as read_turn
+from .delegation import render_already_recorded as render_already_recorded
+from .delegation import render_infrastructure_failure as render_infrastructure_failure
+from .delegation import render_invalid_arguments as render_invalid_arguments
+from .delegation import render_result_and_dispose_failure as render_result_and_dispose_failure
+from .delegation import render_start_error as render_start_error
+from .delegation import render_structured_recorded as render_structured_recorded
+from .delegation import render_tool_result as render_tool_result
+from .delegation import resolve_child_depth as resolve_child_depth
+from .delegation import resolve_child_options as resolve_child_options
+from .delegation import stop_reason_for as stop_reason_for
+from .delegation import stop_reason_headline as stop_reason_headline
+from .delegation import structured_answer as structured_answer
+from .delegation import structured_answer_context as structured_answer_context
+from .delegation import structured_output_contract as structured_output_contract
+from .delegation import subagent_prompt_description as subagent_prompt_description
+from .delegation import subagent_tool_description as subagent_tool_description
+from .delegation import subagent_tool_parameters as subagent_tool_parameters
+from .delegation import subagent_tool_schema as subagent_tool_schema
+from .delegation import validate_max_depth as validate_max_depth
+from .delegation import validate_output_schema as validate_output_schema
+from .delegation import validate_structured_arguments as validate_structured_arguments
+from .delegation import validate_tool_filter as validate_tool_filter
+from .delegation import value_violations as value_violations
+from .log import ABORTED_BEFORE_DISPATCH_TEXT as ABORTED_BEFORE_DISPATCH_TEXT
+from .log import ABORTED_TEXT as ABORTED_TEXT
+from .log import CONFINED as CONFINED
+from .log import DEFAULT_LIMITS as DEFAULT_LIMITS
+from .log import DEFAULT_RETRY_POLICY as DEFAULT_RETRY_POLICY
+from .log import DEFAULT_RETRYABLE_CODES as DEFAULT_RETRYABLE_CODES
+from .log import DESCRIPTOR_EVENT_TYPE as DESCRIPTOR_EVENT_TYPE
+from .log import EMPTY_HISTORY as EMPTY_HISTORY
+from .log import EMPTY_TRACE as EMPTY_TRACE
+from .log import KNOWN_EVENT_TYPES as KNOWN_EVENT_TYPES
+from .log import MAX_JSON_DEPTH as MAX_JSON_DEPTH
+from .log import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
+from .log import MAX_TIMER_DELAY_MS as MAX_TIMER_DELAY_MS
+from .log import PHASE_CHANGES as PHASE_CHANGES
+from .log import RUNTIME_CONTEXT_PLUGIN as RUNTIME_CONTEXT_PLUGIN
+from .log import SEED_RECORD_TYPE as SEED_RECORD_TYPE
+from .log import SESSION_FORMAT_VERSION as SESSION_FORMAT_VERSION
+from .log import STEP_END as STEP_END
+from .log import STEP_ORDER as STEP_ORDER
+from .log import STEP_START as STEP_START
+from .log import SUBAGENT_DESCRIPTOR_VERSION as SUBAGENT_DESCRIPTOR_VERSION
+from .log import SURFACE_EVENT_TYPES as SURFACE_EVENT_TYPES
+from .log import TOOL_NOT_STARTED as TOOL_NOT_STARTED
+from .log import TOOL_NOT_STARTED_TEXT as TOOL_NOT_STARTED_TEXT
+from .log import TOOL_OUTCOME_UNKNOWN_TEXT as TOOL_OUTCOME_UNKNOWN_TEXT
+from .log import TURN_END as TURN_END
+from .log import TURN_START as TURN_START
+from .log import TYPED_EVENT_CLASSES as TYPED_EVENT_CLASSES
+from .log import ZSTD_MAGIC as ZSTD_MAGIC
+from .log import AdapterDefaults as AdapterDefaults
+from .log import ApprovalPolicyData as ApprovalPolicyData
+from .log import ApprovalPolicyEvent as ApprovalPolicyEvent
+from .log import AssistantChunkData as AssistantChunkData
+from .log import AssistantChunkEvent as AssistantChunkEvent
+from .log import AssistantMessage as AssistantMessage
+from .log import AssistantMessageData as AssistantMessageData
+from .log import AssistantMessageEvent as AssistantMessageEvent
+from .log import BlockEnd as BlockEnd
+from .log import BlockStart as BlockStart
+from .log import BlockType as BlockType
+from .log import CallPairing as CallPairing
+from .log import CancelCause as CancelCause
+from .log import CancelDisposed as CancelDisposed
+from .log import CancelHook as CancelHook
+from .log import CancelLegacy as CancelLegacy
+from .log import CancelParent as CancelParent
+from .log import CancelUser as CancelUser
+from .log import ContentBlock as ContentBlock
+from .log import ContextSnapshot as ContextSnapshot
+from .log import DecodeError as DecodeError
+from .log import DescriptorAt as DescriptorAt
+from .log import DescriptorError as DescriptorError
+from .log import EpochHeader as EpochHeader
+from .log import Event as Event
+from .log import FileText as FileText
+from .log import FinishAborted as FinishAborted
+from .log import FinishChunk as FinishChunk
+from .log import FinishError as FinishError
+from .log import FinishMaxTokens as FinishMaxTokens
+from .log import FinishReason as FinishReason
+from .log import FinishStop as FinishStop
+from .log import FinishToolCalls as FinishToolCalls
+from .log import FrameMark as FrameMark
+from .log import HistorySnapshot as HistorySnapshot
+from .log import HistoryView as HistoryView
+from .log import ImageAttachment as ImageAttachment
+from .log import ImageBlock as ImageBlock
+from .log import ImageDimensions as ImageDimensions
+from .log import InboxSplicedData as InboxSplicedData
+from .log import InboxSplicedEvent as InboxSplicedEvent
+from .log import LlmCallConfig as LlmCallConfig
+from .log import LlmFailure as LlmFailure
+from .log import LlmRetryData as LlmRetryData
+from .log import LlmRetryEvent as LlmRetryEvent
+from .log import LlmRetryStartedData as LlmRetryStartedData
+from .log import LlmRetryStartedEvent as LlmRetryStartedEvent
+from .log import LoadedLog as LoadedLog
+from .log import LogChunk as LogChunk
+from .log import LogFormat as LogFormat
+from .log import LogReadError as LogReadError
+from .log import Message as Message
+from .log import MessageSource as MessageSource
+from .log import NonNegInt as NonNegInt
+from .log import OpaqueEvent as OpaqueEvent
+from .log import PendingCall as PendingCall
+from .log import Phase as Phase
+from .log import PositiveInt as PositiveInt
+from .log import PrefixView as PrefixView
+from .log import ReadLimits as ReadLimits
+from .log import ReasoningBlock as ReasoningBlock
+from .log import ReasoningDelta as ReasoningDelta
+from .log import RequestHeaderData as RequestHeaderData
+from .log import RequestHeaderEvent as RequestHeaderEvent
+from .log import RetryPolicy as RetryPolicy
+from .log import SafeInt as SafeInt
+from .log import SandboxModeData as SandboxModeData
+from .log import SandboxModeEvent as SandboxModeEvent
+from .log import SeededLog as SeededLog
+from .log import SeedRecord as SeedRecord
+from .log import SequencePrefix as SequencePrefix
+from .log import SessionEndSeedData as SessionEndSeedData
+from .log import SessionEndSeedEvent as SessionEndSeedEvent
+from .log import SessionHeader as SessionHeader
+from .log import StepData as StepData
+from .log import StepEndEvent as StepEndEvent
+from .log import StepStartEvent as StepStartEvent
+from .log import StreamChunk as StreamChunk
+from .log import SubagentDescriptorData as SubagentDescriptorData
+from .log import SubagentDescriptorEvent as SubagentDescriptorEvent
+from .log import SurfaceNode as SurfaceNode
+from .log import SurfaceOp as SurfaceOp
+from .log import SurfaceReplace as SurfaceReplace
+from .log import TextBlock as TextBlock
+from .log import TextDelta as TextDelta
+from .log import TokenUsage as TokenUsage
+from .log import ToolCallBlock as ToolCallBlock
+from .log import ToolCallData as ToolCallData
+from .log import ToolCallDelta as ToolCallDelta
+from .log import ToolCallEvent as ToolCallEvent
+from .log import ToolErrorInfo as ToolErrorInfo
+from .log import ToolRestriction as ToolRestriction
+from .log import ToolResultBlock as ToolResultBlock
+from .log import ToolResultData as ToolResultData
+from .log import ToolResultEvent as ToolResultEvent
+from .log import ToolResultMessage as ToolResultMessage
+from .log import ToolSchema as ToolSchema
+from .log import TornCause as TornCause
+from .log import TornTail as TornTail
+from .log import Trace as Trace
+from .log import TurnAborted as TurnAborted
+from .log import TurnBlocked as TurnBlocked
+from .log import TurnCompleted as TurnCompleted
+from .log import TurnEndData as TurnEndData
+from .log import TurnEndEvent as TurnEndEvent
+from .log import TurnEndReason as TurnEndReason
+from .log import TurnError as TurnError
+from .log import TurnInterrupted as TurnInterrupted
+from .log import TurnMaxTokens as TurnMaxTokens
+from .log import TurnStartData as TurnStartData
+from .log import TurnStartEvent as TurnStartEvent
+from .log import TypedEvent as TypedEvent
+from .log import UsageChunk as UsageChunk
+from .log import UserMessage as UserMessage
+from .log import UserMessageEvent as UserMessageEvent
+from .log import Violation as Violation
+from .log import WireError as WireError
+from .log import WriteRefusal as WriteRefusal
+from .log import ZstdFrame as ZstdFrame
+from .log import advance as advance
+from .log import allowed_phases as allowed_phases
+from .log import backoff_delay_ms as backoff_delay_ms
+from .log import batch_refusal as batch_refusal
+from .log import check_balance as check_balance
+from .log import check_event as check_event
+from .log import check_header as check_header
+from .log import check_retries as check_retries
+from .log import clean_title_text as clean_title_text
+from .log import close_open_turn as close_open_turn
+from .log import closing_events as closing_events
+from .log import closing_room as closing_room
+from .log import closing_walk as closing_walk
+from .log import completed_turn_cut as completed_turn_cut
+from .log import completed_turn_prefix as completed_turn_prefix
+from .log import counted_events as counted_events
+from .log import cut_short_error as cut_short_error
+from .log import cut_torn_tail as cut_torn_tail
+from .log import dec_hook as dec_hook
+from .log import decode_header_line as decode_header_line
+from .log import decode_log as decode_log
+from .log import decode_segment as decode_segment
+from .log import decode_session as decode_session
+from .log import describe_log as describe_log
+from .log import enc_hook as enc_hook
+from .log import encode_event as encode_event
+from .log import encode_header_line as encode_header_line
+from .log import encode_log as encode_log
+from .log import encode_segment as encode_segment
+from .log import encode_session as encode_session
+from .log import event_limit_error as event_limit_error
+from .log import event_type as event_type
+from .log import fallback_title as fallback_title
+from .log import fold_subagent_descriptor as fold_subagent_descriptor
+from .log import has_line_over as has_line_over
+from .log import history_snapshot as history_snapshot
+from .log import identity_descriptor as identity_descriptor
+from .log import is_context_snapshot as is_context_snapshot
+from .log import is_descriptor_event as is_descriptor_event
+from .log import is_header_record as is_header_record
+from .log import is_json_line as is_json_line
+from .log import is_projected as is_projected
+from .log import line_too_long_error as line_too_long_error
+from .log import long_line_error as long_line_error
+from .log import model_history as model_history
+from .log import parse_subagent_descriptor as parse_subagent_descriptor
+from .log import part_refusal as part_refusal
+from .log import phase_after as phase_after
+from .log import phase_of as phase_of
+from .log import project_dir_name as project_dir_name
+from .log import project_key as project_key
+from .log import read_error_from_decode as read_error_from_decode
+from .log import repair_closers as repair_closers
+from .log import request_context_event as request_context_event
+from .log import retry_policy_key as retry_policy_key
+from .log import schedule_retry as schedule_retry
+from .log import seed_file_index as seed_file_index
+from .log import seed_file_name as seed_file_name
+from .log import seed_record_in as seed_record_in
+from .log import session_id_problem as session_id_problem
+from .log import size_words as size_words
+from .log import title_event as title_event
+from .log import tool_result_event as tool_result_event
+from .log import torn_line as torn_line
+from .log import trace_log as trace_log
+from .log import utf8_error as utf8_error
+from .log import zstd_frame_at as zstd_frame_at
+from .machine import ACTIVATION_CLOSING as ACTIVATION_CLOSING
+from .machine import ACTIVATION_TEARDOWN_FAILED as ACTIVATION_TEARDOWN_FAILED
+from .machine import APPROVAL_POLICY_ORDER as APPROVAL_POLICY_ORDER
+from .machine import ASK_USER_QUESTION as ASK_USER_QUESTION
+from .machine import ASK_USER_QUESTION_DESCRIPTION as ASK_USER_QUESTION_DESCRIPTION
+from .machine import ASSEMBLY_KINDS as ASSEMBLY_KINDS
+from .machine import BACKGROUND_JOBS_UNAVAILABLE as BACKGROUND_JOBS_UNAVAILABLE
+from .machine import CANCELLED as CANCELLED
+from .machine import CLEARED_CONTEXT_TEXT as CLEARED_CONTEXT_TEXT
+from .machine import CONTINUABLE_SECTION_ORDER as CONTINUABLE_SECTION_ORDER
+from .machine import CONTINUATION_UNAVAILABLE as CONTINUATION_UNAVAILABLE
+from .machine import DEFAULT_MAX_STEPS as DEFAULT_MAX_STEPS
+from .machine import DRAINING as DRAINING
+from .machine import DUPLICATE_CHILD as DUPLICATE_CHILD
+from .machine import EMPTY_ASSEMBLY as EMPTY_ASSEMBLY
+from .machine import HARNESS_IDENTITY as HARNESS_IDENTITY
+from .machine import INTERRUPT_AGENT as INTERRUPT_AGENT
+from .machine import JOB_KILL as JOB_KILL
+from .machine import JOB_LIST as JOB_LIST
+from .machine import JOB_OUTPUT as JOB_OUTPUT
+from .machine import JOBS_SECTION as JOBS_SECTION
+from .machine import KILLED_REASON as KILLED_REASON
+from .machine import LIST_AGENTS as LIST_AGENTS
+from .machine import MALFORMED_DESCRIPTOR as MALFORMED_DESCRIPTOR
+from .machine import NO_JOB_CONTROLLER as NO_JOB_CONTROLLER
+from .machine import NOT_RESUMABLE as NOT_RESUMABLE
+from .machine import PARENT_UNAVAILABLE as PARENT_UNAVAILABLE
+from .machine import PERSISTENCE_UNAVAILABLE as PERSISTENCE_UNAVAILABLE
+from .machine import PROMPT_VARIABLES as PROMPT_VARIABLES
+from .machine import REPORT as REPORT
+from .machine import REPORT_SECTION_NAME as REPORT_SECTION_NAME
+from .machine import REPORT_SECTION_ORDER as REPORT_SECTION_ORDER
+from .machine import REPORT_SECTION_TEXT as REPORT_SECTION_TEXT
+from .machine import SANDBOX_POLICY_ORDER as SANDBOX_POLICY_ORDER
+from .machine import SEND_MESSAGE as SEND_MESSAGE
+from .machine import SNAPSHOT_HEADER as SNAPSHOT_HEADER
+from .machine import SUMMARY_MAX_CHARS as SUMMARY_MAX_CHARS
+from .machine import TRUNCATED_STREAM_TEXT as TRUNCATED_STREAM_TEXT
+from .machine import UNAUTHORIZED as UNAUTHORIZED
+from .machine import AgentListDiagnostic as AgentListDiagnostic
+from .machine import AgentListEntry as AgentListEntry
+from .machine import AgentStatus as AgentStatus
+from .machine import AnswerItem as AnswerItem
+from .machine import Answers as Answers
+from .machine import BackgroundValue as BackgroundValue
+from .machine import Backoff as Backoff
+from .machine import BackoffDone as BackoffDone
+from .machine import Begin as Begin
+from .machine import CallModel as CallModel
+from .machine import Cancelled as Cancelled
+from .machine import CancelRequested as CancelRequested
+from .machine import ChatStream as ChatStream
+from .machine import ChildIdentity as ChildIdentity
+from .machine import Chunk as Chunk
+from .machine import Command as Command
+from .machine import ContinuablePlan as ContinuablePlan
+from .machine import ContinuableStart as ContinuableStart
+from .machine import ContinuableTerms as ContinuableTerms
+from .machine import ContinuableValue as ContinuableValue
+from .machine import DiagnosticReason as DiagnosticReason
+from .machine import EndStream as EndStream
+from .machine import Failed as Failed
+from .machine import Followup as Followup
+from .machine import ForegroundValue as ForegroundValue
+from .machine import JobOutcome as JobOutcome
+from .machine import JobStatus as JobStatus
+from .machine import JobView as JobView
+from .machine import ListingSlot as ListingSlot
+from .machine import ListScope as ListScope
+from .machine import LoopInput as LoopInput
+from .machine import LoopProtocolError as LoopProtocolError
+from .machine import LoopState as LoopState
+from .machine import LoopStep as LoopStep
+from .machine import PrepareStep as PrepareStep
+from .machine import Prompt as Prompt
+from .machine import Question as Question
+from .machine import QuestionIntent as QuestionIntent
+from .machine import QuestionOption as QuestionOption
+from .machine import ResumeTerms as ResumeTerms
+from .machine import RunTools as RunTools
+from .machine import Steer as Steer
+from .machine import StepBlocked as StepBlocked
+from .machine import StepPrepared as StepPrepared
+from .machine import Stop as Stop
+from .machine import StreamAssembly as StreamAssembly
+from .machine import StreamEnded as StreamEnded
+from .machine import SubagentToolValue as SubagentToolValue
+from .machine import ToolDone as ToolDone
+from .machine import TurnProgress as TurnProgress
+from .machine import Wake as Wake
+from .machine import approval_policy_section as approval_policy_section
+from .machine import ask_user_question_schema as ask_user_question_schema
+from .machine import assemble_chunk as assemble_chunk
+from .machine import assembled_blocks as assembled_blocks
+from .machine import bound_summary as bound_summary
+from .machine import chat_body_failure as chat_body_failure
+from .machine import chat_error_failure as chat_error_failure
+from .machine import chat_failure_code as chat_failure_code
+from .machine import chat_status_failure as chat_status_failure
+from .machine import chat_stream as chat_stream
+from .machine import chat_stream_end as chat_stream_end
+from .machine import chat_stream_event as chat_stream_event
+from .machine import check_continuable as check_continuable
+from .machine import child_identity as child_identity
+from .machine import completion_notice as completion_notice
+from .machine import context_message as context_message
+from .machine import continuable_descriptor as continuable_descriptor
+from .machine import continuable_tool_section as continuable_tool_section
+from .machine import epoch_stop_reason as epoch_stop_reason
+from .machine import failure_of as failure_of
+from .machine import feed as feed
+from .machine import initial_loop_state as initial_loop_state
+from .machine import intent_refusal as intent_refusal
+from .machine import interpolate_prompt as interpolate_prompt
+from .machine import interrupt_agent_schema as interrupt_agent_schema
+from .machine import interrupted_blocks as interrupted_blocks
+from .machine import job_id as job_id
+from .machine import job_kill_schema as job_kill_schema
+from .machine import job_limit_reached as job_limit_reached
+from .machine import job_list_schema as job_list_schema
+from .machine import job_output_schema as job_output_schema
+from .machine import list_agents_schema as list_agents_schema
+from .machine import listing_slots as listing_slots
+from .machine import merge_sections as merge_sections
+from .machine import missing_route as missing_route
+from .machine import no_calling_agent as no_calling_agent
+from .machine import object_tool_schema as object_tool_schema
+from .machine import pending_input as pending_input
+from .machine import plan_continuable as plan_continuable
+from .machine import policy_sections as policy_sections
+from .machine import questions_from_arguments as questions_from_arguments
+from .machine import queued_input as queued_input
+from .machine import ranked_sections as ranked_sections
+from .machine import refusal as refusal
+from .machine import render_agent_list as render_agent_list
+from .machine import render_interrupt_requested as render_interrupt_requested
+from .machine import render_job_kill as render_job_kill
+from .machine import render_job_list as render_job_list
+from .machine import render_job_output as render_job_output
+from .machine import render_job_started as render_job_started
+from .machine import render_queued as render_queued
+from .machine import render_report_accepted as render_report_accepted
+from .machine import render_started as render_started
+from .machine import report_message as report_message
+from .machine import report_schema as report_schema
+from .machine import report_section as report_section
+from .machine import resume_terms as resume_terms
+from .machine import retry_after_ms as retry_after_ms
+from .machine import retry_note as retry_note
+from .machine import run_outcome as run_outcome
+from .machine import same_lifecycle as same_lifecycle
+from .machine import sandbox_policy_section as sandbox_policy_section
+from .machine import send_message_schema as send_message_schema
+from .machine import settlement_notice as settlement_notice
+from .machine import settlement_summary as settlement_summary
+from .machine import snapshot_text as snapshot_text
+from .machine import start_failure_outcome as start_failure_outcome
+from .machine import status_line as status_line
+from .machine import step_context as step_context
+from .machine import step_header as step_header
+from .machine import step_system_prompt as step_system_prompt
+from .machine import teardown_failure_text as teardown_failure_text
+from .machine import turn_note as turn_note
+from .machine import user_message as user_message
+from .machine import with_dispose_failure as with_dispose_failure
 
-# isort: split
-# The loop driver's pure rules, kept in a block of their own.
-from .machine import (
-    Prompt,
-    failure_of,
-    merge_sections,
-    missing_route,
-    pending_input,
-    policy_sections,
-    queued_input,
-    ranked_sections,
-    retry_note,
-    step_context,
-    step_header,
-    step_system_prompt,
-    turn_note,
-    user_message,
-)
-
-__all__ = [
-    # the tiers and the namespaces
-    "log", "delegation", "machine", "events", "grammar", "loop",
-    # log
-    "MAX_SAFE_INTEGER", "SESSION_FORMAT_VERSION", "SUBAGENT_DESCRIPTOR_VERSION",
-    "KNOWN_EVENT_TYPES", "SURFACE_EVENT_TYPES", "SafeInt", "NonNegInt", "PositiveInt", "TextBlock",
-    "ReasoningBlock", "ImageDimensions", "ImageAttachment", "ImageBlock", "ToolCallBlock",
-    "ToolResultBlock", "ContentBlock", "MessageSource", "dec_hook", "enc_hook", "UserMessage",
-    "AssistantMessage", "ToolResultMessage", "TokenUsage", "LlmFailure", "CancelCause",
-    "CancelUser", "CancelParent", "CancelHook", "CancelDisposed", "CancelLegacy", "TurnEndReason",
-    "TurnCompleted", "TurnAborted", "TurnBlocked", "TurnError", "TurnMaxTokens", "TurnInterrupted",
-    "BlockType", "BlockStart", "TextDelta", "ReasoningDelta", "ToolCallDelta", "BlockEnd",
-    "UsageChunk", "FinishReason", "FinishStop", "FinishToolCalls", "FinishMaxTokens",
-    "FinishAborted", "FinishError", "FinishChunk", "StreamChunk", "AdapterDefaults",
-    "LlmCallConfig", "ToolSchema", "EpochHeader", "ToolRestriction", "ToolErrorInfo",
-    "SurfaceReplace", "SurfaceOp", "TurnStartData", "TurnEndData", "StepData", "AssistantChunkData",
-    "AssistantMessageData", "ToolCallData", "ToolResultData", "RequestHeaderData",
-    "SessionEndSeedData", "SubagentDescriptorData", "SandboxModeData", "ApprovalPolicyData",
-    "InboxSplicedData", "LlmRetryData", "LlmRetryStartedData", "TurnStartEvent", "TurnEndEvent",
-    "StepStartEvent", "StepEndEvent", "UserMessageEvent", "AssistantChunkEvent",
-    "AssistantMessageEvent", "ToolCallEvent", "ToolResultEvent", "RequestHeaderEvent",
-    "SessionEndSeedEvent", "SubagentDescriptorEvent", "SandboxModeEvent", "ApprovalPolicyEvent",
-    "InboxSplicedEvent", "LlmRetryEvent", "LlmRetryStartedEvent", "OpaqueEvent", "TypedEvent",
-    "Event", "TYPED_EVENT_CLASSES", "event_type", "SessionHeader", "MAX_JSON_DEPTH", "DecodeError",
-    "WireError", "decode_log", "decode_session", "decode_header_line", "encode_log",
-    "encode_session", "encode_event", "encode_header_line", "check_event", "check_header",
-    "is_json_line", "DESCRIPTOR_EVENT_TYPE", "DescriptorError", "DescriptorAt",
-    "parse_subagent_descriptor", "is_descriptor_event", "fold_subagent_descriptor",
-    "identity_descriptor", "Phase", "TURN_START", "TURN_END", "STEP_START", "STEP_END",
-    "PHASE_CHANGES", "CONFINED", "STEP_ORDER", "phase_of", "phase_after", "allowed_phases",
-    "closing_walk",
-    "ContextSnapshot", "PendingCall", "CallPairing", "SurfaceNode", "Trace", "Violation",
-    "EMPTY_TRACE", "advance",
-    "trace_log", "check_balance", "TOOL_NOT_STARTED", "SequencePrefix", "PrefixView", "SeededLog",
-    "completed_turn_prefix", "completed_turn_cut", "Message", "HistoryView", "HistorySnapshot",
-    "EMPTY_HISTORY", "history_snapshot", "model_history", "TOOL_NOT_STARTED_TEXT",
-    "TOOL_OUTCOME_UNKNOWN_TEXT", "ABORTED_TEXT", "ABORTED_BEFORE_DISPATCH_TEXT", "close_open_turn",
-    "closing_events", "repair_closers", "tool_result_event", "RUNTIME_CONTEXT_PLUGIN",
-    "is_context_snapshot", "clean_title_text", "fallback_title", "title_event",
-    "request_context_event", "RetryPolicy", "DEFAULT_RETRY_POLICY", "DEFAULT_RETRYABLE_CODES",
-    "MAX_TIMER_DELAY_MS", "retry_policy_key", "backoff_delay_ms", "schedule_retry", "check_retries",
-    # log files
-    "LogFormat", "ReadLimits", "DEFAULT_LIMITS", "LogReadError", "TornCause", "TornTail",
-    "SEED_RECORD_TYPE", "SeedRecord", "seed_file_name", "seed_file_index", "seed_record_in",
-    "LoadedLog", "LogChunk", "FileText", "describe_log", "size_words", "read_error_from_decode",
-    "line_too_long_error", "long_line_error", "counted_events", "event_limit_error", "utf8_error",
-    "torn_line", "FrameMark", "cut_short_error", "cut_torn_tail",
-    "is_header_record", "is_projected", "closing_room", "has_line_over",
-    "ZSTD_MAGIC", "ZstdFrame", "zstd_frame_at",
-    "WriteRefusal", "part_refusal", "batch_refusal",
-    "project_key", "project_dir_name", "encode_segment", "decode_segment", "session_id_problem",
-    # delegation
-    "UNSUPPORTED_CAPABILITY", "DEPTH", "INVALID_TOOL_FILTER", "UNSUPPORTED_SCHEMA",
-    "RESERVED_TOOL_NAMES", "AgentOptions", "RuntimeOptions", "StartRequest", "Capabilities",
-    "StartError", "PromptSection", "check_capabilities", "validate_tool_filter", "DepthError",
-    "DepthProblem", "parent_depth", "child_depth", "validate_max_depth", "resolve_child_depth",
-    "CheckedRequest", "check_request", "SUBAGENT_DELEGATION_CONTEXT", "DELEGATION_SECTION",
-    "PERSONA_SECTION_NAME", "PERSONA_SECTION_ORDER", "DelegatedPolicy", "CompletedPrefix",
-    "ParentView", "ChildPlan",
-    "resolve_child_options", "child_header", "delegated_policy", "one_shot_descriptor", "fork_seed",
-    "plan_child", "StopReason", "STOP_REASONS", "SubagentResult", "RunResult",
-    "MAX_DIAGNOSTIC_BYTES", "DIAGNOSTIC_TRUNCATED", "final_assistant_output", "output_text",
-    "accounting_turn_end", "stop_reason_for", "read_result", "read_turn", "describe_failure",
-    "bound_diagnostic", "BackgroundMode", "SUBAGENT_TOOL_NAME", "STOP_REASON_HEADLINES",
-    "stop_reason_headline", "render_tool_result", "render_infrastructure_failure",
-    "render_result_and_dispose_failure", "render_start_error", "subagent_tool_description",
-    "subagent_prompt_description", "SUBAGENT_LABEL_DESCRIPTION", "subagent_tool_parameters",
-    "subagent_tool_schema", "STRUCTURED_OUTPUT_TOOL_NAME", "STRUCTURED_OUTPUT_DESCRIPTION",
-    "STRUCTURED_OUTPUT_INSTRUCTION", "STRUCTURED_OUTPUT_SECTION", "STRUCTURED_OUTPUT_RECORDED",
-    "INVALID_ARGS_ERROR", "OutputSchema", "InvalidArguments", "StructuredOutputContract",
-    "validate_output_schema", "validate_structured_arguments", "structured_output_contract",
-    "already_recorded_message", "render_structured_recorded", "render_already_recorded",
-    "render_invalid_arguments", "SCHEMA_TYPES", "CONSTRAINT_KEYWORDS", "ANNOTATION_KEYWORDS",
-    "JsonSchemaError", "SupportedSchema", "check_schema", "check_object_schema", "value_violations",
-    "parse_tool_arguments", "ToolOutcome", "PERSONA_CONTEXT_NAME", "PERSONA_CONTEXT_ORDER",
-    "STRUCTURED_ANSWER_NAME", "STRUCTURED_ANSWER_ORDER", "CLOSING_REPORT_SECTION",
-    "persona_context", "structured_answer_context", "cache_preserving_context",
-    "structured_answer",
-    # machine
-    "Followup", "Steer", "Begin", "StepPrepared", "StepBlocked", "Chunk", "StreamEnded",
-    "BackoffDone", "ToolDone", "Failed", "CancelRequested", "Cancelled", "LoopInput", "Wake",
-    "PrepareStep", "CallModel", "EndStream", "Backoff", "RunTools", "Stop", "Command",
-    "TurnProgress", "LoopState", "LoopStep", "LoopProtocolError", "DEFAULT_MAX_STEPS",
-    "initial_loop_state", "feed", "StreamAssembly", "EMPTY_ASSEMBLY", "assemble_chunk",
-    "assembled_blocks", "interrupted_blocks", "ASSEMBLY_KINDS", "SANDBOX_POLICY_ORDER",
-    "APPROVAL_POLICY_ORDER", "sandbox_policy_section", "approval_policy_section", "SNAPSHOT_HEADER",
-    "CLEARED_CONTEXT_TEXT", "snapshot_text", "context_message", "HARNESS_IDENTITY",
-    "PROMPT_VARIABLES", "interpolate_prompt", "CONTINUATION_UNAVAILABLE", "PERSISTENCE_UNAVAILABLE",
-    "DUPLICATE_CHILD", "NOT_RESUMABLE", "UNAUTHORIZED", "ACTIVATION_CLOSING", "PARENT_UNAVAILABLE",
-    "DRAINING", "ACTIVATION_TEARDOWN_FAILED", "CANCELLED", "MALFORMED_DESCRIPTOR",
-    "SUMMARY_MAX_CHARS", "ContinuableStart", "ContinuableTerms", "ContinuablePlan", "ResumeTerms",
-    "ChildIdentity", "continuable_descriptor", "check_continuable", "plan_continuable",
-    "resume_terms", "child_identity", "same_lifecycle", "epoch_stop_reason", "bound_summary",
-    "ListingSlot", "listing_slots", "teardown_failure_text",
-    "settlement_summary", "settlement_notice", "report_message", "refusal", "SEND_MESSAGE",
-    "INTERRUPT_AGENT", "LIST_AGENTS", "REPORT", "REPORT_SECTION_NAME", "REPORT_SECTION_ORDER",
-    "REPORT_SECTION_TEXT", "CONTINUABLE_SECTION_ORDER", "AgentStatus", "ListScope",
-    "DiagnosticReason", "AgentListEntry", "AgentListDiagnostic", "ForegroundValue",
-    "BackgroundValue", "ContinuableValue", "SubagentToolValue", "send_message_schema",
-    "interrupt_agent_schema", "list_agents_schema", "report_schema", "object_tool_schema",
-    "report_section", "continuable_tool_section", "render_started", "render_queued",
-    "render_interrupt_requested", "render_report_accepted", "render_agent_list", "no_calling_agent",
-    "ASK_USER_QUESTION", "ASK_USER_QUESTION_DESCRIPTION", "ask_user_question_schema",
-    "QuestionOption", "QuestionIntent", "Question", "AnswerItem", "Answers",
-    "questions_from_arguments", "intent_refusal",
-    "JobStatus", "JobOutcome", "JobView", "JOB_OUTPUT", "JOB_LIST", "JOB_KILL", "JOBS_SECTION",
-    "BACKGROUND_JOBS_UNAVAILABLE", "NO_JOB_CONTROLLER", "KILLED_REASON", "job_id", "run_outcome",
-    "start_failure_outcome", "with_dispose_failure", "status_line", "render_job_started",
-    "render_job_output", "render_job_list", "render_job_kill", "job_limit_reached",
-    "completion_notice", "job_output_schema", "job_list_schema", "job_kill_schema",
-    "Prompt", "user_message", "failure_of", "pending_input", "merge_sections", "ranked_sections",
-    "step_system_prompt", "step_context", "policy_sections", "step_header", "missing_route",
-    "retry_note", "queued_input", "turn_note",
-    "ChatStream", "TRUNCATED_STREAM_TEXT", "chat_stream", "chat_stream_event", "chat_stream_end",
-    "chat_failure_code", "chat_error_failure", "chat_body_failure", "chat_status_failure",
-    "retry_after_ms",
-]
+# Built from the tiers' doors. mypy reads no built __all__; `import X as X` is its re-export.
+if not _TYPE_CHECKING:
+    __all__ = ["log", "delegation", "machine", "events", "grammar", "loop"]
+    __all__ += log.__all__ + delegation.__all__ + machine.__all__

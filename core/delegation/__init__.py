@@ -11,162 +11,108 @@ A tier of its own: copy this folder with the log tier (``core/log/``, ``core/_ch
 ``__all__`` is the tier's contract.
 """
 
-from .arguments import (
-    parse_tool_arguments,
-)
-from .cache_fork import (
-    CLOSING_REPORT_SECTION,
-    PERSONA_CONTEXT_NAME,
-    PERSONA_CONTEXT_ORDER,
-    STRUCTURED_ANSWER_NAME,
-    STRUCTURED_ANSWER_ORDER,
-    cache_preserving_context,
-    persona_context,
-    structured_answer,
-    structured_answer_context,
-)
-from .child_plan import (
-    DELEGATION_SECTION,
-    PERSONA_SECTION_NAME,
-    PERSONA_SECTION_ORDER,
-    SUBAGENT_DELEGATION_CONTEXT,
-    CheckedRequest,
-    ChildPlan,
-    CompletedPrefix,
-    DelegatedPolicy,
-    ParentView,
-    check_request,
-    child_header,
-    delegated_policy,
-    fork_seed,
-    one_shot_descriptor,
-    plan_child,
-    resolve_child_options,
-)
-from .depth import (
-    DepthError,
-    DepthProblem,
-    child_depth,
-    parent_depth,
-    resolve_child_depth,
-    validate_max_depth,
-)
-from .outcome import (
-    ToolOutcome,
-)
-from .render import (
-    STOP_REASON_HEADLINES,
-    SUBAGENT_LABEL_DESCRIPTION,
-    SUBAGENT_TOOL_NAME,
-    BackgroundMode,
-    render_infrastructure_failure,
-    render_result_and_dispose_failure,
-    render_start_error,
-    render_tool_result,
-    stop_reason_headline,
-    subagent_prompt_description,
-    subagent_tool_description,
-    subagent_tool_parameters,
-    subagent_tool_schema,
-)
-from .request import (
-    DEPTH,
-    INVALID_TOOL_FILTER,
-    RESERVED_TOOL_NAMES,
-    UNSUPPORTED_CAPABILITY,
-    UNSUPPORTED_SCHEMA,
-    AgentOptions,
-    Capabilities,
-    PromptSection,
-    RuntimeOptions,
-    StartError,
-    StartRequest,
-    check_capabilities,
-    validate_tool_filter,
-)
-from .results import (
-    DIAGNOSTIC_TRUNCATED,
-    MAX_DIAGNOSTIC_BYTES,
-    STOP_REASONS,
-    RunResult,
-    StopReason,
-    SubagentResult,
-    accounting_turn_end,
-    bound_diagnostic,
-    describe_failure,
-    final_assistant_output,
-    output_text,
-    read_result,
-    read_turn,
-    stop_reason_for,
-)
-from .schema_subset import (
-    ANNOTATION_KEYWORDS,
-    CONSTRAINT_KEYWORDS,
-    SCHEMA_TYPES,
-    JsonSchemaError,
-    SupportedSchema,
-    check_object_schema,
-    check_schema,
-    value_violations,
-)
-from .structured import (
-    INVALID_ARGS_ERROR,
-    STRUCTURED_OUTPUT_DESCRIPTION,
-    STRUCTURED_OUTPUT_INSTRUCTION,
-    STRUCTURED_OUTPUT_RECORDED,
-    STRUCTURED_OUTPUT_SECTION,
-    STRUCTURED_OUTPUT_TOOL_NAME,
-    InvalidArguments,
-    OutputSchema,
-    StructuredOutputContract,
-    already_recorded_message,
-    render_already_recorded,
-    render_invalid_arguments,
-    render_structured_recorded,
-    structured_output_contract,
-    validate_output_schema,
-    validate_structured_arguments,
-)
+from types import ModuleType as _ModuleType
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-__all__ = [
-    # request
-    "UNSUPPORTED_CAPABILITY", "DEPTH", "INVALID_TOOL_FILTER", "UNSUPPORTED_SCHEMA",
-    "RESERVED_TOOL_NAMES", "AgentOptions", "RuntimeOptions", "StartRequest", "Capabilities",
-    "StartError", "PromptSection", "check_capabilities", "validate_tool_filter",
-    # depth
-    "DepthError", "DepthProblem", "parent_depth", "child_depth", "validate_max_depth",
-    "resolve_child_depth",
-    # child_plan
-    "CheckedRequest", "check_request", "SUBAGENT_DELEGATION_CONTEXT", "DELEGATION_SECTION",
-    "PERSONA_SECTION_NAME", "PERSONA_SECTION_ORDER", "DelegatedPolicy", "CompletedPrefix",
-    "ParentView", "ChildPlan",
-    "resolve_child_options", "child_header", "delegated_policy", "one_shot_descriptor", "fork_seed",
-    "plan_child",
-    # results
-    "StopReason", "STOP_REASONS", "SubagentResult", "RunResult", "MAX_DIAGNOSTIC_BYTES",
-    "DIAGNOSTIC_TRUNCATED", "final_assistant_output", "output_text", "accounting_turn_end",
-    "stop_reason_for", "read_result", "read_turn", "describe_failure", "bound_diagnostic",
-    # render
-    "BackgroundMode", "SUBAGENT_TOOL_NAME", "STOP_REASON_HEADLINES", "stop_reason_headline",
-    "render_tool_result", "render_infrastructure_failure", "render_result_and_dispose_failure",
-    "render_start_error", "subagent_tool_description", "subagent_prompt_description",
-    "SUBAGENT_LABEL_DESCRIPTION", "subagent_tool_parameters", "subagent_tool_schema",
-    # structured
-    "STRUCTURED_OUTPUT_TOOL_NAME", "STRUCTURED_OUTPUT_DESCRIPTION", "STRUCTURED_OUTPUT_INSTRUCTION",
-    "STRUCTURED_OUTPUT_SECTION", "STRUCTURED_OUTPUT_RECORDED", "INVALID_ARGS_ERROR", "OutputSchema",
-    "InvalidArguments", "StructuredOutputContract", "validate_output_schema",
-    "validate_structured_arguments", "structured_output_contract", "already_recorded_message",
-    "render_structured_recorded", "render_already_recorded", "render_invalid_arguments",
-    # schema_subset
-    "SCHEMA_TYPES", "CONSTRAINT_KEYWORDS", "ANNOTATION_KEYWORDS", "JsonSchemaError",
-    "SupportedSchema", "check_schema", "check_object_schema", "value_violations",
-    # arguments
-    "parse_tool_arguments",
-    # outcome
-    "ToolOutcome",
-    # cache_fork
-    "PERSONA_CONTEXT_NAME", "PERSONA_CONTEXT_ORDER", "STRUCTURED_ANSWER_NAME",
-    "STRUCTURED_ANSWER_ORDER", "CLOSING_REPORT_SECTION", "persona_context",
-    "structured_answer_context", "cache_preserving_context", "structured_answer",
-]
+from .arguments import parse_tool_arguments as parse_tool_arguments
+from .cache_fork import CLOSING_REPORT_SECTION as CLOSING_REPORT_SECTION
+from .cache_fork import PERSONA_CONTEXT_NAME as PERSONA_CONTEXT_NAME
+from .cache_fork import PERSONA_CONTEXT_ORDER as PERSONA_CONTEXT_ORDER
+from .cache_fork import STRUCTURED_ANSWER_NAME as STRUCTURED_ANSWER_NAME
+from .cache_fork import STRUCTURED_ANSWER_ORDER as STRUCTURED_ANSWER_ORDER
+from .cache_fork import cache_preserving_context as cache_preserving_context
+from .cache_fork import persona_context as persona_context
+from .cache_fork import structured_answer as structured_answer
+from .cache_fork import structured_answer_context as structured_answer_context
+from .child_plan import DELEGATION_SECTION as DELEGATION_SECTION
+from .child_plan import PERSONA_SECTION_NAME as PERSONA_SECTION_NAME
+from .child_plan import PERSONA_SECTION_ORDER as PERSONA_SECTION_ORDER
+from .child_plan import SUBAGENT_DELEGATION_CONTEXT as SUBAGENT_DELEGATION_CONTEXT
+from .child_plan import CheckedRequest as CheckedRequest
+from .child_plan import ChildPlan as ChildPlan
+from .child_plan import CompletedPrefix as CompletedPrefix
+from .child_plan import DelegatedPolicy as DelegatedPolicy
+from .child_plan import ParentView as ParentView
+from .child_plan import check_request as check_request
+from .child_plan import child_header as child_header
+from .child_plan import delegated_policy as delegated_policy
+from .child_plan import fork_seed as fork_seed
+from .child_plan import one_shot_descriptor as one_shot_descriptor
+from .child_plan import plan_child as plan_child
+from .child_plan import resolve_child_options as resolve_child_options
+from .depth import DepthError as DepthError
+from .depth import DepthProblem as DepthProblem
+from .depth import child_depth as child_depth
+from .depth import parent_depth as parent_depth
+from .depth import resolve_child_depth as resolve_child_depth
+from .depth import validate_max_depth as validate_max_depth
+from .outcome import ToolOutcome as ToolOutcome
+from .render import STOP_REASON_HEADLINES as STOP_REASON_HEADLINES
+from .render import SUBAGENT_LABEL_DESCRIPTION as SUBAGENT_LABEL_DESCRIPTION
+from .render import SUBAGENT_TOOL_NAME as SUBAGENT_TOOL_NAME
+from .render import BackgroundMode as BackgroundMode
+from .render import render_infrastructure_failure as render_infrastructure_failure
+from .render import render_result_and_dispose_failure as render_result_and_dispose_failure
+from .render import render_start_error as render_start_error
+from .render import render_tool_result as render_tool_result
+from .render import stop_reason_headline as stop_reason_headline
+from .render import subagent_prompt_description as subagent_prompt_description
+from .render import subagent_tool_description as subagent_tool_description
+from .render import subagent_tool_parameters as subagent_tool_parameters
+from .render import subagent_tool_schema as subagent_tool_schema
+from .request import DEPTH as DEPTH
+from .request import INVALID_TOOL_FILTER as INVALID_TOOL_FILTER
+from .request import RESERVED_TOOL_NAMES as RESERVED_TOOL_NAMES
+from .request import UNSUPPORTED_CAPABILITY as UNSUPPORTED_CAPABILITY
+from .request import UNSUPPORTED_SCHEMA as UNSUPPORTED_SCHEMA
+from .request import AgentOptions as AgentOptions
+from .request import Capabilities as Capabilities
+from .request import PromptSection as PromptSection
+from .request import RuntimeOptions as RuntimeOptions
+from .request import StartError as StartError
+from .request import StartRequest as StartRequest
+from .request import check_capabilities as check_capabilities
+from .request import validate_tool_filter as validate_tool_filter
+from .results import DIAGNOSTIC_TRUNCATED as DIAGNOSTIC_TRUNCATED
+from .results import MAX_DIAGNOSTIC_BYTES as MAX_DIAGNOSTIC_BYTES
+from .results import STOP_REASONS as STOP_REASONS
+from .results import RunResult as RunResult
+from .results import StopReason as StopReason
+from .results import SubagentResult as SubagentResult
+from .results import accounting_turn_end as accounting_turn_end
+from .results import bound_diagnostic as bound_diagnostic
+from .results import describe_failure as describe_failure
+from .results import final_assistant_output as final_assistant_output
+from .results import output_text as output_text
+from .results import read_result as read_result
+from .results import read_turn as read_turn
+from .results import stop_reason_for as stop_reason_for
+from .schema_subset import ANNOTATION_KEYWORDS as ANNOTATION_KEYWORDS
+from .schema_subset import CONSTRAINT_KEYWORDS as CONSTRAINT_KEYWORDS
+from .schema_subset import SCHEMA_TYPES as SCHEMA_TYPES
+from .schema_subset import JsonSchemaError as JsonSchemaError
+from .schema_subset import SupportedSchema as SupportedSchema
+from .schema_subset import check_object_schema as check_object_schema
+from .schema_subset import check_schema as check_schema
+from .schema_subset import value_violations as value_violations
+from .structured import INVALID_ARGS_ERROR as INVALID_ARGS_ERROR
+from .structured import STRUCTURED_OUTPUT_DESCRIPTION as STRUCTURED_OUTPUT_DESCRIPTION
+from .structured import STRUCTURED_OUTPUT_INSTRUCTION as STRUCTURED_OUTPUT_INSTRUCTION
+from .structured import STRUCTURED_OUTPUT_RECORDED as STRUCTURED_OUTPUT_RECORDED
+from .structured import STRUCTURED_OUTPUT_SECTION as STRUCTURED_OUTPUT_SECTION
+from .structured import STRUCTURED_OUTPUT_TOOL_NAME as STRUCTURED_OUTPUT_TOOL_NAME
+from .structured import InvalidArguments as InvalidArguments
+from .structured import OutputSchema as OutputSchema
+from .structured import StructuredOutputContract as StructuredOutputContract
+from .structured import already_recorded_message as already_recorded_message
+from .structured import render_already_recorded as render_already_recorded
+from .structured import render_invalid_arguments as render_invalid_arguments
+from .structured import render_structured_recorded as render_structured_recorded
+from .structured import structured_output_contract as structured_output_contract
+from .structured import validate_output_schema as validate_output_schema
+from .structured import validate_structured_arguments as validate_structured_arguments
+
+# Every name imported above. mypy reads no built __all__; `import X as X` is its re-export.
+if not _TYPE_CHECKING:
+    __all__ = [name for name, value in globals().items()
+               if not name.startswith("_") and not isinstance(value, _ModuleType)]

@@ -20,41 +20,33 @@ Pure like the rest of the core: relative imports, no I/O; ``formats.strategies``
 is not imported here. A DSH log becomes one of these formats through :mod:`core.wire_seed`.
 """
 
+from types import ModuleType as _ModuleType
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-from . import anthropic, openai_chat, openai_responses
-from .common import (
-    FORMAT_NAMES,
-    STRICT_RULES,
-    FormatName,
-    FormatViolation,
-    History,
-    Rule,
-    completed_turn_cut,
-    completed_turn_prefix,
-)
+from . import anthropic as anthropic
+from . import openai_chat as openai_chat
+from . import openai_responses as openai_responses
+from .common import FORMAT_NAMES as FORMAT_NAMES
+from .common import STRICT_RULES as STRICT_RULES
+from .common import FormatName as FormatName
+from .common import FormatViolation as FormatViolation
+from .common import History as History
+from .common import Rule as Rule
+from .common import completed_turn_cut as completed_turn_cut
+from .common import completed_turn_prefix as completed_turn_prefix
 from .common import moved_name as _moved_name
-from .detect import decode_history, detect_format, history_items, server_side_history
+from .detect import decode_history as decode_history
+from .detect import detect_format as detect_format
+from .detect import history_items as history_items
+from .detect import server_side_history as server_side_history
 
-__all__ = [
-    "anthropic",
-    "openai_chat",
-    "openai_responses",
-    "FORMAT_NAMES",
-    "FormatName",
-    "FormatViolation",
-    "History",
-    "Rule",
-    "STRICT_RULES",
-    "completed_turn_cut",
-    "completed_turn_prefix",
-    "decode_history",
-    "detect_format",
-    "history_items",
-    "server_side_history",
-]
+# Every name imported above, the three formats' modules first (mypy reads no built __all__;
+# `import X as X` is its re-export), and the earlier paths' names, which the type checker
+# does not see.
+if not _TYPE_CHECKING:
+    __all__ = ["anthropic", "openai_chat", "openai_responses"]
+    __all__ += [name for name, value in globals().items()
+                if not name.startswith("_") and not isinstance(value, _ModuleType)]
 
-
-if not _TYPE_CHECKING:  # the type checker sees only the door's own names
     def __getattr__(name: str) -> object:
         return _moved_name(__name__, __package__, name)

@@ -12,303 +12,226 @@ package name) and it works alone. The hypothesis strategies, :mod:`.strategies`,
 imported here (they need the ``hypothesis`` extra). This ``__all__`` is the tier's contract.
 """
 
-from .closers import (
-    ABORTED_BEFORE_DISPATCH_TEXT,
-    ABORTED_TEXT,
-    TOOL_NOT_STARTED_TEXT,
-    TOOL_OUTCOME_UNKNOWN_TEXT,
-    close_open_turn,
-    closing_events,
-    repair_closers,
-    tool_result_event,
-)
-from .codec import (
-    MAX_JSON_DEPTH,
-    DecodeError,
-    WireError,
-    check_event,
-    check_header,
-    decode_header_line,
-    decode_log,
-    decode_session,
-    encode_event,
-    encode_header_line,
-    encode_log,
-    encode_session,
-    is_json_line,
-)
-from .context import (
-    RUNTIME_CONTEXT_PLUGIN,
-    clean_title_text,
-    fallback_title,
-    is_context_snapshot,
-    request_context_event,
-    title_event,
-)
-from .descriptor import (
-    DESCRIPTOR_EVENT_TYPE,
-    DescriptorAt,
-    DescriptorError,
-    fold_subagent_descriptor,
-    identity_descriptor,
-    is_descriptor_event,
-    parse_subagent_descriptor,
-)
-from .events import (
-    KNOWN_EVENT_TYPES,
-    MAX_SAFE_INTEGER,
-    SESSION_FORMAT_VERSION,
-    SUBAGENT_DESCRIPTOR_VERSION,
-    SURFACE_EVENT_TYPES,
-    TYPED_EVENT_CLASSES,
-    AdapterDefaults,
-    ApprovalPolicyData,
-    ApprovalPolicyEvent,
-    AssistantChunkData,
-    AssistantChunkEvent,
-    AssistantMessage,
-    AssistantMessageData,
-    AssistantMessageEvent,
-    BlockEnd,
-    BlockStart,
-    BlockType,
-    CancelCause,
-    CancelDisposed,
-    CancelHook,
-    CancelLegacy,
-    CancelParent,
-    CancelUser,
-    ContentBlock,
-    EpochHeader,
-    Event,
-    FinishAborted,
-    FinishChunk,
-    FinishError,
-    FinishMaxTokens,
-    FinishReason,
-    FinishStop,
-    FinishToolCalls,
-    ImageAttachment,
-    ImageBlock,
-    ImageDimensions,
-    InboxSplicedData,
-    InboxSplicedEvent,
-    LlmCallConfig,
-    LlmFailure,
-    LlmRetryData,
-    LlmRetryEvent,
-    LlmRetryStartedData,
-    LlmRetryStartedEvent,
-    MessageSource,
-    NonNegInt,
-    OpaqueEvent,
-    PositiveInt,
-    ReasoningBlock,
-    ReasoningDelta,
-    RequestHeaderData,
-    RequestHeaderEvent,
-    SafeInt,
-    SandboxModeData,
-    SandboxModeEvent,
-    SessionEndSeedData,
-    SessionEndSeedEvent,
-    SessionHeader,
-    StepData,
-    StepEndEvent,
-    StepStartEvent,
-    StreamChunk,
-    SubagentDescriptorData,
-    SubagentDescriptorEvent,
-    SurfaceOp,
-    SurfaceReplace,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallData,
-    ToolCallDelta,
-    ToolCallEvent,
-    ToolErrorInfo,
-    ToolRestriction,
-    ToolResultBlock,
-    ToolResultData,
-    ToolResultEvent,
-    ToolResultMessage,
-    ToolSchema,
-    TurnAborted,
-    TurnBlocked,
-    TurnCompleted,
-    TurnEndData,
-    TurnEndEvent,
-    TurnEndReason,
-    TurnError,
-    TurnInterrupted,
-    TurnMaxTokens,
-    TurnStartData,
-    TurnStartEvent,
-    TypedEvent,
-    UsageChunk,
-    UserMessage,
-    UserMessageEvent,
-    dec_hook,
-    enc_hook,
-    event_type,
-)
-from .files import (
-    DEFAULT_LIMITS,
-    SEED_RECORD_TYPE,
-    ZSTD_MAGIC,
-    FileText,
-    FrameMark,
-    LoadedLog,
-    LogChunk,
-    LogFormat,
-    LogReadError,
-    ReadLimits,
-    SeedRecord,
-    TornCause,
-    TornTail,
-    WriteRefusal,
-    ZstdFrame,
-    batch_refusal,
-    closing_room,
-    counted_events,
-    cut_short_error,
-    cut_torn_tail,
-    decode_segment,
-    describe_log,
-    encode_segment,
-    event_limit_error,
-    has_line_over,
-    is_header_record,
-    is_projected,
-    line_too_long_error,
-    long_line_error,
-    part_refusal,
-    project_dir_name,
-    project_key,
-    read_error_from_decode,
-    seed_file_index,
-    seed_file_name,
-    seed_record_in,
-    session_id_problem,
-    size_words,
-    torn_line,
-    utf8_error,
-    zstd_frame_at,
-)
-from .grammar import (
-    CONFINED,
-    PHASE_CHANGES,
-    STEP_END,
-    STEP_ORDER,
-    STEP_START,
-    TURN_END,
-    TURN_START,
-    Phase,
-    allowed_phases,
-    closing_walk,
-    phase_after,
-    phase_of,
-)
-from .history import (
-    EMPTY_HISTORY,
-    HistorySnapshot,
-    HistoryView,
-    Message,
-    history_snapshot,
-    model_history,
-)
-from .retry import (
-    DEFAULT_RETRY_POLICY,
-    DEFAULT_RETRYABLE_CODES,
-    MAX_TIMER_DELAY_MS,
-    RetryPolicy,
-    backoff_delay_ms,
-    check_retries,
-    retry_policy_key,
-    schedule_retry,
-)
-from .seed import (
-    PrefixView,
-    SeededLog,
-    SequencePrefix,
-    completed_turn_cut,
-    completed_turn_prefix,
-)
-from .trace import (
-    EMPTY_TRACE,
-    TOOL_NOT_STARTED,
-    CallPairing,
-    ContextSnapshot,
-    PendingCall,
-    SurfaceNode,
-    Trace,
-    Violation,
-    advance,
-    check_balance,
-    trace_log,
-)
+from types import ModuleType as _ModuleType
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-__all__ = [
-    # events
-    "MAX_SAFE_INTEGER", "SESSION_FORMAT_VERSION", "SUBAGENT_DESCRIPTOR_VERSION",
-    "KNOWN_EVENT_TYPES", "SURFACE_EVENT_TYPES", "SafeInt", "NonNegInt", "PositiveInt", "TextBlock",
-    "ReasoningBlock", "ImageDimensions", "ImageAttachment", "ImageBlock", "ToolCallBlock",
-    "ToolResultBlock", "ContentBlock", "MessageSource", "dec_hook", "enc_hook", "UserMessage",
-    "AssistantMessage", "ToolResultMessage", "TokenUsage", "LlmFailure", "CancelCause",
-    "CancelUser", "CancelParent", "CancelHook", "CancelDisposed", "CancelLegacy", "TurnEndReason",
-    "TurnCompleted", "TurnAborted", "TurnBlocked", "TurnError", "TurnMaxTokens", "TurnInterrupted",
-    "BlockType", "BlockStart", "TextDelta", "ReasoningDelta", "ToolCallDelta", "BlockEnd",
-    "UsageChunk", "FinishReason", "FinishStop", "FinishToolCalls", "FinishMaxTokens",
-    "FinishAborted", "FinishError", "FinishChunk", "StreamChunk", "AdapterDefaults",
-    "LlmCallConfig", "ToolSchema", "EpochHeader", "ToolRestriction", "ToolErrorInfo",
-    "SurfaceReplace", "SurfaceOp", "TurnStartData", "TurnEndData", "StepData", "AssistantChunkData",
-    "AssistantMessageData", "ToolCallData", "ToolResultData", "RequestHeaderData",
-    "SessionEndSeedData", "SubagentDescriptorData", "SandboxModeData", "ApprovalPolicyData",
-    "InboxSplicedData", "LlmRetryData", "LlmRetryStartedData", "TurnStartEvent", "TurnEndEvent",
-    "StepStartEvent", "StepEndEvent", "UserMessageEvent", "AssistantChunkEvent",
-    "AssistantMessageEvent", "ToolCallEvent", "ToolResultEvent", "RequestHeaderEvent",
-    "SessionEndSeedEvent", "SubagentDescriptorEvent", "SandboxModeEvent", "ApprovalPolicyEvent",
-    "InboxSplicedEvent", "LlmRetryEvent", "LlmRetryStartedEvent", "OpaqueEvent", "TypedEvent",
-    "Event", "TYPED_EVENT_CLASSES", "event_type", "SessionHeader",
-    # codec
-    "MAX_JSON_DEPTH", "DecodeError", "WireError", "decode_log", "decode_session",
-    "decode_header_line", "encode_log", "encode_session", "encode_event", "encode_header_line",
-    "check_event", "check_header", "is_json_line",
-    # descriptor
-    "DESCRIPTOR_EVENT_TYPE", "DescriptorError", "DescriptorAt", "parse_subagent_descriptor",
-    "is_descriptor_event", "fold_subagent_descriptor", "identity_descriptor",
-    # grammar
-    "Phase", "TURN_START", "TURN_END", "STEP_START", "STEP_END", "PHASE_CHANGES", "CONFINED",
-    "STEP_ORDER", "phase_of", "phase_after", "allowed_phases", "closing_walk",
-    # trace
-    "ContextSnapshot", "PendingCall", "CallPairing", "SurfaceNode", "Trace", "Violation",
-    "EMPTY_TRACE", "advance",
-    "trace_log", "check_balance", "TOOL_NOT_STARTED",
-    # seed
-    "SequencePrefix", "PrefixView", "SeededLog", "completed_turn_prefix", "completed_turn_cut",
-    # history
-    "Message", "HistoryView", "HistorySnapshot", "EMPTY_HISTORY", "history_snapshot",
-    "model_history",
-    # closers
-    "TOOL_NOT_STARTED_TEXT", "TOOL_OUTCOME_UNKNOWN_TEXT", "ABORTED_TEXT",
-    "ABORTED_BEFORE_DISPATCH_TEXT", "close_open_turn", "closing_events", "repair_closers",
-    "tool_result_event",
-    # context
-    "RUNTIME_CONTEXT_PLUGIN", "is_context_snapshot", "clean_title_text", "fallback_title",
-    "title_event", "request_context_event",
-    # retry
-    "RetryPolicy", "DEFAULT_RETRY_POLICY", "DEFAULT_RETRYABLE_CODES", "MAX_TIMER_DELAY_MS",
-    "retry_policy_key", "backoff_delay_ms", "schedule_retry", "check_retries",
-    # files
-    "LogFormat", "ReadLimits", "DEFAULT_LIMITS", "LogReadError", "TornCause", "TornTail",
-    "SEED_RECORD_TYPE", "SeedRecord", "seed_file_name", "seed_file_index", "seed_record_in",
-    "LoadedLog", "LogChunk", "FileText", "describe_log", "size_words", "read_error_from_decode",
-    "line_too_long_error", "long_line_error", "counted_events", "event_limit_error", "utf8_error",
-    "torn_line", "FrameMark", "cut_short_error", "cut_torn_tail",
-    "is_header_record", "is_projected", "closing_room", "has_line_over",
-    "ZSTD_MAGIC", "ZstdFrame", "zstd_frame_at",
-    "WriteRefusal", "part_refusal", "batch_refusal",
-    "project_key", "project_dir_name", "encode_segment", "decode_segment", "session_id_problem",
-]
+from .closers import ABORTED_BEFORE_DISPATCH_TEXT as ABORTED_BEFORE_DISPATCH_TEXT
+from .closers import ABORTED_TEXT as ABORTED_TEXT
+from .closers import TOOL_NOT_STARTED_TEXT as TOOL_NOT_STARTED_TEXT
+from .closers import TOOL_OUTCOME_UNKNOWN_TEXT as TOOL_OUTCOME_UNKNOWN_TEXT
+from .closers import close_open_turn as close_open_turn
+from .closers import closing_events as closing_events
+from .closers import repair_closers as repair_closers
+from .closers import tool_result_event as tool_result_event
+from .codec import MAX_JSON_DEPTH as MAX_JSON_DEPTH
+from .codec import DecodeError as DecodeError
+from .codec import WireError as WireError
+from .codec import check_event as check_event
+from .codec import check_header as check_header
+from .codec import decode_header_line as decode_header_line
+from .codec import decode_log as decode_log
+from .codec import decode_session as decode_session
+from .codec import encode_event as encode_event
+from .codec import encode_header_line as encode_header_line
+from .codec import encode_log as encode_log
+from .codec import encode_session as encode_session
+from .codec import is_json_line as is_json_line
+from .context import RUNTIME_CONTEXT_PLUGIN as RUNTIME_CONTEXT_PLUGIN
+from .context import clean_title_text as clean_title_text
+from .context import fallback_title as fallback_title
+from .context import is_context_snapshot as is_context_snapshot
+from .context import request_context_event as request_context_event
+from .context import title_event as title_event
+from .descriptor import DESCRIPTOR_EVENT_TYPE as DESCRIPTOR_EVENT_TYPE
+from .descriptor import DescriptorAt as DescriptorAt
+from .descriptor import DescriptorError as DescriptorError
+from .descriptor import fold_subagent_descriptor as fold_subagent_descriptor
+from .descriptor import identity_descriptor as identity_descriptor
+from .descriptor import is_descriptor_event as is_descriptor_event
+from .descriptor import parse_subagent_descriptor as parse_subagent_descriptor
+from .events import KNOWN_EVENT_TYPES as KNOWN_EVENT_TYPES
+from .events import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
+from .events import SESSION_FORMAT_VERSION as SESSION_FORMAT_VERSION
+from .events import SUBAGENT_DESCRIPTOR_VERSION as SUBAGENT_DESCRIPTOR_VERSION
+from .events import SURFACE_EVENT_TYPES as SURFACE_EVENT_TYPES
+from .events import TYPED_EVENT_CLASSES as TYPED_EVENT_CLASSES
+from .events import AdapterDefaults as AdapterDefaults
+from .events import ApprovalPolicyData as ApprovalPolicyData
+from .events import ApprovalPolicyEvent as ApprovalPolicyEvent
+from .events import AssistantChunkData as AssistantChunkData
+from .events import AssistantChunkEvent as AssistantChunkEvent
+from .events import AssistantMessage as AssistantMessage
+from .events import AssistantMessageData as AssistantMessageData
+from .events import AssistantMessageEvent as AssistantMessageEvent
+from .events import BlockEnd as BlockEnd
+from .events import BlockStart as BlockStart
+from .events import BlockType as BlockType
+from .events import CancelCause as CancelCause
+from .events import CancelDisposed as CancelDisposed
+from .events import CancelHook as CancelHook
+from .events import CancelLegacy as CancelLegacy
+from .events import CancelParent as CancelParent
+from .events import CancelUser as CancelUser
+from .events import ContentBlock as ContentBlock
+from .events import EpochHeader as EpochHeader
+from .events import Event as Event
+from .events import FinishAborted as FinishAborted
+from .events import FinishChunk as FinishChunk
+from .events import FinishError as FinishError
+from .events import FinishMaxTokens as FinishMaxTokens
+from .events import FinishReason as FinishReason
+from .events import FinishStop as FinishStop
+from .events import FinishToolCalls as FinishToolCalls
+from .events import ImageAttachment as ImageAttachment
+from .events import ImageBlock as ImageBlock
+from .events import ImageDimensions as ImageDimensions
+from .events import InboxSplicedData as InboxSplicedData
+from .events import InboxSplicedEvent as InboxSplicedEvent
+from .events import LlmCallConfig as LlmCallConfig
+from .events import LlmFailure as LlmFailure
+from .events import LlmRetryData as LlmRetryData
+from .events import LlmRetryEvent as LlmRetryEvent
+from .events import LlmRetryStartedData as LlmRetryStartedData
+from .events import LlmRetryStartedEvent as LlmRetryStartedEvent
+from .events import MessageSource as MessageSource
+from .events import NonNegInt as NonNegInt
+from .events import OpaqueEvent as OpaqueEvent
+from .events import PositiveInt as PositiveInt
+from .events import ReasoningBlock as ReasoningBlock
+from .events import ReasoningDelta as ReasoningDelta
+from .events import RequestHeaderData as RequestHeaderData
+from .events import RequestHeaderEvent as RequestHeaderEvent
+from .events import SafeInt as SafeInt
+from .events import SandboxModeData as SandboxModeData
+from .events import SandboxModeEvent as SandboxModeEvent
+from .events import SessionEndSeedData as SessionEndSeedData
+from .events import SessionEndSeedEvent as SessionEndSeedEvent
+from .events import SessionHeader as SessionHeader
+from .events import StepData as StepData
+from .events import StepEndEvent as StepEndEvent
+from .events import StepStartEvent as StepStartEvent
+from .events import StreamChunk as StreamChunk
+from .events import SubagentDescriptorData as SubagentDescriptorData
+from .events import SubagentDescriptorEvent as SubagentDescriptorEvent
+from .events import SurfaceOp as SurfaceOp
+from .events import SurfaceReplace as SurfaceReplace
+from .events import TextBlock as TextBlock
+from .events import TextDelta as TextDelta
+from .events import TokenUsage as TokenUsage
+from .events import ToolCallBlock as ToolCallBlock
+from .events import ToolCallData as ToolCallData
+from .events import ToolCallDelta as ToolCallDelta
+from .events import ToolCallEvent as ToolCallEvent
+from .events import ToolErrorInfo as ToolErrorInfo
+from .events import ToolRestriction as ToolRestriction
+from .events import ToolResultBlock as ToolResultBlock
+from .events import ToolResultData as ToolResultData
+from .events import ToolResultEvent as ToolResultEvent
+from .events import ToolResultMessage as ToolResultMessage
+from .events import ToolSchema as ToolSchema
+from .events import TurnAborted as TurnAborted
+from .events import TurnBlocked as TurnBlocked
+from .events import TurnCompleted as TurnCompleted
+from .events import TurnEndData as TurnEndData
+from .events import TurnEndEvent as TurnEndEvent
+from .events import TurnEndReason as TurnEndReason
+from .events import TurnError as TurnError
+from .events import TurnInterrupted as TurnInterrupted
+from .events import TurnMaxTokens as TurnMaxTokens
+from .events import TurnStartData as TurnStartData
+from .events import TurnStartEvent as TurnStartEvent
+from .events import TypedEvent as TypedEvent
+from .events import UsageChunk as UsageChunk
+from .events import UserMessage as UserMessage
+from .events import UserMessageEvent as UserMessageEvent
+from .events import dec_hook as dec_hook
+from .events import enc_hook as enc_hook
+from .events import event_type as event_type
+from .files import DEFAULT_LIMITS as DEFAULT_LIMITS
+from .files import SEED_RECORD_TYPE as SEED_RECORD_TYPE
+from .files import ZSTD_MAGIC as ZSTD_MAGIC
+from .files import FileText as FileText
+from .files import FrameMark as FrameMark
+from .files import LoadedLog as LoadedLog
+from .files import LogChunk as LogChunk
+from .files import LogFormat as LogFormat
+from .files import LogReadError as LogReadError
+from .files import ReadLimits as ReadLimits
+from .files import SeedRecord as SeedRecord
+from .files import TornCause as TornCause
+from .files import TornTail as TornTail
+from .files import WriteRefusal as WriteRefusal
+from .files import ZstdFrame as ZstdFrame
+from .files import batch_refusal as batch_refusal
+from .files import closing_room as closing_room
+from .files import counted_events as counted_events
+from .files import cut_short_error as cut_short_error
+from .files import cut_torn_tail as cut_torn_tail
+from .files import decode_segment as decode_segment
+from .files import describe_log as describe_log
+from .files import encode_segment as encode_segment
+from .files import event_limit_error as event_limit_error
+from .files import has_line_over as has_line_over
+from .files import is_header_record as is_header_record
+from .files import is_projected as is_projected
+from .files import line_too_long_error as line_too_long_error
+from .files import long_line_error as long_line_error
+from .files import part_refusal as part_refusal
+from .files import project_dir_name as project_dir_name
+from .files import project_key as project_key
+from .files import read_error_from_decode as read_error_from_decode
+from .files import seed_file_index as seed_file_index
+from .files import seed_file_name as seed_file_name
+from .files import seed_record_in as seed_record_in
+from .files import session_id_problem as session_id_problem
+from .files import size_words as size_words
+from .files import torn_line as torn_line
+from .files import utf8_error as utf8_error
+from .files import zstd_frame_at as zstd_frame_at
+from .grammar import CONFINED as CONFINED
+from .grammar import PHASE_CHANGES as PHASE_CHANGES
+from .grammar import STEP_END as STEP_END
+from .grammar import STEP_ORDER as STEP_ORDER
+from .grammar import STEP_START as STEP_START
+from .grammar import TURN_END as TURN_END
+from .grammar import TURN_START as TURN_START
+from .grammar import Phase as Phase
+from .grammar import allowed_phases as allowed_phases
+from .grammar import closing_walk as closing_walk
+from .grammar import phase_after as phase_after
+from .grammar import phase_of as phase_of
+from .history import EMPTY_HISTORY as EMPTY_HISTORY
+from .history import HistorySnapshot as HistorySnapshot
+from .history import HistoryView as HistoryView
+from .history import Message as Message
+from .history import history_snapshot as history_snapshot
+from .history import model_history as model_history
+from .retry import DEFAULT_RETRY_POLICY as DEFAULT_RETRY_POLICY
+from .retry import DEFAULT_RETRYABLE_CODES as DEFAULT_RETRYABLE_CODES
+from .retry import MAX_TIMER_DELAY_MS as MAX_TIMER_DELAY_MS
+from .retry import RetryPolicy as RetryPolicy
+from .retry import backoff_delay_ms as backoff_delay_ms
+from .retry import check_retries as check_retries
+from .retry import retry_policy_key as retry_policy_key
+from .retry import schedule_retry as schedule_retry
+from .seed import PrefixView as PrefixView
+from .seed import SeededLog as SeededLog
+from .seed import SequencePrefix as SequencePrefix
+from .seed import completed_turn_cut as completed_turn_cut
+from .seed import completed_turn_prefix as completed_turn_prefix
+from .trace import EMPTY_TRACE as EMPTY_TRACE
+from .trace import TOOL_NOT_STARTED as TOOL_NOT_STARTED
+from .trace import CallPairing as CallPairing
+from .trace import ContextSnapshot as ContextSnapshot
+from .trace import PendingCall as PendingCall
+from .trace import SurfaceNode as SurfaceNode
+from .trace import Trace as Trace
+from .trace import Violation as Violation
+from .trace import advance as advance
+from .trace import check_balance as check_balance
+from .trace import trace_log as trace_log
+
+# Every name imported above. mypy reads no built __all__; `import X as X` is its re-export.
+if not _TYPE_CHECKING:
+    __all__ = [name for name, value in globals().items()
+               if not name.startswith("_") and not isinstance(value, _ModuleType)]
