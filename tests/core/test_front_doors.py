@@ -32,14 +32,6 @@ def _module_name(path: Path) -> str:
     return "turnfork." + ".".join(parts).removesuffix(".__init__")
 
 
-def _static_all(path: Path) -> list[str]:
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and any(
-                isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets):
-            return [ast.literal_eval(element) for element in node.value.elts]
-    return []
-
-
 def _is_submodule(door: types.ModuleType, value: object) -> bool:
     return isinstance(value, types.ModuleType) and value.__name__.startswith(door.__name__ + ".")
 
