@@ -522,15 +522,15 @@ class RayWorkerPool:
             found.extend(answer)
         return tuple(found)
 
-    def put(self, events: Sequence[Event]) -> concurrent.futures.Future[tuple[Any, int]]:
-        """Encode and store ``events``, off the event loop: (reference, size)."""
+    def put(self, events: Sequence[Event]) -> concurrent.futures.Future[Any]:
+        """Encode and store ``events``, off the event loop: their object reference."""
 
-        def stored() -> tuple[Any, int]:
+        def stored() -> Any:
             data = encode_log(events)
             reference = ray.put(data)
             self.seeds_stored += 1
             self.seed_bytes_stored += len(data)
-            return reference, len(data)
+            return reference
 
         return self._puts.submit(stored)
 
@@ -677,14 +677,11 @@ class _Link:
             seeds: list[Any] = []
             numbers: dict[int, int] = {}
             records = []
-            for start, seed in starts:
-                if seed is None:
-                    records.append(start)
-                    continue
-                number = numbers.setdefault(id(seed), len(seeds))
-                if number == len(seeds):
+            for start, seed in starts:  # each seed reference once in the call
+                if seed is not None and numbers.setdefault(id(seed), len(seeds)) == len(seeds):
                     seeds.append(seed)
-                records.append(msgspec.structs.replace(start, seed=number))
+                records.append(start if seed is None
+                               else msgspec.structs.replace(start, seed=numbers[id(seed)]))
             ids = [record.spec.header.id for record in records]
             name = (f"start child {ids[0]}" if len(ids) == 1
                     else f"start {len(ids)} children: {ids[0]} … {ids[-1]}")
@@ -1062,18 +1059,13 @@ class _HostSideError(Exception):
     """The host could not take a batch of the child's events."""
 
 
-@dataclass
-class _StoredSeed:
-    cut: int
-    put: concurrent.futures.Future[tuple[Any, int]]
-
-
 class _SeedRefs:
     """A provider's stored seeds: one per parent, at its latest fork point."""
 
     def __init__(self, pool: RayWorkerPool) -> None:
         self._pool = pool
-        self._by_parent: dict[str, _StoredSeed] = {}
+        #: Each parent's cut and the put of its seed there.
+        self._by_parent: dict[str, tuple[int, concurrent.futures.Future[Any]]] = {}
         self._runtimes: weakref.WeakSet[SubagentRuntime] = weakref.WeakSet()
 
     def _follow(self, runtime: SubagentRuntime) -> None:
@@ -1101,11 +1093,10 @@ class _SeedRefs:
                         seed: Sequence[Event]) -> Any:
         self._follow(runtime)
         stored = self._by_parent.get(parent.id)
-        if stored is None or stored.cut != len(seed):
-            stored = _StoredSeed(cut=len(seed), put=self._pool.put(seed))
-            self._by_parent[parent.id] = stored
+        if stored is None or stored[0] != len(seed):
+            stored = self._by_parent[parent.id] = (len(seed), self._pool.put(seed))
         try:
-            reference, _ = await asyncio.shield(asyncio.wrap_future(stored.put))
+            reference = await asyncio.shield(asyncio.wrap_future(stored[1]))
         except Exception as error:
             if self._by_parent.get(parent.id) is stored:
                 del self._by_parent[parent.id]

@@ -216,11 +216,8 @@ _decode_starts = msgspec.msgpack.Decoder(list[ChildStart]).decode
 _decode_cancels = msgspec.msgpack.Decoder(list[tuple[str, CancelCause]]).decode
 
 
-@dataclass(frozen=True, slots=True)
-class _Seed:
-    prefix: PrefixView
-    trace: Trace
-    history: Callable[[], Any]
+#: A decoded seed: its completed prefix, that prefix's trace, and its model history.
+_Seed = tuple[PrefixView, Trace, Callable[[], Any]]
 
 
 def _decoded_seed(data: bytes) -> _Seed:
@@ -231,8 +228,7 @@ def _decoded_seed(data: bytes) -> _Seed:
     # A private session holds the seed: its cut and its model history are computed once and
     # shared by every child seeded here, as a parent's are in process.
     holder = Session(SessionHeader(id="seed", created_at=0), seed=decoded.unwrap())
-    prefix, trace = holder.completed_prefix()
-    return _Seed(prefix=prefix, trace=trace, history=holder.completed_prefix_history)
+    return (*holder.completed_prefix(), holder.completed_prefix_history)
 
 
 class _Seeds:
@@ -450,8 +446,7 @@ class ChildWorker:
         try:
             seed = seed_trace = history = None
             if seed_ref is not None:
-                seed_key, loaded = await self._seeds.acquire(seed_ref)
-                seed, seed_trace, history = loaded.prefix, loaded.trace, loaded.history
+                seed_key, (seed, seed_trace, history) = await self._seeds.acquire(seed_ref)
             resumed: Sequence[Event] = ()
             if start.resumed is not None:
                 resumed = decode_log(start.resumed).unwrap()
