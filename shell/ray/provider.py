@@ -80,7 +80,7 @@ __all__ = ["RAY_CAPABILITIES", "RAY_NOT_CONNECTED", "RAY_WORKER_UNAVAILABLE", "R
 #: The in-process providers' own: the worker configures the child with the driver's step.
 RAY_CAPABILITIES = ALL_CAPABILITIES
 
-#: ``StartError.code`` values (see the module rules).
+#: ``StartError.code`` values of the refusals (``docs/ray.md``).
 RAY_NOT_CONNECTED = "RAY_NOT_CONNECTED"
 RAY_WORKER_UNAVAILABLE = "RAY_WORKER_UNAVAILABLE"
 RAY_CLUSTER_LOST = "RAY_CLUSTER_LOST"
@@ -1149,7 +1149,6 @@ class RayProvider(_ProviderBase):
 
     async def start(self, runtime: SubagentRuntime, request: CheckedRequest, *, parent: Agent,
                     signal: AbortSignal | None) -> SubagentRun:
-        # Plan on this host, run on a worker.
         host = runtime.host
         setup = plan_setup(host, request, parent, signal, kind=self.kind,
                            provider_name=self.provider_name,
