@@ -1,12 +1,7 @@
 """The one place that imports Ray (the ``ray`` extra), with a clear error when it is missing.
-
-``import ray`` replaces ``sys.excepthook`` (Ray reports uncaught errors to its cluster); the
-host's own hook is put back, so importing turnfork's Ray provider changes nothing in the host
-process by itself.
-
-``msgspec.UNSET`` pickles by reference to :func:`unset` (registered with ``copyreg``): its own
-reduction names only ``"UNSET"``, so pickle searched every loaded module for it, a fraction of a
-millisecond each time Ray pickled a value holding it.
+``import ray`` replaces ``sys.excepthook``: the host's is put back. ``msgspec.UNSET`` pickles by
+reference to :func:`unset` (``copyreg``): by its own reduction, which names only ``"UNSET"``,
+pickle searched every loaded module for it, each time Ray pickled a value holding it.
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
-"""Starting or joining a Ray cluster from a turnfork host, without surprises in the host process.
-
-Rules:
-
-* The providers never start or join a cluster themselves (nor let Ray start one behind their
-  back): the host calls :func:`start_local_cluster` or :func:`connect_cluster` (or
-  ``ray.init``) first.
-* Both keep the host's SIGTERM handler, ``sys.excepthook``, ``PYTHONBREAKPOINT`` and the rest
-  of its environment (``ray.init`` replaces the first three, ``ray.shutdown`` restores
-  nothing); the variables that quiet Ray are set only while ``ray.init`` runs.
-* :func:`connect_cluster` fails fast, naming the address, when nothing accepts a TCP
-  connection there (``ray.init`` would retry for about 14 minutes).
-* :func:`start_local_cluster` starts a private cluster (``address="local"``: never a stale one
-  named in ``/tmp/ray`` or ``RAY_ADDRESS``): no dashboard, no usage statistics, token
-  authentication off (nothing leaves loopback), an explicit object-store size.
-* With ``log_to_driver=False`` (the default) what Ray publishes to every driver goes to the
-  ``turnfork.shell.ray`` logger at INFO instead of the host's stdout.
-* Ray's head contacts cloud metadata servers whenever it starts; :func:`network_isolated`
-  tells whether this process reaches only loopback, as turnfork's tests run Ray.
+"""Starting or joining a Ray cluster from a turnfork host, without surprises in the host process
+(rules: ``docs/ray.md``). The providers never start or join one themselves; both ways keep the
+host's SIGTERM handler, ``sys.excepthook``, ``PYTHONBREAKPOINT`` and the rest of its
+environment, which ``ray.init`` replaces and ``ray.shutdown`` does not restore.
 """
 
 from __future__ import annotations
@@ -32,14 +17,8 @@ from typing import Any
 
 from ._ray import bootstrap_address, client, driver, log_dispatcher, ray
 
-__all__ = [
-    "RayUnavailableError",
-    "network_isolated",
-    "gcs_address",
-    "probe_address",
-    "start_local_cluster",
-    "connect_cluster",
-]
+__all__ = ["RayUnavailableError", "network_isolated", "gcs_address", "probe_address",
+           "start_local_cluster", "connect_cluster"]
 
 #: Ray's default is 30 % of the machine's RAM.
 DEFAULT_OBJECT_STORE_BYTES = 256 * 2**20
@@ -170,12 +149,8 @@ def _resolved(address: str | None, temp_dir: str | None) -> str:
 
 def connect_cluster(address: str | None = None, *, timeout: float = 5.0, **init: Any) -> str:
     """Join a running cluster at ``address`` (``host:port``, ``"auto"``, ``ray://host:port``,
-    or ``None``: ``RAY_ADDRESS``); returns the address as joined. ``timeout``: seconds to
-    wait for a TCP connection there; ``init``: further ``ray.init`` keywords.
-
-    Raises:
-        RayUnavailableError: connected already, no address, or nothing answers there.
-    """
+    or ``None``: ``RAY_ADDRESS``), waiting ``timeout`` s for a TCP connection there; returns
+    the address as joined. Raises :class:`RayUnavailableError` when it cannot."""
     if ray.is_initialized():
         raise RayUnavailableError("Ray is already connected in this process")
     joined = _resolved(address, init.get("_temp_dir"))
@@ -187,13 +162,11 @@ def connect_cluster(address: str | None = None, *, timeout: float = 5.0, **init:
             pass
     except (OSError, ValueError) as error:
         raise RayUnavailableError(f"no Ray cluster answers at {joined}: {error}") from error
-    if client:
-        # Ray Client takes few keywords: the driver's own logging is its server's.
-        with _host_process_kept({"RAY_ENABLE_AUTO_CONNECT": "0"}):
-            ray.init(address=joined, **init)
-        _client_server[:] = [endpoint]
-        return joined
-    _keep_cluster_errors_off_stdout()
+    if not client:  # Ray Client takes few keywords: the driver's own logging is its server's
+        _keep_cluster_errors_off_stdout()
+        init = _quiet_defaults(init)
     with _host_process_kept({"RAY_ENABLE_AUTO_CONNECT": "0"}):
-        ray.init(address=joined, **_quiet_defaults(init))
+        ray.init(address=joined, **init)
+    if client:
+        _client_server[:] = [endpoint]
     return joined

@@ -1,34 +1,9 @@
 """Fork and spawn children on a Ray cluster: the providers, their worker pool, and the stand-in
-that carries a remote child's events into a session of the parent's host.
-
-Rules:
-
-* The shared driver's rules, not a copy: a start is the in-process driver's steps
-  (``plan_setup``, ``create_child_session``, ``setup_checkpoint``) on the parent's host, the
-  child is configured on a worker by ``configure_child``, and the run is a ``SubagentRun``.
-* What is decided before publication is refused before publication, with nothing left:
-  ``RAY_NOT_CONNECTED``, ``RAY_WORKER_UNAVAILABLE``, ``RAY_CLUSTER_LOST``,
-  ``RAY_SEED_NOT_STORED``, or an abort or the parent's disposal during setup.
-* The least loaded started worker takes a child; only when none can does a start wait (up to
-  ``start_timeout``). Pending workers stall nothing. The pool grows up to ``max_size`` when
-  every worker runs ``max_children``.
-* A worker's death is learnt from the worker (its lifeline call fails), not from a child that
-  fails. A worker Ray calls unavailable (transient) gets no new children until it answers;
-  only after ``unavailable_timeout`` are its children given up on.
-* Per worker and host event loop one *link* batches a tick's starts and cancels, and one poll
-  at a time brings back all its children's events (see :mod:`.worker`).
-* A fork seed is put into the object store once per fork point; a parent keeps one stored
-  seed, replaced when its cut moves, dropped when it is disposed.
-* The child's session lives on the parent's host, where the trace checks the events; the
-  worker's copy is a working copy.
-* Cancelling asks the worker to cancel through the child's own turn machine; a child not
-  stopped ``stop_timeout`` seconds later is stopped there, then given up on.
-* A lost child (worker died, GCS gone, events unreadable) has its turn closed here by the
-  core's crash closers (``interrupted``) after every event received; its diagnostic says what
-  happened. With ``recover`` a child whose worker died resumes on another worker from the
-  acknowledged events, answering :data:`RECOVERY_PROMPT`. A batch the host cannot decode or
-  append rejects the result. Ray never retries a child's calls (a model turn is not replayed
-  behind the parent's back).
+that carries a remote child's events into a session of the parent's host (rules:
+``docs/ray.md``). A start is the in-process driver's steps on the parent's host, and what is
+decided before publication is refused before it (the ``RAY_*`` codes). A worker's death is
+learnt from its lifeline call, not from a failing child. Ray never retries a child's calls: a
+model turn is not replayed behind the parent's back.
 """
 
 from __future__ import annotations
@@ -98,26 +73,14 @@ from .worker import (
     encode_wire,
 )
 
-__all__ = [
-    "RAY_CAPABILITIES",
-    "RAY_NOT_CONNECTED",
-    "RAY_WORKER_UNAVAILABLE",
-    "RAY_CLUSTER_LOST",
-    "RAY_SEED_NOT_STORED",
-    "RECOVERY_PROMPT",
-    "PLACEMENT_STRATEGIES",
-    "RayWorker",
-    "RayWorkerPool",
-    "RemoteChild",
-    "RayProvider",
-    "RayForkProvider",
-    "RaySpawnProvider",
-]
+__all__ = ["RAY_CAPABILITIES", "RAY_NOT_CONNECTED", "RAY_WORKER_UNAVAILABLE", "RAY_CLUSTER_LOST",
+           "RAY_SEED_NOT_STORED", "RECOVERY_PROMPT", "PLACEMENT_STRATEGIES", "RayWorker",
+           "RayWorkerPool", "RemoteChild", "RayProvider", "RayForkProvider", "RaySpawnProvider"]
 
 #: The in-process providers' own: the worker configures the child with the driver's step.
 RAY_CAPABILITIES = ALL_CAPABILITIES
 
-#: ``StartError.code`` values (see the module rules).
+#: ``StartError.code`` values of the refusals (``docs/ray.md``).
 RAY_NOT_CONNECTED = "RAY_NOT_CONNECTED"
 RAY_WORKER_UNAVAILABLE = "RAY_WORKER_UNAVAILABLE"
 RAY_CLUSTER_LOST = "RAY_CLUSTER_LOST"
@@ -182,9 +145,6 @@ def _wake(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-# ---------------------------------------------------------------------------- the pool
-
-
 @dataclass(eq=False)
 class RayWorker:
     """One pool actor."""
@@ -228,13 +188,8 @@ class _Watch:
 
 class RayWorkerPool:
     """Async actors, each running many children on its own event loop (the arguments:
-    ``docs/ray.md``). ``setup`` must be importable on the workers (Ray pickles it by
-    reference). Holds no event-loop state: one pool serves hosts on any loop. :meth:`close`
-    kills its workers.
-
-    Raises:
-        ValueError: a size, timeout or option out of range, or an option the pool owns.
-    """
+    ``docs/ray.md``; ``ValueError`` for one out of range, or an option the pool owns). Holds
+    no event-loop state: one pool serves hosts on any loop."""
 
     def __init__(self, setup: WorkerSetup | None = None, *, size: int = 2,
                  max_size: int | None = None, max_children: int | None = None,
@@ -323,8 +278,6 @@ class RayWorkerPool:
                            "or turnfork.shell.ray.connect_cluster(...) before starting children "
                            "on a Ray provider")
 
-    # ------------------------------------------------------------------ workers
-
     def _placement_group(self) -> Any:
         if self._group is None:
             options = self._options
@@ -340,7 +293,7 @@ class RayWorkerPool:
                                           strategy=self.placement, name=f"{self.name}-placement")
         return self._group
 
-    def _spawn(self) -> RayWorker:
+    def _spawn(self) -> None:
         if self._actor is None:
             self._actor = ray.remote(
                 concurrency_groups={CONTROL: CONTROL_CONCURRENCY})(ChildWorker)
@@ -352,28 +305,23 @@ class RayWorkerPool:
             options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
                 self._placement_group(), placement_group_bundle_index=index % self.size)
         try:
-            handle = self._actor.options(**options).remote(self.setup,
-                                                           flush_interval=self.flush_interval)
-            ready = handle.ready.remote().future()
+            worker = RayWorker(handle=self._actor.options(**options).remote(
+                self.setup, flush_interval=self.flush_interval), index=index, name=name)
+            self._ask(worker, "ready", self._answered)
         except Exception as error:  # e.g. the name is taken in this namespace
             worker = RayWorker(handle=None, index=index, name=name, alive=False,
                                problem=f"a Ray worker could not start: {_first_line(error)}")
-        else:
-            worker = RayWorker(handle=handle, index=index, name=name)
-            self._when_answered(ready, self._answered_ready, worker)
         self._workers.append(worker)
-        return worker
 
-    def _when_answered(self, future: concurrent.futures.Future[Any],
-                       work: Callable[[RayWorker, concurrent.futures.Future[Any]], None],
-                       worker: RayWorker) -> None:
-        # On the pool's thread: never Ray's own, which a Ray call blocks.
+    def _ask(self, worker: RayWorker, method: str,
+             then: Callable[[RayWorker, concurrent.futures.Future[Any]], None]) -> None:
+        # ``then`` runs on the pool's thread: never Ray's own, which a Ray call blocks.
 
         def answered(done: concurrent.futures.Future[Any]) -> None:
             with contextlib.suppress(RuntimeError):  # closed: nothing to follow
-                self._answers.submit(work, worker, done)
+                self._answers.submit(then, worker, done)
 
-        future.add_done_callback(answered)
+        getattr(worker.handle, method).remote().future().add_done_callback(answered)
 
     def _followed(self, worker: RayWorker) -> bool:
         # (A Ray call after ray.shutdown() would start a cluster.)
@@ -385,12 +333,21 @@ class RayWorkerPool:
         timer.daemon = True
         timer.start()
 
-    def _answered_ready(self, worker: RayWorker, future: concurrent.futures.Future[Any]) -> None:
-        error = future.exception()
+    def _answered(self, worker: RayWorker, future: concurrent.futures.Future[Any], *,
+                  lifeline: bool = False) -> None:
+        # ``ready`` answered, or ``lifeline``, the call that never answers, did: the worker
+        # is gone, or transiently unavailable.
+        error = None if future.cancelled() else future.exception()
+        if lifeline:
+            worker.watched = None
         if not self._followed(worker):
             return
         if isinstance(error, exceptions.ActorUnavailableError):
             self._unreachable(worker)
+        elif lifeline:
+            worker.problem = (f"the Ray worker {worker.name}{worker.where()} died: "
+                              f"{_first_line(error) if error else 'it stopped'}")
+            self._drop(worker)
         elif error is not None:
             worker.problem = f"a Ray worker could not start: {_first_line(error)}"
             self._drop(worker)
@@ -400,29 +357,14 @@ class RayWorkerPool:
             if worker.watched != info.incarnation:
                 worker.watched = info.incarnation
                 with contextlib.suppress(Exception):  # killed meanwhile: nothing to follow
-                    lifeline = worker.handle.lifeline.remote().future()
-                    self._when_answered(lifeline, self._lifeline_ended, worker)
+                    self._ask(worker, "lifeline", functools.partial(self._answered,
+                                                                    lifeline=True))
         self._changed()
 
     def _ask_ready(self, worker: RayWorker) -> None:
         if self._followed(worker):
             with contextlib.suppress(Exception):
-                self._when_answered(worker.handle.ready.remote().future(), self._answered_ready,
-                                    worker)
-
-    def _lifeline_ended(self, worker: RayWorker, future: concurrent.futures.Future[Any]) -> None:
-        # The call that never answers did: the worker is gone, or transiently unavailable.
-        error = None if future.cancelled() else future.exception()
-        worker.watched = None
-        if not self._followed(worker):
-            return
-        if isinstance(error, exceptions.ActorUnavailableError):
-            self._unreachable(worker)
-        else:
-            worker.problem = (f"the Ray worker {worker.name}{worker.where()} died: "
-                              f"{_first_line(error) if error else 'it stopped'}")
-            self._drop(worker)
-        self._changed()
+                self._ask(worker, "ready", self._answered)
 
     def _drop(self, worker: RayWorker) -> None:
         if worker.alive:
@@ -580,15 +522,15 @@ class RayWorkerPool:
             found.extend(answer)
         return tuple(found)
 
-    def put(self, events: Sequence[Event]) -> concurrent.futures.Future[tuple[Any, int]]:
-        """Encode and store ``events``, off the event loop: (reference, size)."""
+    def put(self, events: Sequence[Event]) -> concurrent.futures.Future[Any]:
+        """Encode and store ``events``, off the event loop: their object reference."""
 
-        def stored() -> tuple[Any, int]:
+        def stored() -> Any:
             data = encode_log(events)
             reference = ray.put(data)
             self.seeds_stored += 1
             self.seed_bytes_stored += len(data)
-            return reference, len(data)
+            return reference
 
         return self._puts.submit(stored)
 
@@ -607,8 +549,6 @@ class RayWorkerPool:
         self._puts.shutdown(wait=False)
         self._answers.shutdown(wait=False)
         self._changed()
-
-    # ------------------------------------------------------------------ the GCS probe
 
     def follow(self, child: RemoteChild) -> None:
         """Lose ``child`` if the cluster is found lost while it runs."""
@@ -637,46 +577,45 @@ class RayWorkerPool:
         balanced and says what happened."""
         watch = self._watch
         host, _, port = address.rpartition(":")
-        missed = 0
+        missed, lost = 0, ""
         while not watch.stop.wait(_PROBE_INTERVAL):
             try:
                 with socket.create_connection((host, int(port)), timeout=_PROBE_INTERVAL):
                     missed = 0
-                    continue
             except OSError as error:
                 missed += 1
-                if missed < _PROBES_MISSED:
-                    continue
-                watch.lost = (f"the Ray cluster's GCS at {address} stopped answering "
-                              f"({error.strerror or error}); Ray ends this process when it "
-                              "does not come back")
-            with watch.lock:
-                children = list(watch.children)
-            for child in children:
-                child.lose_threadsafe(watch.lost)
-            self._changed()
+                if missed == _PROBES_MISSED:
+                    lost = watch.lost = (f"the Ray cluster's GCS at {address} stopped "
+                                         f"answering ({error.strerror or error}); Ray ends "
+                                         "this process when it does not come back")
+                    break
+        else:
             return
+        with watch.lock:
+            children = list(watch.children)
+        for child in children:
+            child.lose_threadsafe(lost)
+        self._changed()
 
     def __repr__(self) -> str:
         return f"RayWorkerPool(name={self.name!r}, workers={len(self.workers)})"
 
 
-# ---------------------------------------------------------------------------- a link
-
-
 @dataclass
-class _StartCall:
-    """One ``start_children`` call, kept to be sent again while its worker is unavailable."""
+class _Call:
+    """A call of a link's worker, sent again while Ray calls the worker unavailable;
+    ``answered(error, result)`` follows its last attempt."""
 
-    link: str
-    payload: bytes
-    seeds: list[Any]
-    ids: list[str]
+    method: str
+    arguments: tuple[Any, ...]
+    name: str | None = None
+    answered: Callable[[BaseException | None, Any], None] | None = None
     attempt: int = 0
 
 
 class _Link:
-    """One worker's children started from one host event loop (see the module rules)."""
+    """One worker's children started from one host event loop: a tick's starts, cancels and
+    stops go in one call of each kind, and one poll at a time brings back their events."""
 
     def __init__(self, pool: RayWorkerPool, worker: RayWorker,
                  loop: asyncio.AbstractEventLoop) -> None:
@@ -738,81 +677,63 @@ class _Link:
             seeds: list[Any] = []
             numbers: dict[int, int] = {}
             records = []
-            for start, seed in starts:
-                if seed is None:
-                    records.append(start)
-                    continue
-                number = numbers.setdefault(id(seed), len(seeds))
-                if number == len(seeds):
+            for start, seed in starts:  # each seed reference once in the call
+                if seed is not None and numbers.setdefault(id(seed), len(seeds)) == len(seeds):
                     seeds.append(seed)
-                records.append(msgspec.structs.replace(start, seed=number))
-            self._send_starts(_StartCall(link=self.id, payload=encode_wire(records),
-                                         seeds=seeds,
-                                         ids=[record.spec.header.id for record in records]))
+                records.append(start if seed is None
+                               else msgspec.structs.replace(start, seed=numbers[id(seed)]))
+            ids = [record.spec.header.id for record in records]
+            name = (f"start child {ids[0]}" if len(ids) == 1
+                    else f"start {len(ids)} children: {ids[0]} … {ids[-1]}")
+            self._call(_Call("start_children", (self.id, encode_wire(records), seeds), name,
+                             functools.partial(self._starts_answered, ids)))
         if self._cancels:
             cancels, self._cancels = self._cancels, []
-            self._control("cancel_children", encode_wire(cancels))
+            self._call(_Call("cancel_children", (encode_wire(cancels),)))
         if self._stops:
             stops, self._stops = self._stops, []
-            self._control("stop_children", stops)
+            self._call(_Call("stop_children", (stops,)))
 
-    def _send_starts(self, call: _StartCall) -> None:
+    def _call(self, call: _Call) -> None:
+        # Nothing once the worker is gone: its poll fails, which loses (or recovers) the
+        # children.
         if not self._worker.alive or not ray.is_initialized():
-            return  # its poll fails, which loses (or recovers) the children
-        ids = call.ids
-        name = (f"start child {ids[0]}" if len(ids) == 1
-                else f"start {len(ids)} children: {ids[0]} … {ids[-1]}")
+            return
         try:
-            future = self._worker.handle.start_children.options(name=name).remote(
-                call.link, call.payload, call.seeds).future()
+            method = getattr(self._worker.handle, call.method)
+            if call.name is not None:
+                method = method.options(name=call.name)
+            future = method.remote(*call.arguments).future()
         except Exception as error:
-            self._not_started(ids, error)
+            if call.answered is not None:
+                call.answered(error, None)
             return
-        future.add_done_callback(functools.partial(_on_loop, self._loop, self._starts_answered,
-                                                   call))
+        future.add_done_callback(functools.partial(_on_loop, self._loop, self._answered, call))
 
-    def _starts_answered(self, call: _StartCall, future: concurrent.futures.Future[Any],
-                         ) -> None:
+    def _answered(self, call: _Call, future: concurrent.futures.Future[Any]) -> None:
         error = future.exception()
-        if error is None:
-            for child_id in call.ids:
-                self._started_on[child_id] = future.result()
-            return
-        unavailable = isinstance(error, exceptions.ActorUnavailableError)
-        if isinstance(error, exceptions.RayActorError) and not unavailable:
-            return  # the worker died: its poll says so
         loop = self._loop()
-        if unavailable and call.attempt < _RETRIES and loop is not None:
-            # The same start again: the worker runs each child once.
+        if (isinstance(error, exceptions.ActorUnavailableError) and call.attempt < _RETRIES
+                and loop is not None):
+            # The same call again: the worker runs each child once.
             call.attempt += 1
-            loop.call_later(_RETRY_DELAY, self._send_starts, call)
-            return
-        self._not_started(call.ids, error)
+            loop.call_later(_RETRY_DELAY, self._call, call)
+        elif call.answered is not None:
+            call.answered(error, None if error is not None else future.result())
 
-    def _not_started(self, ids: Sequence[str], error: BaseException) -> None:
+    def _starts_answered(self, ids: Sequence[str], error: BaseException | None,
+                         incarnation: str) -> None:
+        if error is None:
+            self._started_on.update(dict.fromkeys(ids, incarnation))
+            return
+        if isinstance(error, exceptions.RayActorError) and not isinstance(
+                error, exceptions.ActorUnavailableError):
+            return  # the worker died: its poll says so
         for child_id in ids:
             child = self.children.pop(child_id, None)
             if child is not None:
                 child.lost(f"the Ray worker{self._worker.where()} could not start the child: "
                            f"{_first_line(error)}")
-
-    def _control(self, method: str, argument: Any, attempt: int = 0) -> None:
-        if not self._worker.alive or not ray.is_initialized():
-            return
-        try:
-            future = getattr(self._worker.handle, method).remote(argument).future()
-        except Exception:
-            return  # the worker is gone: its poll says so
-        future.add_done_callback(functools.partial(
-            _on_loop, self._loop, self._control_answered, method, argument, attempt))
-
-    def _control_answered(self, method: str, argument: Any, attempt: int,
-                          future: concurrent.futures.Future[Any]) -> None:
-        error = future.exception()
-        loop = self._loop()
-        if (isinstance(error, exceptions.ActorUnavailableError) and attempt < _RETRIES
-                and loop is not None):
-            loop.call_later(_RETRY_DELAY, self._control, method, argument, attempt + 1)
 
     async def _poll(self, link: str) -> None:
         worker, pool = self._worker, self._pool
@@ -826,29 +747,25 @@ class _Link:
                     link, acked).future()
                 try:
                     data = await asyncio.wrap_future(future)
-                except exceptions.ActorUnavailableError as error:
-                    if not worker.alive:  # its lifeline says it died (its node was lost)
-                        self._lose_all(f"the Ray worker{worker.where()} running this child "
-                                       f"died before it finished: {worker.problem}",
-                                       recoverable=True)
-                        return
-                    now = loop.time()
-                    unavailable_since = unavailable_since or now
-                    pool._reachable(worker, False)
-                    if now - unavailable_since < pool.unavailable_timeout:
-                        await asyncio.sleep(_RETRY_DELAY)
-                        continue
-                    pool.lost(worker, f"the Ray worker {worker.name}{worker.where()} was "
-                                      f"unavailable for {pool.unavailable_timeout:g} s")
-                    self._lose_all(f"the Ray worker{worker.where()} running this child was "
-                                   f"unavailable for {pool.unavailable_timeout:g} s: "
-                                   f"{_first_line(error)}", recoverable=True)
-                    return
                 except exceptions.RayActorError as error:
-                    pool.lost(worker, f"the Ray worker {worker.name}{worker.where()} died: "
-                                      f"{_first_line(error)}")
-                    self._lose_all(f"the Ray worker{worker.where()} running this child died "
-                                   f"before it finished: {_first_line(error)}",
+                    unavailable = isinstance(error, exceptions.ActorUnavailableError)
+                    if unavailable and worker.alive:
+                        now = loop.time()
+                        unavailable_since = unavailable_since or now
+                        pool._reachable(worker, False)
+                        if now - unavailable_since < pool.unavailable_timeout:
+                            await asyncio.sleep(_RETRY_DELAY)
+                            continue
+                        what = f"was unavailable for {pool.unavailable_timeout:g} s"
+                        pool.lost(worker, f"the Ray worker {worker.name}{worker.where()} {what}")
+                        what += f": {_first_line(error)}"
+                    elif unavailable:  # its lifeline says it died (its node was lost)
+                        what = f"died before it finished: {worker.problem}"
+                    else:
+                        pool.lost(worker, f"the Ray worker {worker.name}{worker.where()} died: "
+                                          f"{_first_line(error)}")
+                        what = f"died before it finished: {_first_line(error)}"
+                    self._lose_all(f"the Ray worker{worker.where()} running this child {what}",
                                    recoverable=True)
                     return
                 except Exception as error:
@@ -876,7 +793,7 @@ class _Link:
         finally:
             if self._poller is asyncio.current_task():
                 self._poller = None
-            self._control("close_link", link)
+            self._call(_Call("close_link", (link,)))
 
     def _restarted(self, incarnation: str) -> None:
         # Ray restarted the worker (``max_restarts``): what its last process ran is lost.
@@ -922,9 +839,6 @@ class _Link:
         self.children.clear()
         self._started_on.clear()
         return children
-
-
-# ---------------------------------------------------------------------------- a remote child
 
 
 class RemoteChild:
@@ -1024,8 +938,6 @@ class RemoteChild:
         with contextlib.suppress(RuntimeError):  # the loop is closed: nothing is running
             self._loop.call_soon_threadsafe(self.lost, reason)
 
-    # ------------------------------------------------------------------ what the link says
-
     def take(self, events: Sequence[Event]) -> None:
         if not events or self._idle.done():
             return
@@ -1072,8 +984,6 @@ class RemoteChild:
         self._close(reason)
         self._finish()
 
-    # ------------------------------------------------------------------ recovery
-
     def _recover(self, reason: str) -> None:
         self.recoveries.append(reason)
         if self._link is not None:
@@ -1108,8 +1018,6 @@ class RemoteChild:
                 resumed=encode_log(acknowledged)))
         finally:
             self._resuming = None
-
-    # ------------------------------------------------------------------ endings
 
     def _close(self, reason: str) -> None:
         self.diagnostic = (f"{reason}; the child's log was closed on the parent's host after "
@@ -1151,21 +1059,13 @@ class _HostSideError(Exception):
     """The host could not take a batch of the child's events."""
 
 
-# ---------------------------------------------------------------------------- seeds
-
-
-@dataclass
-class _StoredSeed:
-    cut: int
-    put: concurrent.futures.Future[tuple[Any, int]]
-
-
 class _SeedRefs:
     """A provider's stored seeds: one per parent, at its latest fork point."""
 
     def __init__(self, pool: RayWorkerPool) -> None:
         self._pool = pool
-        self._by_parent: dict[str, _StoredSeed] = {}
+        #: Each parent's cut and the put of its seed there.
+        self._by_parent: dict[str, tuple[int, concurrent.futures.Future[Any]]] = {}
         self._runtimes: weakref.WeakSet[SubagentRuntime] = weakref.WeakSet()
 
     def _follow(self, runtime: SubagentRuntime) -> None:
@@ -1193,11 +1093,10 @@ class _SeedRefs:
                         seed: Sequence[Event]) -> Any:
         self._follow(runtime)
         stored = self._by_parent.get(parent.id)
-        if stored is None or stored.cut != len(seed):
-            stored = _StoredSeed(cut=len(seed), put=self._pool.put(seed))
-            self._by_parent[parent.id] = stored
+        if stored is None or stored[0] != len(seed):
+            stored = self._by_parent[parent.id] = (len(seed), self._pool.put(seed))
         try:
-            reference, _ = await asyncio.shield(asyncio.wrap_future(stored.put))
+            reference = await asyncio.shield(asyncio.wrap_future(stored[1]))
         except Exception as error:
             if self._by_parent.get(parent.id) is stored:
                 del self._by_parent[parent.id]
@@ -1207,12 +1106,6 @@ class _SeedRefs:
         if parent.disposed:  # released meanwhile: keep nothing for it
             self._by_parent.pop(parent.id, None)
         return reference
-
-    def clear(self) -> None:
-        self._by_parent.clear()
-
-
-# ---------------------------------------------------------------------------- providers
 
 
 def _route_pool(pools: Mapping[str, RayWorkerPool], request: CheckedRequest) -> str:
@@ -1256,7 +1149,6 @@ class RayProvider(_ProviderBase):
 
     async def start(self, runtime: SubagentRuntime, request: CheckedRequest, *, parent: Agent,
                     signal: AbortSignal | None) -> SubagentRun:
-        # Plan on this host, run on a worker.
         host = runtime.host
         setup = plan_setup(host, request, parent, signal, kind=self.kind,
                            provider_name=self.provider_name,

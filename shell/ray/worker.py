@@ -1,33 +1,8 @@
 """What runs on a Ray worker: a pool actor that runs many children, each a turnfork agent on the
-actor's own event loop, and what travels between it and the parent's host.
-
-Rules:
-
-* :class:`ChildWorker` is a plain class the pool wraps with ``ray.remote``: this module travels
-  by reference, so the workers must be able to import turnfork. Its ``setup`` configures the
-  worker's registries (models and tools) once, when the actor starts (``docs/ray.md``).
-* A child is configured by the shared driver's own steps (``create_child_session``,
-  ``configure_child``) from the :class:`ChildSpec` planned on the parent's host: nothing is
-  decided here. Its host mirrors the parent's (prompt sections, sandbox mode, session titles)
-  over the worker's registries and live agents.
-* The :class:`WorkerHost` holds every child it runs as the child of a run held on the
-  parent's host, so a service there judges it as an in-process child
-  (``ask_user_question`` refuses it as ``DELEGATED_CALLER``).
-* Everything goes per *link* (one per worker and host event loop), in msgspec batches
-  (MessagePack; events as the wire codec's JSONL): :meth:`ChildWorker.start_children` starts
-  many children and returns at once (children are tasks, never calls that hold a slot);
-  :meth:`ChildWorker.poll` answers one :class:`EventsBatch` of what the link's children
-  committed within the flush interval of the first unsent event (or nothing after
-  ``poll_wait``), and the :class:`ChildDone` of each child disposed here.
-* A batch is kept until the next poll acknowledges it, so a transient loss of the worker
-  loses and repeats nothing; a child is started once, whatever retries say.
-* Control calls run in their own concurrency group (:data:`CONTROL`), answered however busy
-  the children's loop is; a cancel that arrives before its child is kept for its start, and
-  :meth:`~ChildWorker.lifeline` never answers: its failure tells the pool the worker is gone.
-* A fork seed arrives as an object-store reference nested in the start call (so Ray does not
-  fetch it per child) and is decoded and traced once per fork point, shared by its children.
-* A resumed child's session is rebuilt from the events the host acknowledged; its descriptor
-  is not written again if the log has it.
+actor's own event loop, and what travels between it and the parent's host (rules:
+``docs/ray.md``). Nothing is decided here: a child is configured by the shared driver's steps
+from the :class:`ChildSpec` planned on the parent's host. A batch is kept until the next poll
+acknowledges it, so a transient loss of the worker loses and repeats nothing.
 """
 
 from __future__ import annotations
@@ -73,17 +48,8 @@ from ..subagents.providers import ChildSetup, configure_child, create_child_sess
 from ..tools import CallingAgent, Tool
 from ._ray import ray
 
-__all__ = [
-    "CONTROL",
-    "WorkerSetup",
-    "WorkerHost",
-    "ChildSpec",
-    "ChildStart",
-    "EventsBatch",
-    "ChildDone",
-    "WorkerInfo",
-    "ChildWorker",
-]
+__all__ = ["CONTROL", "WorkerSetup", "WorkerHost", "ChildSpec", "ChildStart", "EventsBatch",
+           "ChildDone", "WorkerInfo", "ChildWorker"]
 
 #: Registers a worker's models (``host.models``) and tools (``host.tools``) when it starts;
 #: importable on the workers (Ray pickles it by reference).
@@ -112,9 +78,6 @@ _IDLE_SEEDS = 2
 #: Cancels kept for children not started here yet (Ray does not order calls across groups),
 #: and ids of children started here, so that a repeated start is not run twice.
 _REMEMBERED = 10_000
-
-
-# ---------------------------------------------------------------------------- the wire
 
 
 class _SandboxPolicy(msgspec.Struct, frozen=True, tag="sandbox"):
@@ -247,24 +210,14 @@ class WorkerInfo:
     incarnation: str
 
 
-_encoder = msgspec.msgpack.Encoder()
-_starts = msgspec.msgpack.Decoder(list[ChildStart])
-_cancels = msgspec.msgpack.Decoder(list[tuple[str, CancelCause]])
-_batches = msgspec.msgpack.Decoder(EventsBatch)
+encode_wire = msgspec.msgpack.Encoder().encode
+decode_batch = msgspec.msgpack.Decoder(EventsBatch).decode
+_decode_starts = msgspec.msgpack.Decoder(list[ChildStart]).decode
+_decode_cancels = msgspec.msgpack.Decoder(list[tuple[str, CancelCause]]).decode
 
 
-encode_wire = _encoder.encode
-decode_batch = _batches.decode
-
-
-# ---------------------------------------------------------------------------- seeds
-
-
-@dataclass(frozen=True, slots=True)
-class _Seed:
-    prefix: PrefixView
-    trace: Trace
-    history: Callable[[], Any]
+#: A decoded seed: its completed prefix, that prefix's trace, and its model history.
+_Seed = tuple[PrefixView, Trace, Callable[[], Any]]
 
 
 def _decoded_seed(data: bytes) -> _Seed:
@@ -275,8 +228,7 @@ def _decoded_seed(data: bytes) -> _Seed:
     # A private session holds the seed: its cut and its model history are computed once and
     # shared by every child seeded here, as a parent's are in process.
     holder = Session(SessionHeader(id="seed", created_at=0), seed=decoded.unwrap())
-    prefix, trace = holder.completed_prefix()
-    return _Seed(prefix=prefix, trace=trace, history=holder.completed_prefix_history)
+    return (*holder.completed_prefix(), holder.completed_prefix_history)
 
 
 class _Seeds:
@@ -317,9 +269,6 @@ class _Seeds:
         while len(self._idle) > _IDLE_SEEDS:
             stale, _ = self._idle.popitem(last=False)
             self._loading.pop(stale, None)
-
-
-# ---------------------------------------------------------------------------- hosts
 
 
 class WorkerHost(Host):
@@ -407,9 +356,6 @@ def _error_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-# ---------------------------------------------------------------------------- the actor
-
-
 class ChildWorker:
     """A pool actor's body."""
 
@@ -429,8 +375,6 @@ class ChildWorker:
         self._started: OrderedDict[str, None] = OrderedDict()
         self._seeds = _Seeds()
 
-    # ------------------------------------------------------------------ the children's loop
-
     async def ready(self) -> WorkerInfo:
         self._loop = asyncio.get_running_loop()
         return WorkerInfo(pid=os.getpid(), node_id=str(ray.get_runtime_context().get_node_id()),
@@ -448,7 +392,7 @@ class ChildWorker:
         returns this process's incarnation."""
         self._loop = asyncio.get_running_loop()
         outbox = self._outbox(link)
-        for start in _starts.decode(batch):
+        for start in _decode_starts(batch):
             child_id = start.spec.header.id
             if child_id in self._started:
                 continue
@@ -502,8 +446,7 @@ class ChildWorker:
         try:
             seed = seed_trace = history = None
             if seed_ref is not None:
-                seed_key, loaded = await self._seeds.acquire(seed_ref)
-                seed, seed_trace, history = loaded.prefix, loaded.trace, loaded.history
+                seed_key, (seed, seed_trace, history) = await self._seeds.acquire(seed_ref)
             resumed: Sequence[Event] = ()
             if start.resumed is not None:
                 resumed = decode_log(start.resumed).unwrap()
@@ -576,11 +519,9 @@ class ChildWorker:
         if loop is not None:  # no loop yet: no child has started here
             loop.call_soon_threadsafe(work, *args)
 
-    # ------------------------------------------------------------------ control calls
-
     @_control
     async def cancel_children(self, batch: bytes) -> None:
-        self._on_children_loop(self._cancel, _cancels.decode(batch))
+        self._on_children_loop(self._cancel, _decode_cancels(batch))
 
     @_control
     async def stop_children(self, child_ids: Sequence[str]) -> None:
