@@ -1,17 +1,11 @@
 """The control tools of continuable children: ``send_message``, ``interrupt_agent`` and
-``list_agents`` (DSH's ``dsh-tool-subagent-control`` and its ``list-agents`` export).
-
-The tools are global (a continuable child may manage its own children) and thin: routing,
-residency, cold resume and authority are the continuation manager's, the texts the core's. A
-refusal of the manager is an error result in its words (``Error: <text>`` with DSH's ``{name,
-code}``); a call outside an agent is a plain error. One-shot children are not listed.
+``list_agents`` (DSH's ``dsh-tool-subagent-control``): global, and thin (routing, residency,
+authority are the continuation manager's, the texts the core's). One-shot children are not listed.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-import msgspec
 
 from ...core import (
     AgentListDiagnostic,
@@ -19,7 +13,6 @@ from ...core import (
     AgentStatus,
     MessageSource,
     ToolOutcome,
-    ToolSchema,
     interrupt_agent_schema,
     list_agents_schema,
     no_calling_agent,
@@ -30,16 +23,13 @@ from ...core import (
     send_message_schema,
 )
 from ..agent import Agent
-from ..tools import Tool, ToolContext, ToolHandler
+from ..tools import Tool, ToolContext
 from .continuation import AncestorAuthority, ContinuationManager, ListedChild
 from .contract import SubagentError, SubagentHost
+from .jobs import schema_tool
 from .registry import SubagentRuntime
 
 __all__ = ["SubagentControlTools"]
-
-
-def _tool(schema: ToolSchema, handler: ToolHandler) -> Tool:
-    return Tool(schema.name, schema.description, msgspec.json.decode(schema.parameters), handler)
 
 
 class SubagentControlTools:
@@ -58,17 +48,13 @@ class SubagentControlTools:
         return SubagentRuntime.of(self._host).continuation
 
     def install(self, host: SubagentHost) -> None:
-        """Register the tools in ``host``'s global registry.
-
-        Raises:
-            ValueError: installed already, or a tool of that name is registered.
-        """
+        """Register the tools in ``host``'s global registry, all or none (``ValueError``)."""
         if self._host is not None:
             raise ValueError("the subagent control tools are already installed")
-        tools = [_tool(send_message_schema(), self._send),
-                 _tool(interrupt_agent_schema(), self._interrupt)]
+        tools = [schema_tool(send_message_schema(), self._send),
+                 schema_tool(interrupt_agent_schema(), self._interrupt)]
         if self.with_list:
-            tools.append(_tool(list_agents_schema(), self._list))
+            tools.append(schema_tool(list_agents_schema(), self._list))
         registered: list[Tool] = []
         try:
             for tool in tools:
