@@ -75,21 +75,10 @@ if TYPE_CHECKING:
     from ..session import Session
 
 __all__ = [
-    "Activation",
-    "AncestorAuthority",
-    "ContinuableSetup",
-    "ContinuableStarted",
-    "ContinuationManager",
-    "InterruptAuthority",
-    "ListedChild",
-    "ListedDiagnostic",
-    "PersistentStore",
-    "ReportDelivery",
-    "UserAuthority",
-    "apply_resume_terms",
-    "delegated_resume",
-    "delegated_resume_terms",
-    "resumed_scope",
+    "Activation", "AncestorAuthority", "ContinuableSetup", "ContinuableStarted",
+    "ContinuationManager", "InterruptAuthority", "ListedChild", "ListedDiagnostic",
+    "PersistentStore", "ReportDelivery", "UserAuthority",
+    "apply_resume_terms", "delegated_resume", "delegated_resume_terms", "resumed_scope",
 ]
 
 _log = logging.getLogger(__name__)
@@ -108,7 +97,6 @@ class PersistentStore(Protocol):
     session without taking it, and (optionally) read its ``header``; either may be awaitable."""
 
     def inspect(self, session_id: str) -> LoadedLog | Awaitable[LoadedLog]: ...
-
     def header(self, session_id: str) -> SessionHeader | Awaitable[SessionHeader]: ...
 
 
@@ -358,14 +346,9 @@ class ContinuationManager:
         """Whether ``agent``'s own teardown (or its lineage's) already began."""
         if self._draining or agent.disposed:
             return True
-        for member in self._lineage(agent):
-            activation = self._activations.get(member.id)
-            if activation is not None and activation.agent is member \
-                    and activation.disposal is not None:
-                return True
-            if any(member is root for root in self._draining_roots):
-                return True
-        return False
+        return any(((owner := self._owner_of(member)) is not None and owner.disposal is not None)
+                   or any(member is root for root in self._draining_roots)
+                   for member in self._lineage(agent))
 
     def _owner_of(self, parent: Agent) -> Activation | None:
         activation = self._activations.get(parent.id)

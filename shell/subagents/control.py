@@ -5,6 +5,7 @@ authority are the continuation manager's, the texts the core's). One-shot childr
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ...core import (
@@ -13,6 +14,7 @@ from ...core import (
     AgentStatus,
     MessageSource,
     ToolOutcome,
+    ToolSchema,
     interrupt_agent_schema,
     list_agents_schema,
     no_calling_agent,
@@ -30,6 +32,21 @@ from .jobs import schema_tool
 from .registry import SubagentRuntime
 
 __all__ = ["SubagentControlTools"]
+
+
+def _tool(schema: ToolSchema,
+          body: Callable[[dict[str, Any], Agent], Awaitable[ToolOutcome]]) -> Tool:
+    """A control tool: called by an agent only, the manager's refusals as error results."""
+
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        if not isinstance(ctx.agent, Agent):
+            return ToolOutcome(no_calling_agent(schema.name), is_error=True)
+        try:
+            return await body(args, ctx.agent)
+        except SubagentError as refused:
+            return render_start_error(refused.error)
+
+    return schema_tool(schema, handler)
 
 
 class SubagentControlTools:
@@ -51,10 +68,10 @@ class SubagentControlTools:
         """Register the tools in ``host``'s global registry, all or none (``ValueError``)."""
         if self._host is not None:
             raise ValueError("the subagent control tools are already installed")
-        tools = [schema_tool(send_message_schema(), self._send),
-                 schema_tool(interrupt_agent_schema(), self._interrupt)]
+        tools = [_tool(send_message_schema(), self._send),
+                 _tool(interrupt_agent_schema(), self._interrupt)]
         if self.with_list:
-            tools.append(schema_tool(list_agents_schema(), self._list))
+            tools.append(_tool(list_agents_schema(), self._list))
         registered: list[Tool] = []
         try:
             for tool in tools:
@@ -74,27 +91,14 @@ class SubagentControlTools:
             if host is not None and host.tools.get(tool.name) is tool:
                 host.tools.unregister(tool.name)
 
-    async def _send(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        parent = ctx.agent
-        if not isinstance(parent, Agent):
-            return ToolOutcome(no_calling_agent("send_message"), is_error=True)
-        try:
-            await self.manager.followup(
-                parent, args["subagent_id"], args["message"],
-                source=MessageSource(kind="coordinator", form="relay",
-                                     sender_session_id=parent.id))
-        except SubagentError as refused:
-            return render_start_error(refused.error)
+    async def _send(self, args: dict[str, Any], parent: Agent) -> ToolOutcome:
+        await self.manager.followup(
+            parent, args["subagent_id"], args["message"],
+            source=MessageSource(kind="coordinator", form="relay", sender_session_id=parent.id))
         return ToolOutcome(render_queued(args["subagent_id"]))
 
-    async def _interrupt(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        caller = ctx.agent
-        if not isinstance(caller, Agent):
-            return ToolOutcome(no_calling_agent("interrupt_agent"), is_error=True)
-        try:
-            self.manager.interrupt(args["agent_id"], AncestorAuthority(caller))
-        except SubagentError as refused:
-            return render_start_error(refused.error)
+    async def _interrupt(self, args: dict[str, Any], caller: Agent) -> ToolOutcome:
+        self.manager.interrupt(args["agent_id"], AncestorAuthority(caller))
         return ToolOutcome(render_interrupt_requested(args["agent_id"]))
 
     def _status(self, child_id: str) -> AgentStatus:
@@ -104,17 +108,11 @@ class SubagentControlTools:
             return "ready"
         return "running" if agent.running else "idle"
 
-    async def _list(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        caller = ctx.agent
-        if not isinstance(caller, Agent):
-            return ToolOutcome(no_calling_agent("list_agents"), is_error=True)
+    async def _list(self, args: dict[str, Any], caller: Agent) -> ToolOutcome:
         descendants = args.get("scope") == "descendants"
-        try:
-            # The call's cancellation (its turn cancelled) cancels a read in flight.
-            rows = await (self.manager.list_descendants(caller.id) if descendants
-                          else self.manager.list_children(caller.id))
-        except SubagentError as refused:
-            return render_start_error(refused.error)
+        # The call's cancellation (its turn cancelled) cancels a read in flight.
+        rows = await (self.manager.list_descendants(caller.id) if descendants
+                      else self.manager.list_children(caller.id))
         entries: list[AgentListEntry | AgentListDiagnostic] = []
         for row in rows:
             where: dict[str, Any] = {"parent": row.parent, "depth": row.depth} \

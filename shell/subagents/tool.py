@@ -208,24 +208,18 @@ class SubagentTool:
                             agent_options=self.agent_options, max_depth=self.max_depth,
                             tool_filter=self.tool_filter, persona=self.persona)
 
-    def _in_background(self, args: dict[str, Any]) -> bool:
-        asked = args.get("run_in_background")
-        if not self.enable_run_in_background:
-            return False
-        if isinstance(asked, bool):
-            return asked
-        return self.background_mode == "continuable"
-
     async def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         parent = ctx.agent
         if not isinstance(parent, Agent):
             return ToolOutcome(NO_CALLING_AGENT, is_error=True)
-        if args.get("run_in_background") is True and not self.enable_run_in_background:
+        asked = args.get("run_in_background")
+        if asked is True and not self.enable_run_in_background:
             return ToolOutcome(BACKGROUND_DISABLED, is_error=True)
         runtime = self._runtime
         if runtime is None or self.provider() is None:
             return render_start_error(SubagentStartError.no_provider(self.provider_name).error)
-        if self._in_background(args):
+        if self.enable_run_in_background and (
+                asked if isinstance(asked, bool) else self.background_mode == "continuable"):
             if self.background_mode == "continuable":
                 return await self._start_continuable(runtime, args, parent)
             return self._start_job(runtime, args, parent)
