@@ -13,7 +13,8 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
 
@@ -271,25 +272,6 @@ def _own_sections(sections: tuple[PromptSection, ...], context: tuple[PromptSect
     return (*context, *cache_preserving_context(persona, None))
 
 
-class _ChildLocks:
-    """One lock per child id, kept while held or awaited: one delivery at a time per child."""
-
-    def __init__(self) -> None:
-        self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
-
-    @contextlib.asynccontextmanager
-    async def hold(self, child_id: str) -> AsyncIterator[None]:
-        lock, users = self._locks.setdefault(child_id, (asyncio.Lock(), [0]))
-        users[0] += 1
-        try:
-            async with lock:
-                yield
-        finally:
-            users[0] -= 1
-            if users[0] == 0:
-                del self._locks[child_id]
-
-
 class ContinuationManager:
     """Continuable children of the agents of one host (``host.subagents.continuation``)."""
 
@@ -303,7 +285,9 @@ class ContinuationManager:
         self._draining_roots: list[Agent] = []
         #: Unpublished creation windows in flight (a drain waits for them).
         self._materializing: set[asyncio.Future[None]] = set()
-        self._locks = _ChildLocks()
+        #: One lock per child id, kept only while held or awaited (so weakly here).
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = \
+            weakref.WeakValueDictionary()
         #: Where fresh child ids come from (default: the host's id factory).
         self.child_ids: IdFactory = runtime.host.ids
 
@@ -577,7 +561,10 @@ class ContinuationManager:
             if signal is not None and signal.aborted:
                 raise SubagentAbortedError()
             self._admit(parent)
-            async with self._locks.hold(child_id):
+            lock = self._locks.get(child_id)
+            if lock is None:
+                lock = self._locks[child_id] = asyncio.Lock()
+            async with lock:  # deliveries to one child are taken one at a time
                 activation = self._activations.get(child_id)
                 closing = None if activation is None else activation.disposal
                 if closing is None:
