@@ -1,31 +1,10 @@
 """The continuation manager: continuable children a parent can talk to again (DSH's
 ``SubagentContinuationManager``, packages/subagent/subagent/src/continuation.ts). Every rule it
-applies is the core's (:mod:`turnfork.core.continuation`); what it keeps is the live state.
-
-* A continuable child is a durable session (its id is the child's id) plus, while resident, an
-  :class:`Activation`. The child's own inbox is the only queue; the parent is told when an
-  epoch settles (a ``subagent-settled`` notice) and the child may report up
-  (:meth:`ContinuationManager.report_from`). Providers take part with ``prepare_continuable``.
-* Residency is derived, never stored: *running* (its turn runs or accepted input is queued),
-  *waiting* (idle, its own continuable children still resident), *settled* (neither: disposed;
-  the next follow-up cold-resumes it from its log). No busy or finished refusal (DSH has none).
-* Authority: follow-ups come only from the exact live durable parent; an interrupt from any
-  exact live ancestor, or a human addressing the durable parent; a report from the exact
-  resident child to its live parent.
-* A child's unpublished creation window has one checkpoint: an abort, cancellation, parent
-  disposal or drain that arrived meanwhile rolls it back (its session deleted). An observer of
-  ``SubagentStart`` that aborts or drains rolls the published child back too, unannounced.
-  After the first message is accepted the caller's signal no longer matters. Deliveries to one
-  child are taken one at a time.
-* Disposal, in DSH's order: admission cutoff, turn cancelled and queue dropped (cause
-  ``parent``), its resident children's disposals begun top-down and awaited child-first, the
-  child quiet, its log made durable (best-effort), the epoch's stop reason and closing message
-  captured, the agent disposed, the parent notified, the ownership released, ``SubagentEnd``.
-  A failure is logged at natural settlement and raised by drains; it never stops teardown.
-* Each residency epoch is one ``SubagentStart``/``SubagentEnd`` pair on ``host.subagents``.
-* Listing reads every session's header, then only the listed children's logs; an unreadable
-  child, one that is not the lifecycle it was listed as, or without identity is a diagnostic.
-* Continuable children need a store that can ``inspect`` a session (the JSONL store).
+applies is the core's (:mod:`turnfork.core.continuation`); what it keeps is the live state:
+one :class:`Activation` per resident child, whose durable session outlives it. Residency is
+derived, never stored (running, waiting on its own resident children, or settled: disposed,
+and cold-resumed from its log by the next follow-up). Authority, roll-backs, the teardown
+order and listing: docs/api-shell-subagents.md, "Continuable children".
 """
 
 from __future__ import annotations
@@ -34,9 +13,10 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+import weakref
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
 
 from returns.result import Failure
 
@@ -87,6 +67,7 @@ from .contract import (
     SubagentError,
     SubagentHost,
     SubagentRuntimeView,
+    SubagentStartError,
     parent_view,
 )
 
@@ -95,21 +76,10 @@ if TYPE_CHECKING:
     from ..session import Session
 
 __all__ = [
-    "Activation",
-    "AncestorAuthority",
-    "ContinuableSetup",
-    "ContinuableStarted",
-    "ContinuationManager",
-    "InterruptAuthority",
-    "ListedChild",
-    "ListedDiagnostic",
-    "PersistentStore",
-    "ReportDelivery",
-    "UserAuthority",
-    "apply_resume_terms",
-    "delegated_resume",
-    "delegated_resume_terms",
-    "resumed_scope",
+    "Activation", "AncestorAuthority", "ContinuableSetup", "ContinuableStarted",
+    "ContinuationManager", "InterruptAuthority", "ListedChild", "ListedDiagnostic",
+    "PersistentStore", "ReportDelivery", "UserAuthority",
+    "apply_resume_terms", "delegated_resume", "delegated_resume_terms", "resumed_scope",
 ]
 
 _log = logging.getLogger(__name__)
@@ -125,11 +95,9 @@ T = TypeVar("T")
 
 class PersistentStore(Protocol):
     """What continuable children need of a store beyond ``SessionStore``: ``inspect`` a
-    session without taking it, and read its ``header`` (optional); awaitable reads are awaited
-    and cancelled with the caller's signal."""
+    session without taking it, and (optionally) read its ``header``; either may be awaitable."""
 
     def inspect(self, session_id: str) -> LoadedLog | Awaitable[LoadedLog]: ...
-
     def header(self, session_id: str) -> SessionHeader | Awaitable[SessionHeader]: ...
 
 
@@ -160,8 +128,7 @@ InterruptAuthority: TypeAlias = UserAuthority | AncestorAuthority
 
 @dataclass(frozen=True, slots=True)
 class ListedChild:
-    """A child of a listing (``live``: DSH's ``activity: running``; ``has_children``:
-    subagents of its own on record)."""
+    """A child of a listing (``live``: DSH's ``activity: running``)."""
 
     id: str
     mode: Literal["one-shot", "continuable"]
@@ -186,16 +153,15 @@ class ListedDiagnostic:
 
 @dataclass(eq=False)
 class Activation:
-    """One resident continuable child: its live agent and what the manager tracks; the run of
-    its epoch's ``SubagentStart``/``SubagentEnd``."""
+    """One resident continuable child, and the run of its epoch's lifecycle records."""
 
     manager: ContinuationManager
     child_id: str
     parent_session: str
     provider: str
     agent: Agent
-    #: The exact live agents on the child's lineage at materialization, the child included
-    #: (interrupt authority).
+    #: The exact live agents on its lineage at materialization, itself included (interrupt
+    #: authority).
     ancestry: tuple[Agent, ...]
     parent_agent: Agent
     label: str | None
@@ -240,8 +206,7 @@ class Activation:
         return self.parent_agent
 
     async def dispose(self) -> None:
-        """Tear the Activation down (as a drain does) and wait: ``ACTIVATION_TEARDOWN_FAILED``
-        is raised, the child released all the same."""
+        """Tear it down as a drain does; ``ACTIVATION_TEARDOWN_FAILED`` is raised after."""
         failure = await self.manager._dispose(self)
         if failure is not None:
             raise failure
@@ -250,29 +215,20 @@ class Activation:
         return f"Activation(child_id={self.child_id!r}, provider={self.provider!r})"
 
 
-def _error(error: StartError) -> SubagentError:
-    return SubagentError(error)
-
-
 def _chain(error: BaseException) -> str:
     return failure_of(error).message
 
 
-def _is_delegated(header: SessionHeader) -> bool:
-    return header.origin == "subagent"
-
-
 def delegated_resume_terms(session: Session) -> ResumeTerms | None:
-    """What resuming ``session`` as an agent must restore when delegation created it
-    (``None`` otherwise); ``ValueError`` when its log does not record its delegation's terms (a
-    one-shot child), so resuming it would drop the authority its delegation took away."""
+    """What resuming ``session`` must restore when delegation created it (else ``None``);
+    ``ValueError`` when its log does not record them (resuming would drop the restriction)."""
     header = session.header
-    if not _is_delegated(header):
+    if header.origin != "subagent":
         return None
     terms = resume_terms(header, session.events)
-    if isinstance(terms, Failure) and terms.failure().code == MALFORMED_DESCRIPTOR:
-        raise ValueError(f"session {header.id!r}: {terms.failure().message}")
     if isinstance(terms, Failure):
+        if terms.failure().code == MALFORMED_DESCRIPTOR:
+            raise ValueError(f"session {header.id!r}: {terms.failure().message}")
         parent = header.parent_session
         raise ValueError(
             f"session {header.id!r} is a one-shot subagent of {parent!r}: its log does not "
@@ -282,9 +238,7 @@ def delegated_resume_terms(session: Session) -> ResumeTerms | None:
 
 
 def apply_resume_terms(agent: Agent, terms: ResumeTerms) -> None:
-    """Restore on a resumed child's agent what its delegation decided: the approval policy the
-    log's last ``approval/policy`` governs, its own sections (a persona) and the delegation
-    statement. Its tool restriction is its scope's (see :func:`resumed_scope`)."""
+    """Restore a resumed child's approval policy and own sections (tools: :func:`resumed_scope`)."""
     agent.approval_policy = terms.approval_policy
     for section in (*terms.sections, *terms.context):
         agent.prompt_sections.add(section)
@@ -292,8 +246,7 @@ def apply_resume_terms(agent: Agent, terms: ResumeTerms) -> None:
 
 def resumed_scope(host: SubagentHost, terms: ResumeTerms, scope: ToolScope | None = None,
                   ) -> ToolScope:
-    """The tool scope of a resumed child: ``scope`` (or a fresh one over the host's tools)
-    narrowed by the tool filter its descriptor records."""
+    """``scope`` (or a fresh one over the host's tools) narrowed by the recorded tool filter."""
     if scope is None:
         return ToolScope(host.tools, restriction=terms.tool_filter)
     if terms.tool_filter is not None:
@@ -303,8 +256,8 @@ def resumed_scope(host: SubagentHost, terms: ResumeTerms, scope: ToolScope | Non
 
 def delegated_resume(host: SubagentHost, session: Session, scope: ToolScope | None,
                      ) -> tuple[ToolScope | None, Callable[[Agent], None]]:
-    """How ``host.create_agent`` resumes ``session``: the tool scope to build it with and
-    what to restore on it once built (nothing for a session delegation did not create)."""
+    """How ``host.create_agent`` resumes ``session``: the scope to build it with, and what to
+    restore on it once built."""
     terms = delegated_resume_terms(session)
     if terms is None:
         return scope, lambda agent: None
@@ -313,31 +266,10 @@ def delegated_resume(host: SubagentHost, session: Session, scope: ToolScope | No
 
 def _own_sections(sections: tuple[PromptSection, ...], context: tuple[PromptSection, ...],
                   persona: str | None, cached: bool) -> tuple[PromptSection, ...]:
-    """A continuable child's own contributions: its sections and runtime context, or, cache
-    preserving, the runtime context alone with its persona moved into it."""
+    # Cache-preserving: the runtime context alone, the persona moved into it.
     if not cached:
         return (*sections, *context)
     return (*context, *cache_preserving_context(persona, None))
-
-
-class _ChildLocks:
-    """One lock per child id, kept while held or awaited: deliveries to one child run one
-    at a time."""
-
-    def __init__(self) -> None:
-        self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
-
-    @contextlib.asynccontextmanager
-    async def hold(self, child_id: str) -> AsyncIterator[None]:
-        lock, users = self._locks.setdefault(child_id, (asyncio.Lock(), [0]))
-        users[0] += 1
-        try:
-            async with lock:
-                yield
-        finally:
-            users[0] -= 1
-            if users[0] == 0:
-                del self._locks[child_id]
 
 
 class ContinuationManager:
@@ -353,27 +285,23 @@ class ContinuationManager:
         self._draining_roots: list[Agent] = []
         #: Unpublished creation windows in flight (a drain waits for them).
         self._materializing: set[asyncio.Future[None]] = set()
-        self._locks = _ChildLocks()
+        #: One lock per child id, kept only while held or awaited (so weakly here).
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = \
+            weakref.WeakValueDictionary()
         #: Where fresh child ids come from (default: the host's id factory).
         self.child_ids: IdFactory = runtime.host.ids
 
     # ------------------------------------------------------------------ composition
 
     def register_setup(self, setup: ContinuableSetup) -> Callable[[], None]:
-        """Install ``setup`` in every later Activation's creation window; returns the
-        remover."""
+        """Install ``setup`` in every later Activation's creation window; returns the remover."""
         self._setups.append(setup)
-
-        def remove() -> None:
-            if setup in self._setups:
-                self._setups.remove(setup)
-
-        return remove
+        return lambda: self._setups.remove(setup) if setup in self._setups else None
 
     def _persistence(self) -> PersistentStore:
         store = self.host.sessions
         if not callable(getattr(store, "inspect", None)):
-            raise _error(refusal("no-persistence"))
+            raise SubagentError(refusal("no-persistence"))
         return store  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ admission
@@ -390,26 +318,21 @@ class ContinuationManager:
 
     def _admit(self, agent: Agent) -> None:
         if self._draining:
-            raise _error(refusal("draining"))
+            raise SubagentError(refusal("draining"))
         self._draining_roots = [root for root in self._draining_roots
                                 if self.host.agents.get(root.id) is root]
         for member in self._lineage(agent):
             for root in self._draining_roots:
                 if member is root:
-                    raise _error(refusal("draining-below", root.id))
+                    raise SubagentError(refusal("draining-below", root.id))
 
     def _closing(self, agent: Agent) -> bool:
         """Whether ``agent``'s own teardown (or its lineage's) already began."""
         if self._draining or agent.disposed:
             return True
-        for member in self._lineage(agent):
-            activation = self._activations.get(member.id)
-            if activation is not None and activation.agent is member \
-                    and activation.disposal is not None:
-                return True
-            if any(member is root for root in self._draining_roots):
-                return True
-        return False
+        return any(((owner := self._owner_of(member)) is not None and owner.disposal is not None)
+                   or any(member is root for root in self._draining_roots)
+                   for member in self._lineage(agent))
 
     def _owner_of(self, parent: Agent) -> Activation | None:
         activation = self._activations.get(parent.id)
@@ -422,11 +345,11 @@ class ContinuationManager:
             raise SubagentAbortedError()
         self._admit(parent)
         if activation.disposal is not None:
-            raise _error(refusal("closing-message", activation.child_id))
+            raise SubagentError(refusal("closing-message", activation.child_id))
         self._authorize(parent, activation.child_id, activation.parent_session)
         owner = self._owner_of(parent)
         if owner is not None and owner.disposal is not None:
-            raise _error(refusal("closing-parent", parent.id))
+            raise SubagentError(refusal("closing-parent", parent.id))
 
     # ------------------------------------------------------------------ start
 
@@ -444,11 +367,10 @@ class ContinuationManager:
                         "disposed"))
         found = self.runtime.get_provider(provider)
         if found is None:
-            raise _error(StartError(code="NO_PROVIDER", name="SubagentError",
-                                    message=f'no subagent provider registered for "{provider}"'))
+            raise SubagentError(SubagentStartError.no_provider(provider).error)
         prepare = getattr(found, "prepare_continuable", None)
         if not callable(prepare):
-            raise _error(refusal("no-capability", provider))
+            raise SubagentError(refusal("no-capability", provider))
         checked = check_continuable(parent_view(parent), request, provider_name=provider,
                                     known_tools=self.host.tools.names())
         if isinstance(checked, Failure):
@@ -456,7 +378,7 @@ class ContinuationManager:
         terms = checked.unwrap()
         sid = child_id or self.child_ids()
         if sid in self.host.agents or self.host.sessions.exists(sid):
-            raise _error(refusal("duplicate", sid))
+            raise SubagentError(refusal("duplicate", sid))
         if signal is not None and signal.aborted:
             raise SubagentAbortedError()
         seed: ContinuableSeed = prepare(ContinuableRequest(session_id=sid, parent=parent,
@@ -470,8 +392,6 @@ class ContinuationManager:
             with contextlib.suppress(SessionNotFoundError):
                 self.host.sessions.delete(sid)
 
-        window = self._open_window()
-        undo: list[Callable[[], None]] = []
         try:
             if seed.trace is not None and seed.trace is parent.session.completed().trace:
                 # The descriptor is model-hidden: the child's history at its seed is the
@@ -491,36 +411,33 @@ class ContinuationManager:
                 elif isinstance(policy, ApprovalPolicyData):
                     agent.set_approval_policy(policy.policy, source="delegation")
             agent.approval_policy = "never"  # a child never asks, approval composed or not
-            self._compose(agent, parent, _own_sections(terms.sections, terms.context,
-                                                       request.persona, cached), undo)
-            await self._checkpoint(parent, signal)
-            activation = await self._publish(agent, parent, provider, label=request.label,
-                                             seed_length=plan.seed_length, undo=undo,
-                                             forget=forget)
+            activation = await self._materialize(
+                agent, parent, signal,
+                _own_sections(terms.sections, terms.context, request.persona, cached),
+                provider=provider, label=request.label, seed_length=plan.seed_length,
+                forget=forget)
         except BaseException:
-            _undo(undo)
             forget()
             raise
-        finally:
-            self._close_window(window)
         message = UserMessage(content=request.prompt, source=MessageSource(kind="user"),
                               id=self.host.ids())
-        await self._deliver_or_roll_back(activation, parent, message, signal, forget)
+        await self._deliver(activation, parent, message, signal, fresh=True, forget=forget)
         return ContinuableStarted(child_id=sid, message_id=message.id)
 
-    async def _deliver_or_roll_back(self, activation: Activation, parent: Agent,
-                                    message: UserMessage, signal: AbortSignal | None,
-                                    forget: Callable[[], None] | None) -> None:
+    async def _deliver(self, activation: Activation, parent: Agent, message: UserMessage,
+                       signal: AbortSignal | None, *, fresh: bool,
+                       forget: Callable[[], None] | None = None) -> None:
         # A freshly published Activation gets its first message or is rolled back: an abort,
         # a drain or the parent's teardown that an observer of its start caused wins here.
         try:
             self._admit_delivery(activation, parent, signal)
             self._accept(activation, parent, message)
         except BaseException:
-            with contextlib.suppress(Exception):
-                await self._dispose(activation)
-            if forget is not None:
-                forget()
+            if fresh:
+                with contextlib.suppress(Exception):
+                    await self._dispose(activation)
+                if forget is not None:
+                    forget()
             raise
 
     def _cache_preserving(self, provider_name: str, *, seeded: bool) -> bool:
@@ -529,27 +446,35 @@ class ContinuationManager:
         found = self.runtime.get_provider(provider_name)
         return seeded and getattr(found, "cache_preserving", False) is True
 
-    def _compose(self, agent: Agent, parent: Agent, own: Iterable[PromptSection],
-                 undo: list[Callable[[], None]]) -> None:
-        # The parent's deployment sections (its persona among them), then the child's own; the
-        # parent's runtime context is not inherited. Then every registered setup.
-        for section in parent.prompt_sections.sections():
-            if section.kind == "section":
-                agent.prompt_sections.add(section)
-        for section in own:
-            agent.prompt_sections.add(section)
-        for setup in list(self._setups):
-            undo.append(setup(agent))
-
-    def _open_window(self) -> asyncio.Future[None]:
+    async def _materialize(self, agent: Agent, parent: Agent, signal: AbortSignal | None,
+                           own: Iterable[PromptSection], *, provider: str, label: str | None,
+                           seed_length: int, resuming: str | None = None,
+                           forget: Callable[[], None] | None = None) -> Activation:
+        """The unpublished creation window of a built child, fresh or resumed (a drain waits
+        for it): composed, checkpointed, published; undone on any failure."""
         window: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._materializing.add(window)
-        return window
-
-    def _close_window(self, window: asyncio.Future[None]) -> None:
-        self._materializing.discard(window)
-        if not window.done():
-            window.set_result(None)
+        undo: list[Callable[[], None]] = []
+        try:
+            # The parent's deployment sections (its persona among them), then the child's
+            # own; the parent's runtime context is not inherited. Then every setup.
+            for section in parent.prompt_sections.sections():
+                if section.kind == "section":
+                    agent.prompt_sections.add(section)
+            for section in own:
+                agent.prompt_sections.add(section)
+            for setup in list(self._setups):
+                undo.append(setup(agent))
+            await self._checkpoint(parent, signal, resuming=resuming)
+            return await self._publish(agent, parent, provider, label=label,
+                                       seed_length=seed_length, undo=undo, forget=forget)
+        except BaseException:
+            _undo(undo)
+            raise
+        finally:
+            self._materializing.discard(window)
+            if not window.done():
+                window.set_result(None)
 
     async def _checkpoint(self, parent: Agent, signal: AbortSignal | None, *,
                           resuming: str | None = None) -> None:
@@ -558,7 +483,7 @@ class ContinuationManager:
         if signal is not None and signal.aborted:
             raise SubagentAbortedError()
         if resuming is not None and self.host.agents.get(parent.id) is not parent:
-            raise _error(refusal("exact-parent", resuming))
+            raise SubagentError(refusal("exact-parent", resuming))
         if parent.disposed:
             raise SubagentError(StartError(
                 code="OWNER_DISPOSED",
@@ -566,7 +491,7 @@ class ContinuationManager:
         self._admit(parent)
         owner = self._owner_of(parent)
         if owner is not None and owner.disposal is not None:
-            raise _error(refusal("closing-parent", parent.id))
+            raise SubagentError(refusal("closing-parent", parent.id))
 
     async def _publish(self, agent: Agent, parent: Agent, provider: str, *, label: str | None,
                        seed_length: int, undo: list[Callable[[], None]],
@@ -614,7 +539,7 @@ class ContinuationManager:
 
     # ------------------------------------------------------------------ delivery
 
-    def _accept(self, activation: Activation, parent: Agent, message: UserMessage) -> str:
+    def _accept(self, activation: Activation, parent: Agent, message: UserMessage) -> None:
         """Queue ``message`` as the child's next turn (the final, await-free admission)."""
         owner = self._owner_of(parent)
         if owner is not None:
@@ -622,7 +547,6 @@ class ContinuationManager:
         activation.agent.followup(message)
         activation.announced = True
         activation.poke.set()
-        return message.id
 
     async def followup(self, parent: Agent, child_id: str,
                        content: Sequence[ContentBlock] | str, *,
@@ -637,7 +561,10 @@ class ContinuationManager:
             if signal is not None and signal.aborted:
                 raise SubagentAbortedError()
             self._admit(parent)
-            async with self._locks.hold(child_id):
+            lock = self._locks.get(child_id)
+            if lock is None:
+                lock = self._locks[child_id] = asyncio.Lock()
+            async with lock:  # deliveries to one child are taken one at a time
                 activation = self._activations.get(child_id)
                 closing = None if activation is None else activation.disposal
                 if closing is None:
@@ -645,20 +572,16 @@ class ContinuationManager:
                     if activation is None:
                         activation = await self._cold_resume(parent, child_id, signal)
                     message = UserMessage(content=blocks, source=origin, id=self.host.ids())
-                    if resumed:
-                        await self._deliver_or_roll_back(activation, parent, message, signal,
-                                                         None)
-                        return message.id
-                    self._admit_delivery(activation, parent, signal)
-                    return self._accept(activation, parent, message)
+                    await self._deliver(activation, parent, message, signal, fresh=resumed)
+                    return message.id
             # A delivery that lost the race with disposal resumes the child afterwards.
             await asyncio.wait([closing])
 
     def _authorize(self, parent: Agent, child_id: str, durable_parent: str | None) -> None:
         if self.host.agents.get(parent.id) is not parent:
-            raise _error(refusal("exact-parent", child_id))
+            raise SubagentError(refusal("exact-parent", child_id))
         if durable_parent != parent.id:
-            raise _error(refusal("other-parent", child_id))
+            raise SubagentError(refusal("other-parent", child_id))
 
     async def _cold_resume(self, parent: Agent, child_id: str,
                            signal: AbortSignal | None) -> Activation:
@@ -668,10 +591,10 @@ class ContinuationManager:
         except _Aborted:
             raise SubagentAbortedError() from None
         except Exception as error:
-            raise _error(refusal("unavailable", child_id)) from error
+            raise SubagentError(refusal("unavailable", child_id)) from error
         header = log.header
         if header is None:
-            raise _error(refusal("unavailable", child_id))
+            raise SubagentError(refusal("unavailable", child_id))
         self._admit(parent)
         self._authorize(parent, child_id,
                         header.parent_session if isinstance(header.parent_session, str)
@@ -682,39 +605,31 @@ class ContinuationManager:
         terms = resumed.unwrap()
         if self.host.agents.get(child_id) is not None:
             # Some agent holds the id without the manager managing it: not adopted.
-            raise _error(refusal("unavailable", child_id))
+            raise SubagentError(refusal("unavailable", child_id))
         try:
             session = self.host.sessions.load(child_id, clock=self.host.clock)
         except Exception as error:
-            raise _error(refusal("unavailable", child_id)) from error
-        window = self._open_window()
-        undo: list[Callable[[], None]] = []
+            raise SubagentError(refusal("unavailable", child_id)) from error
+        seed_length = header.seed_length if isinstance(header.seed_length, int) else 0
         try:
-            cached = self._cache_preserving(
-                terms.provider_name, seeded=isinstance(header.seed_length, int)
-                and header.seed_length > 0)
+            cached = self._cache_preserving(terms.provider_name, seeded=seed_length > 0)
             agent = self.host.build_agent(
                 session, provider=terms.options.provider, model=terms.options.model,
                 approval=parent.approval_composed,
                 tools_scope=ToolScope(self.host.tools, restriction=terms.tool_filter,
-                                      listed=parent.tools.tools()) if cached
-                else resumed_scope(self.host, terms))
+                                      listed=parent.tools.tools() if cached else None))
             agent.approval_policy = terms.approval_policy
-            self._compose(agent, parent, _own_sections(terms.sections, terms.context,
-                                                       terms.persona, cached), undo)
-            await self._checkpoint(parent, signal, resuming=child_id)
-            seed_length = header.seed_length if isinstance(header.seed_length, int) else 0
-            return await self._publish(agent, parent, terms.provider_name, label=terms.label,
-                                       seed_length=seed_length, undo=undo, forget=None)
+            return await self._materialize(
+                agent, parent, signal,
+                _own_sections(terms.sections, terms.context, terms.persona, cached),
+                provider=terms.provider_name, label=terms.label, seed_length=seed_length,
+                resuming=child_id)
         except BaseException as error:
-            _undo(undo)
             if self.host.agents.get(child_id) is None:
                 self.host.sessions.release(child_id)
             if isinstance(error, Exception) and not isinstance(error, SubagentError):
-                raise _error(refusal("unavailable", child_id)) from error
+                raise SubagentError(refusal("unavailable", child_id)) from error
             raise
-        finally:
-            self._close_window(window)
 
     def interrupt(self, target: str, authority: InterruptAuthority) -> None:
         """Stop ``target``'s current turn, keeping its queue parked until the next follow-up;
@@ -722,18 +637,18 @@ class ContinuationManager:
         caller = authority.agent if isinstance(authority, AncestorAuthority) else None
         if caller is not None:
             if self.host.agents.get(caller.id) is not caller:
-                raise _error(refusal("exact-ancestor", target))
+                raise SubagentError(refusal("exact-ancestor", target))
             if caller.id == target:
-                raise _error(refusal("self-interrupt", caller.id))
+                raise SubagentError(refusal("self-interrupt", caller.id))
         activation = self._activations.get(target)
         if activation is None:
             return
         if isinstance(authority, UserAuthority):
             if activation.parent_session != authority.parent_session_id:
-                raise _error(refusal("other-parent", target))
+                raise SubagentError(refusal("other-parent", target))
         elif not any(member is caller for member in activation.ancestry):
             assert caller is not None
-            raise _error(refusal("not-descendant", target, caller.id))
+            raise SubagentError(refusal("not-descendant", target, caller.id))
         if activation.disposal is not None:
             return
         cause = CancelUser() if isinstance(authority, UserAuthority) else CancelParent()
@@ -746,12 +661,12 @@ class ContinuationManager:
         self._admit(child)
         activation = self._activations.get(child.id)
         if activation is None or activation.agent is not child:
-            raise _error(refusal("cannot-report", child.id))
+            raise SubagentError(refusal("cannot-report", child.id))
         if activation.disposal is not None:
-            raise _error(refusal("closing-report", child.id))
+            raise SubagentError(refusal("closing-report", child.id))
         parent = self.host.agents.get(activation.parent_session)
         if parent is None:
-            raise _error(refusal("parent-unavailable"))
+            raise SubagentError(refusal("parent-unavailable"))
         blocks = (TextBlock(text=content),) if isinstance(content, str) else tuple(content)
         message = report_message(child.id, blocks, message_id=self.host.ids())
         try:
@@ -760,7 +675,7 @@ class ContinuationManager:
             else:
                 parent.steer(message)
         except Exception as error:
-            raise _error(refusal("parent-unavailable")) from error
+            raise SubagentError(refusal("parent-unavailable")) from error
         return message.id
 
     # ------------------------------------------------------------------ residency
@@ -792,10 +707,12 @@ class ContinuationManager:
         activation.disposal = task
         activation.poke.set()
         activation.agent.cancel(CancelParent())
-        activation.children = [self._open_disposal(self._activations[child])
-                               for child in list(activation.owned)
-                               if child in self._activations]
+        activation.children = self._open_children(activation)
         return task
+
+    def _open_children(self, activation: Activation) -> list[asyncio.Future[BaseException | None]]:
+        return [self._open_disposal(self._activations[child])
+                for child in list(activation.owned) if child in self._activations]
 
     async def _dispose(self, activation: Activation) -> BaseException | None:
         return await asyncio.shield(self._open_disposal(activation))
@@ -805,8 +722,7 @@ class ContinuationManager:
         failures: list[str] = []
         stop_reason, output = "error", None
         try:
-            late = [self._open_disposal(self._activations[child])
-                    for child in list(activation.owned) if child in self._activations]
+            late = self._open_children(activation)
             children = list(dict.fromkeys((*activation.children, *late)))
             reasons = [_chain(failure) for failure in
                        await asyncio.gather(*(asyncio.shield(c) for c in children))
@@ -886,7 +802,7 @@ class ContinuationManager:
                     await asyncio.gather(*(self._dispose(a) for a in activations))
                     if failure is not None]
         if failures:
-            raise _error(StartError(
+            raise SubagentError(StartError(
                 code=ACTIVATION_TEARDOWN_FAILED,
                 message=f"continuable subagent teardown failed for {len(failures)} {subject}: "
                         + "; ".join(_chain(failure) for failure in failures)))
@@ -896,9 +812,19 @@ class ContinuationManager:
         owned = {child for activation in chosen for child in activation.owned}
         return [activation for activation in chosen if activation.child_id not in owned]
 
-    async def _after_windows(self, roots: Sequence[Activation], subject: str) -> None:
+    def _begin(self, chosen: Sequence[Activation], settle: Coroutine[Any, Any, None],
+               name: str) -> asyncio.Task[None]:
+        for activation in chosen:
+            self._open_disposal(activation)
+        return asyncio.get_running_loop().create_task(settle, name=name)
+
+    async def _after_windows(self, roots: list[Activation], subject: str, *,
+                             leftover: bool = False) -> None:
         if self._materializing:
             await asyncio.wait(list(self._materializing))
+        if leftover:  # what the windows published meanwhile
+            roots = [*roots, *(a for a in self._roots(self._activations.values())
+                               if all(a is not root for root in roots))]
         await self._dispose_all(roots, subject)
 
     def drain(self) -> asyncio.Task[None]:
@@ -907,17 +833,8 @@ class ContinuationManager:
         ``ACTIVATION_TEARDOWN_FAILED`` after every branch settled)."""
         self._draining = True
         roots = self._roots(self._activations.values())
-        for activation in roots:
-            self._open_disposal(activation)
-        return asyncio.get_running_loop().create_task(self._drain_rest(roots),
-                                                      name="continuable-drain")
-
-    async def _drain_rest(self, roots: list[Activation]) -> None:
-        if self._materializing:
-            await asyncio.wait(list(self._materializing))
-        leftover = [a for a in self._roots(self._activations.values())
-                    if all(a is not root for root in roots)]
-        await self._dispose_all([*roots, *leftover], "activation(s)")
+        return self._begin(roots, self._after_windows(roots, "activation(s)", leftover=True),
+                           "continuable-drain")
 
     def drain_descendants(self, parents: Iterable[Agent]) -> asyncio.Task[None]:
         """Close admission below each exact live agent in ``parents`` while it stays live
@@ -928,30 +845,25 @@ class ContinuationManager:
                 self._draining_roots.append(root)
         below = [a for a in self._activations.values()
                  if any(member is root for member in a.ancestry[1:] for root in roots)]
-        for activation in below:
-            self._open_disposal(activation)
-        return asyncio.get_running_loop().create_task(
-            self._after_windows(self._roots(below), "scoped activation(s)"),
-            name="continuable-drain-descendants")
+        return self._begin(below, self._after_windows(self._roots(below),
+                                                      "scoped activation(s)"),
+                           "continuable-drain-descendants")
 
     def drain_children(self, parent: Agent, child_ids: Iterable[str]) -> asyncio.Task[None]:
         """Begin disposing the named resident direct children of ``parent`` now (absent ids
         are no-ops; a stale parent or another's child is ``UNAUTHORIZED`` at once)."""
         if self.host.agents.get(parent.id) is not parent:
-            raise _error(refusal("teardown-parent"))
+            raise SubagentError(refusal("teardown-parent"))
         chosen: list[Activation] = []
         for child_id in dict.fromkeys(child_ids):
             activation = self._activations.get(child_id)
             if activation is None:
                 continue
             if activation.parent_session != parent.id:
-                raise _error(refusal("not-direct-child", child_id, parent.id))
+                raise SubagentError(refusal("not-direct-child", child_id, parent.id))
             chosen.append(activation)
-        for activation in chosen:
-            self._open_disposal(activation)
-        return asyncio.get_running_loop().create_task(
-            self._dispose_all(chosen, "selected activation(s)"),
-            name="continuable-drain-children")
+        return self._begin(chosen, self._dispose_all(chosen, "selected activation(s)"),
+                           "continuable-drain-children")
 
     def activations(self) -> tuple[Activation, ...]:
         """The resident Activations (a snapshot, for hosts and tests)."""
@@ -965,9 +877,7 @@ class ContinuationManager:
         store = self.host.sessions
         try:
             ids = await _read(store.list, signal=signal)
-        except _Aborted:
-            raise _error(refusal("listing-cancelled")) from None
-        except Exception:
+        except Exception:  # an abort's cancelled read included
             _check_listing(signal)
             raise
         _check_listing(signal)
@@ -978,13 +888,10 @@ class ContinuationManager:
                 headers[session_id] = live.header
                 continue
             try:
-                header = await self._header(session_id, signal)
-            except _Aborted:
-                raise _error(refusal("listing-cancelled")) from None
+                headers[session_id] = await self._header(session_id, signal)
             except Exception:
                 _check_listing(signal)
                 continue  # no readable header: the session cannot be placed under a parent
-            headers[session_id] = header
         _check_listing(signal)
         return headers
 
@@ -1015,8 +922,6 @@ class ContinuationManager:
         else:
             try:
                 log = await _read(self._persistence().inspect, header.id, signal=signal)
-            except _Aborted:
-                raise _error(refusal("listing-cancelled")) from None
             except Exception:
                 _check_listing(signal)
                 return diagnostic("unavailable")
@@ -1075,21 +980,17 @@ async def _read(call: Callable[..., T | Awaitable[T]], *args: object,
             future.cancel()
         return await future
     except asyncio.CancelledError:
-        if signal.aborted and not _cancelling():
+        task = asyncio.current_task()
+        if signal.aborted and not (task is not None and task.cancelling() > 0):
             raise _Aborted() from None
         raise
     finally:
         signal.remove_listener(cancel)
 
 
-def _cancelling() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
-
-
 def _check_listing(signal: AbortSignal | None) -> None:
     if signal is not None and signal.aborted:
-        raise _error(refusal("listing-cancelled"))
+        raise SubagentError(refusal("listing-cancelled"))
 
 
 def _undo(undo: list[Callable[[], None]]) -> None:

@@ -1,10 +1,7 @@
-"""What the subagent runtime, its providers and its runs agree on: the refusal codes and
-errors, what a provider and a run must offer, what the runtime needs of its host, and the
-lifecycle records observers get, and what a provider is asked for a continuable child. Imported
-by the runtime (:mod:`.registry`), the providers and the continuation manager alike, and
-importing none of them: the runtime is known here by what they use of it
-(:class:`SubagentRuntimeView`), so no import cycle, not even a type-level one, runs through
-this module."""
+"""What the subagent runtime (:mod:`.registry`), its providers, its runs and the continuation
+manager agree on: refusal codes and errors, protocols, lifecycle records. It imports none of
+them (the runtime is known here as :class:`SubagentRuntimeView`), so no import cycle, not even
+a type-level one, runs through it."""
 
 from __future__ import annotations
 
@@ -40,26 +37,11 @@ if TYPE_CHECKING:
     from ..tools import PromptSections, ToolRegistry, ToolScope
 
 __all__ = [
-    "NO_PROVIDER",
-    "ABORTED",
-    "DUPLICATE_PROVIDER",
-    "INACTIVE_PARENT",
-    "SubagentError",
-    "SubagentStartError",
-    "SubagentAbortedError",
-    "raise_on_failure",
-    "unwrap_start",
-    "SubagentHost",
-    "SubagentRuntimeView",
-    "SubagentProvider",
-    "SubagentRunHandle",
-    "SubagentStart",
-    "SubagentEnd",
-    "SubagentEvent",
-    "SubagentListener",
-    "ContinuableRequest",
-    "ContinuableSeed",
-    "parent_view",
+    "NO_PROVIDER", "ABORTED", "DUPLICATE_PROVIDER", "INACTIVE_PARENT",
+    "SubagentError", "SubagentStartError", "SubagentAbortedError", "raise_on_failure",
+    "unwrap_start", "SubagentHost", "SubagentRuntimeView", "SubagentProvider",
+    "SubagentRunHandle", "SubagentStart", "SubagentEnd", "SubagentEvent", "SubagentListener",
+    "ContinuableRequest", "ContinuableSeed", "parent_view",
 ]
 
 T = TypeVar("T")
@@ -97,8 +79,7 @@ class SubagentStartError(SubagentError):
 
 
 class SubagentAbortedError(SubagentStartError):
-    """The start was aborted before its child was published: nothing was left behind. A plain
-    error in DSH (no ``error`` key in the parent's tool result)."""
+    """The start was aborted before its child was published (a plain error in DSH)."""
 
     def __init__(self) -> None:
         super().__init__(StartError(
@@ -113,11 +94,9 @@ def raise_on_failure(result: object) -> None:
 
 
 def unwrap_start(result: Result[T, StartError]) -> T:
-    """The value of a core success; :func:`raise_on_failure` then ``unwrap`` otherwise.
-
-    A success is recognised by its exact class first: ``Result`` being an ``ABCMeta`` class,
-    that spares the start path the abstract ``isinstance`` checks of a ``match``.
-    """
+    """The value of a core success; :func:`raise_on_failure` then ``unwrap`` otherwise."""
+    # Told by its exact class: ``Result`` is an ``ABCMeta`` class, and the start path need not
+    # pay for the abstract ``isinstance`` checks of a ``match``.
     if type(result) is Success:
         value: T = result.unwrap()
         return value
@@ -139,11 +118,9 @@ class SubagentHost(Protocol):
     @property
     def subagents(self) -> SubagentRuntimeView:
         """The host's subagent runtime (a :class:`~.registry.SubagentRuntime`)."""
-        ...
 
     def attach_subagents(self, runtime: SubagentRuntimeView) -> None:
         """Make ``runtime`` the host's ``subagents`` (raises ``ValueError`` if it has one)."""
-        ...
 
     def build_agent(self, session: Session, *, provider: str | None, model: str | None,
                     max_tokens: int | None = None, subagent_depth: int | float | None = None,
@@ -152,7 +129,6 @@ class SubagentHost(Protocol):
                     approval_policy: ApprovalPolicy | None = None,
                     sections: Iterable[PromptSection] = ()) -> Agent:
         """An agent over ``session`` that is not live yet (publish: ``agents.add``)."""
-        ...
 
 
 class SubagentRuntimeView(Protocol):
@@ -161,15 +137,10 @@ class SubagentRuntimeView(Protocol):
 
     @property
     def host(self) -> SubagentHost: ...
-
     def get_provider(self, name: str) -> SubagentProvider | None: ...
-
     def publish(self, provider: str, run: SubagentRunHandle, parent: Agent) -> None: ...
-
     def runs(self) -> tuple[SubagentRunHandle, ...]: ...
-
     def on_close(self, closer: Callable[[], Awaitable[None]]) -> None: ...
-
     def on_release(self, releaser: Callable[[Agent], Awaitable[None]], *,
                    owns: Callable[[Agent], bool]) -> None: ...
 
@@ -179,25 +150,18 @@ class SubagentRunHandle(Protocol):
 
     @property
     def id(self) -> str: ...
-
     @property
     def result(self) -> asyncio.Future[SubagentResult]: ...
-
     @property
     def disposed(self) -> bool: ...
-
     @property
     def local_agent(self) -> Agent | None: ...
-
     @property
     def parent(self) -> Agent: ...
-
     @property
     def label(self) -> str | None: ...
-
     @property
     def seed_length(self) -> int: ...
-
     async def dispose(self) -> None: ...
 
 
@@ -206,18 +170,14 @@ class SubagentProvider(Protocol):
 
     @property
     def provider_name(self) -> str: ...
-
     @property
     def capabilities(self) -> Capabilities: ...
-
     @property
     def inherits_parent_context(self) -> bool: ...
-
     async def start(self, runtime: SubagentRuntimeView, request: CheckedRequest, *,
                     parent: Agent,
                     signal: AbortSignal | None) -> SubagentRunHandle:
         """Create, publish and start a child (the runtime already checked the request)."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,9 +192,8 @@ class ContinuableRequest:
 
 @dataclass(frozen=True, slots=True)
 class ContinuableSeed:
-    """What a continuable child starts from (DSH ``prepareContinuable``'s ``{seed?}``): for a
-    fork the parent's completed-turn prefix (a view, fixed for good: logs are append-only) with
-    the parent's trace at the cut; for a spawn nothing."""
+    """What a continuable child starts from (DSH ``prepareContinuable``'s ``{seed?}``): a fork's
+    completed-turn prefix (a view: logs are append-only) and the trace there; a spawn's nothing."""
 
     events: Sequence[Event] | None = None
     trace: Trace | None = None
@@ -244,9 +203,7 @@ class ContinuableSeed:
 
 
 def parent_view(parent: Agent) -> ParentView:
-    """What the core's plans read of a live parent, read at once (before any await): its
-    header, route, depth, log and trace, and its completed-turn prefix with the trace there
-    (the view the session keeps, handed on as it is)."""
+    """What the core's plans read of a live parent, read at once (before any await)."""
     session = parent.session
     return ParentView(
         header=session.header,

@@ -1,17 +1,12 @@
 """The control tools of continuable children: ``send_message``, ``interrupt_agent`` and
-``list_agents`` (DSH's ``dsh-tool-subagent-control`` and its ``list-agents`` export).
-
-The tools are global (a continuable child may manage its own children) and thin: routing,
-residency, cold resume and authority are the continuation manager's, the texts the core's. A
-refusal of the manager is an error result in its words (``Error: <text>`` with DSH's ``{name,
-code}``); a call outside an agent is a plain error. One-shot children are not listed.
+``list_agents`` (DSH's ``dsh-tool-subagent-control``): global, and thin (routing, residency,
+authority are the continuation manager's, the texts the core's). One-shot children are not listed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
-
-import msgspec
 
 from ...core import (
     AgentListDiagnostic,
@@ -30,16 +25,28 @@ from ...core import (
     send_message_schema,
 )
 from ..agent import Agent
-from ..tools import Tool, ToolContext, ToolHandler
+from ..tools import Tool, ToolContext
 from .continuation import AncestorAuthority, ContinuationManager, ListedChild
 from .contract import SubagentError, SubagentHost
+from .jobs import schema_tool
 from .registry import SubagentRuntime
 
 __all__ = ["SubagentControlTools"]
 
 
-def _tool(schema: ToolSchema, handler: ToolHandler) -> Tool:
-    return Tool(schema.name, schema.description, msgspec.json.decode(schema.parameters), handler)
+def _tool(schema: ToolSchema,
+          body: Callable[[dict[str, Any], Agent], Awaitable[ToolOutcome]]) -> Tool:
+    """A control tool: called by an agent only, the manager's refusals as error results."""
+
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+        if not isinstance(ctx.agent, Agent):
+            return ToolOutcome(no_calling_agent(schema.name), is_error=True)
+        try:
+            return await body(args, ctx.agent)
+        except SubagentError as refused:
+            return render_start_error(refused.error)
+
+    return schema_tool(schema, handler)
 
 
 class SubagentControlTools:
@@ -58,11 +65,7 @@ class SubagentControlTools:
         return SubagentRuntime.of(self._host).continuation
 
     def install(self, host: SubagentHost) -> None:
-        """Register the tools in ``host``'s global registry.
-
-        Raises:
-            ValueError: installed already, or a tool of that name is registered.
-        """
+        """Register the tools in ``host``'s global registry, all or none (``ValueError``)."""
         if self._host is not None:
             raise ValueError("the subagent control tools are already installed")
         tools = [_tool(send_message_schema(), self._send),
@@ -88,27 +91,14 @@ class SubagentControlTools:
             if host is not None and host.tools.get(tool.name) is tool:
                 host.tools.unregister(tool.name)
 
-    async def _send(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        parent = ctx.agent
-        if not isinstance(parent, Agent):
-            return ToolOutcome(no_calling_agent("send_message"), is_error=True)
-        try:
-            await self.manager.followup(
-                parent, args["subagent_id"], args["message"],
-                source=MessageSource(kind="coordinator", form="relay",
-                                     sender_session_id=parent.id))
-        except SubagentError as refused:
-            return render_start_error(refused.error)
+    async def _send(self, args: dict[str, Any], parent: Agent) -> ToolOutcome:
+        await self.manager.followup(
+            parent, args["subagent_id"], args["message"],
+            source=MessageSource(kind="coordinator", form="relay", sender_session_id=parent.id))
         return ToolOutcome(render_queued(args["subagent_id"]))
 
-    async def _interrupt(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        caller = ctx.agent
-        if not isinstance(caller, Agent):
-            return ToolOutcome(no_calling_agent("interrupt_agent"), is_error=True)
-        try:
-            self.manager.interrupt(args["agent_id"], AncestorAuthority(caller))
-        except SubagentError as refused:
-            return render_start_error(refused.error)
+    async def _interrupt(self, args: dict[str, Any], caller: Agent) -> ToolOutcome:
+        self.manager.interrupt(args["agent_id"], AncestorAuthority(caller))
         return ToolOutcome(render_interrupt_requested(args["agent_id"]))
 
     def _status(self, child_id: str) -> AgentStatus:
@@ -118,17 +108,11 @@ class SubagentControlTools:
             return "ready"
         return "running" if agent.running else "idle"
 
-    async def _list(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        caller = ctx.agent
-        if not isinstance(caller, Agent):
-            return ToolOutcome(no_calling_agent("list_agents"), is_error=True)
+    async def _list(self, args: dict[str, Any], caller: Agent) -> ToolOutcome:
         descendants = args.get("scope") == "descendants"
-        try:
-            # The call's cancellation (its turn cancelled) cancels a read in flight.
-            rows = await (self.manager.list_descendants(caller.id) if descendants
-                          else self.manager.list_children(caller.id))
-        except SubagentError as refused:
-            return render_start_error(refused.error)
+        # The call's cancellation (its turn cancelled) cancels a read in flight.
+        rows = await (self.manager.list_descendants(caller.id) if descendants
+                      else self.manager.list_children(caller.id))
         entries: list[AgentListEntry | AgentListDiagnostic] = []
         for row in rows:
             where: dict[str, Any] = {"parent": row.parent, "depth": row.depth} \

@@ -1,15 +1,8 @@
 """Background jobs: one-shot work that outlives the tool call that started it, and the tools a
-model collects it with (DSH's ``dsh-jobs-local`` registry and ``dsh-tool-jobs``).
-
-* A job (id ``<kind>-<n>``, per kind) belongs to the agent that started it (only it may read,
-  wait for or kill it): ``running``, ``stopping`` (kill requested), then ``completed``,
-  ``killed`` or ``failed``. Jobs start only while :class:`JobTools` serve the registry, at most
-  ``max_per_owner`` running or stopping per owner (DSH's texts for both refusals).
-* A job is *reported* once its owner read it after it settled, waited for it or killed it; one
-  that settles unreported is announced to its owner: an idle owner is woken (at most
-  ``max_wakes`` turns in a row, refilled by its next human message), a busy one reads it at
-  its next step.
-* Closing the runtime kills every running job and waits until each settled.
+model collects it with (DSH's ``dsh-jobs-local`` registry and ``dsh-tool-jobs``). A job
+(``<kind>-<n>``) belongs to the agent that started it; one that settles before its owner read,
+waited for or killed it is announced to the owner (an idle owner is woken, at most
+``max_wakes`` turns in a row, refilled by its next human message).
 """
 
 from __future__ import annotations
@@ -113,12 +106,8 @@ class BackgroundJobs:
 
     def start(self, kind: str, label: str, owner: Agent | None,
               run: Callable[[], JobHooks]) -> str:
-        """Start a job: ``run()`` is called only once the job is admitted.
-
-        Raises:
-            RuntimeError: no job tools serve the registry, or the owner's limit is reached
-                (DSH's texts).
-        """
+        """Start a job, calling ``run()`` once it is admitted; ``RuntimeError`` (DSH's texts)
+        when no job tools serve the registry or the owner's limit is reached."""
         if self.controllers == 0 or self._closed:
             raise RuntimeError(NO_JOB_CONTROLLER)
         active = sum(1 for job in self._jobs.values()
@@ -178,7 +167,7 @@ class BackgroundJobs:
         return self._job(job_id_, caller).view()
 
     def read(self, job_id_: str, caller: Agent | None) -> tuple[str, JobView]:
-        """The job's text (a final-output job's is empty until it settles) and its state."""
+        """The job's text (a final-output job's is empty until it settles) and its view."""
         job = self._job(job_id_, caller)
         if job.hooks.read_output is not None:
             text = job.hooks.read_output()
@@ -201,11 +190,7 @@ class BackgroundJobs:
         return "requested"
 
     async def wait(self, job_id_: str, timeout_ms: float, caller: Agent | None) -> JobView:
-        """Wait until the job settles or ``timeout_ms`` passes (then it is left running).
-
-        Raises:
-            ValueError: ``timeout_ms`` is not a positive number.
-        """
+        """Wait until the job settles or ``timeout_ms`` (a positive number) passes."""
         job = self._job(job_id_, caller)
         if isinstance(timeout_ms, bool) or not math.isfinite(timeout_ms) or timeout_ms <= 0:
             raise ValueError("invalid wait timeout: expected a positive number of milliseconds, "
@@ -257,7 +242,8 @@ class BackgroundJobs:
         return f"BackgroundJobs(jobs={len(self._jobs)})"
 
 
-def _tool(schema: ToolSchema, handler: ToolHandler) -> Tool:
+def schema_tool(schema: ToolSchema, handler: ToolHandler) -> Tool:
+    """A tool of one of the core's schemas (the job and control tools')."""
     return Tool(schema.name, schema.description, msgspec.json.decode(schema.parameters), handler)
 
 
@@ -286,8 +272,9 @@ class JobTools:
         host = self.jobs.host
         if self._tools:
             raise ValueError("the job tools are already installed")
-        tools = [_tool(job_output_schema(), self._output), _tool(job_list_schema(), self._list),
-                 _tool(job_kill_schema(), self._kill)]
+        tools = [schema_tool(job_output_schema(), self._output),
+                 schema_tool(job_list_schema(), self._list),
+                 schema_tool(job_kill_schema(), self._kill)]
         for tool in tools:
             host.tools.register(tool)
         self._tools = tools

@@ -1,22 +1,10 @@
 """The fork and spawn providers and the one run driver they share (wire-format §2.10-2.13,
 §6.6, §7.1, §7.9; DSH's subagent-{fork,spawn}-in-process and subagent-in-process-driver).
-
-Rules:
-
-* Fork and spawn differ only in their kind: a fork child is seeded with the parent's
-  completed-turn prefix (a view, with the parent's trace at the cut), a spawn child with
-  nothing; before the parent's first completed turn a fork child is exactly a spawn child.
-* The driver carries out the core's plan (:func:`turnfork.core.plan_child`) and decides
-  nothing itself. Everything read of the parent is read before any await, and an abort
-  already signalled refuses the start.
-* The child is built unpublished: its session (header, seed, ``session/end-seed``, delegated
-  policy), the parent's deployment sections (not its runtime context) overlaid by its own,
-  a fresh tool scope over the host's global tools (the parent's restrictions are never
-  inherited), approval pinned to ``never``. The setup window ends with one checkpoint: an
-  abort, a cancellation or the parent's disposal seen there leaves nothing anywhere. Then
-  the child is published and its run returned; the run delivers the prompt.
-* The one-shot ``subagent/descriptor`` is the child's turn-machine preamble (inside its first
-  turn, after the claim, before its first ``step/start``).
+Fork and spawn differ only in their kind (a fork child is seeded with the parent's
+completed-turn prefix). The driver carries out the core's plan (:func:`turnfork.core.plan_child`)
+and decides nothing itself: it reads the parent before any await, builds the child unpublished
+and ends that window with one checkpoint (an abort, a cancellation or the parent's disposal
+there leaves nothing). Its steps: docs/api-shell-subagents.md.
 """
 
 from __future__ import annotations
@@ -60,21 +48,10 @@ from .contract import (
 from .run import StructuredCapture, SubagentRun
 
 __all__ = [
-    "ALL_CAPABILITIES",
-    "ContinuableRequest",
-    "ContinuableSeed",
-    "InProcessProvider",
-    "ForkProvider",
-    "SpawnProvider",
-    "ChildSetup",
-    "parent_view",
-    "plan_setup",
-    "seed_history",
-    "create_child_session",
-    "configure_child",
-    "setup_checkpoint",
-    "discard_child",
-    "drive_child",
+    "ALL_CAPABILITIES", "ContinuableRequest", "ContinuableSeed",
+    "InProcessProvider", "ForkProvider", "SpawnProvider",
+    "ChildSetup", "parent_view", "plan_setup", "seed_history", "create_child_session",
+    "configure_child", "setup_checkpoint", "discard_child", "drive_child",
 ]
 
 #: What both in-process providers support.
@@ -107,8 +84,7 @@ class _ProviderBase:
 
 
 class InProcessProvider(_ProviderBase):
-    """Children as agents of the same host, through the shared driver; subclasses differ only
-    in :attr:`kind`."""
+    """Children as agents of the same host, through the shared driver."""
 
     def start(self, runtime: SubagentRuntimeView, request: CheckedRequest, *, parent: Agent,
               signal: AbortSignal | None) -> Coroutine[Any, Any, SubagentRun]:
@@ -116,8 +92,7 @@ class InProcessProvider(_ProviderBase):
         return drive_child(runtime.host, self, request, parent, signal)
 
     def prepare_continuable(self, request: ContinuableRequest) -> ContinuableSeed:
-        """What a continuable child would start from, captured now. No capability is
-        checked: offering this is the capability."""
+        """What a continuable child starts from, captured now (offering this is the capability)."""
         if self.kind == "spawn":
             return ContinuableSeed()
         prefix, trace = request.parent.session.completed_prefix()
@@ -125,17 +100,9 @@ class InProcessProvider(_ProviderBase):
 
 
 class ForkProvider(InProcessProvider):
-    """Children start from the parent's completed turns (``inherits_parent_context``).
-
-    ``cache_preserving=True`` (not DSH's; default off): a child's system prompt and tool list
-    are its parent's, byte for byte, so its first request extends its parent's last one in
-    the order a provider renders a prompt, whatever persona, tool filter, output schema or
-    report tool it has: those ride in its runtime context, after its seed
-    (:mod:`turnfork.core.delegation.cache_fork`); a tool its filter forbids stays listed and is
-    refused when called; an output schema is answered in the closing message instead of a
-    ``structured_output`` call. Before the parent's first completed turn a child is composed
-    as DSH's (there is no prefix to keep).
-    """
+    """Children start from the parent's completed turns. ``cache_preserving=True`` (not DSH's):
+    a seeded child's system prompt and tool list are its parent's, its own persona, filter and
+    schema ride in its runtime context (:mod:`turnfork.core.delegation.cache_fork`)."""
 
     kind: Literal["fork", "spawn"] = "fork"
 
@@ -161,24 +128,19 @@ def discard_child(host: SubagentHost, child_id: str) -> None:
 
 
 class ChildSetup(msgspec.Struct, frozen=True):
-    """The core's plan and what was read of the parent with it (before any await). A provider
-    that runs the child elsewhere ships this (without the seed) and configures the child
-    there with :func:`configure_child`: one set of rules in both places."""
+    """The core's plan and what was read of the parent with it (before any await); a provider
+    that runs the child elsewhere ships it and calls :func:`configure_child` there."""
 
     plan: ChildPlan
     #: Whether the parent composes an approval service (the child then gets its sentence).
     approval: bool
-    #: The child's own prompt sections, in order: the parent's deployment sections (its
-    #: persona among them; its runtime context is not inherited), then the plan's sections
-    #: (a requested persona shadows the deployment's) and its runtime context.
+    #: The parent's deployment sections (not its runtime context), then the plan's.
     sections: tuple[PromptSection, ...]
-    #: What the plan read of the parent (``None``: not kept).
     parent: ParentView | None = None
-    #: A cache-preserving child's tool list: its parent's, read with the rest (else ``None``).
+    #: A cache-preserving child's tool list: its parent's.
     listed: tuple[Tool, ...] | None = None
 
     def capture(self) -> StructuredCapture | None:
-        """A new structured-output capture for the child, when it is asked for."""
         structured = self.plan.structured
         return (None if structured is None
                 else StructuredCapture(structured, in_answer=self.listed is not None))
@@ -187,9 +149,7 @@ class ChildSetup(msgspec.Struct, frozen=True):
 def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
                signal: AbortSignal | None, *, kind: Literal["fork", "spawn"],
                provider_name: str, cache_preserving: bool = False) -> ChildSetup:
-    """Refuse an aborted start (:class:`SubagentAbortedError`), then plan the child with the
-    core (a refusal: :class:`SubagentStartError`); ``cache_preserving``: as
-    :class:`ForkProvider` says."""
+    """Refuse an aborted start, then plan the child with the core (a refusal raises)."""
     if signal is not None and signal.aborted:
         raise SubagentAbortedError()
     # The known tools matter only to a tool filter (and checking the collection costs).
@@ -215,7 +175,7 @@ def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
 def seed_history(parent: Agent, plan: ChildPlan, view: ParentView | None = None,
                  ) -> Callable[[], HistorySnapshot] | None:
     """The parent's model history at the cut, for a child seeded exactly there (siblings at
-    one cut share it); ``None`` otherwise. ``view`` spares asking the parent again."""
+    one cut share it); ``None`` otherwise."""
     kept = (parent.session.completed_prefix()[1] if view is None
             else None if view.completed is None else view.completed.trace)
     if plan.seed_trace is not None and plan.seed_trace is kept:
@@ -225,8 +185,7 @@ def seed_history(parent: Agent, plan: ChildPlan, view: ParentView | None = None,
 
 def create_child_session(host: SubagentHost, plan: ChildPlan,
                          history: Callable[[], HistorySnapshot] | None = None) -> Session:
-    """The child's session, unpublished (see the module rules); on failure nothing is left.
-    ``history``: the model history at the seed's end (:func:`seed_history`)."""
+    """The child's session, unpublished; on failure nothing is left."""
     session = host.sessions.create(plan.header, seed=plan.seed, seed_trace=plan.seed_trace,
                                    clock=host.clock)
     try:
@@ -245,8 +204,8 @@ def create_child_session(host: SubagentHost, plan: ChildPlan,
 
 def configure_child(host: SubagentHost, session: Session, setup: ChildSetup, *,
                     descriptor_logged: bool = False) -> tuple[Agent, StructuredCapture | None]:
-    """The child agent over ``session``, unpublished (see the module rules); no descriptor
-    preamble when ``descriptor_logged`` (a child rebuilt from a log that has it)."""
+    """The child agent over ``session``, unpublished; no descriptor preamble when
+    ``descriptor_logged`` (a child rebuilt from a log that has it)."""
     plan = setup.plan
     options = plan.options
     capture = setup.capture()
@@ -267,8 +226,8 @@ def configure_child(host: SubagentHost, session: Session, setup: ChildSetup, *,
 
 
 async def setup_checkpoint(child_id: str, parent: Agent, signal: AbortSignal | None) -> None:
-    """The end of the unpublished setup window (raises SubagentAbortedError,
-    SubagentStartError ``OWNER_DISPOSED`` or CancelledError)."""
+    """The end of the unpublished setup window: an abort, the parent's disposal or a
+    cancellation seen here raises."""
     await _one_turn()
     _end_of_setup(child_id, parent, signal)
 
@@ -290,7 +249,7 @@ def _end_of_setup(child_id: str, parent: Agent, signal: AbortSignal | None) -> N
 
 async def drive_child(host: SubagentHost, provider: InProcessProvider, request: CheckedRequest,
                       parent: Agent, signal: AbortSignal | None) -> SubagentRun:
-    """Plan, build unpublished, checkpoint, publish, run (see the module rules)."""
+    """Plan, build unpublished, checkpoint, publish, run."""
     setup = plan_setup(host, request, parent, signal, kind=provider.kind,
                        provider_name=provider.provider_name,
                        cache_preserving=provider.cache_preserving)

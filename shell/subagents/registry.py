@@ -1,15 +1,8 @@
 """The subagent runtime (``host.subagents``): providers by name, the live runs, their observers
-(DSH ``SubagentRuntime``, packages/subagent/subagent/src/index.ts, lifecycle.ts).
-
-* :meth:`SubagentRuntime.start` refuses before any provider is called (an unknown provider, a
-  disposed parent, the core's :func:`turnfork.core.check_request`, an aborted signal); the
-  provider gets the checked request and nothing is checked twice.
-* Every run gets a fresh ``run_id`` and the lifecycle: :class:`SubagentStart` once
-  ``provider.start`` returned it, :class:`SubagentEnd` when its result settles (rejected:
-  ``error``). A provider whose start fails emits nothing.
-* Observers are contained (one that raises is reported to the event loop); a provider watcher
-  that raises during a registration rolls it back. Unregistering a provider stops new starts
-  only.
+(DSH ``SubagentRuntime``, packages/subagent/subagent/src/index.ts, lifecycle.ts). Every run
+gets a fresh ``run_id``, a :class:`SubagentStart` once its provider returned it and a
+:class:`SubagentEnd` when its result settles; observers are contained (one that raises is
+reported to the event loop).
 """
 
 from __future__ import annotations
@@ -47,23 +40,12 @@ from .contract import (
 from .run import SubagentRun
 
 __all__ = [
-    "NO_PROVIDER",
-    "ABORTED",
-    "DUPLICATE_PROVIDER",
-    "SubagentError",
-    "SubagentStartError",
-    "SubagentAbortedError",
-    "raise_on_failure",
-    "SubagentHost",
-    "SubagentProvider",
-    "SubagentRunHandle",
-    "Registration",
-    "SubagentStart",
-    "SubagentEnd",
-    "SubagentEvent",
-    "SubagentListener",
-    "SubagentRuntime",
+    "NO_PROVIDER", "ABORTED", "DUPLICATE_PROVIDER",
+    "SubagentError", "SubagentStartError", "SubagentAbortedError", "raise_on_failure",
+    "SubagentHost", "SubagentProvider", "SubagentRunHandle", "Registration",
+    "SubagentStart", "SubagentEnd", "SubagentEvent", "SubagentListener", "SubagentRuntime",
 ]
+
 
 def _report(message: str, error: BaseException) -> None:
     try:
@@ -93,46 +75,9 @@ class Registration:
             self._runtime.unregister_provider(self.provider.provider_name)
 
 
-class _Watch:
-    """What the runtime keeps to observe one run: its end (:class:`SubagentEnd`, made only
-    for listeners) and its disposal (the runtime then forgets it)."""
-
-    __slots__ = ("local", "parent", "provider", "run", "run_id", "runtime")
-
-    def __init__(self, runtime: SubagentRuntime, run: SubagentRunHandle, run_id: str,
-                 provider: str, parent: Agent) -> None:
-        self.runtime = runtime
-        self.run = run
-        self.run_id = run_id
-        self.provider = provider
-        self.parent = parent
-        self.local = run.local_agent is not None
-
-    def __call__(self, result: asyncio.Future[SubagentResult]) -> None:
-        """The run's result settled."""
-        failure = None if result.cancelled() else result.exception()  # (retrieved)
-        runtime = self.runtime
-        if not runtime._listeners:  # nobody to tell: no record is made
-            return
-        outcome = None if failure is not None or result.cancelled() else result.result()
-        run = self.run
-        runtime._emit(SubagentEnd(
-            run=run, run_id=self.run_id, provider=self.provider, id=run.id, local=self.local,
-            parent_id=self.parent.id,
-            stop_reason="error" if outcome is None else outcome.stop_reason,
-            last_assistant_message=(outcome.output or None) if outcome else None,
-            failure=failure))
-
-    def forget(self) -> None:
-        self.runtime._runs.pop(self.run_id, None)
-
-
 class SubagentRuntime:
-    """``host.subagents``: providers by name, the live runs, and their observers.
-
-    ``host.subagents`` makes one on first use; making one explicitly attaches it to ``host``
-    and fails (``ValueError``) if the host has one already.
-    """
+    """``host.subagents`` (made on first use); making one attaches it to ``host``
+    (``ValueError`` if the host has one)."""
 
     def __init__(self, host: SubagentHost) -> None:
         host.attach_subagents(self)
@@ -157,12 +102,8 @@ class SubagentRuntime:
     # ------------------------------------------------------------------ providers
 
     def register_provider(self, provider: SubagentProvider) -> Registration:
-        """Register ``provider`` under its name, all or nothing.
-
-        Raises:
-            SubagentError: ``DUPLICATE_PROVIDER``, a provider with that name is registered.
-            Exception: a provider watcher's error; the registration was rolled back.
-        """
+        """Register ``provider`` under its name, all or nothing: ``DUPLICATE_PROVIDER``, or a
+        provider watcher's error (the registration rolled back)."""
         name = provider.provider_name
         if name in self._providers:
             raise SubagentError(StartError(
@@ -179,11 +120,7 @@ class SubagentRuntime:
         return Registration(self, provider)
 
     def unregister_provider(self, name: str) -> None:
-        """Stop new starts with that provider; runs already returned are unaffected.
-
-        Raises:
-            KeyError: no provider has that name.
-        """
+        """Stop new starts with that provider (``KeyError`` if none); runs are unaffected."""
         if self._providers.pop(name, None) is None:
             raise KeyError(f'no subagent provider named "{name}"')
         self._providers_changed()
@@ -227,15 +164,9 @@ class SubagentRuntime:
 
     async def start(self, name: str, request: StartRequest, *, parent: Agent,
                     signal: AbortSignal | None = None) -> SubagentRunHandle:
-        """Start a child of ``parent`` with the provider registered as ``name``.
-
-        Returns once the child is published and :class:`SubagentStart` emitted.
-
-        Raises:
-            SubagentStartError: ``NO_PROVIDER``, a disposed parent, a refused request, or the
-                provider's refusal; :class:`SubagentAbortedError` when ``signal`` aborted before
-                publication. Cancelling the awaiting task before publication leaves nothing.
-        """
+        """Start a child of ``parent`` with the provider registered as ``name``; returns once
+        it is published. Every refusal (:class:`SubagentStartError`) comes before any provider
+        is called, and the provider gets the checked request."""
         provider = self._providers.get(name)
         if provider is None:
             raise SubagentStartError.no_provider(name)
@@ -257,10 +188,43 @@ class SubagentRuntime:
         epoch): :class:`SubagentStart` now, :class:`SubagentEnd` when its result settles."""
         self._observe(provider, run, parent)
 
+    def _observe(self, provider: str, run: SubagentRunHandle, parent: Agent) -> None:
+        # SubagentEnd is made only for listeners; the run is forgotten once disposed.
+        run_id, local = self.host.ids(), run.local_agent is not None
+        self._runs[run_id] = run
+
+        def settled(result: asyncio.Future[SubagentResult]) -> None:
+            failure = None if result.cancelled() else result.exception()  # (retrieved)
+            if not self._listeners:  # nobody to tell: no record is made
+                return
+            outcome = None if failure is not None or result.cancelled() else result.result()
+            self._emit(SubagentEnd(
+                run=run, run_id=run_id, provider=provider, id=run.id, local=local,
+                parent_id=parent.id,
+                stop_reason="error" if outcome is None else outcome.stop_reason,
+                last_assistant_message=(outcome.output or None) if outcome else None,
+                failure=failure))
+
+        def forget() -> None:
+            self._runs.pop(run_id, None)
+
+        if isinstance(run, SubagentRun):
+            # Watched on its result task itself (what ``result`` shields): no shield future
+            # is made per run just to watch it.
+            run.watched(settled, forget)
+        else:
+            run.result.add_done_callback(settled)
+            on_disposed = getattr(run, "on_disposed", None)
+            if on_disposed is not None:
+                on_disposed(forget)
+        if self._listeners:
+            self._emit(SubagentStart(run=run, run_id=run_id, provider=provider, id=run.id,
+                                     local=local, parent_id=parent.id, label=run.label,
+                                     seed_length=run.seed_length))
+
     @property
     def continuation(self) -> ContinuationManager:
-        """The continuation manager of this runtime's continuable children (made on first
-        use; see :mod:`.continuation`)."""
+        """The manager of this runtime's continuable children (made on first use)."""
         if self._continuation is None:
             self._continuation = ContinuationManager(self)
             self.on_close(self._continuation.drain)
@@ -278,16 +242,13 @@ class SubagentRuntime:
 
     def on_release(self, releaser: Callable[[Agent], Awaitable[None]], *,
                    owns: Callable[[Agent], bool]) -> None:
-        """Have :meth:`release` await ``releaser(parent)`` when a parent that ``owns`` says
-        has something there is disposed (the job registry kills its jobs, the continuation
-        manager disposes its children)."""
+        """Have :meth:`release` await ``releaser(parent)`` for a parent ``owns`` says has
+        something there (the job registry's jobs, the continuation manager's children)."""
         self._releasers.append((owns, releaser))
 
     async def release(self, parent: Agent) -> None:
-        """Dispose every child ``parent`` started, however it was started: its runs, and what
-        each :meth:`on_release` owner keeps for it. Idempotent; returns at once (without
-        yielding) when there is nothing; else waits for all of them, and raises the first
-        failure only after every branch settled."""
+        """Dispose every child ``parent`` started, however it was started (idempotent; no
+        yield when there is nothing); the first failure is raised after every branch settled."""
         branches = [*(releaser(parent) for owns, releaser in self._releasers if owns(parent)),
                     *(run.dispose() for run in self.runs() if run.parent is parent)]
         if not branches:
@@ -299,26 +260,8 @@ class SubagentRuntime:
             raise failures[0]
 
     def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
-        """Have :meth:`aclose` await ``closer()`` before it disposes the runs (the continuation
-        manager's drain, a background-job registry's teardown)."""
+        """Have :meth:`aclose` await ``closer()`` before it disposes the runs."""
         self._closers.append(closer)
-
-    def _observe(self, provider: str, run: SubagentRunHandle, parent: Agent) -> None:
-        watch = _Watch(self, run, self.host.ids(), provider, parent)
-        self._runs[watch.run_id] = run
-        if isinstance(run, SubagentRun):
-            # Watched on its result task itself (what ``result`` shields): no shield future
-            # is made per run just to watch it.
-            run.watched(watch, watch.forget)
-        else:
-            run.result.add_done_callback(watch)
-            forget = getattr(run, "on_disposed", None)
-            if forget is not None:
-                forget(watch.forget)
-        if self._listeners:
-            self._emit(SubagentStart(run=run, run_id=watch.run_id, provider=provider, id=run.id,
-                                     local=watch.local, parent_id=parent.id, label=run.label,
-                                     seed_length=run.seed_length))
 
     def runs(self) -> tuple[SubagentRunHandle, ...]:
         """Runs started and not yet disposed, in start order."""

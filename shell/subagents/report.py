@@ -1,27 +1,9 @@
 """The ``report`` tool: how a continuable child hands content to the agent that started it
-(DSH's ``dsh-tool-subagent-report``).
-
-Rules:
-
-* Installed, the tool is a continuable setup: every continuable child, fresh or resumed, gets
-  the ``report`` tool in its own scope (so no tool filter hides it, even ``allow: []``) and the
-  ``tool:report`` guidance (order 117); roots, one-shot children and the host's global
-  registry never see them (DSH's placement, ``scope="child"``).
-* A call delivers ``Background subagent <id> reported:`` and the output to the child's live
-  direct parent as a user message at the parent's next step (``delivery="next-step"`` wakes an
-  idle parent, ``"quiet"`` does not), and answers ``report accepted by the agent that started
-  you as message <id>``. Reporting ends neither the child's turn nor its residency; refusals
-  are the continuation manager's (``UNAUTHORIZED``, ``ACTIVATION_CLOSING``,
-  ``PARENT_UNAVAILABLE``, ``DRAINING``).
-* ``scope="global"`` keeps a fork child's request head equal to its parent's: the
-  same ``report`` tool is also in the host's global registry, so every agent's tool list holds
-  it (a root that calls it gets the manager's ``UNAUTHORIZED`` refusal), and the guidance goes
-  into the child's runtime context — the per-step user message a fresh child writes anyway —
-  instead of its system prompt. The cost: the tool's schema in every agent's request.
-* A cache-preserving fork child (``ForkProvider(cache_preserving=True)``) lists its parent's
-  tools, so it gets the tool only when its parent lists it (``scope="global"``), with the
-  guidance in its runtime context; otherwise it gets no tool and the guidance that its
-  closing message of each turn is its report (the settlement notice carries it).
+(DSH's ``dsh-tool-subagent-report``). Installed, it is a continuable setup: every continuable
+child, fresh or resumed, gets the tool in its own scope (no tool filter hides it) and the
+``tool:report`` guidance; refusals are the continuation manager's. ``scope="global"`` also
+lists it in the host's registry, so a fork child's request head stays its parent's (the
+guidance then goes into the child's runtime context). Placement rules: the API doc.
 """
 
 from __future__ import annotations
@@ -68,11 +50,8 @@ class ReportTool:
         self._remove: Callable[[], None] | None = None
 
     def install(self, host: SubagentHost) -> None:
-        """Give every later continuable child of ``host`` the tool and its guidance.
-
-        Raises:
-            ValueError: installed already, or (``scope="global"``) a global tool ``report``.
-        """
+        """Give every later continuable child of ``host`` the tool and its guidance
+        (``ValueError``: installed already, or, ``scope="global"``, a global ``report`` exists)."""
         if self._host is not None:
             raise ValueError("the report tool is already installed")
         if self.scope == "global":

@@ -1,21 +1,11 @@
-"""A published in-process subagent run, and the structured-output capture a child may carry.
+"""A published in-process subagent run, and the structured-output capture a child may carry
+(DSH's in-process driver, packages/subagent/subagent-in-process-driver/src).
 
-Rules (DSH's in-process driver, packages/subagent/subagent-in-process-driver/src):
-
-* A :class:`SubagentRun` owns one published child: an agent of this host, or a
-  :class:`SubagentChild` standing in for one that runs elsewhere and whose events land in a
-  session of this host. The result is read once the child is idle
-  (:func:`turnfork.core.read_result`), from its own events past its seed; an abnormal end gets
-  a diagnostic (the provider's, else :func:`turnfork.core.describe_failure`), bounded to 4,096
-  UTF-8 bytes. Child failures become stop reasons; a failure of the loop itself, or of
-  delivering the prompt, rejects the result.
-* A run logs its start (DEBUG) and end (INFO) and has an OpenTelemetry span while it runs.
-* Aborting (the start signal: cause ``parent``) or disposing (cause ``disposed``) before it
-  settles makes a stop reason other than ``completed`` ``aborted``.
-* ``result`` rejects only with the run's error, :meth:`SubagentRun.dispose` raises only its
-  own; awaiting ``result`` never cancels the run.
-* A structured-output child has the tool, a guard and the section in its own scope until the
-  run is disposed; after the first valid call every later call is denied.
+* The result is read once the child is idle (:func:`turnfork.core.read_result`), from its own
+  events past its seed; an abnormal end gets a diagnostic bounded to 4,096 UTF-8 bytes. A
+  failure of the loop itself, or of delivering the prompt, rejects the result.
+* Aborting (cause ``parent``) or disposing (cause ``disposed``) before it settles makes a stop
+  reason other than ``completed`` ``aborted``. Awaiting ``result`` never cancels the run.
 """
 
 from __future__ import annotations
@@ -128,7 +118,7 @@ class StructuredCapture:
         self._installed_on = agent
 
     def uninstall(self, agent: object) -> None:
-        """Remove the tool, the guard and the section (a no-op unless installed on ``agent``)."""
+        """Remove the tool, guard and section (a no-op unless installed on ``agent``)."""
         if isinstance(agent, Agent) and self._installed_on is agent:
             self._installed_on = None
             agent.tools.guards.remove(self.guard)
@@ -137,11 +127,8 @@ class StructuredCapture:
 
 
 class SubagentRun:
-    """One published child run, made by a provider; always :meth:`dispose` it.
-
-    ``local_agent`` is ``None`` for a child running elsewhere; ``diagnostic``, called once the
-    child is idle, may explain an abnormal end.
-    """
+    """One published child run, made by a provider; always :meth:`dispose` it. ``diagnostic``,
+    called once the child is idle, may explain an abnormal end."""
 
     __slots__ = ("__weakref__", "_cancelled", "_capture", "_diagnostic", "_disposed",
                  "_disposing", "_on_disposed", "_signal", "_span", "_task", "child", "label",
@@ -166,7 +153,6 @@ class SubagentRun:
         self._on_disposed: list[Callable[[], None]] = []
         if signal is not None:
             signal.add_listener(self.abort)
-        #: The run's span, started by its task (see :meth:`_settle`).
         self._span: RunSpan | None = None
         child_id = child.id
         if logger.isEnabledFor(logging.DEBUG):
@@ -180,8 +166,7 @@ class SubagentRun:
         return self.child.id
 
     @property
-    def cancelled(self) -> bool:
-        """Whether the run was aborted or disposed before it settled."""
+    def cancelled(self) -> bool:  # aborted or disposed before it settled
         return self._cancelled
 
     @property
@@ -189,28 +174,26 @@ class SubagentRun:
         return self._task.done()
 
     @property
-    def disposed(self) -> bool:
-        """Whether :meth:`dispose` was called."""
+    def disposed(self) -> bool:  # dispose() was called
         return self._disposing
 
     @property
     def result(self) -> asyncio.Future[SubagentResult]:
         return asyncio.shield(self._task)
 
-    def own_events(self) -> Sequence[Event]:
-        """The child's events past its seed."""
+    def own_events(self) -> Sequence[Event]:  # past its seed
         return self.child.session.events[self.seed_length:]
 
     def abort(self, reason: object = None) -> None:
-        """Cancel the child's running turn with cause ``parent`` (the parent's signal)."""
+        """Cancel the child's running turn with cause ``parent``."""
         if self.done:
             return
         self._cancelled = True
         self.child.cancel(CancelParent())
 
     async def dispose(self) -> None:
-        """Cancel what remains (cause ``disposed``), wait for the result and the child's
-        quiescence. Idempotent, concurrent-safe; never raises the result's failure."""
+        """Cancel what remains (cause ``disposed``) and wait for the result and the child
+        (idempotent; never raises the result's failure)."""
         if not self._disposing:
             self._disposing = True
             if not self.done:
@@ -229,13 +212,11 @@ class SubagentRun:
 
     def watched(self, settled: Callable[[asyncio.Future[SubagentResult]], None],
                 disposed: Callable[[], None]) -> None:
-        """How the runtime watches a run, without a shield of its own: ``settled(future)``
-        when the result settles, ``disposed()`` as :meth:`on_disposed`."""
+        """How the runtime watches a run without a shield of its own."""
         self._task.add_done_callback(settled)
         self.on_disposed(disposed)
 
     def on_disposed(self, callback: Callable[[], None]) -> None:
-        """Call ``callback()`` once :meth:`dispose` has finished."""
         if self._disposed:
             callback()
         else:

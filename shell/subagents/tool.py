@@ -1,21 +1,12 @@
 """The parent's delegation tool (DSH's ``dsh-tool-subagent``, packages/subagent/tool-subagent).
 
-* An instance is bound to one provider (by name or object) and offered to models only while it
-  is registered; a call that still reaches a hidden instance is refused ``NO_PROVIDER``.
-  Configuration is checked in DSH's words when the tool is built and when it is mounted on a
-  provider (a ``max_depth`` it cannot enforce). The wording is the core's.
-* A call refuses, in DSH's order, a context without an agent and a ``run_in_background`` the
-  instance disables. A foreground call starts a one-shot run, waits for it, ALWAYS disposes it
-  and returns the core's rendering (result and disposal failures reported together).
-* Background runs, by ``background_mode``: ``continuable`` (background by default) starts a
-  continuable child through the continuation manager (``started subagent <id>``, continued with
-  ``send_message``; guidance section ``tool:<name>`` while offered); ``one-shot`` starts a job of
-  kind ``subagent`` (``started background subagent job <id>``) under the job's own signal,
-  settled as DSH's ``settleRun`` maps the run (:func:`turnfork.core.jobs.run_outcome`), the run
-  disposed first.
-* A call's outcome carries DSH's typed value (:data:`turnfork.core.control.SubagentToolValue`).
-  The tool is concurrency-safe; cancelling the parent's turn aborts a foreground child (cause
-  ``parent``) and still disposes it.
+* An instance is bound to one provider and offered to models only while that is registered;
+  a call that still reaches a hidden instance is refused ``NO_PROVIDER``.
+* A foreground call starts a one-shot run, waits for it, ALWAYS disposes it and returns the
+  core's rendering. In the background, by ``background_mode``: a continuable child through the
+  continuation manager, or a job of kind ``subagent`` settled as DSH's ``settleRun`` maps the
+  run (:func:`turnfork.core.jobs.run_outcome`), the run disposed first.
+* Cancelling the parent's turn aborts a foreground child (cause ``parent``), still disposed.
 """
 
 from __future__ import annotations
@@ -84,10 +75,8 @@ BACKGROUND_DISABLED = ("Error: run_in_background is disabled for this tool insta
 
 
 def js_error_string(error: BaseException) -> str:
-    """An error as JavaScript's ``String(error)`` renders it in DSH: ``<name>: <message>``,
-    where DSH's typed errors keep their class name, an exception group is DSH's
-    ``AggregateError`` (its own message, not its members'), and anything else is a plain
-    ``Error``."""
+    """An error as JavaScript's ``String(error)`` renders it in DSH (an exception group is an
+    ``AggregateError``; only DSH's typed errors keep their class name)."""
     if isinstance(error, BaseExceptionGroup):
         return f"AggregateError: {error.message}"
     name = "SubagentError" if isinstance(error, SubagentError) and \
@@ -100,9 +89,8 @@ def _message(error: BaseException) -> str:
 
 
 class SubagentTool:
-    """A model-facing ``subagent`` tool bound to one provider (the arguments:
-    docs/api-shell-subagents.md); ``ValueError`` for a malformed ``max_depth`` or a ``tool_filter``
-    naming neither list (DSH's texts)."""
+    """A model-facing ``subagent`` tool bound to one provider; ``ValueError`` (DSH's texts) for
+    a malformed ``max_depth`` or a ``tool_filter`` naming neither list."""
 
     def __init__(self, *, provider: SubagentProvider | str, tool_name: str = SUBAGENT_TOOL_NAME,
                  max_depth: int | None = DEFAULT_MAX_DEPTH, persona: str | None = None,
@@ -147,14 +135,12 @@ class SubagentTool:
         return registered
 
     @property
-    def visible(self) -> bool:
-        """Whether the tool is in the host's global registry right now."""
+    def visible(self) -> bool:  # in the host's global registry now
         return self._tool is not None
 
     def install(self, host: SubagentHost, runtime: SubagentRuntime | None = None) -> None:
-        """Offer the tool on ``host`` whenever its provider is registered there (``runtime``:
-        default the host's); ``ValueError`` when installed already or its provider cannot enforce
-        ``max_depth`` (checked whenever the provider appears)."""
+        """Offer the tool on ``host`` whenever its provider is registered there; ``ValueError``
+        when installed already or the provider cannot serve this configuration."""
         if self._host is not None:
             raise ValueError(f'the subagent tool "{self.tool_name}" is already installed')
         self._host = host
@@ -217,29 +203,23 @@ class SubagentTool:
     # ------------------------------------------------------------------ a call
 
     def request(self, description: str, prompt: str) -> StartRequest:
-        """The start request for one call: the prompt verbatim, the description as label."""
+        """One call's start request: the prompt verbatim, the description as label."""
         return StartRequest(prompt=(TextBlock(text=prompt),), label=description,
                             agent_options=self.agent_options, max_depth=self.max_depth,
                             tool_filter=self.tool_filter, persona=self.persona)
-
-    def _in_background(self, args: dict[str, Any]) -> bool:
-        asked = args.get("run_in_background")
-        if not self.enable_run_in_background:
-            return False
-        if isinstance(asked, bool):
-            return asked
-        return self.background_mode == "continuable"
 
     async def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         parent = ctx.agent
         if not isinstance(parent, Agent):
             return ToolOutcome(NO_CALLING_AGENT, is_error=True)
-        if args.get("run_in_background") is True and not self.enable_run_in_background:
+        asked = args.get("run_in_background")
+        if asked is True and not self.enable_run_in_background:
             return ToolOutcome(BACKGROUND_DISABLED, is_error=True)
         runtime = self._runtime
         if runtime is None or self.provider() is None:
             return render_start_error(SubagentStartError.no_provider(self.provider_name).error)
-        if self._in_background(args):
+        if self.enable_run_in_background and (
+                asked if isinstance(asked, bool) else self.background_mode == "continuable"):
             if self.background_mode == "continuable":
                 return await self._start_continuable(runtime, args, parent)
             return self._start_job(runtime, args, parent)
