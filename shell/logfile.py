@@ -714,57 +714,38 @@ class LogStream:
             yield from pieces
 
     def _chunks(self) -> Iterator[LogChunk | LogReadError]:
+        pieces = self._all_chunks()
         try:
-            for level in reversed(self._levels[1:]):
-                failed = yield from self._seed_level(level)
-                if failed:
+            for piece in pieces:
+                yield piece
+                if isinstance(piece, LogReadError):
                     return
-            top = self._levels[0]
-            text = self._text
-            if top.head_bytes:
-                self.head_text = text.skip(top.head_bytes) or b""
-                if text.partial is not None and text.partial.text_offset < top.head_bytes:
-                    yield LogReadError(file=top.shown, line=1, problem=(
-                        "the incomplete final zstd frame holds more than events"))
-                    return
-                # The head lines count against max_events as every line does (the store's
-                # writer counts what it writes so): here and in each seed file.
-                refused = self._reader.count_events(self.head_text, top.shown)
-                if refused is not None:
-                    yield refused
-                    return
-            yield from self._level_chunks(top, text, tolerate_torn=True)
         except MemoryError:
             yield _out_of_memory(self.file)
         finally:
+            pieces.close()
             self.close()
 
-    def _seed_level(self, level: _Level) -> Generator[LogChunk | LogReadError, None, bool]:
-        """A seed file's own events, read strictly; then the record that names it checked.
-        Returns whether the read failed."""
+    def _all_chunks(self) -> Generator[LogChunk | LogReadError, None, None]:
+        """The seeds' events, deepest first, then the file's (read up to the first error)."""
+        for level in reversed(self._levels[1:]):
+            yield from self._seed_chunks(level)
+        yield from self._file_chunks(self._levels[0], self._text)
+
+    def _seed_chunks(self, level: _Level) -> Iterator[LogChunk | LogReadError]:
+        """A seed file's own events, read strictly; then the record that names it checked."""
         opened = _open_text(self._reader, level.name, level.shown, size_cap=level.size_cap,
                             follow=False, tolerate_torn=False)
         if isinstance(opened, LogReadError):
             yield opened
-            return True
+            return
         text, status = opened
         last_time: int | None = None
         try:
-            head = (text.skip(level.head_bytes)
-                    if (status.st_dev, status.st_ino) == level.identity else None)
-            if head is None:
-                yield text.error or LogReadError(file=level.shown, problem=(
-                    "cannot read: the file changed while it was read"))
-                return True
-            refused = self._reader.count_events(head, level.shown)
-            if refused is not None:
-                yield refused
-                return True
-            for piece in self._level_chunks(level, text, tolerate_torn=False):
+            same = (status.st_dev, status.st_ino) == level.identity
+            for piece in self._file_chunks(level, text, same_file=same):
                 yield piece
-                if isinstance(piece, LogReadError):
-                    return True
-                if piece.events:
+                if isinstance(piece, LogChunk) and piece.events:
                     last_time = piece.events[-1].time
         finally:
             text.close()
@@ -773,17 +754,32 @@ class LogStream:
         if self.events != record.events:
             yield _seed_refused(level.above, record, (
                 f"it holds {self.events:,} events, the record says {record.events:,}"))
-            return True
-        if last_time is not None and last_time != record.last_time:
+        elif last_time is not None and last_time != record.last_time:
             yield _seed_refused(level.above, record,
                                 "its last event is not the one the record names")
-            return True
-        return False
 
-    def _level_chunks(self, level: _Level, text: _Text, *, tolerate_torn: bool,
-                      ) -> Iterator[LogChunk | LogReadError]:
-        """A file's events after its head, chunk by chunk."""
-        reader = self._reader
+    def _file_chunks(self, level: _Level, text: _Text, *, same_file: bool = True,
+                     ) -> Iterator[LogChunk | LogReadError]:
+        """A file's events after its head, chunk by chunk (only the log's own file may end
+        in a torn tail)."""
+        reader, top = self._reader, level is self._levels[0]
+        head = text.skip(level.head_bytes) if same_file else None
+        if head is None:
+            yield text.error or LogReadError(file=level.shown, problem=(
+                "cannot read: the file changed while it was read"))
+            return
+        if text.partial is not None and text.partial.text_offset < level.head_bytes:
+            yield LogReadError(file=level.shown, line=1, problem=(
+                "the incomplete final zstd frame holds more than events"))
+            return
+        # The head lines count against max_events as every line does (the store's writer
+        # counts what it writes so).
+        refused = reader.count_events(head, level.shown)
+        if refused is not None:
+            yield refused
+            return
+        if top:
+            self.head_text = head
         size = None if level.projected else CHUNK_TEXT
         recovered_from: int | None = None
         while True:
@@ -795,7 +791,7 @@ class LogStream:
             if recovered_from is None and text.partial is not None and (
                     offset >= text.partial.text_offset):
                 recovered_from = self.events
-            if final and tolerate_torn:
+            if final and top:
                 kept = cut_torn_tail(chunk_text, first_line, offset, compressed=text.compressed,
                                      frame=text.partial, shown=level.shown)
                 if isinstance(kept, LogReadError):
