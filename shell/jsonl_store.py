@@ -324,20 +324,16 @@ class _SeedPlan:
     """A fork child's seed as a reference to its parent's file (see the module rules)."""
 
     record: SeedRecord
-    #: What reading the seed costs (the parent's file through the cut, its seeds included).
-    spent: _Spent
-    #: The parent's session directory (a descriptor of the child's own, so that the parent
-    #: may be released meanwhile), until the child's first write links its files.
+    spent: _Spent  # reading the parent's file through the cut, its seeds included
+    #: The parent's session directory, held by the child (the parent may be released
+    #: meanwhile) until its first write links the files.
     source: int
-    #: How many seed files the parent's directory holds (linked into the child's too).
-    parent_chain: int
-    #: The seed files linked into the child's directory, to fsync at its first commit.
-    links: tuple[str, ...] = ()
+    parent_chain: int  # seed files in the parent's directory (linked into the child's too)
+    links: tuple[str, ...] = ()  # linked into the child's directory, fsynced at its commit
 
     def link(self, directory: _Directory, parent_name: str, compressed: bool) -> bool:
         """Link the parent's file and its seed files into ``directory``; False (nothing left
-        behind) when the file system will not (no hard links, too many, the parent's file
-        deleted meanwhile)."""
+        behind) when the file system will not."""
         made: list[str] = []
         try:
             for index in range(self.parent_chain):
@@ -370,25 +366,20 @@ class _SessionFile:
     def __init__(self, store: JsonlSessionStore, directory: _Directory | None,
                  session_id: str, *, seed: _SeedPlan | None = None) -> None:
         self.store = store
-        #: The session directory, locked; ``None`` until the first write reserves it.
-        self.directory = directory
+        self.directory = directory  # locked; None until the first write reserves it
         self.session_id = session_id
         self.name = store.file_name
         self.seed = seed
-        #: How many seed files this directory holds (``seed-0`` … ``seed-{chain-1}``).
-        self.chain = 0
+        self.chain = 0  # seed files this directory holds (seed-0 … seed-{chain-1})
         self.fd: int | None = None
         self.size = 0  # bytes of the file, all written by this writer or loaded
         self.written = 0  # events in the file
         self.durable = 0
-        #: Just after the last ``turn/end`` in the file: a child's seed cut.
-        self.cut: _Cut | None = None
-        #: What reading the file back spends against the store's limits.
+        self.cut: _Cut | None = None  # just after the file's last turn/end: a child's seed
         self.spent = _Spent(0, 0)
         self.failure: OSError | None = None
         self.closed = False
-        #: Whether the committer holds a commit of this file in its schedule.
-        self.commit_due = False
+        self.commit_due = False  # the committer holds a commit of this file in its schedule
         self._first_commit = True
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()
@@ -866,16 +857,15 @@ class JsonlSessionStore(_LiveSessions):
         finally:
             os.close(project_fd)
         directory = _Directory(fd, self.root / project / segment, created)
-        if not _lock(fd):
-            directory.close()
-            raise SessionExistsError(header.id)
-        if directory.has_file(self.file_name):  # persisted: created before, or just now
+        # Held by another writer, or persisted (created before, or just now).
+        if not _lock(fd) or directory.has_file(self.file_name):
             directory.close()
             raise SessionExistsError(header.id)
         return directory
 
-    def _abandon(self, directory: _Directory) -> None:
-        """Undo a reservation whose first write failed: its files, its directory, its lock."""
+    def _abandon(self, directory: _Directory, *, with_project: bool = False) -> None:
+        """Remove a session directory's files, the directory (when empty) and its lock; with
+        ``with_project``, its project directory too when empty."""
         directory.remove_files()
         with self._root(create=False) as root:
             project_fd = None
@@ -885,6 +875,9 @@ class JsonlSessionStore(_LiveSessions):
             directory.close(remove_from=project_fd)
             if project_fd is not None:
                 os.close(project_fd)
+            if with_project and root is not None:
+                with contextlib.suppress(OSError):
+                    os.rmdir(directory.path.parent.name, dir_fd=root)
 
     # -- the protocol
 
@@ -1095,16 +1088,11 @@ class JsonlSessionStore(_LiveSessions):
 
     def _close(self, writer: _SessionFile, *, remove: bool) -> None:
         writer.close()
-        directory = writer.directory
-        if directory is None:  # never written: nothing on disk
-            return
-        if remove:
-            self._abandon(directory)
-            with self._root(create=False) as root, contextlib.suppress(OSError):
-                if root is not None:
-                    os.rmdir(directory.path.parent.name, dir_fd=root)
-            return
-        directory.close()
+        directory = writer.directory  # None: never written, nothing on disk
+        if directory is not None and remove:
+            self._abandon(directory, with_project=True)
+        elif directory is not None:
+            directory.close()
 
     def delete(self, session_id: str) -> None:
         """Release a session and remove its files (never another process's live session)."""

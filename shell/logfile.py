@@ -449,17 +449,16 @@ class _Text:
         line held back until the text ends, and never across the start of an incomplete
         final frame. Returns (text, its first line, its offset, whether it is the last), or
         ``None`` on an error."""
-        while True:
-            if self.ended:
-                cut, final = len(self.buffer), True
-                break
-            if size is not None and len(self.buffer) >= size and self._before_last >= 0:
-                newline = self.buffer.find(b"\n", size - 1, self._before_last + 1)
-                cut, final = (self._before_last if newline < 0 else newline) + 1, False
-                break
+        while not self.ended and (size is None or len(self.buffer) < size
+                                  or self._before_last < 0):
             self.pull()
         if self.error is not None:
             return None
+        cut, final = len(self.buffer), True
+        if not self.ended:
+            assert size is not None
+            newline = self.buffer.find(b"\n", size - 1, self._before_last + 1)
+            cut, final = (self._before_last if newline < 0 else newline) + 1, False
         if self.partial is not None and (
                 self.start < self.partial.text_offset < self.start + cut):
             cut, final = self.partial.text_offset - self.start, False
@@ -874,31 +873,27 @@ def _stream(path: str, reader: _Reader, name: str, shown: str, located: str, *,
     if isinstance(opened, LogReadError):
         return opened
     text, status = opened
+    kept = False
     try:
         top = _read_head(text, name, shown, status, expect_header=expect_header,
                          tolerate_torn=True)
         if isinstance(top, LogReadError):
-            text.close()
             return top
-        header, header_file = top.header, None
-        if not top.session:
-            sibling = _sibling_header(located, reader)
-            if isinstance(sibling, LogReadError):
-                text.close()
-                return sibling
-            if sibling is not None:
-                header, header_file = sibling
+        sibling = None if top.session else _sibling_header(located, reader)
+        if isinstance(sibling, LogReadError):
+            return sibling
+        header, header_file = (top.header, None) if sibling is None else sibling
         chain = _seed_chain(top, reader)
         if isinstance(chain, LogReadError):
-            text.close()
             return chain
-    except BaseException:
-        text.close()
-        raise
-    reader.progress.total = status.st_size + sum(level.size_cap or 0 for level in chain)
-    return LogStream(path=path, levels=[top, *chain], text=text, reader=reader,
-                     header_file=header_file, header=header,
-                     close_directory=close_directory)
+        reader.progress.total = status.st_size + sum(level.size_cap or 0 for level in chain)
+        kept = True
+        return LogStream(path=path, levels=[top, *chain], text=text, reader=reader,
+                         header_file=header_file, header=header,
+                         close_directory=close_directory)
+    finally:
+        if not kept:
+            text.close()
 
 
 # --------------------------------------------------------------------------- reading
@@ -946,17 +941,15 @@ def open_log(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMIT
             dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
             return Failure(_cannot_read(file, exc))
+        stream: LogStream | LogReadError | None = None
         try:
-            reader = _Reader(limits, dir_fd, follow=True)
-            stream = _stream(shown or given, reader, os.path.basename(file), shown or file,
-                             file, expect_header=in_directory, close_directory=True)
-        except BaseException:
-            os.close(dir_fd)
-            raise
-        if isinstance(stream, LogReadError):
-            os.close(dir_fd)
-            return Failure(stream)
-        return Success(stream)
+            stream = _stream(shown or given, _Reader(limits, dir_fd, follow=True),
+                             os.path.basename(file), shown or file, file,
+                             expect_header=in_directory, close_directory=True)
+            return Success(stream) if isinstance(stream, LogStream) else Failure(stream)
+        finally:
+            if not isinstance(stream, LogStream):
+                os.close(dir_fd)
     except MemoryError:
         return Failure(_out_of_memory(given))
 
