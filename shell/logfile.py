@@ -72,8 +72,7 @@ CHUNK_TEXT = 1 << 20
 #: file is smaller: its head lines are usually all a seed file is opened for at first.
 _PIECE = 1 << 20
 _FIRST_PIECE = 64 << 10
-#: What msgspec raises for text that is not readable JSON; RecursionError for JSON nested
-#: deeper than the interpreter's recursion limit.
+#: Unreadable JSON; RecursionError for JSON nested deeper than the recursion limit.
 _UNREADABLE = (msgspec.DecodeError, RecursionError)
 _EVENTS_SUFFIX = ".events.jsonl"
 _HEADER_SUFFIX = ".header.json"
@@ -356,27 +355,20 @@ def _file_pieces(fd: int, shown: str, reader: _Reader, cap: int | None) -> Itera
 
 
 class _Text:
-    """A file's text, pulled from its source piece by piece and handed out as whole lines.
-
-    Offsets and line numbers count from the start of the file's (decompressed) text."""
+    """A file's (decompressed) text, pulled from its source piece by piece and handed out
+    as whole lines."""
 
     def __init__(self, pieces: Iterator[_Piece], shown: str, compressed: bool) -> None:
         self._pieces = pieces
         self.shown = shown
         self.compressed = compressed
         self.buffer = bytearray()
-        #: Offset in the text, and line number, of ``buffer[0]``.
-        self.start = 0
-        self.line = 1
+        self.start, self.line = 0, 1  # offset in the text, and line number, of buffer[0]
         self.ended = False
         self.error: LogReadError | None = None
-        #: Where the text of an incomplete final zstd frame starts.
-        self.partial: FrameMark | None = None
-        #: Bytes of the file read (for zstd: the whole file, read at once).
-        self.file_bytes = 0
-        #: The last two newlines of the buffer (-1: none).
-        self._last = -1
-        self._before_last = -1
+        self.partial: FrameMark | None = None  # where an incomplete final zstd frame starts
+        self.file_bytes = 0  # of the file read (for zstd: the whole file, read at once)
+        self._last = self._before_last = -1  # the last two newlines of the buffer (-1: none)
 
     def close(self) -> None:
         close = getattr(self._pieces, "close", None)
@@ -500,26 +492,19 @@ def _open_text(reader: _Reader, name: str, shown: str, *, size_cap: int | None =
 class _Level:
     """One file of a log: the log's own file, or a seed file of its chain."""
 
-    #: How the file is named in messages, and its name in the reader's directory.
-    shown: str
+    shown: str  # in messages; ``name`` in the reader's directory
     name: str
     session: bool
     header: SessionHeader | None
-    #: The seed record the file holds (it names the next level down), if any.
-    record: SeedRecord | None
-    #: Bytes of the file's head (the header line and the seed record line).
-    head_bytes: int
+    record: SeedRecord | None  # the seed record the file holds: it names the next level
+    head_bytes: int  # the header line and the seed record line
     projected: bool
     compressed: bool
-    #: The bytes of the file that belong to the log (a seed: its record's ``size``).
-    size_cap: int | None
+    size_cap: int | None  # the bytes that belong to the log (a seed: its record's size)
     identity: tuple[int, int]
-    #: The record of the level above, which names this one (``None`` for the log's file).
-    named_by: SeedRecord | None = None
-    #: Where the level above is shown (its seed record is on its line 2).
-    above: str = ""
-    #: An event log of one line without a newline (all of it a torn tail, by the rule).
-    unterminated: bool = False
+    named_by: SeedRecord | None = None  # the record of the level above (None: the top)
+    above: str = ""  # where the level above is shown (its record is on its line 2)
+    unterminated: bool = False  # an event log of one line without a newline: all torn
 
 
 def _first_record(text: _Text, index: int) -> bytes | None:
@@ -588,9 +573,8 @@ def _seed_chain(top: _Level, reader: _Reader) -> list[_Level] | LogReadError:
             return _seed_refused(above.shown, record, (
                 f"a seed file may only name a lower-numbered one (read from seed-{below})"))
         where = os.path.join(directory, record.file)
-        scratch = reader.scratch()
-        opened = _open_text(scratch, record.file, where, size_cap=record.size, follow=False,
-                            tolerate_torn=False)
+        opened = _open_text(reader.scratch(), record.file, where, size_cap=record.size,
+                            follow=False, tolerate_torn=False)
         if isinstance(opened, LogReadError):
             return opened
         text, status = opened
@@ -911,15 +895,11 @@ def session_file_in(directory: str) -> str | LogReadError:
             return _cannot_read(directory, exc)
         present.append(name)
     if not present:
-        return LogReadError(
-            file=directory,
-            problem="directory holds no session.jsonl or session.jsonl.zstd "
-                    "(not a DSH session directory)")
+        return LogReadError(file=directory, problem="directory holds no session.jsonl or "
+                            "session.jsonl.zstd (not a DSH session directory)")
     if len(present) > 1:
-        return LogReadError(
-            file=directory,
-            problem="directory holds both session.jsonl and session.jsonl.zstd; "
-                    "name the file to read")
+        return LogReadError(file=directory, problem="directory holds both session.jsonl and "
+                            "session.jsonl.zstd; name the file to read")
     return os.path.join(directory, present[0])
 
 
@@ -979,13 +959,12 @@ def read_text(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMI
             return Failure(opened)
         text, _ = opened
         try:
-            while text.pull():
-                pass
+            taken = text.take(None)  # the whole text: nothing of it is held back
         finally:
             text.close()
-        if text.error is not None:
-            return Failure(text.error)
-        whole = bytes(text.buffer)
+        if taken is None:
+            return Failure(text.error or _out_of_memory(file))
+        whole = taken[0]
         refused = long_line_error(whole, file, limits)
         if refused is not None:
             return Failure(refused)
