@@ -786,15 +786,20 @@ class JsonlSessionStore(_LiveSessions):
                     found.append(project)
         return found
 
-    def _open_session_dir(self, project: str, session_id: str, *,
-                          locked: bool = False) -> _Directory:
-        """The session's directory in ``project``, open (``locked``: with its writer lock)."""
+    def _open_session_dir(self, project: str, session_id: str, *, locked: bool = False,
+                          created: list[int] | None = None) -> _Directory:
+        """The session's directory in ``project``, open (``locked``: with its writer lock;
+        ``created``: made where missing, the parents of what was made gathered there)."""
         shown, segment = self.root / project, encode_segment(session_id)
-        with self._root(create=False) as root:
+        with self._root(create=created is not None) as root:
             if root is None:
                 raise FileNotFoundError(errno.ENOENT, "no such directory", str(self.root))
+            if created is not None:
+                _make_dir(root, project, shown, created)
             project_fd = self._open_dir(root, project, shown)
         try:
+            if created is not None:
+                _make_dir(project_fd, segment, shown / segment, created)
             directory = _Directory(self._open_dir(project_fd, segment, shown / segment),
                                    shown / segment)
         finally:
@@ -841,24 +846,17 @@ class JsonlSessionStore(_LiveSessions):
     def _reserve(self, header: SessionHeader) -> _Directory:
         """Create and lock the session's directory (the loser of a race: exists)."""
         cwd = header.cwd if isinstance(header.cwd, str) else None
-        project, segment = project_dir_name(cwd), encode_segment(header.id)
         created: list[int] = []
-        with self._root(create=True) as root:
-            assert root is not None
-            _make_dir(root, project, self.root / project, created)
-            project_fd = self._open_dir(root, project, self.root / project)
         try:
-            _make_dir(project_fd, segment, self.root / project / segment, created)
-            fd = self._open_dir(project_fd, segment, self.root / project / segment)
+            directory = self._open_session_dir(project_dir_name(cwd), header.id,
+                                               created=created)
         except BaseException:
             for parent in created:
                 _close_quietly(parent)
             raise
-        finally:
-            os.close(project_fd)
-        directory = _Directory(fd, self.root / project / segment, created)
+        directory.parents = created
         # Held by another writer, or persisted (created before, or just now).
-        if not _lock(fd) or directory.has_file(self.file_name):
+        if not _lock(directory.fd) or directory.has_file(self.file_name):
             directory.close()
             raise SessionExistsError(header.id)
         return directory

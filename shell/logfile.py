@@ -688,13 +688,10 @@ class LogStream:
 
     def chunks(self) -> Iterator[LogChunk | LogReadError]:
         """The events a chunk at a time, the seed's first, once; an error ends them."""
-        if self._ahead is None:
-            yield from self._chunks()
-            return
-        first, pieces = self._ahead
+        first, pieces = self._ahead or (None, self._chunks())
         if first is not None:
             yield first
-            yield from pieces
+        yield from pieces
 
     def _chunks(self) -> Iterator[LogChunk | LogReadError]:
         pieces = self._all_chunks()

@@ -103,10 +103,9 @@ class Session:
         self._trace, self._completed = self._trace_seed(base, seed_trace)
         self._history: HistorySnapshot | Callable[[], HistorySnapshot] | None = None
         self._prefix_history: HistorySnapshot | None = None
-        #: The last :attr:`events` view made, with the count of own events then (a view is
-        #: fixed for good, so it is handed out again until the log grows).
+        # The last events view, with the count of own events then (a view is fixed for good,
+        # so it is handed out again until the log grows), and the last completed() value.
         self._events: tuple[int, EventsView] | None = None
-        #: The last :meth:`completed` value (checked against the cut's trace when asked).
         self._completed_value: CompletedPrefix | None = None
         if seed is not None and not (base and isinstance(base[-1], SessionEndSeedEvent)):
             self._commit([SessionEndSeedEvent(seq=len(base), time=clock())], flush=False)
@@ -262,10 +261,7 @@ class Session:
         trace = self._trace
         completed: tuple[int, Trace] | None = None
         for event in events:
-            result = advance(trace, event)
-            if isinstance(result, Failure):
-                raise SessionViolationError(self.header.id, result.failure())
-            trace = result.unwrap()
+            trace = self._checked(advance(trace, event))
             if isinstance(event, TurnEndEvent):
                 completed = (trace.length, trace)
         if flush and self._sink is not None:
