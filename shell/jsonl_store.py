@@ -1,28 +1,12 @@
-"""The disk store: DSH's JSONL session files (wire-format §5.1-5.5); docs/api-shell-runtime.md
-gives the rules in full.
+"""The disk store: DSH's JSONL session files (wire-format §5.1-5.5), rules in full in
+docs/api-shell-runtime.md ("Stores").
 
-Layout: ``<root>/<project>/<encodeSegment(id)>/session.jsonl`` (``none``) or
-``session.jsonl.zstd`` (``zstd``: the header line alone in the first frame, then one frame per
-batch, split after each ``turn/end``). A root holds one encoding.
-
-One writer per session: an exclusive ``flock`` on the session *directory* from the first
-append (or ``load``) until ``release``/``delete``; it dies with its process, so a crash never
-leaves a session locked (``flock`` is advisory: DSH does not take it). Nothing is on disk
-before the first append (as in DSH); the file then appears whole (written under a temporary
-name, linked into place), and every later batch is one ``write``. A batch is encoded and read
-back through the typed decoder, and measured against the loader's limits (a batch that does
-not end its turn must leave :func:`closing_room`) before it is written, so what is written can
-be loaded again; a write that fails is cut back off the file (only what this writer wrote).
-*Group commit:* a committer thread fsyncs each dirty file once per ``commit_window`` and at
-once when a session asks.
-
-A fork child whose seed is its live parent's completed prefix links the parent's file as
-``seed-N.jsonl[.zstd]`` and says in a ``turnfork/seed`` record how much of it is its seed
-(O(1) per fork; :meth:`JsonlSessionStore.export` writes a self-contained file for DSH).
-Everything is opened through directory descriptors with ``O_NOFOLLOW``: no symbolic link inside
-the root is followed. ``load`` takes the lock, then repairs a crash: a torn tail is cut off
-(:class:`~shell.store.SessionRepairWarning`), an open turn closed as ``interrupted``;
-``inspect`` reads without the lock and never writes.
+``<root>/<project>/<encodeSegment(id)>/session.jsonl[.zstd]``, one encoding per root. One
+writer per session: an exclusive ``flock`` on the session directory (advisory: DSH does not
+take it; it dies with its process). A batch is checked against the loader's limits before it
+is written, and a failed write is cut back off; a committer thread fsyncs in groups. A fork
+child may link its parent's file as ``seed-N`` and name it in a ``turnfork/seed`` record.
+No symbolic link inside the root is followed.
 """
 
 from __future__ import annotations
@@ -113,12 +97,7 @@ def _zstd() -> Any:
 
 
 def check_session_id(session_id: str) -> None:
-    """Refuse an id the disk store cannot persist (:func:`~turnfork.core.session_id_problem`).
-
-    Raises:
-        InvalidSessionIdError: empty, holding a lone surrogate (a header line cannot hold
-            it), or too long for a file name once encoded.
-    """
+    """Raise :class:`InvalidSessionIdError` for an id the disk store cannot persist."""
     problem = session_id_problem(session_id)
     if problem is not None:
         raise InvalidSessionIdError(problem)
@@ -126,22 +105,19 @@ def check_session_id(session_id: str) -> None:
 
 def session_file_bytes(header: SessionHeader, events: Sequence[Event], *,
                        compression: Compression = "none", pack_chunks: bool = False) -> bytes:
-    """One self-contained session file, as :meth:`JsonlSessionStore.export` writes it: the
-    header line, then every event (a seed included, never a seed record); for ``zstd`` the
-    header line in a frame of its own, then the rest in one frame."""
+    """One self-contained session file, as :meth:`JsonlSessionStore.export` writes it (for
+    ``zstd``: the header line in a frame of its own, then the rest in one)."""
     text = encode_session(header, events, pack_chunks=pack_chunks)
     if compression != "zstd":
         return text
     compressor = _zstd().ZstdCompressor(write_checksum=True)
     header_end = text.index(b"\n") + 1
-    data: bytes = compressor.compress(text[:header_end]) + compressor.compress(
-        text[header_end:])
-    return data
+    return bytes(compressor.compress(text[:header_end]) + compressor.compress(text[header_end:]))
 
 
 class _Spent(NamedTuple):
-    """What reading a session file back spends against the read limits: bytes of text
-    (``max_bytes``) and counted events (``max_events``), its seed's files included."""
+    """What reading a file back spends against ``max_bytes`` and ``max_events`` (its seed's
+    files included)."""
 
     text_bytes: int
     events: int
@@ -155,8 +131,7 @@ class _Cut(NamedTuple):
 
     events: int
     size: int
-    #: What reading the file through the cut spends (a child's seed costs its reader that).
-    spent: _Spent
+    spent: _Spent  # reading through the cut (what a child's seed costs its reader)
 
 
 def _is_link_error(exc: OSError) -> bool:
@@ -164,9 +139,8 @@ def _is_link_error(exc: OSError) -> bool:
 
 
 class SessionPathError(OSError):
-    """A path of the store it cannot use: a symbolic link inside its root (never followed),
-    something that is not a directory, or one the system refuses (permission denied, …).
-    The message names the path and the real cause; ``errno`` is the system's."""
+    """A path of the store it cannot use (a symbolic link inside its root, not a directory,
+    refused by the system); the message names the path and the cause."""
 
     def __init__(self, path: Path, cause: OSError | None = None) -> None:
         if cause is None or _is_link_error(cause):
@@ -219,6 +193,11 @@ class _Committer:
     once when asked. It exits when idle and starts again on the next request."""
 
     def __init__(self) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        """Nothing due and no thread (so in a child made by ``fork()``: the thread stayed with
+        the parent)."""
         self._condition = threading.Condition()
         self._due: dict[_SessionFile, float] = {}
         self._earliest = math.inf
@@ -245,17 +224,14 @@ class _Committer:
     def _run(self) -> None:
         while True:
             with self._condition:
-                while True:
-                    if not self._due:
-                        self._condition.wait(1.0)
-                        if not self._due:
-                            self._thread = None
-                            return
+                while (delay := self._earliest - time.monotonic()) > 0:
+                    if self._due:
+                        self._condition.wait(delay)
                         continue
-                    delay = self._earliest - time.monotonic()
-                    if delay <= 0:
-                        break
-                    self._condition.wait(delay)
+                    self._condition.wait(1.0)
+                    if not self._due:
+                        self._thread = None
+                        return
                 now = time.monotonic()
                 ready = [writer for writer, due in self._due.items() if due <= now]
                 for writer in ready:
@@ -264,15 +240,6 @@ class _Committer:
                 self._earliest = min(self._due.values(), default=math.inf)
             for writer in ready:
                 writer.commit(quiet=True)
-
-
-    def forget(self) -> None:
-        """Start over without a thread (in a child made by ``fork()``: the thread stayed with
-        the parent)."""
-        self._condition = threading.Condition()
-        self._due = {}
-        self._earliest = math.inf
-        self._thread = None
 
 
 _COMMITTER = _Committer()
@@ -291,13 +258,8 @@ class _Directory:
     #: Directories whose entries this writer created, to fsync at the first commit.
     parents: list[int] = field(default_factory=list)
 
-    def names(self) -> list[str]:
-        with os.scandir(self.fd) as entries:
-            return [entry.name for entry in entries]
-
     def has_file(self, name: str) -> bool:
-        """Whether the directory holds an entry of that name (whatever it is: reading it
-        names what is wrong with it)."""
+        """Whether it holds an entry of that name, whatever it is (reading says what)."""
         try:
             os.stat(name, dir_fd=self.fd, follow_symlinks=False)
         except FileNotFoundError:
@@ -305,16 +267,16 @@ class _Directory:
         return True
 
     def remove_files(self) -> None:
-        """Remove what the store keeps in the directory (session file, seed links, temporary
-        files); anything else stays, and so does the directory then."""
-        for name in self.names():
-            if (name in _FILE_NAMES.values() or name.startswith(("seed-", _TEMPORARY_PREFIX))):
+        """Remove what the store keeps there (anything else stays, and the directory too)."""
+        with os.scandir(self.fd) as entries:
+            names = [entry.name for entry in entries]
+        for name in names:
+            if name in _FILE_NAMES.values() or name.startswith(("seed-", _TEMPORARY_PREFIX)):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(name, dir_fd=self.fd)
 
     def close(self, *, remove_from: int | None = None) -> None:
-        """Unlock; with ``remove_from`` (the parent directory), remove the directory first
-        when it is empty."""
+        """Unlock; with ``remove_from`` (the parent), remove the directory first if empty."""
         if remove_from is not None:
             with contextlib.suppress(OSError):
                 os.rmdir(os.path.basename(self.path), dir_fd=remove_from)
@@ -336,20 +298,17 @@ def _lock(fd: int) -> bool:
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
         except BlockingIOError:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.005)
-            continue
-        return True
 
 
 @contextlib.contextmanager
 def held_directory_lock(directory: str | os.PathLike[str]) -> Iterator[bool]:
-    """A session directory's writer lock, held for the ``with`` by a writer that is not a
-    store (``turnfork export`` replacing a session file): ``True`` when it is held here,
-    ``False`` when another writer holds it (then nothing may be written there). Raises
-    ``OSError`` when the directory cannot be opened."""
+    """A session directory's writer lock for a writer that is not a store (``turnfork
+    export``): whether it is held here (``False``: another writer holds it)."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         yield _lock(fd)
@@ -365,20 +324,16 @@ class _SeedPlan:
     """A fork child's seed as a reference to its parent's file (see the module rules)."""
 
     record: SeedRecord
-    #: What reading the seed costs (the parent's file through the cut, its seeds included).
-    spent: _Spent
-    #: The parent's session directory (a descriptor of the child's own, so that the parent
-    #: may be released meanwhile), until the child's first write links its files.
+    spent: _Spent  # reading the parent's file through the cut, its seeds included
+    #: The parent's session directory, held by the child (the parent may be released
+    #: meanwhile) until its first write links the files.
     source: int
-    #: How many seed files the parent's directory holds (linked into the child's too).
-    parent_chain: int
-    #: The seed files linked into the child's directory, to fsync at its first commit.
-    links: tuple[str, ...] = ()
+    parent_chain: int  # seed files in the parent's directory (linked into the child's too)
+    links: tuple[str, ...] = ()  # linked into the child's directory, fsynced at its commit
 
     def link(self, directory: _Directory, parent_name: str, compressed: bool) -> bool:
         """Link the parent's file and its seed files into ``directory``; False (nothing left
-        behind) when the file system will not (no hard links, too many, the parent's file
-        deleted meanwhile)."""
+        behind) when the file system will not."""
         made: list[str] = []
         try:
             for index in range(self.parent_chain):
@@ -411,25 +366,20 @@ class _SessionFile:
     def __init__(self, store: JsonlSessionStore, directory: _Directory | None,
                  session_id: str, *, seed: _SeedPlan | None = None) -> None:
         self.store = store
-        #: The session directory, locked; ``None`` until the first write reserves it.
-        self.directory = directory
+        self.directory = directory  # locked; None until the first write reserves it
         self.session_id = session_id
         self.name = store.file_name
         self.seed = seed
-        #: How many seed files this directory holds (``seed-0`` … ``seed-{chain-1}``).
-        self.chain = 0
+        self.chain = 0  # seed files this directory holds (seed-0 … seed-{chain-1})
         self.fd: int | None = None
         self.size = 0  # bytes of the file, all written by this writer or loaded
         self.written = 0  # events in the file
         self.durable = 0
-        #: Just after the last ``turn/end`` in the file: a child's seed cut.
-        self.cut: _Cut | None = None
-        #: What reading the file back spends against the store's limits.
+        self.cut: _Cut | None = None  # just after the file's last turn/end: a child's seed
         self.spent = _Spent(0, 0)
         self.failure: OSError | None = None
         self.closed = False
-        #: Whether the committer holds a commit of this file in its schedule.
-        self.commit_due = False
+        self.commit_due = False  # the committer holds a commit of this file in its schedule
         self._first_commit = True
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()
@@ -474,7 +424,12 @@ class _SessionFile:
             try:
                 if first:
                     for link in () if self.seed is None else self.seed.links:
-                        self._fsync_named(link)
+                        link_fd = os.open(link, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                          dir_fd=directory.fd)
+                        try:
+                            os.fsync(link_fd)
+                        finally:
+                            os.close(link_fd)
                     os.fsync(fd)
                     for entries in (directory.fd, *directory.parents):
                         os.fsync(entries)
@@ -486,8 +441,7 @@ class _SessionFile:
                     waiters, self._waiters = self._waiters, []
                 error = self._failed("a commit (fsync) failed; events from seq "
                                      f"{self.durable} may not be durable", exc)
-                for _, loop, future in waiters:
-                    _settle(loop, future, error)
+                _settle(waiters, error)
                 if not quiet:
                     raise error from exc
                 return
@@ -502,8 +456,7 @@ class _SessionFile:
                 for parent in directory.parents:
                     _close_quietly(parent)
                 directory.parents.clear()
-            for _, loop, future in ready:
-                _settle(loop, future, None)
+            _settle(ready, None)
 
     async def wait_durable(self, length: int) -> None:
         import asyncio  # noqa: PLC0415 - only the async path needs it
@@ -528,10 +481,10 @@ class _SessionFile:
 
     def _encode(self, events: Sequence[Event], spent: _Spent, size: int,
                 ) -> tuple[bytes, _Cut | None, _Spent]:
-        """The bytes of ``events`` (a frame per part for zstd, parts split after each
-        ``turn/end``) for a file of ``size`` bytes whose reading spends ``spent``, the cut
-        after the last ``turn/end`` in them (counted from the batch's start) and what reading
-        the file spends after them; refused when the loader could not read it back."""
+        """The bytes of ``events`` (parts split after each ``turn/end``, a zstd frame each)
+        for a file of ``size`` bytes that spends ``spent``; the cut after their last
+        ``turn/end`` (from the batch's start) and what the file spends then. Refused when the
+        loader could not read it back."""
         payload: list[bytes] = []
         cut: _Cut | None = None
         written, start, before = 0, 0, spent
@@ -562,8 +515,7 @@ class _SessionFile:
                                  kind if isinstance(kind, str) else None, problem)
 
     def _checked(self, events: Sequence[Event]) -> bytes:
-        """The JSONL of ``events``, read back through the typed decoder first: what the
-        loader would refuse is refused here."""
+        """The JSONL of ``events``, read back through the typed decoder first."""
         try:
             text = encode_log(events, pack_chunks=self.store.pack_chunks)
         except (TypeError, ValueError, OverflowError, NotImplementedError) as exc:
@@ -578,8 +530,7 @@ class _SessionFile:
         return text
 
     def _refused(self, events: Sequence[Event], problem: str) -> SessionEventError:
-        """The error for the first of ``events`` the codec will not write (``problem`` when
-        each one alone would do, but the batch does not read back)."""
+        """The error for the first of ``events`` the codec will not write (else ``problem``)."""
         for event in events:
             checked = check_event(event)
             if isinstance(checked, Failure):
@@ -613,10 +564,8 @@ class _SessionFile:
             self.written = events[-1].seq + 1
 
     def _rolled_back(self, fd: int, exc: OSError, attempted: int) -> SessionWriteError:
-        """Cut a failed write back off the file — only when the file holds nothing but what
-        this writer wrote and at most the ``attempted`` bytes of this batch (a writer that
-        ignores the lock may have appended meanwhile: then nothing is cut, and the session
-        refuses further writes)."""
+        """Cut a failed write back off, only when the file holds what this writer wrote and
+        at most ``attempted`` bytes more (else another writer appended: the session stops)."""
         try:
             found = os.fstat(fd).st_size
             if not self.size <= found <= self.size + attempted:
@@ -632,10 +581,8 @@ class _SessionFile:
         return self._failed("the batch was not written (the file is as it was)", exc)
 
     def _create(self, header: SessionHeader, events: Sequence[Event]) -> None:
-        """Reserve the directory (the lock; the loser of a create race gets
-        :class:`SessionExistsError`), then make the file appear whole: written under a
-        temporary name, linked into place. A fork child's file holds its seed record (a frame
-        of its own) instead of the seed."""
+        """Reserve the directory, then make the file appear whole: written under a temporary
+        name, linked into place (a fork child's seed as a record, when it can be linked)."""
         directory = self.store._reserve(header)
         try:
             self._create_in(directory, header, events)
@@ -725,7 +672,7 @@ class _SessionFile:
     # -- the end
 
     def close(self) -> None:
-        """Commit what is written, close the file; the directory lock stays with the store."""
+        """Commit and close the file (the directory lock stays with the store)."""
         if self.closed:
             return
         with contextlib.suppress(OSError):
@@ -738,52 +685,32 @@ class _SessionFile:
             _close_quietly(fd)
         if self.seed is not None:
             self.seed.close()
-        error = self._failed("the session was released before its events were durable",
-                             self.failure)
-        for _, loop, future in waiters:
-            _settle(loop, future, error)
-
-    def _fsync_named(self, name: str) -> None:
-        assert self.directory is not None
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     dir_fd=self.directory.fd)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _settle(waiters, self._failed("the session was released before its events were "
+                                      "durable", self.failure))
 
 
-def _settle(loop: Any, future: Any, error: BaseException | None) -> None:
-    """Resolve an awaiting future from any thread (a no-op when it is gone)."""
+def _settle(waiters: Sequence[tuple[int, Any, Any]], error: BaseException | None) -> None:
+    """Resolve awaiting futures from any thread."""
+    for _, loop, future in waiters:
+        with contextlib.suppress(RuntimeError):  # the loop is closed
+            loop.call_soon_threadsafe(_resolve, future, error)
 
-    def settle() -> None:
-        if not future.done():
-            if error is None:
-                future.set_result(None)
-            else:
-                future.set_exception(error)
 
-    with contextlib.suppress(RuntimeError):  # the loop is closed
-        loop.call_soon_threadsafe(settle)
+def _resolve(future: Any, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)
 
 
 # ---------------------------------------------------------------------------- the store
 
 
 class JsonlSessionStore(_LiveSessions):
-    """Sessions persisted as DSH JSONL files under ``root`` (see the module rules).
-
-    Args:
-        root: the sessions directory (DSH: ``$DSH_HOME/sessions``).
-        compression: ``"none"`` (default) or ``"zstd"`` (needs ``zstandard``).
-        pack_chunks: write runs of three or more deltas of one batch as DSH packed rows.
-        clock: default clock for the sessions it creates and loads.
-        commit_window: the longest a written batch waits for its commit (seconds).
-        fork_seeds: ``"reference"`` (default): a fork child's seed stays in its parent's file
-            (O(1) per fork; :meth:`export` for DSH); ``"inline"``: written in full.
-        limits: what ``load`` reads; a batch that would take a file past them is refused
-            when it is written.
-    """
+    """Sessions persisted as DSH JSONL files under ``root`` (DSH: ``$DSH_HOME/sessions``);
+    the options are described in docs/api-shell-runtime.md ("Stores")."""
 
     def __init__(self, root: str | os.PathLike[str], *, compression: Compression = "none",
                  pack_chunks: bool = False, clock: Clock | None = None,
@@ -808,15 +735,14 @@ class JsonlSessionStore(_LiveSessions):
         self._writers: dict[str, _SessionFile] = {}
 
     def path_for(self, header: SessionHeader) -> Path:
-        """Where the session with this header lives."""
         cwd = header.cwd if isinstance(header.cwd, str) else None
-        return (self.root / project_dir_name(cwd) / encode_segment(header.id) / self.file_name)
+        return self.root / project_dir_name(cwd) / encode_segment(header.id) / self.file_name
 
     # -- directories
 
     @contextlib.contextmanager
     def _root(self, *, create: bool) -> Iterator[int | None]:
-        """The root, open (``None`` when it does not exist and ``create`` is false)."""
+        """The root, open (``None``: it does not exist and ``create`` is false)."""
         try:
             if create:
                 self.root.mkdir(parents=True, exist_ok=True)
@@ -834,11 +760,8 @@ class JsonlSessionStore(_LiveSessions):
             os.close(fd)
 
     def _open_dir(self, parent: int, name: str, shown: Path) -> int:
-        """A directory of the layout, open; never through a symbolic link.
-
-        Raises:
-            SessionPathError: it is a symbolic link, or not a directory.
-        """
+        """A directory of the layout, open, never through a symbolic link (else
+        :class:`SessionPathError`)."""
         try:
             return os.open(name, _DIRECTORY, dir_fd=parent)
         except FileNotFoundError:
@@ -863,22 +786,24 @@ class JsonlSessionStore(_LiveSessions):
                     found.append(project)
         return found
 
-    def _session_dir(self, root: int, project: str, session_id: str) -> _Directory:
-        shown = self.root / project
-        project_fd = self._open_dir(root, project, shown)
+    def _open_session_dir(self, project: str, session_id: str, *, locked: bool = False,
+                          created: list[int] | None = None) -> _Directory:
+        """The session's directory in ``project``, open (``locked``: with its writer lock;
+        ``created``: made where missing, the parents of what was made gathered there)."""
+        shown, segment = self.root / project, encode_segment(session_id)
+        with self._root(create=created is not None) as root:
+            if root is None:
+                raise FileNotFoundError(errno.ENOENT, "no such directory", str(self.root))
+            if created is not None:
+                _make_dir(root, project, shown, created)
+            project_fd = self._open_dir(root, project, shown)
         try:
-            segment = encode_segment(session_id)
-            fd = self._open_dir(project_fd, segment, shown / segment)
+            if created is not None:
+                _make_dir(project_fd, segment, shown / segment, created)
+            directory = _Directory(self._open_dir(project_fd, segment, shown / segment),
+                                   shown / segment)
         finally:
             os.close(project_fd)
-        return _Directory(fd, shown / segment)
-
-    def _open_session_dir(self, project: str, session_id: str, *,
-                          locked: bool = False) -> _Directory:
-        """The session's directory in ``project``, open (``locked``: with its writer lock)."""
-        with self._root(create=False) as root:
-            assert root is not None
-            directory = self._session_dir(root, project, session_id)
         if locked and not _lock(directory.fd):
             directory.close()
             raise SessionLockedError(session_id, directory.path)
@@ -886,8 +811,7 @@ class JsonlSessionStore(_LiveSessions):
 
     @contextlib.contextmanager
     def _persisted(self, session_id: str) -> Iterator[_Directory | None]:
-        """The first of the session's directories that holds a session file of this store,
-        open (``None``: none does)."""
+        """The first of the session's directories holding this store's file, open."""
         for project in self._locate(session_id):
             directory = self._open_session_dir(project, session_id)
             try:
@@ -899,59 +823,47 @@ class JsonlSessionStore(_LiveSessions):
         yield None
 
     def _find(self, session_id: str) -> str | None:
-        """The project directory of the persisted session; ``None`` when no session file of
-        this id exists."""
+        """The project directory of the persisted session, if any."""
         for project in self._locate(session_id):
-            with self._root(create=False) as root:
-                assert root is not None
-                try:
-                    directory = self._session_dir(root, project, session_id)
-                except OSError:
-                    continue
-                try:
-                    if directory.has_file(self.file_name):
-                        return project
-                    other = [name for name in _FILE_NAMES.values()
-                             if name != self.file_name and directory.has_file(name)]
-                    if other:
-                        raise SessionLoadError(
-                            directory.path / other[0],
-                            f"this store's root holds {self.compression!r} sessions "
-                            f"({self.file_name}); a root holds one encoding only")
-                finally:
-                    directory.close()
+            try:
+                directory = self._open_session_dir(project, session_id)
+            except OSError:
+                continue
+            try:
+                if directory.has_file(self.file_name):
+                    return project
+                other = [name for name in _FILE_NAMES.values()
+                         if name != self.file_name and directory.has_file(name)]
+                if other:
+                    raise SessionLoadError(
+                        directory.path / other[0],
+                        f"this store's root holds {self.compression!r} sessions "
+                        f"({self.file_name}); a root holds one encoding only")
+            finally:
+                directory.close()
         return None
 
     def _reserve(self, header: SessionHeader) -> _Directory:
-        """Create and lock the session's directory; the loser of a race gets
-        :class:`SessionExistsError`."""
+        """Create and lock the session's directory (the loser of a race: exists)."""
         cwd = header.cwd if isinstance(header.cwd, str) else None
-        project, segment = project_dir_name(cwd), encode_segment(header.id)
         created: list[int] = []
-        with self._root(create=True) as root:
-            assert root is not None
-            _make_dir(root, project, self.root / project, created)
-            project_fd = self._open_dir(root, project, self.root / project)
         try:
-            _make_dir(project_fd, segment, self.root / project / segment, created)
-            fd = self._open_dir(project_fd, segment, self.root / project / segment)
+            directory = self._open_session_dir(project_dir_name(cwd), header.id,
+                                               created=created)
         except BaseException:
             for parent in created:
                 _close_quietly(parent)
             raise
-        finally:
-            os.close(project_fd)
-        directory = _Directory(fd, self.root / project / segment, created)
-        if not _lock(fd):
-            directory.close()
-            raise SessionExistsError(header.id)
-        if directory.has_file(self.file_name):  # persisted: created before, or just now
+        directory.parents = created
+        # Held by another writer, or persisted (created before, or just now).
+        if not _lock(directory.fd) or directory.has_file(self.file_name):
             directory.close()
             raise SessionExistsError(header.id)
         return directory
 
-    def _abandon(self, directory: _Directory) -> None:
-        """Undo a reservation whose first write failed: its files, its directory, its lock."""
+    def _abandon(self, directory: _Directory, *, with_project: bool = False) -> None:
+        """Remove a session directory's files, the directory (when empty) and its lock; with
+        ``with_project``, its project directory too when empty."""
         directory.remove_files()
         with self._root(create=False) as root:
             project_fd = None
@@ -961,20 +873,16 @@ class JsonlSessionStore(_LiveSessions):
             directory.close(remove_from=project_fd)
             if project_fd is not None:
                 os.close(project_fd)
+            if with_project and root is not None:
+                with contextlib.suppress(OSError):
+                    os.rmdir(directory.path.parent.name, dir_fd=root)
 
     # -- the protocol
 
     def create(self, header: SessionHeader, *, seed: Sequence[Event] | None = None,
                seed_trace: Trace | None = None, clock: Clock | None = None) -> Session:
-        """Create and register a live session. Nothing is on disk before its first append,
-        which reserves the session's directory and takes its writer lock (a session another
-        process reaches first makes that append fail with :class:`SessionExistsError`).
-
-        Raises:
-            SessionExistsError: live here, or persisted.
-            InvalidSessionIdError: an id the store cannot persist.
-            SessionEventError: a header the store cannot write.
-        """
+        """Create and register a live session; its first append reserves the directory and
+        takes the writer lock (another process there first: :class:`SessionExistsError`)."""
         check_session_id(header.id)
         checked = check_header(header)
         if isinstance(checked, Failure):
@@ -1026,24 +934,17 @@ class JsonlSessionStore(_LiveSessions):
 
     def _free(self, project: str, session_id: str) -> bool:
         """Whether the session directory's lock is free (a reservation with no writer)."""
-        with self._root(create=False) as root:
-            if root is None:
-                return True
-            try:
-                directory = self._session_dir(root, project, session_id)
-            except OSError:
-                return True
-            try:
-                return _lock(directory.fd)
-            finally:
-                directory.close()
+        try:
+            directory = self._open_session_dir(project, session_id)
+        except OSError:
+            return True
+        try:
+            return _lock(directory.fd)
+        finally:
+            directory.close()
 
     def load(self, session_id: str, *, clock: Clock | None = None) -> Session:
-        """The live session, or the persisted one, locked for writing and repaired.
-
-        Raises:
-            SessionNotFoundError, SessionLoadError, SessionLockedError.
-        """
+        """The live session, or the persisted one, locked for writing and repaired."""
         live = self._live.get(session_id)
         if live is not None:
             return live
@@ -1107,25 +1008,15 @@ class JsonlSessionStore(_LiveSessions):
         return session
 
     def inspect(self, session_id: str) -> LoadedLog:
-        """Read a persisted session as its file holds it, without the writer lock and without
-        writing anything: a torn tail is left out (and described in ``torn``), an open turn
-        stays open. A live session of this store is read from its file too.
-
-        Raises:
-            SessionNotFoundError, SessionLoadError.
-        """
+        """A persisted (or live) session as its file holds it, read without the lock and
+        never written: a torn tail left out and described in ``torn``, an open turn open."""
         with self._persisted(session_id) as directory:
             if directory is None:
                 raise SessionNotFoundError(session_id)
             return self._read(directory, session_id)
 
     def header(self, session_id: str) -> SessionHeader:
-        """A session's header: a live session's, or a persisted one's header line, read
-        without its events (what listing children enumerates).
-
-        Raises:
-            SessionNotFoundError, SessionLoadError.
-        """
+        """A live session's header, or a persisted one's header line, read alone."""
         live = self._live.get(session_id)
         if live is not None:
             return live.header
@@ -1140,14 +1031,8 @@ class JsonlSessionStore(_LiveSessions):
 
     def export(self, session_id: str, destination: str | os.PathLike[str], *,
                compression: Compression | None = None) -> Path:
-        """Write the session as one self-contained DSH session file (its seed included,
-        whatever file it lives in), atomically; returns the path written. The file is what
-        :meth:`inspect` reads, so exporting never touches the session.
-
-        Args:
-            destination: a file, or a directory to hold ``session.jsonl[.zstd]``.
-            compression: of the file written (default: the store's).
-        """
+        """Write what :meth:`inspect` reads as one self-contained DSH session file (at
+        ``destination``, or in it when a directory), atomically; returns its path."""
         log = self.inspect(session_id)
         assert log.header is not None
         encoding = self.compression if compression is None else compression
@@ -1193,8 +1078,7 @@ class JsonlSessionStore(_LiveSessions):
         return tuple(ids)
 
     def release(self, session_id: str) -> None:
-        """Forget a live session: commit and close its file, drop its writer lock (a
-        directory it never wrote to is removed)."""
+        """Forget a live session: commit and close its file, drop its writer lock."""
         self._live.pop(session_id, None)
         writer = self._writers.pop(session_id, None)
         if writer is not None:
@@ -1202,24 +1086,14 @@ class JsonlSessionStore(_LiveSessions):
 
     def _close(self, writer: _SessionFile, *, remove: bool) -> None:
         writer.close()
-        directory = writer.directory
-        if directory is None:  # never written: nothing on disk
-            return
-        if remove:
-            self._abandon(directory)
-            with self._root(create=False) as root, contextlib.suppress(OSError):
-                if root is not None:
-                    os.rmdir(directory.path.parent.name, dir_fd=root)
-            return
-        directory.close()
+        directory = writer.directory  # None: never written, nothing on disk
+        if directory is not None and remove:
+            self._abandon(directory, with_project=True)
+        elif directory is not None:
+            directory.close()
 
     def delete(self, session_id: str) -> None:
-        """Release a session and remove its files (never another process's live session).
-
-        Raises:
-            SessionNotFoundError: neither live nor persisted.
-            SessionLockedError: another process is the session's writer.
-        """
+        """Release a session and remove its files (never another process's live session)."""
         live = self._live.pop(session_id, None)
         writer = self._writers.pop(session_id, None)
         if writer is not None:

@@ -1,27 +1,10 @@
-"""Reading a session log from disk, whatever shape it comes in: the one reader of DSH files.
+"""Reading a session log from disk, whatever its shape: the one reader of DSH files.
 
-The CLI streams a log through :func:`open_log` (or reads it whole with :func:`read_log`), the
-disk store reads with :func:`read_session_file`. Input kinds are told apart by content: a JSONL
-event log (its sibling ``X.header.json`` read as the header), a DSH ``session.jsonl`` or
-``session.jsonl.zstd`` (zstd frames, by the magic number), a session directory holding one,
-DSH's *projected* fixtures (no ``seq``/``seq0``), and a fork child's file whose second line is
-a seed record naming ``seed-N.jsonl[.zstd]`` in the same directory (a chain of them is walked
-iteratively, whatever its length).
-
-The rules over bytes already read (the torn-tail rule, the limits' counting, seed records, the
-error values) are the core's (``core/log/files.py``); here is what touches the disk and zstd:
-
-* Every failure is a :class:`LogReadError` value; nothing here raises for bad input, prints or
-  writes.
-* Reading is bounded (:class:`ReadLimits`) before memory is spent: a zstd frame's regenerated
-  size is bounded from its block headers before it is decompressed; devices, FIFOs and sockets
-  are refused from ``stat`` without being opened (then opened ``O_NONBLOCK`` and checked
-  again); running out of memory is an error value too.
-* Reading streams: :data:`CHUNK_TEXT` bytes of whole lines at a time, a zstd frame fed block by
-  block (:class:`LogStream`); a projected fixture is decoded in one piece.
-* For zstd only an incomplete final frame can be torn: its whole lines are kept (the store
-  writes them again), its final line under the torn-tail rule; a complete frame whose text
-  does not end with a newline is corruption. A seed is read strictly: nothing of it is torn.
+A JSONL event log (with its sibling ``X.header.json``), a DSH ``session.jsonl[.zstd]`` or its
+directory, a projected fixture, a fork child's file whose seed chain names ``seed-N`` files;
+told apart by content. The rules over bytes already read are the core's (core/log/files.py);
+here is what touches the disk and zstd, bounded by :class:`ReadLimits` before memory is spent
+(docs/api-shell-runtime.md, "Reading logs"). Every failure is a :class:`LogReadError` value.
 """
 
 from __future__ import annotations
@@ -52,7 +35,6 @@ from ..core import (
     SeedRecord,
     SessionHeader,
     TornTail,
-    ZstdFrame,
     counted_events,
     cut_short_error,
     cut_torn_tail,
@@ -74,27 +56,10 @@ from ..core import (
 )
 
 __all__ = [
-    "LogFormat",
-    "LogReadError",
-    "LoadedLog",
-    "ReadLimits",
-    "DEFAULT_LIMITS",
-    "TornTail",
-    "SeedRecord",
-    "SEED_RECORD_TYPE",
-    "seed_file_name",
-    "FileText",
-    "LogChunk",
-    "LogStream",
-    "CHUNK_TEXT",
-    "open_log",
-    "read_log",
-    "read_text",
-    "read_session_file",
-    "read_session_header",
-    "session_file_in",
-    "SESSION_FILE_NAMES",
-    "counted_events",
+    "LogFormat", "LogReadError", "LoadedLog", "ReadLimits", "DEFAULT_LIMITS", "TornTail",
+    "SeedRecord", "SEED_RECORD_TYPE", "seed_file_name", "FileText", "LogChunk", "LogStream",
+    "CHUNK_TEXT", "open_log", "read_log", "read_text", "read_session_file",
+    "read_session_header", "session_file_in", "SESSION_FILE_NAMES", "counted_events",
 ]
 
 #: The file names a DSH session directory may hold (zstd is DSH's default).
@@ -107,8 +72,7 @@ CHUNK_TEXT = 1 << 20
 #: file is smaller: its head lines are usually all a seed file is opened for at first.
 _PIECE = 1 << 20
 _FIRST_PIECE = 64 << 10
-#: What msgspec raises for text that is not readable JSON; RecursionError for JSON nested
-#: deeper than the interpreter's recursion limit.
+#: Unreadable JSON; RecursionError for JSON nested deeper than the recursion limit.
 _UNREADABLE = (msgspec.DecodeError, RecursionError)
 _EVENTS_SUFFIX = ".events.jsonl"
 _HEADER_SUFFIX = ".header.json"
@@ -116,16 +80,22 @@ _HEADER_SUFFIX = ".header.json"
 # --------------------------------------------------------------------------- files
 
 
-def _os_problem(exc: OSError) -> str:
-    if isinstance(exc, FileNotFoundError):
-        return "no such file or directory"
-    if isinstance(exc, PermissionError):
-        return "permission denied"
-    if isinstance(exc, NotADirectoryError):
-        return "a component of the path is not a directory"
-    if exc.errno == errno.ELOOP:
-        return "too many levels of symbolic links (a symlink loop?)"
-    return exc.strerror or str(exc)
+_LINK = "it is a symbolic link (the session store does not follow links)"
+_NOT_REGULAR = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _cannot_read(shown: str, why: OSError | str) -> LogReadError:
+    if isinstance(why, FileNotFoundError):
+        why = "no such file or directory"
+    elif isinstance(why, PermissionError):
+        why = "permission denied"
+    elif isinstance(why, NotADirectoryError):
+        why = "a component of the path is not a directory"
+    elif isinstance(why, OSError):
+        why = ("too many levels of symbolic links (a symlink loop?)"
+               if why.errno == errno.ELOOP else why.strerror or str(why))
+    return LogReadError(file=shown, problem=f"cannot read: {why}")
 
 
 def _not_regular(mode: int, *, follow: bool) -> str | None:
@@ -133,47 +103,38 @@ def _not_regular(mode: int, *, follow: bool) -> str | None:
     if stat.S_ISREG(mode):
         return None
     if stat.S_ISLNK(mode) and not follow:
-        return "it is a symbolic link (the session store does not follow links)"
-    if stat.S_ISFIFO(mode):
-        return "it is a FIFO (named pipe), not a regular file"
-    if stat.S_ISCHR(mode):
-        return "it is a character device, not a regular file"
-    if stat.S_ISBLK(mode):
-        return "it is a block device, not a regular file"
-    if stat.S_ISSOCK(mode):
-        return "it is a socket, not a regular file"
-    if stat.S_ISDIR(mode):
-        return "it is a directory"
-    return "it is not a regular file"
+        return _LINK
+    for is_kind, kind in _NOT_REGULAR:
+        if is_kind(mode):
+            return f"it is {kind}, not a regular file"
+    return "it is a directory" if stat.S_ISDIR(mode) else "it is not a regular file"
 
 
+@dataclass
 class _Progress:
     """Bytes of the files read so far, of all there are to read (for a progress bar)."""
 
-    def __init__(self) -> None:
-        self.done = 0
-        self.total = 0
+    done: int = 0
+    total: int = 0
 
 
 class _Reader:
-    """One read: where files are opened from, the limits, and what the read has spent."""
+    """One read: where files are opened from, the limits, and what the read has spent (a
+    seed's files share the limits)."""
 
     def __init__(self, limits: ReadLimits, dir_fd: int | None, follow: bool) -> None:
         self.limits = limits
         self.dir_fd = dir_fd
         self.follow = follow
-        # What the read has taken so far (a seed's files share the limits).
         self.spent_bytes = 0
         self.spent_events = 0
         self.progress = _Progress()
 
     def scratch(self) -> _Reader:
-        """A reader of the same files and limits whose spending is not counted (to look at
-        a file's first lines before it is read)."""
+        """The same files and limits, its spending not counted (to look at a file's head)."""
         return _Reader(self.limits, self.dir_fd, self.follow)
 
     def count_events(self, text: bytes, shown: str, first_line: int = 1) -> LogReadError | None:
-        """Count ``text`` against ``max_events`` (a seed's files count too)."""
         counted = event_limit_error(text, shown, self.limits, self.spent_events, first_line)
         if isinstance(counted, LogReadError):
             return counted
@@ -182,42 +143,36 @@ class _Reader:
 
     def open_file(self, name: str, shown: str, *, size_cap: int | None = None,
                   follow: bool | None = None) -> tuple[int, os.stat_result] | LogReadError:
-        """A regular file open for reading, and its ``fstat``; ``follow``: whether a symbolic
-        link is followed (default: the reader's rule)."""
+        """A regular file open for reading, and its ``fstat`` (``follow``: symbolic links,
+        by default the reader's rule)."""
         limit = self.limits.max_bytes
         follow = self.follow if follow is None else follow
         try:
             before = os.stat(name, dir_fd=self.dir_fd, follow_symlinks=follow)
         except OSError as exc:
-            return LogReadError(file=shown, problem=f"cannot read: {_os_problem(exc)}")
+            return _cannot_read(shown, exc)
         why = _not_regular(before.st_mode, follow=follow)
         if why is not None:
-            return LogReadError(file=shown, problem=f"cannot read: {why}")
+            return _cannot_read(shown, why)
         wanted = before.st_size if size_cap is None else min(size_cap, before.st_size)
         if wanted > limit:
             return LogReadError(file=shown, problem=(
                 f"the file is {size_words(wanted)}, over the read limit of "
                 f"{size_words(limit)} (ReadLimits.max_bytes)"))
-        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
-        if not follow:
-            flags |= os.O_NOFOLLOW
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
         try:
             fd = os.open(name, flags, dir_fd=self.dir_fd)
         except OSError as exc:
-            if exc.errno == errno.ELOOP and not follow:
-                return LogReadError(file=shown, problem="cannot read: it is a symbolic link "
-                                                        "(the session store does not follow "
-                                                        "links)")
-            return LogReadError(file=shown, problem=f"cannot read: {_os_problem(exc)}")
+            return _cannot_read(shown, _LINK if exc.errno == errno.ELOOP and not follow else exc)
         try:
             opened = os.fstat(fd)
+            # Checked again: the file may have been replaced between the stat and the open.
+            refused: OSError | str | None = _not_regular(opened.st_mode, follow=True)
         except OSError as exc:
+            refused = exc
+        if refused is not None:
             os.close(fd)
-            return LogReadError(file=shown, problem=f"cannot read: {_os_problem(exc)}")
-        why = _not_regular(opened.st_mode, follow=True)
-        if why is not None:  # replaced between the stat and the open
-            os.close(fd)
-            return LogReadError(file=shown, problem=f"cannot read: {why}")
+            return _cannot_read(shown, refused)
         return fd, opened
 
     def read_file(self, name: str, shown: str, *, size_cap: int | None = None,
@@ -226,18 +181,16 @@ class _Reader:
         opened = self.open_file(name, shown, size_cap=size_cap, follow=follow)
         if isinstance(opened, LogReadError):
             return opened
-        fd, _ = opened
-        return _read_whole(fd, shown, self.limits.max_bytes, size_cap)
+        return _read_whole(opened[0], shown, self.limits.max_bytes, size_cap)
 
 
 def _read_whole(fd: int, shown: str, limit: int, size_cap: int | None) -> bytes | LogReadError:
     """Everything of ``fd`` (closed after), at most ``size_cap`` bytes or the limit."""
-    cap = limit if size_cap is None else min(limit, size_cap)
     try:
         with os.fdopen(fd, "rb") as handle:
-            data = handle.read(cap + 1 if size_cap is None else cap)
+            data = handle.read(limit + 1 if size_cap is None else min(limit, size_cap))
     except OSError as exc:
-        return LogReadError(file=shown, problem=f"cannot read: {_os_problem(exc)}")
+        return _cannot_read(shown, exc)
     if size_cap is None and len(data) > limit:
         return _grew(shown, limit)
     return data
@@ -273,9 +226,8 @@ class _TextBudget:
 
     def reserve(self, known: int) -> LogReadError | None:
         """Refuse now when bytes a frame is known to regenerate would pass the limit."""
-        if self.reader.spent_bytes + known > self.reader.limits.max_bytes:
-            return self.too_much()
-        return None
+        over = self.reader.spent_bytes + known > self.reader.limits.max_bytes
+        return self.too_much() if over else None
 
     def too_much(self) -> LogReadError:
         limit = self.reader.limits.max_bytes
@@ -293,9 +245,8 @@ def _zstd_module() -> Any:
 
 
 class _Partial(NamedTuple):
-    """Marks where the text of an incomplete final zstd frame begins."""
+    """Where in the file an incomplete final zstd frame starts (its text begins here)."""
 
-    #: Where that frame starts in the file.
     offset: int
 
 
@@ -306,9 +257,10 @@ _Piece: TypeAlias = "bytes | _Partial | LogReadError"
 
 def _zstd_pieces(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: bool,
                  ) -> Iterator[_Piece]:
-    """The text of every zstd frame of ``data``, piece by piece, within the limits.
-
-    A cut or corrupt frame is an error, except (``tolerate_torn``) an incomplete last one."""
+    """The text of every zstd frame of ``data``, within the limits: each frame fed to the
+    decompressor a group of blocks at a time (about :data:`_PIECE` of text), so the limits
+    stop a bomb within a block's worth of text. A cut or corrupt frame is an error, except
+    (``tolerate_torn``) an incomplete last one."""
     zstandard = _zstd_module()
     if zstandard is None:
         yield LogReadError(file=shown, problem="reading zstd needs the zstandard package "
@@ -317,12 +269,16 @@ def _zstd_pieces(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: boo
     budget = _TextBudget(reader, shown)
     context = zstandard.ZstdDecompressor()
     offset, number = 0, 0
+
+    def corrupt(why: str) -> LogReadError:
+        return LogReadError(file=shown, problem=f"corrupt zstd frame {number} at byte "
+                                                f"{offset}: {why}")
+
     while offset < len(data):
         number += 1
         frame = zstd_frame_at(data, offset)
         if isinstance(frame, str):
-            yield LogReadError(file=shown, problem=f"corrupt zstd frame {number} at byte "
-                                                   f"{offset}: {frame}")
+            yield corrupt(frame)
             return
         if not frame.complete and not tolerate_torn:
             yield LogReadError(file=shown, problem=(
@@ -339,45 +295,29 @@ def _zstd_pieces(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: boo
             return
         if not frame.complete:
             yield _Partial(offset)
-        for piece in _frame_pieces(context, zstandard, data, frame, budget=budget,
-                                   progress=reader.progress):
-            if isinstance(piece, str):
-                yield LogReadError(file=shown, problem=f"corrupt zstd frame {number} at byte "
-                                                       f"{offset}: {piece}")
-                return
-            yield piece
-            if isinstance(piece, LogReadError):
-                return
+        stream, start = context.decompressobj(), frame.start
+        try:
+            for stop in frame.stops(_PIECE):
+                chunk = stream.decompress(data[start:min(stop, len(data))])
+                reader.progress.done += min(stop, len(data)) - start
+                start = stop
+                refused = budget.admit(chunk)
+                if refused is not None:
+                    yield refused
+                    return
+                if chunk:
+                    yield chunk
+                if start >= len(data):
+                    break
+        except zstandard.ZstdError as exc:
+            yield corrupt(str(exc))
+            return
         if not frame.complete:
             return
+        if not stream.eof:
+            yield corrupt("the frame ends early")
+            return
         offset = frame.end
-
-
-def _frame_pieces(context: Any, zstandard: Any, data: bytes, frame: ZstdFrame, *,
-                  budget: _TextBudget, progress: _Progress,
-                  ) -> Iterator[bytes | str | LogReadError]:
-    """One frame's text, fed to the decompressor a group of blocks at a time (at most about
-    :data:`_PIECE` of text each), so the limits stop a bomb within a block's worth of text."""
-    stream = context.decompressobj()
-    start = frame.start
-    try:
-        for stop in frame.stops(_PIECE):
-            chunk = stream.decompress(data[start:min(stop, len(data))])
-            progress.done += min(stop, len(data)) - start
-            start = stop
-            refused = budget.admit(chunk)
-            if refused is not None:
-                yield refused
-                return
-            if chunk:
-                yield chunk
-            if start >= len(data):
-                break
-    except zstandard.ZstdError as exc:
-        yield str(exc)
-        return
-    if frame.complete and not stream.eof:
-        yield "the frame ends early"
 
 
 def _file_pieces(fd: int, shown: str, reader: _Reader, cap: int | None) -> Iterator[_Piece]:
@@ -392,7 +332,7 @@ def _file_pieces(fd: int, shown: str, reader: _Reader, cap: int | None) -> Itera
             try:
                 piece = os.read(fd, min(size, left))
             except OSError as exc:
-                yield LogReadError(file=shown, problem=f"cannot read: {_os_problem(exc)}")
+                yield _cannot_read(shown, exc)
                 return
             if not piece:
                 return
@@ -415,27 +355,20 @@ def _file_pieces(fd: int, shown: str, reader: _Reader, cap: int | None) -> Itera
 
 
 class _Text:
-    """A file's text, pulled from its source piece by piece and handed out as whole lines.
-
-    Offsets and line numbers count from the start of the file's (decompressed) text."""
+    """A file's (decompressed) text, pulled from its source piece by piece and handed out
+    as whole lines."""
 
     def __init__(self, pieces: Iterator[_Piece], shown: str, compressed: bool) -> None:
         self._pieces = pieces
         self.shown = shown
         self.compressed = compressed
         self.buffer = bytearray()
-        #: Offset in the text, and line number, of ``buffer[0]``.
-        self.start = 0
-        self.line = 1
+        self.start, self.line = 0, 1  # offset in the text, and line number, of buffer[0]
         self.ended = False
         self.error: LogReadError | None = None
-        #: Where the text of an incomplete final zstd frame starts.
-        self.partial: FrameMark | None = None
-        #: Bytes of the file read (for zstd: the whole file, read at once).
-        self.file_bytes = 0
-        #: The last two newlines of the buffer (-1: none).
-        self._last = -1
-        self._before_last = -1
+        self.partial: FrameMark | None = None  # where an incomplete final zstd frame starts
+        self.file_bytes = 0  # of the file read (for zstd: the whole file, read at once)
+        self._last = self._before_last = -1  # the last two newlines of the buffer (-1: none)
 
     def close(self) -> None:
         close = getattr(self._pieces, "close", None)
@@ -499,12 +432,8 @@ class _Text:
         del self.buffer[:size]
         self.start += size
         self.line += text.count(b"\n")
-        self._last -= size
-        self._before_last -= size
-        if self._before_last < 0:
-            self._before_last = -1
-        if self._last < 0:
-            self._last = -1
+        self._last = max(self._last - size, -1)
+        self._before_last = max(self._before_last - size, -1)
         return text
 
     def take(self, size: int | None) -> tuple[bytes, int, int, bool] | None:
@@ -512,17 +441,16 @@ class _Text:
         line held back until the text ends, and never across the start of an incomplete
         final frame. Returns (text, its first line, its offset, whether it is the last), or
         ``None`` on an error."""
-        while True:
-            if self.ended:
-                cut, final = len(self.buffer), True
-                break
-            if size is not None and len(self.buffer) >= size and self._before_last >= 0:
-                newline = self.buffer.find(b"\n", size - 1, self._before_last + 1)
-                cut, final = (self._before_last if newline < 0 else newline) + 1, False
-                break
+        while not self.ended and (size is None or len(self.buffer) < size
+                                  or self._before_last < 0):
             self.pull()
         if self.error is not None:
             return None
+        cut, final = len(self.buffer), True
+        if not self.ended:
+            assert size is not None
+            newline = self.buffer.find(b"\n", size - 1, self._before_last + 1)
+            cut, final = (self._before_last if newline < 0 else newline) + 1, False
         if self.partial is not None and (
                 self.start < self.partial.text_offset < self.start + cut):
             cut, final = self.partial.text_offset - self.start, False
@@ -542,7 +470,7 @@ def _open_text(reader: _Reader, name: str, shown: str, *, size_cap: int | None =
         magic = os.pread(fd, 4, 0)
     except OSError as exc:
         os.close(fd)
-        return LogReadError(file=shown, problem=f"cannot read: {_os_problem(exc)}")
+        return _cannot_read(shown, exc)
     if magic != ZSTD_MAGIC or (size_cap is not None and size_cap < 4):
         if name.endswith((".zstd", ".zst")):
             os.close(fd)
@@ -564,26 +492,19 @@ def _open_text(reader: _Reader, name: str, shown: str, *, size_cap: int | None =
 class _Level:
     """One file of a log: the log's own file, or a seed file of its chain."""
 
-    #: How the file is named in messages, and its name in the reader's directory.
-    shown: str
+    shown: str  # in messages; ``name`` in the reader's directory
     name: str
     session: bool
     header: SessionHeader | None
-    #: The seed record the file holds (it names the next level down), if any.
-    record: SeedRecord | None
-    #: Bytes of the file's head (the header line and the seed record line).
-    head_bytes: int
+    record: SeedRecord | None  # the seed record the file holds: it names the next level
+    head_bytes: int  # the header line and the seed record line
     projected: bool
     compressed: bool
-    #: The bytes of the file that belong to the log (a seed: its record's ``size``).
-    size_cap: int | None
+    size_cap: int | None  # the bytes that belong to the log (a seed: its record's size)
     identity: tuple[int, int]
-    #: The record of the level above, which names this one (``None`` for the log's file).
-    named_by: SeedRecord | None = None
-    #: Where the level above is shown (its seed record is on its line 2).
-    above: str = ""
-    #: An event log of one line without a newline (all of it a torn tail, by the rule).
-    unterminated: bool = False
+    named_by: SeedRecord | None = None  # the record of the level above (None: the top)
+    above: str = ""  # where the level above is shown (its record is on its line 2)
+    unterminated: bool = False  # an event log of one line without a newline: all torn
 
 
 def _first_record(text: _Text, index: int) -> bytes | None:
@@ -602,21 +523,19 @@ def _read_head(text: _Text, name: str, shown: str, status: os.stat_result, *,
                size_cap: int | None = None) -> _Level | LogReadError:
     """What a file's first lines say: a session file's header and seed record, or an event
     log; whether it is a projected fixture."""
-    identity = (status.st_dev, status.st_ino)
+    level = _Level(shown=shown, name=name, session=False, header=None, record=None,
+                   head_bytes=0, projected=False, compressed=text.compressed,
+                   size_cap=size_cap, identity=(status.st_dev, status.st_ino))
     first = text.head_line(0)
+    event_log = (not (first is not None and is_header_record(first[0].rstrip(b"\r")))
+                 and not expect_header
+                 and not (text.compressed and _first_record(text, 0) is None))
     if text.error is not None:
         return text.error
-    is_session = first is not None and is_header_record(first[0].rstrip(b"\r"))
-    if not is_session and not expect_header and not (
-            text.compressed and _first_record(text, 0) is None):
-        if text.error is not None:
-            return text.error
-        return _Level(shown=shown, name=name, session=False, header=None, record=None,
-                      head_bytes=0, projected=is_projected(_first_record(text, 0)),
-                      compressed=text.compressed, size_cap=size_cap, identity=identity,
-                      unterminated=first is not None and not first[1])
-    if text.error is not None:
-        return text.error
+    if event_log:
+        level.projected = is_projected(_first_record(text, 0))
+        level.unterminated = first is not None and not first[1]
+        return level
     if first is None or not first[0].strip():
         return LogReadError(file=shown, line=1, problem="empty session file: no header line")
     line, newline = first
@@ -626,22 +545,17 @@ def _read_head(text: _Text, name: str, shown: str, status: os.stat_result, *,
     parsed = decode_header_line(line.rstrip(b"\r"))
     if isinstance(parsed, Failure):
         return read_error_from_decode(shown, parsed.failure())
-    head_bytes = len(line) + 1
-    record: SeedRecord | None = None
+    level.session, level.header, level.head_bytes = True, parsed.unwrap(), len(line) + 1
     second = text.head_line(1)
     if second is not None and second[0].strip() and (second[1] or not tolerate_torn):
         found = seed_record_in(second[0].rstrip(b"\r"), shown)
         if isinstance(found, LogReadError):
             return found
         if found is not None:
-            record = found
-            head_bytes += len(second[0]) + 1
-    projected = record is None and is_projected(_first_record(text, 1))
-    if text.error is not None:
-        return text.error
-    return _Level(shown=shown, name=name, session=True, header=parsed.unwrap(), record=record,
-                  head_bytes=head_bytes, projected=projected, compressed=text.compressed,
-                  size_cap=size_cap, identity=identity)
+            level.record = found
+            level.head_bytes += len(second[0]) + 1
+    level.projected = level.record is None and is_projected(_first_record(text, 1))
+    return text.error or level
 
 
 def _seed_chain(top: _Level, reader: _Reader) -> list[_Level] | LogReadError:
@@ -659,17 +573,16 @@ def _seed_chain(top: _Level, reader: _Reader) -> list[_Level] | LogReadError:
             return _seed_refused(above.shown, record, (
                 f"a seed file may only name a lower-numbered one (read from seed-{below})"))
         where = os.path.join(directory, record.file)
-        scratch = reader.scratch()
-        opened = _open_text(scratch, record.file, where, size_cap=record.size, follow=False,
-                            tolerate_torn=False)
+        opened = _open_text(reader.scratch(), record.file, where, size_cap=record.size,
+                            follow=False, tolerate_torn=False)
         if isinstance(opened, LogReadError):
             return opened
         text, status = opened
         try:
             if status.st_size < record.size:
+                plural = "" if status.st_size == 1 else "s"
                 return _seed_refused(above.shown, record, (
-                    f"the file holds {status.st_size:,} byte{'' if status.st_size == 1 else 's'}, "
-                    f"the record needs "
+                    f"the file holds {status.st_size:,} byte{plural}, the record needs "
                     f"{record.size:,}"))
             level = _read_head(text, record.file, where, status, expect_header=True,
                                tolerate_torn=False, size_cap=record.size)
@@ -696,34 +609,25 @@ def _seed_refused(shown: str, record: SeedRecord, problem: str) -> LogReadError:
 
 
 class LogStream:
-    """A log open for reading: what is known before its events (the file, its kind, its
-    header, its seed), then its events a chunk at a time (:meth:`chunks`), and once they are
-    all read, what was left out (:attr:`torn`).
-
-    Use it as a context manager (or call :meth:`close`) when :meth:`chunks` may not be read
-    to its end.
-    """
+    """A log open for reading: its file, kind, header and seed now, its events a chunk at a
+    time (:meth:`chunks`), then what was left out (:attr:`torn`). Close it (or use ``with``)
+    when :meth:`chunks` may not be read to its end."""
 
     def __init__(self, *, path: str, levels: list[_Level], text: _Text, reader: _Reader,
                  header_file: str | None, header: SessionHeader | None,
                  close_directory: bool) -> None:
         top = levels[0]
-        #: The path as the user gave it, and the file actually read.
-        self.path = path
+        self.path = path  # as the user gave it; ``file`` is the file actually read
         self.file = top.shown
         self.format: LogFormat = (("session-jsonl-zstd" if top.compressed else "session-jsonl")
                                   if top.session else
                                   ("events-jsonl-zstd" if top.compressed else "events-jsonl"))
-        #: Decoded as a DSH projected fixture.
         self.projected = top.projected
         self.header = header
         self.header_file = header_file
-        #: The seed record of the file, when its seed lives in another file.
         self.seed = top.record
-        #: What the read left out (known once :meth:`chunks` has ended).
-        self.torn: TornTail | None = None
-        #: Events read so far.
-        self.events = 0
+        self.torn: TornTail | None = None  # known once chunks() has ended
+        self.events = 0  # read so far
         #: The head lines of the log's file (its header and seed record lines).
         self.head_text = b""
         self._levels = levels
@@ -736,7 +640,6 @@ class LogStream:
 
     @property
     def description(self) -> str:
-        """The kind of input, in words (as :attr:`LoadedLog.description`)."""
         return describe_log(self.format, self.path, self.file, header_file=self.header_file,
                          projected=self.projected, seed=self.seed)
 
@@ -748,23 +651,21 @@ class LogStream:
 
     @property
     def one_torn_line(self) -> bool:
-        """The file is an event log of one line without a newline: by the torn-tail rule,
-        nothing of it is an event (it may be a JSON document of another kind)."""
+        """An event log of one line without a newline: by the torn-tail rule, no events (it
+        may be a JSON document of another kind)."""
         return self._levels[0].unterminated
 
     @property
     def file_bytes(self) -> int:
-        """Bytes of the log's file read so far."""
         return self._text.file_bytes
 
     @property
     def progress(self) -> tuple[int, int]:
-        """(bytes read, bytes to read) of the log's files, for a progress bar."""
+        """(bytes read, bytes to read) of the log's files."""
         progress = self._reader.progress
         return min(progress.done, progress.total), progress.total
 
     def close(self) -> None:
-        """Close the files (reading :meth:`chunks` to its end does it too)."""
         if not self._closed:
             self._closed = True
             self._text.close()
@@ -778,76 +679,53 @@ class LogStream:
         self.close()
 
     def peek(self) -> LogChunk | LogReadError | None:
-        """The first chunk, read ahead (:meth:`chunks` still begins with it): whether the
-        file starts as a log (``None``: it holds no events)."""
+        """The first chunk, read ahead (:meth:`chunks` still begins with it; ``None``: no
+        events)."""
         if self._ahead is None:
             pieces = self._chunks()
             self._ahead = (next(pieces, None), pieces)
         return self._ahead[0]
 
     def chunks(self) -> Iterator[LogChunk | LogReadError]:
-        """The events, a chunk at a time, the seed's first; a :class:`LogReadError` ends
-        them. Read once."""
-        if self._ahead is None:
-            yield from self._chunks()
-            return
-        first, pieces = self._ahead
+        """The events a chunk at a time, the seed's first, once; an error ends them."""
+        first, pieces = self._ahead or (None, self._chunks())
         if first is not None:
             yield first
-            yield from pieces
+        yield from pieces
 
     def _chunks(self) -> Iterator[LogChunk | LogReadError]:
+        pieces = self._all_chunks()
         try:
-            for level in reversed(self._levels[1:]):
-                failed = yield from self._seed_level(level)
-                if failed:
+            for piece in pieces:
+                yield piece
+                if isinstance(piece, LogReadError):
                     return
-            top = self._levels[0]
-            text = self._text
-            if top.head_bytes:
-                self.head_text = text.skip(top.head_bytes) or b""
-                if text.partial is not None and text.partial.text_offset < top.head_bytes:
-                    yield LogReadError(file=top.shown, line=1, problem=(
-                        "the incomplete final zstd frame holds more than events"))
-                    return
-                # The head lines count against max_events as every line does (the store's
-                # writer counts what it writes so): here and in each seed file.
-                refused = self._reader.count_events(self.head_text, top.shown)
-                if refused is not None:
-                    yield refused
-                    return
-            yield from self._level_chunks(top, text, tolerate_torn=True)
         except MemoryError:
             yield _out_of_memory(self.file)
         finally:
+            pieces.close()
             self.close()
 
-    def _seed_level(self, level: _Level) -> Generator[LogChunk | LogReadError, None, bool]:
-        """A seed file's own events, read strictly; then the record that names it checked.
-        Returns whether the read failed."""
+    def _all_chunks(self) -> Generator[LogChunk | LogReadError, None, None]:
+        """The seeds' events, deepest first, then the file's (read up to the first error)."""
+        for level in reversed(self._levels[1:]):
+            yield from self._seed_chunks(level)
+        yield from self._file_chunks(self._levels[0], self._text)
+
+    def _seed_chunks(self, level: _Level) -> Iterator[LogChunk | LogReadError]:
+        """A seed file's own events, read strictly; then the record that names it checked."""
         opened = _open_text(self._reader, level.name, level.shown, size_cap=level.size_cap,
                             follow=False, tolerate_torn=False)
         if isinstance(opened, LogReadError):
             yield opened
-            return True
+            return
         text, status = opened
         last_time: int | None = None
         try:
-            head = (text.skip(level.head_bytes)
-                    if (status.st_dev, status.st_ino) == level.identity else None)
-            if head is None:
-                yield text.error or LogReadError(file=level.shown, problem=(
-                    "cannot read: the file changed while it was read"))
-                return True
-            refused = self._reader.count_events(head, level.shown)
-            if refused is not None:
-                yield refused
-                return True
-            for piece in self._level_chunks(level, text, tolerate_torn=False):
+            same = (status.st_dev, status.st_ino) == level.identity
+            for piece in self._file_chunks(level, text, same_file=same):
                 yield piece
-                if isinstance(piece, LogReadError):
-                    return True
-                if piece.events:
+                if isinstance(piece, LogChunk) and piece.events:
                     last_time = piece.events[-1].time
         finally:
             text.close()
@@ -856,17 +734,32 @@ class LogStream:
         if self.events != record.events:
             yield _seed_refused(level.above, record, (
                 f"it holds {self.events:,} events, the record says {record.events:,}"))
-            return True
-        if last_time is not None and last_time != record.last_time:
+        elif last_time is not None and last_time != record.last_time:
             yield _seed_refused(level.above, record,
                                 "its last event is not the one the record names")
-            return True
-        return False
 
-    def _level_chunks(self, level: _Level, text: _Text, *, tolerate_torn: bool,
-                      ) -> Iterator[LogChunk | LogReadError]:
-        """A file's events after its head, chunk by chunk."""
-        reader = self._reader
+    def _file_chunks(self, level: _Level, text: _Text, *, same_file: bool = True,
+                     ) -> Iterator[LogChunk | LogReadError]:
+        """A file's events after its head, chunk by chunk (only the log's own file may end
+        in a torn tail)."""
+        reader, top = self._reader, level is self._levels[0]
+        head = text.skip(level.head_bytes) if same_file else None
+        if head is None:
+            yield text.error or LogReadError(file=level.shown, problem=(
+                "cannot read: the file changed while it was read"))
+            return
+        if text.partial is not None and text.partial.text_offset < level.head_bytes:
+            yield LogReadError(file=level.shown, line=1, problem=(
+                "the incomplete final zstd frame holds more than events"))
+            return
+        # The head lines count against max_events as every line does (the store's writer
+        # counts what it writes so).
+        refused = reader.count_events(head, level.shown)
+        if refused is not None:
+            yield refused
+            return
+        if top:
+            self.head_text = head
         size = None if level.projected else CHUNK_TEXT
         recovered_from: int | None = None
         while True:
@@ -878,7 +771,7 @@ class LogStream:
             if recovered_from is None and text.partial is not None and (
                     offset >= text.partial.text_offset):
                 recovered_from = self.events
-            if final and tolerate_torn:
+            if final and top:
                 kept = cut_torn_tail(chunk_text, first_line, offset, compressed=text.compressed,
                                      frame=text.partial, shown=level.shown)
                 if isinstance(kept, LogReadError):
@@ -911,8 +804,7 @@ class LogStream:
 
     def read_all(self, *, tick: Callable[[], object] | None = None,
                  ) -> Result[LoadedLog, LogReadError]:
-        """Every event, gathered into a :class:`LoadedLog` (``tick`` is called after each
-        chunk, for a progress bar)."""
+        """Every event, in a :class:`LoadedLog` (``tick``: called after each chunk)."""
         parts: list[tuple[Event, ...]] = []
         texts: list[bytes] = []
         for piece in self.chunks():
@@ -962,31 +854,27 @@ def _stream(path: str, reader: _Reader, name: str, shown: str, located: str, *,
     if isinstance(opened, LogReadError):
         return opened
     text, status = opened
+    kept = False
     try:
         top = _read_head(text, name, shown, status, expect_header=expect_header,
                          tolerate_torn=True)
         if isinstance(top, LogReadError):
-            text.close()
             return top
-        header, header_file = top.header, None
-        if not top.session:
-            sibling = _sibling_header(located, reader)
-            if isinstance(sibling, LogReadError):
-                text.close()
-                return sibling
-            if sibling is not None:
-                header, header_file = sibling
+        sibling = None if top.session else _sibling_header(located, reader)
+        if isinstance(sibling, LogReadError):
+            return sibling
+        header, header_file = (top.header, None) if sibling is None else sibling
         chain = _seed_chain(top, reader)
         if isinstance(chain, LogReadError):
-            text.close()
             return chain
-    except BaseException:
-        text.close()
-        raise
-    reader.progress.total = status.st_size + sum(level.size_cap or 0 for level in chain)
-    return LogStream(path=path, levels=[top, *chain], text=text, reader=reader,
-                     header_file=header_file, header=header,
-                     close_directory=close_directory)
+        reader.progress.total = status.st_size + sum(level.size_cap or 0 for level in chain)
+        kept = True
+        return LogStream(path=path, levels=[top, *chain], text=text, reader=reader,
+                         header_file=header_file, header=header,
+                         close_directory=close_directory)
+    finally:
+        if not kept:
+            text.close()
 
 
 # --------------------------------------------------------------------------- reading
@@ -1001,31 +889,21 @@ def session_file_in(directory: str) -> str | LogReadError:
         except FileNotFoundError:
             continue
         except OSError as exc:
-            return LogReadError(file=directory, problem=f"cannot read: {_os_problem(exc)}")
+            return _cannot_read(directory, exc)
         present.append(name)
     if not present:
-        return LogReadError(
-            file=directory,
-            problem="directory holds no session.jsonl or session.jsonl.zstd "
-                    "(not a DSH session directory)")
+        return LogReadError(file=directory, problem="directory holds no session.jsonl or "
+                            "session.jsonl.zstd (not a DSH session directory)")
     if len(present) > 1:
-        return LogReadError(
-            file=directory,
-            problem="directory holds both session.jsonl and session.jsonl.zstd; "
-                    "name the file to read")
+        return LogReadError(file=directory, problem="directory holds both session.jsonl and "
+                            "session.jsonl.zstd; name the file to read")
     return os.path.join(directory, present[0])
 
 
 def open_log(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMITS,
              shown: str | None = None) -> Result[LogStream, LogReadError]:
-    """Open a log in any supported shape (see the module docstring) for streaming: its head
-    (header, seed chain) is read now, its events by :meth:`LogStream.chunks`.
-
-    Args:
-        path: a JSONL event log, a DSH session file (plain or zstd) or a session directory.
-        limits: bounds on what the read may cost.
-        shown: how to name the file in messages (default: as found from ``path``).
-    """
+    """Open a log of any shape for streaming: its head (header, seed chain) is read now, its
+    events by :meth:`LogStream.chunks`; ``shown`` names the file in messages."""
     given = os.fspath(path)
     try:
         in_directory = os.path.isdir(given)  # False for what it cannot stat; the read says why
@@ -1039,34 +917,23 @@ def open_log(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMIT
         try:
             dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError as exc:
-            return Failure(LogReadError(file=file, problem=f"cannot read: {_os_problem(exc)}"))
+            return Failure(_cannot_read(file, exc))
+        stream: LogStream | LogReadError | None = None
         try:
-            reader = _Reader(limits, dir_fd, follow=True)
-            stream = _stream(shown or given, reader, os.path.basename(file), shown or file,
-                             file, expect_header=in_directory, close_directory=True)
-        except BaseException:
-            os.close(dir_fd)
-            raise
-        if isinstance(stream, LogReadError):
-            os.close(dir_fd)
-            return Failure(stream)
-        return Success(stream)
+            stream = _stream(shown or given, _Reader(limits, dir_fd, follow=True),
+                             os.path.basename(file), shown or file, file,
+                             expect_header=in_directory, close_directory=True)
+            return Success(stream) if isinstance(stream, LogStream) else Failure(stream)
+        finally:
+            if not isinstance(stream, LogStream):
+                os.close(dir_fd)
     except MemoryError:
         return Failure(_out_of_memory(given))
 
 
 def read_log(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMITS,
              ) -> Result[LoadedLog, LogReadError]:
-    """Read a log in any supported shape (see the module docstring), whole. A torn tail is
-    left out and described in :attr:`LoadedLog.torn`, as every reader does.
-
-    Args:
-        path: a JSONL event log, a DSH session file (plain or zstd) or a session directory.
-        limits: bounds on what the read may cost.
-
-    Returns:
-        ``Success(LoadedLog)`` or ``Failure(LogReadError)`` naming file, line, seq, problem.
-    """
+    """:func:`open_log` read whole; a torn tail left out and described in ``torn``."""
     opened = open_log(path, limits=limits)
     if isinstance(opened, Failure):
         return Failure(opened.failure())
@@ -1079,10 +946,8 @@ def read_log(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMIT
 
 def read_text(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMITS,
               ) -> Result[FileText, LogReadError]:
-    """The text of a file that holds something other than a DSH log (a wire history, say),
-    read with the same refusals and limits as :func:`read_log`: a regular file only, its size
-    and its decompressed text under ``max_bytes`` (zstd bounded frame by frame), no line over
-    ``max_line``. A directory is refused; nothing is decoded."""
+    """The text of a file that holds something else (a wire history, say), read with the
+    refusals and limits of :func:`read_log`; nothing is decoded."""
     file = os.fspath(path)
     try:
         reader = _Reader(limits, None, follow=True)
@@ -1091,13 +956,12 @@ def read_text(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMI
             return Failure(opened)
         text, _ = opened
         try:
-            while text.pull():
-                pass
+            taken = text.take(None)  # the whole text: nothing of it is held back
         finally:
             text.close()
-        if text.error is not None:
-            return Failure(text.error)
-        whole = bytes(text.buffer)
+        if taken is None:
+            return Failure(text.error or _out_of_memory(file))
+        whole = taken[0]
         refused = long_line_error(whole, file, limits)
         if refused is not None:
             return Failure(refused)
@@ -1109,16 +973,8 @@ def read_text(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMI
 
 def read_session_file(name: str, *, dir_fd: int, shown: str,
                       limits: ReadLimits = DEFAULT_LIMITS) -> Result[LoadedLog, LogReadError]:
-    """Read a DSH session file the way the disk store does: ``name`` in the directory
-    ``dir_fd`` (no symbolic link followed, the seed's files included), the header line first,
-    and a torn tail left out and described (:attr:`LoadedLog.torn`), never cut here.
-
-    Args:
-        name: ``session.jsonl`` or ``session.jsonl.zstd``.
-        dir_fd: the session directory, open.
-        shown: how to name the file in errors.
-        limits: bounds on what the read may cost.
-    """
+    """The session file ``name`` in the open directory ``dir_fd`` (no symbolic link followed,
+    the seed's files included), read whole; a torn tail described in ``torn``, never cut."""
     try:
         reader = _Reader(limits, dir_fd, follow=False)
         stream = _stream(shown, reader, name, shown, shown, expect_header=True,
@@ -1133,10 +989,8 @@ def read_session_file(name: str, *, dir_fd: int, shown: str,
 
 def read_session_header(name: str, *, dir_fd: int, shown: str,
                         limits: ReadLimits = DEFAULT_LIMITS) -> Result[SessionHeader, LogReadError]:
-    """The header line of a DSH session file (``name`` in the directory ``dir_fd``, no link
-    followed), read without its events: only the bytes that can hold the first line are read
-    (the first zstd frame for a compressed file), so enumerating a store costs one short read
-    per session."""
+    """The header line of a session file (as :func:`read_session_file`), reading only the
+    bytes that can hold it: enumerating a store costs one short read per session."""
     try:
         reader = _Reader(limits, dir_fd, follow=False)
         compressed = name.endswith(".zstd")

@@ -1,23 +1,11 @@
-"""A live session: an append-only event log that never holds an invalid event.
+"""A live session: an append-only event log that never holds an invalid event (rules in
+docs/api-shell-runtime.md, "Sessions").
 
-Rules:
-
-* Every append is folded into the core's incremental :class:`~core.Trace` (O(1) per event) and
-  refused with :class:`SessionViolationError` when it breaks a rule; a refused batch leaves the
-  log, the trace and the file untouched.
-* The log is stored as *seed* + *own events*. A fork child's seed is a view of its parent's log
-  (typically the parent's :meth:`Session.completed_prefix`), so creating a child copies nothing
-  and, given the parent's trace at the cut, replays nothing: O(1) whatever the parent's size.
-* ``session.events`` is an immutable, fixed-length view: later appends never show through it.
-* Persistence is a :class:`SessionSink`. Each batch is handed to it before the batch joins the
-  log, and an append returns once its batch is *written* (with the disk store: in the file,
-  which a crash of the process no longer loses); a sink that refuses the batch (a full disk, an
-  event the store cannot persist) leaves the session exactly as it was. A batch is *durable*
-  (it survives a crash of the machine) once :attr:`Session.durable_length` covers it: the disk
-  store commits (fsyncs) written batches in groups, within a short window, and at once for
-  :meth:`Session.flush` and :meth:`Session.wait_durable`. A new session's seed and
-  ``session/end-seed`` are written with its first append, so a session that never appended
-  has no file, as in DSH.
+Every append is folded into the core's incremental :class:`~core.Trace` and refused when it
+breaks a rule. The log is *seed* + *own events*; a fork child's seed is a view of its parent's
+log, so creating one copies and replays nothing. A batch goes to the :class:`SessionSink`
+before it joins the log (a refused batch leaves the session as it was); it is *durable* once
+:attr:`Session.durable_length` covers it.
 """
 
 from __future__ import annotations
@@ -47,14 +35,7 @@ from ..core import (
 )
 from .clock import Clock, system_clock
 
-__all__ = [
-    "EventsView",
-    "Draft",
-    "draft",
-    "Session",
-    "SessionSink",
-    "SessionViolationError",
-]
+__all__ = ["EventsView", "Draft", "draft", "Session", "SessionSink", "SessionViolationError"]
 
 E = TypeVar("E", bound=Event)
 
@@ -77,8 +58,7 @@ class SessionSink(Protocol):
     """Where a session's batches go (a store's file writer)."""
 
     def write(self, header: SessionHeader, events: Sequence[Event]) -> None:
-        """Write ``events`` (the next ones after everything written so far) at once, or raise
-        leaving nothing of them written."""
+        """Write the next ``events`` at once, or raise leaving nothing of them written."""
         ...
 
     @property
@@ -105,23 +85,9 @@ def draft(kind: type[Event], data: Any, **envelope: Any) -> Draft:
 
 
 class Session:
-    """An append-only, always-valid DSH session log.
-
-    Args:
-        header: the session's header.
-        seed: events this session starts from (e.g. a parent's completed-turn prefix). They are
-            not copied. ``None`` means no seed; any seed, even an empty one, is followed by
-            ``session/end-seed`` unless it already ends with one.
-        seed_trace: the trace of ``seed`` (e.g. from the parent's ``completed_prefix()``), so
-            the seed is not replayed. ``None`` traces the seed once (validating it).
-        clock: epoch-millisecond clock for appended events.
-        sink: persistence for append batches; ``None`` keeps the session in memory.
-        written: how many leading seed events the sink already holds (a loaded log).
-
-    Raises:
-        SessionViolationError: the seed breaks a rule.
-        ValueError: ``seed_trace`` does not cover exactly the seed.
-    """
+    """An append-only, always-valid DSH session log. A ``seed`` (not copied; any seed is
+    followed by ``session/end-seed``) with its ``seed_trace`` is not replayed; ``written``:
+    how many leading seed events the ``sink`` already holds."""
 
     def __init__(self, header: SessionHeader, *, seed: Sequence[Event] | None = None,
                  seed_trace: Trace | None = None, clock: Clock = system_clock,
@@ -130,7 +96,6 @@ class Session:
         self._clock = clock
         self._sink = sink
         self._written = written
-        #: Callbacks run after every committed batch, with the new events.
         self.listeners: list[Callable[[Sequence[Event]], None]] = []
         base = () if seed is None else seed
         self._own: list[Event] = []
@@ -138,10 +103,9 @@ class Session:
         self._trace, self._completed = self._trace_seed(base, seed_trace)
         self._history: HistorySnapshot | Callable[[], HistorySnapshot] | None = None
         self._prefix_history: HistorySnapshot | None = None
-        #: The last :attr:`events` view made, with the count of own events then (a view is
-        #: fixed for good, so it is handed out again until the log grows).
+        # The last events view, with the count of own events then (a view is fixed for good,
+        # so it is handed out again until the log grows), and the last completed() value.
         self._events: tuple[int, EventsView] | None = None
-        #: The last :meth:`completed` value (checked against the cut's trace when asked).
         self._completed_value: CompletedPrefix | None = None
         if seed is not None and not (base and isinstance(base[-1], SessionEndSeedEvent)):
             self._commit([SessionEndSeedEvent(seq=len(base), time=clock())], flush=False)
@@ -197,8 +161,7 @@ class Session:
         return len(self._log)
 
     def completed_prefix(self) -> tuple[PrefixView, Trace]:
-        """The log through its last ``turn/end`` and the trace there, without copying: O(1)
-        (a fork's seed and seed trace)."""
+        """The log through its last ``turn/end`` and the trace there, in O(1)."""
         if self._completed is None:  # only a seed whose last turn/end is not at its end
             cut = self._trace.completed_prefix_length
             self._completed = (cut, self._checked(trace_log(PrefixView(self._log, cut))))
@@ -206,8 +169,7 @@ class Session:
         return PrefixView(self._log, cut), trace
 
     def completed(self) -> CompletedPrefix:
-        """:meth:`completed_prefix` as one value (what a fork reads of its parent), the same
-        object until the cut moves: siblings forked at one cut share it."""
+        """:meth:`completed_prefix` as one value, the same object until the cut moves."""
         kept = self._completed_value
         if kept is not None and self._completed is not None and kept.trace is self._completed[1]:
             return kept
@@ -216,16 +178,13 @@ class Session:
         return kept
 
     def history(self) -> Sequence[Message]:
-        """The model-visible history now, as a view (a ``core.history.HistoryView``, never a
-        copy): O(messages added since the last call), so a model call costs the same at turn
-        10,000 as at turn 10."""
+        """The model-visible history now, as a view: O(messages added since the last call)."""
         self._history = history_snapshot(self._trace, self._known_history())
         return self._history.messages
 
     def completed_prefix_history(self) -> HistorySnapshot:
         """The model-visible history at the completed-turn cut, computed once per cut and
-        shared by every fork child seeded there (see :meth:`adopt_history`): O(messages
-        between the cut and this session's last model call)."""
+        shared by every fork child seeded there (see :meth:`adopt_history`)."""
         _, trace = self.completed_prefix()
         cached = self._prefix_history
         if cached is None or cached.node is not trace.surface:
@@ -234,9 +193,8 @@ class Session:
         return cached
 
     def adopt_history(self, source: HistorySnapshot | Callable[[], HistorySnapshot]) -> None:
-        """Start this session's history cache from ``source``, a snapshot or a function that
-        makes one when first needed (a fork child takes its parent's at the cut, so its model
-        calls cost O(own messages), not O(seed))."""
+        """Start the history cache from ``source``, a snapshot or a function making one (a
+        fork child's model calls then cost O(own messages), not O(seed))."""
         self._history = source
 
     def _known_history(self) -> HistorySnapshot | None:
@@ -257,14 +215,8 @@ class Session:
     # ------------------------------------------------------------------ appending
 
     def append(self, kind: type[E], data: Any, **envelope: Any) -> E:
-        """Stamp (seq, time), validate and append one event; returns it once it is written.
-
-        Raises:
-            SessionViolationError: the event breaks a rule; nothing was appended.
-            OSError: the store could not write it (e.g. the disk is full); nothing was
-                appended, and a later append may succeed.
-            ValueError: the store cannot persist the event (a value its reader would refuse).
-        """
+        """Stamp (seq, time), validate and append one event; returns it once it is written
+        (a refused event, or one the store could not write, is not appended)."""
         event: E = kind(seq=len(self._log), time=self._clock(), data=data, **envelope)
         self._commit([event], flush=True)
         return event
@@ -283,21 +235,14 @@ class Session:
 
     @property
     def durable_length(self) -> int:
-        """How many leading events are durable: they survive a crash of the machine (every
-        event of a session without a sink counts as durable, there being nothing to wait for).
-        Appends return once written; this is what has been committed since."""
+        """How many leading events survive a crash of the machine (all, without a sink)."""
         if self._sink is None:
             return len(self._log)
         return min(self._sink.durable_length, len(self._log))
 
     def flush(self, upto: int | None = None) -> None:
-        """Write the events not yet written through position ``upto`` (default: all) and make
-        everything written durable before returning (blocking: one fsync); a no-op without a
-        sink.
-
-        Raises:
-            OSError: the write or the commit failed (nothing more is durable than before).
-        """
+        """Write the events through ``upto`` (default: all) and make everything written
+        durable before returning (blocking: one fsync)."""
         stop = len(self._log) if upto is None else upto
         self._write(self._unwritten(stop))
         if self._sink is not None:
@@ -305,12 +250,7 @@ class Session:
 
     async def wait_durable(self, length: int | None = None) -> None:
         """Return once the first ``length`` events (default: all now) are durable, asking the
-        store to commit at once; the event loop runs on meanwhile (the fsync happens in the
-        store's committer thread). Immediate without a sink or when already durable.
-
-        Raises:
-            OSError: the write or the commit failed.
-        """
+        store to commit at once (the fsync runs in the store's committer thread)."""
         stop = len(self._log) if length is None else min(length, len(self._log))
         if self._sink is None or self.durable_length >= stop:
             return
@@ -321,10 +261,7 @@ class Session:
         trace = self._trace
         completed: tuple[int, Trace] | None = None
         for event in events:
-            result = advance(trace, event)
-            if isinstance(result, Failure):
-                raise SessionViolationError(self.header.id, result.failure())
-            trace = result.unwrap()
+            trace = self._checked(advance(trace, event))
             if isinstance(event, TurnEndEvent):
                 completed = (trace.length, trace)
         if flush and self._sink is not None:
@@ -338,8 +275,7 @@ class Session:
             listener(events)
 
     def _unwritten(self, stop: int) -> Sequence[Event]:
-        """The events before ``stop`` not handed to the sink yet, as a view: a new session's
-        seed (perhaps a parent's whole prefix) is never copied to be written."""
+        """The events before ``stop`` not handed to the sink yet, as a view (never copied)."""
         if self._written >= stop:
             return ()
         return EventsView(self._log, stop)[self._written:]

@@ -1,21 +1,7 @@
-"""Session stores: where live sessions are registered and, for the disk store, persisted.
-
-* :class:`MemorySessionStore` (the default) keeps live sessions only; a released session is
-  gone (nothing accumulates across many short-lived children).
-* :class:`~shell.jsonl_store.JsonlSessionStore` persists in DSH's JSONL layout (wire-format
-  §5.1-5.5), so DSH can load what we write and we can load what DSH writes.
-
-Both share the live-session registry below. ``release(id)`` forgets a live session (its files
-stay); ``delete(id)`` also removes what was persisted. The layout helpers
-(:func:`project_key`, :func:`encode_segment`, :func:`decode_segment`, :func:`project_dir_name`)
-are the core's, re-exported here.
-
-Errors a store raises, each naming the session and the real cause: :class:`SessionNotFoundError`,
-:class:`SessionExistsError` (also the loser of a create race), :class:`SessionLockedError`
-(another process is the session's writer), :class:`SessionLoadError` (the file and the line),
-:class:`SessionEventError` (an event the store will not write, because its own reader would
-refuse it), :class:`SessionWriteError` (the disk refused a write or a commit), and
-:class:`InvalidSessionIdError` (an id the store cannot persist).
+"""Session stores: where live sessions are registered and, for the disk store
+(:class:`~shell.jsonl_store.JsonlSessionStore`), persisted; the errors they raise, each
+naming the session and the real cause (docs/api-shell-runtime.md, "Stores"). The layout
+helpers are the core's, re-exported here.
 """
 
 from __future__ import annotations
@@ -39,21 +25,12 @@ from .clock import Clock, system_clock
 from .session import Session, SessionSink
 
 __all__ = [
-    "SessionStore",
-    "MemorySessionStore",
-    "SessionNotFoundError",
-    "SessionExistsError",
-    "SessionLoadError",
-    "SessionLockedError",
-    "SessionEventError",
-    "SessionWriteError",
-    "InvalidSessionIdError",
-    "SessionRepairWarning",
-    "project_key",
-    "project_dir_name",
-    "encode_segment",
-    "decode_segment",
+    "SessionStore", "MemorySessionStore", "SessionNotFoundError", "SessionExistsError",
+    "SessionLoadError", "SessionLockedError", "SessionEventError", "SessionWriteError",
+    "InvalidSessionIdError", "SessionRepairWarning", "project_key", "project_dir_name",
+    "encode_segment", "decode_segment",
 ]
+
 
 class SessionNotFoundError(LookupError):
     """No session with that id, live or persisted."""
@@ -100,8 +77,7 @@ class SessionLockedError(RuntimeError):
 
 
 class SessionEventError(ValueError):
-    """An event the store will not write: its own reader would refuse it. Nothing of the
-    batch was written or appended."""
+    """An event the store will not write (its own reader would refuse it); nothing was."""
 
     def __init__(self, session_id: str, seq: int | None, event_type: str | None,
                  problem: str) -> None:
@@ -115,10 +91,8 @@ class SessionEventError(ValueError):
 
 
 class SessionWriteError(OSError):
-    """The disk refused a write or a commit (full, gone, read-only, …).
-
-    ``errno`` is the cause's; the message says what happened to the batch (a refused append
-    leaves the file and the session as they were, and a later append may succeed)."""
+    """The disk refused a write or a commit; ``errno`` is the cause's, the message says what
+    happened to the batch."""
 
     def __init__(self, session_id: str, what: str, cause: OSError | None = None) -> None:
         reason = "" if cause is None else f": {cause.strerror or cause}"
@@ -144,12 +118,8 @@ class SessionStore(Protocol):
 
     def create(self, header: SessionHeader, *, seed: Sequence[Event] | None = None,
                seed_trace: Trace | None = None, clock: Clock | None = None) -> Session:
-        """Create and register a live session; nothing is persisted before its first
-        append (which, in the disk store, takes the session's writer lock).
-
-        Raises:
-            SessionExistsError: the id is live here, or persisted.
-        """
+        """Create and register a live session (nothing is persisted before its first
+        append); :class:`SessionExistsError` when the id is live or persisted."""
         ...
 
     def get(self, session_id: str) -> Session | None:
@@ -161,12 +131,8 @@ class SessionStore(Protocol):
         ...
 
     def load(self, session_id: str, *, clock: Clock | None = None) -> Session:
-        """The live session, or the persisted one restored (and registered live) to be
-        written: the disk store takes its writer lock and repairs a crash there.
-
-        Raises:
-            SessionNotFoundError, SessionLoadError, SessionLockedError.
-        """
+        """The live session, or the persisted one restored and registered live (the disk
+        store takes its writer lock and repairs a crash there)."""
         ...
 
     def list(self) -> tuple[str, ...]:
@@ -205,7 +171,7 @@ class _LiveSessions:
 
 
 class MemorySessionStore(_LiveSessions):
-    """Live sessions in memory only (the default store)."""
+    """Live sessions in memory only (the default store): a released session is gone."""
 
     def __init__(self, *, clock: Clock | None = None) -> None:
         super().__init__(clock)
