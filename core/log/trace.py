@@ -347,12 +347,13 @@ class _Tracer:
     # -- helpers -----------------------------------------------------------------------
 
     def _where(self) -> str:
-        trace = self.trace
-        if self.phase is Phase.STEP:
-            return f"turn {trace.open_turn} step {trace.open_step}"
-        if self.phase is Phase.TURN:
-            return f"turn {trace.open_turn} (no step open)"
-        return "between turns (no turn open)"
+        """Where the log stands, in words: the open turn and step, and the level that can
+        open from there (none inside a step)."""
+        trace, phase = self.trace, self.phase
+        at = (Phase.IDLE.value if phase is Phase.IDLE else f"turn {trace.open_turn}"
+              if phase is Phase.TURN else f"turn {trace.open_turn} step {trace.open_step}")
+        opens = _OPENS_FROM.get(phase)
+        return at if opens is None else f"{at} (no {opens} open)"
 
     def _in_step(self, seq: int, kind: str, turn: int, step: int) -> Violation | None:
         trace = self.trace
@@ -469,18 +470,23 @@ class _Tracer:
                                          "still open")
             if kind == TURN_END:
                 return Violation(seq=seq, rule="turn",
-                                 problem=f"turn/end for {subject} but no turn is open")
+                                 problem=f"{kind} for {subject} but no "
+                                         f"{_OPENS_FROM[self.phase]} is open")
             assert isinstance(data, StepData)
             if kind == STEP_START:
                 return self._turn_not_open(seq, data.turn, data.step)
             return self._step_end_elsewhere(seq, data.turn, data.step)
         if isinstance(event, AssistantChunkEvent | AssistantMessageEvent | ToolCallEvent):
             return self._outside_step(seq, kind, event.data.turn, event.data.step)
-        if self.phase is not Phase.IDLE:  # a type the grammar confines to steps
+        # A confined type: it needs the level that opens from here (the grammar's
+        # confinements only ever ask for more nesting).
+        level = _OPENS_FROM[self.phase]
+        if self.phase is not Phase.IDLE:
             return Violation(seq=seq, rule="enclosure",
-                             problem=f"{kind} must be inside a step; the log is {self._where()}")
+                             problem=f"{kind} must be inside a {level}; the log is "
+                                     f"{self._where()}")
         return Violation(seq=seq, rule="enclosure",
-                         problem=f"{kind} must be inside a turn, but no turn is open")
+                         problem=f"{kind} must be inside a {level}, but no {level} is open")
 
     def _turn_not_open(self, seq: int, turn: int, step: int) -> Violation:
         return Violation(seq=seq, rule="enclosure",
