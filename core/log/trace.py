@@ -40,6 +40,7 @@ from typing import Any, Final, TypeAlias
 
 import msgspec
 from msgspec import UNSET
+from msgspec.structs import force_setattr, replace
 from returns.result import Failure, Result, Success
 
 from .._checking import checked, plain, unchecked
@@ -111,6 +112,8 @@ def _nesting() -> tuple[dict[Phase, int], dict[Phase, str]]:
 #: TURN: a step): a boundary that needs a phase, met deeper, finds that level still open.
 _DEPTH, _OPENS_FROM = _nesting()
 _is_context_snapshot = plain(is_context_snapshot)
+#: How a fold writes a field of the Trace it is filling in (:class:`_Tracer`).
+_set = force_setattr
 _fallback_title = plain(fallback_title)
 
 __all__ = [
@@ -310,82 +313,51 @@ EMPTY_TRACE = Trace()
 
 @unchecked
 class _Tracer:
-    """Mutable working copy of a Trace for folding many events fast; never escapes."""
+    """A fold's working state: a private copy of the Trace it starts from, whose fields the
+    rules set in place, and what changes at nearly every event (the surface, the pairing),
+    which the snapshot writes into the trace it builds from that copy. Never escapes.
 
-    __slots__ = (
-        "calls",
-        "completed",
-        "context_released_at",
-        "context_seen",
-        "context_visible",
-        "first_title",
-        "last_time",
-        "length",
-        "live",
-        "next_step",
-        "next_turn",
-        "open_step",
-        "open_turn",
-        "open_turn_seq",
-        "phase",
-        "request_context",
-        "request_header",
-        "sandbox_mode",
-        "surface",
-        "titled",
-    )
+    So :class:`Trace` is the one place its fields are spelled, and a rule sets a field at the
+    cost of an attribute (``force_setattr`` on a copy no one else sees: a Trace rebuilt per
+    boundary would cost the fold a tenth of its time). Every Trace anyone holds stays
+    immutable.
+    """
 
-    def __init__(self, trace: Trace) -> None:
-        self.length = trace.length
-        self.open_turn = trace.open_turn
-        self.open_step = trace.open_step
+    __slots__ = ("calls", "live", "phase", "surface", "trace")
+
+    def __init__(self, start: Trace) -> None:
+        self.trace = replace(start)
         #: Where the log stands: :func:`.grammar.phase_of` of the trace it starts from, then
         #: the phase each turn or step boundary leaves (the grammar's ``PHASE_CHANGES``).
-        self.phase = _phase_of(trace.open_turn, trace.open_step)
-        self.next_turn = trace.next_turn
-        self.next_step = trace.next_step
-        self.calls = CallPairing(trace.pending_calls, trace.answered_calls)
-        self.completed = trace.completed_prefix_length
-        self.open_turn_seq = trace.open_turn_seq
-        self.last_time = trace.last_time
-        self.surface = trace.surface
-        #: The surface indexed for replaces, once the fold meets one (else ``surface`` holds).
+        self.phase = _phase_of(start.open_turn, start.open_step)
+        self.calls = CallPairing(start.pending_calls, start.answered_calls)
+        #: The surface, grown at nearly every event, and indexed for replaces once the fold
+        #: meets one (then ``live`` holds it).
+        self.surface = start.surface
         self.live: _LiveSurface | None = None
-        self.sandbox_mode = trace.sandbox_mode
-        self.request_header = trace.request_header
-        self.request_context = trace.request_context
-        self.context_seen = trace.context_seen
-        self.context_visible = trace.context_visible
-        self.context_released_at = trace.context_released_at
-        self.titled = trace.titled
-        self.first_title = trace.first_title
 
-    def snapshot(self) -> Trace:
-        return Trace(
-            length=self.length, open_turn=self.open_turn, open_step=self.open_step,
-            next_turn=self.next_turn, next_step=self.next_step,
-            pending_calls=tuple(self.calls.pending.values()),
-            answered_calls=tuple(self.calls.answered),
-            completed_prefix_length=self.completed, open_turn_seq=self.open_turn_seq,
-            last_time=self.last_time,
-            surface=self.surface if self.live is None else self.live.persistent(),
-            sandbox_mode=self.sandbox_mode, request_header=self.request_header,
-            request_context=self.request_context, context_seen=self.context_seen,
-            context_visible=self.context_visible,
-            context_released_at=self.context_released_at, titled=self.titled,
-            first_title=self.first_title)
+    def snapshot(self, length: int, last_time: int) -> Trace:
+        # Built anew, not handed out: a struct's garbage-collector tracking is settled when
+        # it is built (``force_setattr`` leaves it as it was).
+        return replace(self.trace, length=length, last_time=last_time,
+                       pending_calls=tuple(self.calls.pending.values()),
+                       answered_calls=tuple(self.calls.answered),
+                       surface=self.surface if self.live is None else self.live.persistent())
 
     # -- helpers -----------------------------------------------------------------------
 
     def _where(self) -> str:
-        if self.phase is Phase.STEP:
-            return f"turn {self.open_turn} step {self.open_step}"
-        if self.phase is Phase.TURN:
-            return f"turn {self.open_turn} (no step open)"
-        return "between turns (no turn open)"
+        """Where the log stands, in words: the open turn and step, and the level that can
+        open from there (none inside a step)."""
+        trace, phase = self.trace, self.phase
+        at = (Phase.IDLE.value if phase is Phase.IDLE else f"turn {trace.open_turn}"
+              if phase is Phase.TURN else f"turn {trace.open_turn} step {trace.open_step}")
+        opens = _OPENS_FROM.get(phase)
+        return at if opens is None else f"{at} (no {opens} open)"
 
     def _in_step(self, seq: int, kind: str, turn: int, step: int) -> Violation | None:
-        if turn == self.open_turn and step == self.open_step:
+        trace = self.trace
+        if turn == trace.open_turn and step == trace.open_step:
             return None
         return self._outside_step(seq, kind, turn, step)
 
@@ -396,11 +368,13 @@ class _Tracer:
 
     # -- the fold ----------------------------------------------------------------------
 
-    def fold(self, events: Iterable[Event]) -> Violation | None:
-        """Fold events in order; the first violation stops the fold (the tracer is then
-        discarded, so what it holds past the last good event does not matter)."""
+    def fold(self, events: Iterable[Event]) -> Trace | Violation:
+        """Fold events in order into the trace after them; the first violation stops the
+        fold (the tracer is then discarded, so what it holds past the last good event does
+        not matter)."""
         rules = _RULES
-        seq = self.length
+        trace = self.trace
+        seq = trace.length
         last: Event | None = None
         for event in events:
             if event.seq != seq:
@@ -408,7 +382,7 @@ class _Tracer:
             if type(event) is AssistantChunkEvent:
                 # Chunks are most of any real log: their one rule is checked inline.
                 data = event.data
-                if data.turn != self.open_turn or data.step != self.open_step:
+                if data.turn != trace.open_turn or data.step != trace.open_step:
                     return self._outside_step(seq, "assistant/chunk", data.turn, data.step)
             else:
                 rule = rules.get(type(event))
@@ -424,10 +398,7 @@ class _Tracer:
                     return problem
             seq += 1
             last = event
-        if last is not None:
-            self.length = seq
-            self.last_time = last.time
-        return None
+        return self.snapshot(seq, trace.last_time if last is None else last.time)
 
     def _fold_opaque(self, event: Event, seq: int) -> Violation | None:
         """An event outside the typed model: placed by its type (``TypeError`` for anything
@@ -446,29 +417,30 @@ class _Tracer:
         return problem
 
     def _sandbox_mode(self, event: SandboxModeEvent, seq: int) -> None:
-        self.sandbox_mode = event.data
+        _set(self.trace, "sandbox_mode", event.data)
 
     def _request_header(self, event: RequestHeaderEvent, seq: int) -> None:
-        self.request_header = event.data.header
+        _set(self.trace, "request_header", event.data.header)
 
     def _user_message(self, event: UserMessageEvent, seq: int) -> None:
         message = event.data
         if _is_context_snapshot(message.source):
             blocks = message.content
-            self.context_seen = True
-            self.context_visible = ContextSnapshot(
-                seq, blocks[0].text if len(blocks) == 1 and isinstance(blocks[0], TextBlock)
-                else None, self.context_visible)
-            self.context_released_at = None
-        elif message.source.kind == "user" and self.first_title is None:
+            text = blocks[0].text if len(blocks) == 1 and isinstance(blocks[0], TextBlock) \
+                else None
+            trace = self.trace
+            _set(trace, "context_seen", True)
+            _set(trace, "context_visible", ContextSnapshot(seq, text, trace.context_visible))
+            _set(trace, "context_released_at", None)
+        elif message.source.kind == "user" and self.trace.first_title is None:
             title = _fallback_title("\n".join(block.text for block in message.content
                                              if isinstance(block, TextBlock)))
             if title:
-                self.first_title = (seq, title)
+                _set(self.trace, "first_title", (seq, title))
 
     def _opaque(self, event: OpaqueEvent) -> None:
         if event.type == "session/title":
-            self.titled = True
+            _set(self.trace, "titled", True)
         elif event.type == "request/context":
             try:
                 route = msgspec.json.decode(event.data)
@@ -476,7 +448,7 @@ class _Tracer:
                 return
             if isinstance(route, dict) and isinstance(route.get("provider"), str) \
                     and isinstance(route.get("model"), str):
-                self.request_context = (route["provider"], route["model"])
+                _set(self.trace, "request_context", (route["provider"], route["model"]))
 
     def _misplaced(self, event: Event, kind: str, seq: int) -> Violation:
         """The sentence for an event the grammar does not allow in the current phase: a
@@ -492,24 +464,29 @@ class _Tracer:
             needs = change[0]
             if _DEPTH[self.phase] > _DEPTH[needs]:
                 level = _OPENS_FROM[needs]
-                number = self.open_turn if level == "turn" else self.open_step
+                number = self.trace.open_turn if level == "turn" else self.trace.open_step
                 return Violation(seq=seq, rule=level,
                                  problem=f"{kind} for {subject} while {level} {number} is "
                                          "still open")
             if kind == TURN_END:
                 return Violation(seq=seq, rule="turn",
-                                 problem=f"turn/end for {subject} but no turn is open")
+                                 problem=f"{kind} for {subject} but no "
+                                         f"{_OPENS_FROM[self.phase]} is open")
             assert isinstance(data, StepData)
             if kind == STEP_START:
                 return self._turn_not_open(seq, data.turn, data.step)
             return self._step_end_elsewhere(seq, data.turn, data.step)
         if isinstance(event, AssistantChunkEvent | AssistantMessageEvent | ToolCallEvent):
             return self._outside_step(seq, kind, event.data.turn, event.data.step)
-        if self.phase is not Phase.IDLE:  # a type the grammar confines to steps
+        # A confined type: it needs the level that opens from here (the grammar's
+        # confinements only ever ask for more nesting).
+        level = _OPENS_FROM[self.phase]
+        if self.phase is not Phase.IDLE:
             return Violation(seq=seq, rule="enclosure",
-                             problem=f"{kind} must be inside a step; the log is {self._where()}")
+                             problem=f"{kind} must be inside a {level}; the log is "
+                                     f"{self._where()}")
         return Violation(seq=seq, rule="enclosure",
-                         problem=f"{kind} must be inside a turn, but no turn is open")
+                         problem=f"{kind} must be inside a {level}, but no {level} is open")
 
     def _turn_not_open(self, seq: int, turn: int, step: int) -> Violation:
         return Violation(seq=seq, rule="enclosure",
@@ -523,53 +500,55 @@ class _Tracer:
 
     def _turn_start(self, event: TurnStartEvent, seq: int) -> Violation | None:
         turn = event.data.turn
-        if turn != self.next_turn:
+        expected = self.trace.next_turn
+        if turn != expected:
             return Violation(seq=seq, rule="turn",
-                             problem=f"turn/start for turn {turn}, expected turn "
-                                     f"{self.next_turn}")
-        self.open_turn = turn
+                             problem=f"turn/start for turn {turn}, expected turn {expected}")
+        trace = self.trace
+        _set(trace, "open_turn", turn)
+        _set(trace, "open_turn_seq", seq)
+        _set(trace, "next_step", 1)
         self.phase = _LEAVES[TURN_START]
-        self.open_turn_seq = seq
-        self.next_step = 1
         self.calls.clear()
         return None
 
     def _turn_end(self, event: TurnEndEvent, seq: int) -> Violation | None:
-        turn = event.data.turn
-        if turn != self.open_turn:
+        turn, open_turn = event.data.turn, self.trace.open_turn
+        if turn != open_turn:
             return Violation(seq=seq, rule="turn",
-                             problem=f"turn/end for turn {turn} but turn {self.open_turn} is open")
-        self.open_turn = None
+                             problem=f"turn/end for turn {turn} but turn {open_turn} is open")
+        trace = self.trace
+        _set(trace, "open_turn", None)
+        _set(trace, "open_turn_seq", None)
+        _set(trace, "next_turn", turn + 1)
+        _set(trace, "completed_prefix_length", seq + 1)
         self.phase = _LEAVES[TURN_END]
-        self.open_turn_seq = None
-        self.next_turn = turn + 1
-        self.completed = seq + 1
         return None
 
     def _step_start(self, event: StepStartEvent, seq: int) -> Violation | None:
-        turn, step = event.data.turn, event.data.step
-        if turn != self.open_turn:
+        turn, step, trace = event.data.turn, event.data.step, self.trace
+        if turn != trace.open_turn:
             return self._turn_not_open(seq, turn, step)
-        if step != self.next_step:
+        if step != trace.next_step:
             return Violation(seq=seq, rule="step",
                              problem=f"step/start for turn {turn} step {step}, expected step "
-                                     f"{self.next_step}")
-        self.open_step = step
+                                     f"{trace.next_step}")
+        _set(trace, "open_step", step)
         self.phase = _LEAVES[STEP_START]
         return None
 
     def _step_end(self, event: StepEndEvent, seq: int) -> Violation | None:
-        turn, step = event.data.turn, event.data.step
-        if turn != self.open_turn or step != self.open_step:
+        turn, step, trace = event.data.turn, event.data.step, self.trace
+        if turn != trace.open_turn or step != trace.open_step:
             return self._step_end_elsewhere(seq, turn, step)
         if self.calls.pending:
             waiting = ", ".join(self.calls.pending)
             return Violation(seq=seq, rule="pairing",
                              problem=f"step/end for turn {turn} step {step} while {waiting} "
                                      "still has no tool/result")
-        self.open_step = None
+        _set(trace, "open_step", None)
+        _set(trace, "next_step", step + 1)
         self.phase = _LEAVES[STEP_END]
-        self.next_step = step + 1
         self.calls.clear()
         return None
 
@@ -621,7 +600,7 @@ class _Tracer:
                                      "tool-result block for that call")
         if isinstance(event.surface_op, SurfaceReplace):
             # A pruning rewrites an earlier result: it may stand anywhere inside a turn.
-            if self.open_turn is None:
+            if self.trace.open_turn is None:
                 return Violation(seq=seq, rule="enclosure",
                                  problem="tool/result replacement outside a turn")
             return self._surface(event, seq)
@@ -670,7 +649,7 @@ class _Tracer:
             return None
         cited_set = frozenset(() if cited is UNSET else cited)
         problem = self._replace(event, op, cited_set, seq)
-        if problem is None and self.context_visible is not None:
+        if problem is None and self.trace.context_visible is not None:
             self._context_replaced(cited_set, seq)
         return problem
 
@@ -678,14 +657,15 @@ class _Tracer:
         """A replacement: citing the newest visible snapshot releases it (an instance that
         retained it writes the snapshot again), and the snapshots it shadowed leave the
         visible list (those shadowed below its head leave once they reach it)."""
-        visible = self.context_visible
+        trace = self.trace
+        visible = trace.context_visible
         assert visible is not None and self.live is not None
         if visible.seq in cited:
-            self.context_released_at = seq
+            _set(trace, "context_released_at", seq)
         on_surface = self.live.by_seq
         while visible is not None and visible.seq not in on_surface:
             visible = visible.older
-        self.context_visible = visible
+        _set(trace, "context_visible", visible)
 
     def _replace(self, event: UserMessageEvent | AssistantMessageEvent | ToolResultEvent,
                  op: SurfaceReplace, cited: frozenset[int], seq: int) -> Violation | None:
@@ -857,11 +837,8 @@ def _raw_bytes(value: object) -> object:
 
 
 def _folded(start: Trace, events: Iterable[Event]) -> Result[Trace, Violation]:
-    tracer = _Tracer(start)
-    problem = tracer.fold(events)
-    if problem is not None:
-        return Failure(problem)
-    return Success(tracer.snapshot())
+    folded = _Tracer(start).fold(events)
+    return Failure(folded) if isinstance(folded, Violation) else Success(folded)
 
 
 @checked
