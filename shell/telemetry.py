@@ -1,12 +1,6 @@
-"""Optional OpenTelemetry spans for turns, steps, model calls and child runs.
-
-The ``otel`` extra turns them on; without it nothing is imported and every hook is skipped (an
-agent holds ``None`` instead of its spans). The spans, their names and attributes (the GenAI
-semantic conventions' where one applies) are listed in docs/api-shell-runtime.md. Spans carry
-no prompt or model text. Nesting follows the work: a turn's span is a child of the span current
-where the agent was woken; tools run with their step's span current, so a child run started by
-a tool nests under it.
-"""
+"""Optional OpenTelemetry spans for turns, steps, model calls and child runs (the spans and
+their attributes: docs/api-shell-runtime.md). Without the ``otel`` extra nothing is imported
+and an agent holds ``None`` instead of its spans."""
 
 from __future__ import annotations
 
@@ -93,10 +87,7 @@ def _current(span: Span | None) -> Iterator[None]:
 
 
 class Telemetry:
-    """Where spans go: a host's tracer, when OpenTelemetry's API is installed.
-
-    ``tracer_provider``: an OpenTelemetry ``TracerProvider``; ``None``: the global one.
-    """
+    """Where spans go: ``tracer_provider``, else the global one."""
 
     def __init__(self, tracer_provider: Any | None = None) -> None:
         self.tracer_provider = tracer_provider
@@ -117,10 +108,8 @@ class Telemetry:
 
     @property
     def recording(self) -> Tracer | None:
-        """The tracer, when a span made now could be recorded: ``None`` without the extra,
-        and while no provider is given and none is set globally (OpenTelemetry's proxy
-        provider then makes only non-recording spans; a provider set later is seen by the
-        spans made after it)."""
+        """The tracer, when a span made now could be recorded (not while OpenTelemetry's proxy
+        provider stands in for an unset global one)."""
         tracer = self.tracer
         if tracer is None or self.tracer_provider is not None:
             return tracer
@@ -129,8 +118,8 @@ class Telemetry:
             else tracer
 
     def agent_spans(self, agent_id: str) -> AgentSpans | None:
-        """The spans of one agent's turns (``None`` without the extra; they are started turn
-        by turn, so a provider set later records the turns after it)."""
+        """The spans of one agent's turns, started turn by turn (a provider set later records
+        the turns after it)."""
         tracer = self.tracer
         return None if tracer is None else AgentSpans(tracer, agent_id)
 
@@ -150,14 +139,12 @@ class ModelCallSpan:
         self._finish: FinishReason | None = None
 
     def chunk(self, chunk: object) -> None:
-        """Note a chunk of the call's stream (its usage and finish)."""
         if isinstance(chunk, UsageChunk):
             self.usage = chunk.usage
         elif isinstance(chunk, FinishChunk):
             self._finish = chunk.reason
 
     def end(self, error: BaseException | None = None) -> None:
-        """End the span: its usage and finish, or the error the call raised."""
         self._owner.model_call_ended(self)
         span = self.span
         if self.usage is not None:
@@ -174,8 +161,7 @@ class ModelCallSpan:
 
 
 class AgentSpans:
-    """The spans of one agent: its open turn and step, opened and closed by the events the
-    agent appends (:meth:`observe`); model calls by the agent (:meth:`model_call`)."""
+    """One agent's spans: its turn and step follow the events it appends (:meth:`observe`)."""
 
     def __init__(self, tracer: Tracer, agent_id: str) -> None:
         self._tracer = tracer
@@ -212,7 +198,6 @@ class AgentSpans:
             self._close_turn(event)
 
     def model_call(self, config: LlmCallConfig) -> ModelCallSpan:
-        """Start the span of a model call in the open step."""
         trace = _API[0]
         parent = self._step or self._turn
         attributes: dict[str, str | int] = {
@@ -226,7 +211,6 @@ class AgentSpans:
         return ModelCallSpan(span, self)
 
     def model_call_ended(self, call: ModelCallSpan) -> None:
-        """Count a finished call's usage into its turn's."""
         if call.usage is not None:
             for name, count in _usage_attributes(call.usage).items():
                 self._usage[name] = self._usage.get(name, 0) + count
@@ -236,7 +220,7 @@ class AgentSpans:
         return _current(self._step or self._turn)
 
     def close(self) -> None:
-        """End whatever is still open (the agent was disposed with its log left open)."""
+        """End whatever is still open (a disposed agent's log left open)."""
         self._close_step()
         self._close_turn(None)
 
