@@ -62,15 +62,17 @@ def _usage_attributes(usage: TokenUsage) -> dict[str, int]:
     return attributes
 
 
-def _fail(span: Span, error_type: str, description: str) -> None:
-    trace, _ = _API
-    span.set_attribute("error.type", error_type)
-    span.set_status(trace.Status(trace.StatusCode.ERROR, description))
-
-
-def _raised(span: Span, error: BaseException) -> None:
-    span.record_exception(error)
-    _fail(span, type(error).__qualname__, str(error) or type(error).__name__)
+def _end(span: Span, code: str | None = None, error: BaseException | None = None) -> None:
+    """End ``span``, failed by a DSH failure ``code``, else by the ``error`` raised."""
+    description = code
+    if code is None and error is not None:
+        span.record_exception(error)
+        code, description = type(error).__qualname__, str(error) or type(error).__name__
+    if code is not None:
+        trace, _ = _API
+        span.set_attribute("error.type", code)
+        span.set_status(trace.Status(trace.StatusCode.ERROR, description))
+    span.end()
 
 
 @contextlib.contextmanager
@@ -146,18 +148,15 @@ class ModelCallSpan:
 
     def end(self, error: BaseException | None = None) -> None:
         self._owner.model_call_ended(self)
-        span = self.span
+        span, finish = self.span, self._finish
         if self.usage is not None:
             span.set_attributes(_usage_attributes(self.usage))
-        finish = self._finish
-        if finish is not None:
-            span.set_attribute("gen_ai.response.finish_reasons",
-                               (str(type(finish).__struct_config__.tag),))
-            if isinstance(finish, FinishError | FinishAborted):
-                _fail(span, finish.failure.code, finish.failure.code)
-        elif error is not None:
-            _raised(span, error)
-        span.end()
+        if finish is None:
+            _end(span, error=error)
+            return
+        span.set_attribute("gen_ai.response.finish_reasons",
+                           (str(type(finish).__struct_config__.tag),))
+        _end(span, finish.failure.code if isinstance(finish, FinishError | FinishAborted) else None)
 
 
 class AgentSpans:
@@ -236,12 +235,10 @@ class AgentSpans:
         usage, self._usage = self._usage, {}
         if usage:
             turn.set_attributes(usage)
-        if end is not None:
-            reason = end.data.reason
+        reason = None if end is None else end.data.reason
+        if reason is not None:
             turn.set_attribute("turnfork.stop_reason", stop_reason_for(reason))
-            if isinstance(reason, TurnError):
-                _fail(turn, reason.error.code, reason.error.code)
-        turn.end()
+        _end(turn, reason.error.code if isinstance(reason, TurnError) else None)
 
 
 class RunSpan:
@@ -259,11 +256,6 @@ class RunSpan:
 
     def end(self, stop_reason: str | None, failure: LlmFailure | None = None,
             error: BaseException | None = None) -> None:
-        span = self.span
         if stop_reason is not None:
-            span.set_attribute("turnfork.stop_reason", stop_reason)
-        if failure is not None:
-            _fail(span, failure.code, failure.code)
-        elif error is not None:
-            _raised(span, error)
-        span.end()
+            self.span.set_attribute("turnfork.stop_reason", stop_reason)
+        _end(self.span, None if failure is None else failure.code, error)
