@@ -49,16 +49,14 @@ def _api() -> Any:
 
 
 def _usage_attributes(usage: TokenUsage) -> dict[str, int]:
-    cache_read = 0 if isinstance(usage.cache_read_tokens, UnsetType) else usage.cache_read_tokens
-    cache_write = (0 if isinstance(usage.cache_write_tokens, UnsetType)
-                   else usage.cache_write_tokens)
-    # DSH counts cached input apart; the conventions' input count includes it.
-    attributes = {"gen_ai.usage.input_tokens": usage.input_tokens + cache_read + cache_write,
+    attributes = {"gen_ai.usage.input_tokens": usage.input_tokens,
                   "gen_ai.usage.output_tokens": usage.output_tokens}
-    if not isinstance(usage.cache_read_tokens, UnsetType):
-        attributes["gen_ai.usage.cache_read.input_tokens"] = cache_read
-    if not isinstance(usage.cache_write_tokens, UnsetType):
-        attributes["gen_ai.usage.cache_creation.input_tokens"] = cache_write
+    for name, count in (("cache_read", usage.cache_read_tokens),
+                        ("cache_creation", usage.cache_write_tokens)):
+        if not isinstance(count, UnsetType):
+            attributes[f"gen_ai.usage.{name}.input_tokens"] = count
+            # DSH counts cached input apart; the conventions' input count includes it.
+            attributes["gen_ai.usage.input_tokens"] += count
     return attributes
 
 
