@@ -5,7 +5,6 @@ and an agent holds ``None`` instead of its spans."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from msgspec import UnsetType
@@ -73,17 +72,12 @@ def _end(span: Span, code: str | None = None, error: BaseException | None = None
     span.end()
 
 
-@contextlib.contextmanager
-def _current(span: Span | None) -> Iterator[None]:
+def _current(span: Span | None) -> contextlib.AbstractContextManager[None]:
     if span is None:
-        yield
-        return
-    trace, context = _API
-    token = context.attach(trace.set_span_in_context(span))
-    try:
-        yield
-    finally:
-        context.detach(token)
+        return contextlib.nullcontext()
+    used: contextlib.AbstractContextManager[None] = _API[0].use_span(
+        span, record_exception=False, set_status_on_exception=False)
+    return used
 
 
 class Telemetry:
