@@ -37,7 +37,6 @@ class AbortSignal:
         return self._reason
 
     def add_listener(self, listener: AbortListener) -> None:
-        """Call ``listener(reason)`` when the signal is aborted (not if it already was)."""
         if not self._aborted:
             self._listeners.append(listener)
 
@@ -71,15 +70,7 @@ class AbortSignal:
 
 
 class AbortController:
-    """Owns one :class:`AbortSignal` and aborts it.
-
-    >>> controller = AbortController()
-    >>> seen = []
-    >>> controller.signal.add_listener(seen.append)
-    >>> controller.abort("enough"); controller.abort("again")
-    >>> controller.signal.aborted, controller.signal.reason, seen
-    (True, 'enough', ['enough'])
-    """
+    """Owns one :class:`AbortSignal` and aborts it (only the first call has an effect)."""
 
     __slots__ = ("signal",)
 
@@ -87,5 +78,4 @@ class AbortController:
         self.signal = AbortSignal()
 
     def abort(self, reason: object = "aborted") -> None:
-        """Abort the signal with ``reason``; only the first call has an effect."""
         self.signal._fire(reason)

@@ -25,7 +25,6 @@ def system_clock() -> int:
 
 
 def uuid_ids() -> str:
-    """A random UUID v4 string."""
     return str(uuid.uuid4())
 
 
@@ -39,12 +38,7 @@ async def sleep(clock: Clock, ms: float) -> None:
 
 
 class ManualClock:
-    """A clock that moves only when told to, or by ``step`` ms on every reading.
-
-    >>> clock = ManualClock(1000, step=1)
-    >>> clock(), clock()
-    (1000, 1001)
-    """
+    """A clock that moves only when told to, or by ``step`` ms on every reading."""
 
     __slots__ = ("_waits", "now", "step")
 
@@ -86,12 +80,7 @@ class ManualClock:
 
 
 class CountingIds:
-    """Ids ``<prefix>1``, ``<prefix>2``, … in order.
-
-    >>> ids = CountingIds("m-")
-    >>> ids(), ids()
-    ('m-1', 'm-2')
-    """
+    """Ids ``<prefix>1``, ``<prefix>2``, … in order."""
 
     __slots__ = ("_counter", "prefix")
 

@@ -98,13 +98,7 @@ _OWN_KIND = frozenset({"QUOTA", "CONTEXT_WINDOW_EXCEEDED", "INVALID_REQUEST", "E
 
 
 def model_error(failure: LlmFailure, result: RunResult | None = None) -> ModelError:
-    """The exception for ``failure``: by its code, else by its HTTP status.
-
-    >>> type(model_error(LlmFailure(message="slow down", code="RATE_LIMIT"))).__name__
-    'ModelRateLimitedError'
-    >>> model_error(LlmFailure(message="bad gateway", code="HTTP_502")).status
-    502
-    """
+    """The exception for ``failure``: by its code, else by its HTTP status."""
     kind = _BY_CODE.get(failure.code)
     if kind is None and failure.code not in _OWN_KIND:
         status = _status_of(failure)

@@ -91,6 +91,5 @@ class AgentRegistry:
         self._agents[agent_id] = agent
 
     def remove(self, agent: Agent) -> None:
-        """Forget ``agent`` if it is the live one under its id."""
         if self._agents.get(agent.id) is agent:
             del self._agents[agent.id]

@@ -80,21 +80,17 @@ class RunWatches:
                 pending: Callable[[], tuple[UserMessage, ...]]) -> None:
         """Follow appended events (``pending``: the input still queued)."""
         for event in events:
-            kind = type(event)
-            if kind is TurnStartEvent:
-                assert isinstance(event, TurnStartEvent)
+            if isinstance(event, TurnStartEvent):
                 self.turn_events, self._turn_open = [event], True
                 self._claimed(event, progress())
             elif self._turn_open:
                 self.turn_events.append(event)
-            if kind is TurnEndEvent:
-                assert isinstance(event, TurnEndEvent)
+            if isinstance(event, TurnEndEvent):
                 self._turn_open = False
                 self._ended(event)
-            elif kind is InboxSplicedEvent and self._watches:
-                assert isinstance(event, InboxSplicedEvent)
-                if event.data.outcome == "canceled":
-                    self._dropped({message.id for message in pending()})
+            elif (isinstance(event, InboxSplicedEvent) and self._watches
+                  and event.data.outcome == "canceled"):
+                self._dropped({message.id for message in pending()})
 
     def left_open(self) -> None:
         for watch in list(self._watches):

@@ -4,6 +4,7 @@ through the agent's ``feed`` (the rules: docs/api-shell-runtime.md, "Agents").""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import os
@@ -212,9 +213,7 @@ async def carry_out(agent: A, command: Command, feed: Callable[[LoopInput], Comm
         return await _call_model(agent, command, feed, spans)
     if isinstance(command, RunTools):
         await agent.session.wait_durable()
-        if spans is None:
-            return await _run_tools(agent, command, feed, dispatched)
-        with spans.tools():
+        with contextlib.nullcontext() if spans is None else spans.tools():
             return await _run_tools(agent, command, feed, dispatched)
     if isinstance(command, Backoff):
         logger.warning("agent %s: %s", agent.id, retry_note(command.retry, command.delay_ms))

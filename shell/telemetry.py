@@ -168,7 +168,6 @@ class AgentSpans:
         self._parent = _API[1].get_current()
 
     def observe(self, event: object) -> None:
-        """Open or close a span for a turn or step boundary the agent appended."""
         trace = _API[0]
         if isinstance(event, TurnStartEvent):
             self._close_step()
@@ -234,8 +233,7 @@ class AgentSpans:
 
 
 class RunSpan:
-    """One child run's span, current while the run delivers its prompt (the child's turns
-    nest under it)."""
+    """One child run's span, current while the run delivers its prompt."""
 
     def __init__(self, tracer: Tracer, child_id: str, parent_id: str, provider: str) -> None:
         self.span = tracer.start_span(f"subagent {provider}", attributes={

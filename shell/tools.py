@@ -72,12 +72,10 @@ _INVALID_ARGS = ToolErrorInfo(name="ToolArgsError", code="INVALID_ARGS")
 
 
 def error_outcome(message: str, info: ToolErrorInfo | None = None) -> ToolOutcome:
-    """An ``Error: <message>`` result."""
     return ToolOutcome(content=f"Error: {message}", is_error=True, error=info)
 
 
 def outcome_of(result: object) -> ToolOutcome:
-    """A handler's return value as a :class:`ToolOutcome`."""
     if isinstance(result, ToolOutcome):
         return result
     if isinstance(result, str):
@@ -213,7 +211,6 @@ class ToolRegistry:
             self.register(tool)
 
     def register(self, tool: Tool) -> None:
-        """Add a tool; a second tool with the same name is refused."""
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool

@@ -376,8 +376,7 @@ async def _drain(body: AsyncIterator[bytes]) -> None:
 
 
 def chat_request_body(request: ModelRequest, model: str) -> dict[str, Any]:
-    """The body :class:`OpenAIChatModel` sends for ``request`` (pure: no SDK, no network; the
-    rules are ``wire_seed.chat_request``'s); ``model`` when the config names none."""
+    """The body :class:`OpenAIChatModel` sends for ``request`` (``wire_seed.chat_request``'s)."""
     return chat_request(request.config, request.system, request.tools, request.messages, model)
 
 
