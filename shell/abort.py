@@ -14,7 +14,6 @@ from typing import TypeAlias
 
 __all__ = ["AbortController", "AbortSignal", "AbortListener"]
 
-#: Called with the abort reason.
 AbortListener: TypeAlias = Callable[[object], None]
 
 

@@ -17,9 +17,8 @@ __all__ = ["ApprovalPolicy", "Approver", "ApprovalRefusedError", "ApprovalAsker"
            "request_approval"]
 
 ApprovalPolicy: TypeAlias = Literal["ask", "never"]
-#: Decides an approval ask: (agent, tool name, detail) -> granted. The agent is typed ``Any``
-#: so that this module needs nothing of ``agent.py`` (which imports it) and an approver may
-#: annotate it as the :class:`~turnfork.shell.Agent` it is.
+#: (agent, tool name, detail) -> granted; the agent is typed ``Any`` so that this module needs
+#: nothing of ``agent.py`` (which imports it) and an approver may annotate it as an ``Agent``.
 Approver: TypeAlias = Callable[[Any, str, str], Awaitable[bool]]
 
 

@@ -13,9 +13,7 @@ from typing import TypeAlias
 __all__ = ["Clock", "IdFactory", "system_clock", "uuid_ids", "sleep", "ManualClock",
            "CountingIds"]
 
-#: Returns epoch milliseconds.
-Clock: TypeAlias = Callable[[], int]
-#: Returns a fresh, non-empty id.
+Clock: TypeAlias = Callable[[], int]  # epoch milliseconds
 IdFactory: TypeAlias = Callable[[], str]
 
 
