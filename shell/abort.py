@@ -1,15 +1,8 @@
-"""Abort signals: how the owner of a subagent run says "stop", in the spirit of DSH's
-``AbortController`` / ``AbortSignal``.
+"""Abort signals, after DSH's ``AbortController`` / ``AbortSignal`` (docs/api-shell-subagents.md).
 
-Rules:
-
-* A signal fires once. :meth:`AbortController.abort` marks it aborted, records the reason and
-  calls every listener synchronously, in the order they were added; later calls do nothing.
-* Listeners are plain callables, so an abort can come from a done-callback or from an
-  ``on_cancel`` hook that must not await. A listener added after the abort is not called: check
-  :attr:`AbortSignal.aborted` first.
-* A listener that raises does not stop the others; its error goes to the running event loop's
-  exception handler (or is raised after all listeners ran, when no loop is running).
+Listeners are plain callables, called synchronously in order, so an abort can come from a
+done-callback or an ``on_cancel`` hook that must not await. A raising listener does not stop
+the others: its error goes to the running loop's handler (or is raised after them, with none).
 """
 
 from __future__ import annotations
@@ -21,7 +14,6 @@ from typing import TypeAlias
 
 __all__ = ["AbortController", "AbortSignal", "AbortListener"]
 
-#: Called with the abort reason.
 AbortListener: TypeAlias = Callable[[object], None]
 
 
@@ -41,16 +33,13 @@ class AbortSignal:
 
     @property
     def reason(self) -> object:
-        """What :meth:`AbortController.abort` was given (``None`` before the abort)."""
         return self._reason
 
     def add_listener(self, listener: AbortListener) -> None:
-        """Call ``listener(reason)`` when the signal is aborted (not if it already was)."""
         if not self._aborted:
             self._listeners.append(listener)
 
     def remove_listener(self, listener: AbortListener) -> None:
-        """Forget a listener; a no-op when it is not registered."""
         with contextlib.suppress(ValueError):
             self._listeners.remove(listener)
 
@@ -80,15 +69,7 @@ class AbortSignal:
 
 
 class AbortController:
-    """Owns one :class:`AbortSignal` and aborts it.
-
-    >>> controller = AbortController()
-    >>> seen = []
-    >>> controller.signal.add_listener(seen.append)
-    >>> controller.abort("enough"); controller.abort("again")
-    >>> controller.signal.aborted, controller.signal.reason, seen
-    (True, 'enough', ['enough'])
-    """
+    """Owns one :class:`AbortSignal` and aborts it (only the first call has an effect)."""
 
     __slots__ = ("signal",)
 
@@ -96,5 +77,4 @@ class AbortController:
         self.signal = AbortSignal()
 
     def abort(self, reason: object = "aborted") -> None:
-        """Abort the signal with ``reason``; only the first call has an effect."""
         self.signal._fire(reason)

@@ -1,14 +1,7 @@
 """An agent: one session, and a task that carries out what the core's turn machine decides
-(docs/api-shell-runtime.md, "Agents", gives the rules in full).
-
-* Every decision is the core's (:func:`turnfork.core.loop.feed`, :mod:`turnfork.core.machine`):
-  the agent feeds in what happened, appends the events, has ``shell/steps.py`` carry out the
-  command. The task exists only while there is work (``Wake`` starts it, ``Stop`` ends it).
-* ``cancel`` tells the machine, then cancels the task; :meth:`Agent._reap`, its done-callback,
-  feeds ``Cancelled`` (or the loop's failure): the log is balanced before ``when_idle``
-  returns. A write that still fails is kept in :attr:`Agent.failure`, raised once.
-* What is appended is reported: runs (``shell/runs.py``), spans, the log (WARNING for a failed
-  turn or a retry; no prompt or model text above DEBUG).
+(docs/api-shell-runtime.md, "Agents"). The task exists only while there is work (``Wake`` starts
+it, ``Stop`` ends it). ``cancel`` tells the machine, then cancels the task; :meth:`Agent._reap`,
+its done-callback, balances the log before ``when_idle`` returns.
 """
 
 from __future__ import annotations
@@ -76,8 +69,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Called before every ``step/start`` with (agent, turn, step); returning ``False`` blocks the
-#: step (the turn ends ``blocked``). May be sync or async.
+#: Called before every ``step/start``; ``False`` blocks the step.
 PreStepHook: TypeAlias = Callable[["Agent", int, int], "Awaitable[bool | None] | bool | None"]
 T = TypeVar("T")
 

@@ -22,35 +22,26 @@ SandboxMode: TypeAlias = Literal["read-only", "workspace-write", "danger-full-ac
 
 
 class AgentServices(Protocol):
-    """What an agent needs of its owner (a :class:`~turnfork.shell.Host` is one). The agent
-    an owner is told of is typed ``Any``: this module needs nothing of ``agent.py``."""
+    """What an agent needs of its owner (a :class:`~turnfork.shell.Host` is one); the agent is
+    typed ``Any`` so that this module needs nothing of ``agent.py``."""
 
     clock: Clock
     ids: IdFactory
-    #: The owner's prompt sections; the agent's own override them by name.
     prompt_sections: PromptSections
-    #: The owner-wide approver, for agents whose policy is ``ask`` and that have none.
     approver: Approver | None
-    #: The deployment's sandbox mode (its file-policy contribution); ``None``: no sandbox.
     sandbox_mode: SandboxMode | None
-    #: The approval policy of an agent with an approval service, until its log sets another.
     approval_default: ApprovalPolicy
-    #: Where the agent's spans go (none without OpenTelemetry).
     telemetry: Telemetry
-    #: The sandbox policy's workspace for a session without a cwd (``None``: the process's).
     workspace_root: str | None
 
-    def model(self, provider: str) -> Model:
-        """The model serving ``provider`` (raises ``UnknownProviderError``)."""
+    def model(self, provider: str) -> Model: ...
 
-    def retry_policy(self, provider: str) -> RetryPolicy | None:
-        """How ``provider``'s failed model requests are retried (``None``: they are not)."""
+    def retry_policy(self, provider: str) -> RetryPolicy | None: ...
 
     def agent_disposed(self, agent: Any) -> None:
         """The agent is disposed and its loop quiet: forget it."""
 
-    async def release_children(self, agent: Any) -> None:
-        """Dispose every child ``agent`` started, however it was started."""
+    async def release_children(self, agent: Any) -> None: ...
 
 
 class AgentDisposedError(RuntimeError):
@@ -73,10 +64,8 @@ class IdleReporter(Protocol):
 
 
 async def report_idle(owner: IdleReporter, upto: int | None = None) -> None:
-    """The end of ``when_idle`` once the loop is quiet: wait until the closed log (its first
-    ``upto`` events; default all) is durable (a turn reported done has reached the disk, not
-    only the file; a refused commit becomes the failure), then raise the kept failure once as
-    :class:`AgentLoopError`."""
+    """The end of ``when_idle`` once the loop is quiet (docs/api-shell-runtime.md): a turn
+    reported done has reached the disk, not only the file."""
     if owner.failure is None:
         try:
             await owner.session.wait_durable(upto)

@@ -1,13 +1,5 @@
-"""Approval asks: an action that needs the user's consent, asked and logged as DSH's
-user-approval plugin does (``approval/asked``, then ``approval/decided`` whatever happens).
-
-Rules:
-
-* Policy ``never`` refuses without asking (outcome ``rejected``); with no approver on the agent
-  or its host the outcome is ``unavailable``; an approver that says yes gives ``allowed-once``,
-  no gives ``rejected``; a cancelled ask is logged ``cancelled`` and the cancellation goes on.
-* A refusal raises :class:`ApprovalRefusedError` with the text the tool's result carries.
-"""
+"""Approval asks, logged as DSH's user-approval plugin does (``approval/asked``, then
+``approval/decided`` whatever happens)."""
 
 from __future__ import annotations
 
@@ -25,9 +17,8 @@ __all__ = ["ApprovalPolicy", "Approver", "ApprovalRefusedError", "ApprovalAsker"
            "request_approval"]
 
 ApprovalPolicy: TypeAlias = Literal["ask", "never"]
-#: Decides an approval ask: (agent, tool name, detail) -> granted. The agent is typed ``Any``
-#: so that this module needs nothing of ``agent.py`` (which imports it) and an approver may
-#: annotate it as the :class:`~turnfork.shell.Agent` it is.
+#: (agent, tool name, detail) -> granted; the agent is typed ``Any`` so that this module needs
+#: nothing of ``agent.py`` (which imports it) and an approver may annotate it as an ``Agent``.
 Approver: TypeAlias = Callable[[Any, str, str], Awaitable[bool]]
 
 
@@ -56,12 +47,8 @@ class ApprovalRefusedError(Exception):
 
 async def request_approval(agent: ApprovalAsker, tool_name: str, detail: str, *,
                            call_id: str | None = None) -> None:
-    """Ask ``agent``'s approver (or its host's) to let ``tool_name`` act, logging the ask and
-    its decision in the agent's session.
-
-    Raises:
-        ApprovalRefusedError: policy ``never``, no approver, or the approver said no.
-    """
+    """Ask ``agent``'s approver (or its host's) to let ``tool_name`` act; a refusal (policy
+    ``never``, no approver, a no) raises :class:`ApprovalRefusedError`."""
     ask_id = agent.host.ids()
     asked: dict[str, object] = {"id": ask_id, "toolName": tool_name}
     if call_id is not None:

@@ -1,10 +1,5 @@
-"""Injectable time and ids: the shell's only sources of non-determinism.
-
-A :class:`~shell.host.Host` takes a clock (epoch milliseconds, as DSH's ``Date.now()``) and an
-id factory (random UUID v4 strings, as DSH mints them). Tests pass the deterministic versions
-below so logs come out the same on every run. Waiting is done on the clock too
-(:func:`sleep`): a :class:`ManualClock`'s waits end only when it is moved on.
-"""
+"""Injectable time and ids, the shell's only sources of non-determinism; the deterministic
+versions make tests' logs the same on every run (docs/api-shell-runtime.md)."""
 
 from __future__ import annotations
 
@@ -18,25 +13,21 @@ from typing import TypeAlias
 __all__ = ["Clock", "IdFactory", "system_clock", "uuid_ids", "sleep", "ManualClock",
            "CountingIds"]
 
-#: Returns epoch milliseconds.
-Clock: TypeAlias = Callable[[], int]
-#: Returns a fresh, non-empty id.
+Clock: TypeAlias = Callable[[], int]  # epoch milliseconds
 IdFactory: TypeAlias = Callable[[], str]
 
 
 def system_clock() -> int:
-    """Epoch milliseconds now (DSH's ``Date.now()``)."""
+    """DSH's ``Date.now()``."""
     return time.time_ns() // 1_000_000
 
 
 def uuid_ids() -> str:
-    """A random UUID v4 string."""
     return str(uuid.uuid4())
 
 
 async def sleep(clock: Clock, ms: float) -> None:
-    """Wait ``ms`` milliseconds of ``clock``'s time: on the clock's own ``sleep`` when it has one
-    (a :class:`ManualClock` waits until it is moved on), else on the event loop's timer."""
+    """Wait ``ms`` of ``clock``'s time: on its own ``sleep`` if any, else the loop's timer."""
     own = getattr(clock, "sleep", None)
     if own is not None:
         await own(ms)
@@ -45,13 +36,7 @@ async def sleep(clock: Clock, ms: float) -> None:
 
 
 class ManualClock:
-    """A clock that moves only when told to, or by ``step`` ms on every reading. A wait on it
-    (:meth:`sleep`) ends once the clock has moved that far, never on its own.
-
-    >>> clock = ManualClock(1000, step=1)
-    >>> clock(), clock()
-    (1000, 1001)
-    """
+    """A clock that moves only when told to, or by ``step`` ms on every reading."""
 
     __slots__ = ("_waits", "now", "step")
 
@@ -68,17 +53,14 @@ class ManualClock:
         return value
 
     def advance(self, ms: int) -> None:
-        """Move the clock on; the waits it reaches end."""
         self.now += ms
         self._wake()
 
     @property
     def waiting(self) -> int:
-        """How many :meth:`sleep` calls are waiting."""
         return sum(1 for _, future in self._waits if not future.done())
 
     async def sleep(self, ms: float) -> None:
-        """Wait until the clock has moved ``ms`` on (at once for ``ms <= 0``)."""
         if ms <= 0:
             await asyncio.sleep(0)
             return
@@ -96,12 +78,7 @@ class ManualClock:
 
 
 class CountingIds:
-    """Ids ``<prefix>1``, ``<prefix>2``, … in order.
-
-    >>> ids = CountingIds("m-")
-    >>> ids(), ids()
-    ('m-1', 'm-2')
-    """
+    """Ids ``<prefix>1``, ``<prefix>2``, … in order."""
 
     __slots__ = ("_counter", "prefix")
 

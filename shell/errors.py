@@ -1,9 +1,5 @@
-"""The typed failures of a turn: one :class:`ModelError` family, chosen by the DSH failure code.
-
-The code decides the class (DSH's adapters' codes and :class:`~turnfork.shell.OpenAIChatModel`'s);
-a code no adapter uses falls back on the HTTP status. The exception keeps the whole
-``LlmFailure`` and, when a run raised it, the turn's :class:`~turnfork.core.RunResult`.
-"""
+"""The typed failures of a turn: one :class:`ModelError` family, chosen by the DSH failure code
+(the table: docs/api-shell-runtime.md, "Running a turn")."""
 
 from __future__ import annotations
 
@@ -34,57 +30,53 @@ class ModelError(Exception):
 
     @property
     def code(self) -> str:
-        """The DSH failure code (``RATE_LIMIT``, ``SERVER``, …)."""
         return self.failure.code
 
     @property
     def status(self) -> int | None:
-        """The provider's HTTP status, when it answered with one (``HTTP_<n>`` codes say it
-        too)."""
+        """The provider's HTTP status (``HTTP_<n>`` codes say it too)."""
         return _status_of(self.failure)
 
     @property
     def retry_after_ms(self) -> float | None:
-        """How long the provider asked to wait (its ``Retry-After``), in milliseconds."""
+        """The provider's ``Retry-After``, in milliseconds."""
         delay = self.failure.provider_retry_after_ms
         return None if isinstance(delay, UnsetType) else delay
 
     @property
     def request_id(self) -> str | None:
-        """The provider's id of the failed request, when it gave one."""
         request_id = self.failure.request_id
         return None if isinstance(request_id, UnsetType) else request_id
 
 
 class ModelRateLimitedError(ModelError):
-    """The provider refused for the request rate (``RATE_LIMIT``, HTTP 429); see
-    :attr:`retry_after_ms`."""
+    """``RATE_LIMIT``, HTTP 429."""
 
 
 class ModelTimeoutError(ModelError):
-    """The provider did not answer in time (``TIMEOUT``, HTTP 408)."""
+    """``TIMEOUT``, HTTP 408."""
 
 
 class ModelServerError(ModelError):
-    """The provider failed (``SERVER``, HTTP 5xx); :attr:`status` is its HTTP status."""
+    """``SERVER``, HTTP 5xx."""
 
 
 class ModelTransportError(ModelError):
-    """The connection failed or broke mid-response (``TRANSPORT``, ``NETWORK``)."""
+    """``TRANSPORT``, ``NETWORK``."""
 
 
 class ModelNotFoundError(ModelError):
-    """The endpoint or the model does not exist (HTTP 404)."""
+    """``MODEL_NOT_FOUND``, HTTP 404."""
 
     @property
     def url(self) -> str | None:
-        """The URL the failure's message names (the one the request went to), if any."""
+        """The URL the failure's message names (where the request went), if any."""
         found = _URL.search(self.failure.message)
         return None if found is None else found.group(0).rstrip(".,;:)")
 
 
 class ModelAuthenticationError(ModelError):
-    """The credential is missing, malformed or refused (``AUTH``, HTTP 401/403)."""
+    """``AUTH``, HTTP 401/403."""
 
 
 _BY_CODE: dict[str, type[ModelError]] = {
@@ -106,14 +98,7 @@ _OWN_KIND = frozenset({"QUOTA", "CONTEXT_WINDOW_EXCEEDED", "INVALID_REQUEST", "E
 
 
 def model_error(failure: LlmFailure, result: RunResult | None = None) -> ModelError:
-    """The exception for ``failure``: by its code, else by its HTTP status (``HTTP_<n>`` counts
-    as status ``n``), else a plain :class:`ModelError`.
-
-    >>> type(model_error(LlmFailure(message="slow down", code="RATE_LIMIT"))).__name__
-    'ModelRateLimitedError'
-    >>> model_error(LlmFailure(message="bad gateway", code="HTTP_502")).status
-    502
-    """
+    """The exception for ``failure``: by its code, else by its HTTP status."""
     kind = _BY_CODE.get(failure.code)
     if kind is None and failure.code not in _OWN_KIND:
         status = _status_of(failure)

@@ -1,10 +1,5 @@
-"""The composition root: the registries a run needs, and the factory for agents.
-
-``Host`` owns models (by provider name), the global tool registry, the session store, the live
-agents and the host-level prompt sections, plus the injectable clock and id factory every event
-and message is stamped with. ``host.subagents`` is filled in by the subagent runtime (shell II).
-``async with Host(...) as host`` closes it on exit (on an exception too).
-"""
+"""The composition root: the registries a run needs, and the factory for agents
+(docs/api-shell-runtime.md, "Composition root")."""
 
 from __future__ import annotations
 
@@ -88,10 +83,8 @@ class Host:
                      subagent_depth: int | None = None, approval: bool = False,
                      tools_scope: ToolScope | None = None,
                      max_steps: int | None = DEFAULT_MAX_STEPS) -> Agent:
-        """Create an agent over a new session, or over an existing one (an id the store holds is
-        resumed when no ``seed`` is given; a delegated child through the continuation manager's
-        :func:`~.subagents.continuation.delegated_resume`). Arguments and errors:
-        docs/api-shell-runtime.md."""
+        """An agent over a new session, or over one the store holds (resumed when no ``seed``
+        is given; a delegated child through ``delegated_resume``); see the docs."""
         if provider not in self.models:
             raise UnknownProviderError(provider)
         sid = session_id or self.ids()
@@ -154,25 +147,21 @@ class Host:
                      approval_policy=approval_policy, sections=sections)
 
     def model(self, provider: str) -> Model:
-        """The model registered for ``provider`` (raises :class:`UnknownProviderError`)."""
         return self.models.get(provider)
 
     def retry_policy(self, provider: str) -> RetryPolicy | None:
-        """How ``provider``'s failed model requests are retried (see :class:`ModelRegistry`)."""
         return self.models.retry_policy(provider)
 
     def agent_disposed(self, agent: Agent) -> None:
-        """An agent of this host is disposed and quiet: it leaves the registries."""
         self.agents.remove(agent)
         self.sessions.release(agent.id)
 
     async def release_children(self, agent: Agent) -> None:
-        """Dispose every child ``agent`` started, through the subagent runtime (if any)."""
         if self._subagents is not None:
             await self.subagents.release(agent)
 
     async def aclose(self) -> None:
-        """Dispose every live subagent run, then every live agent (concurrently)."""
+        """Dispose every live subagent run, then every live agent."""
         if self._subagents is not None:
             await self.subagents.aclose()
         await asyncio.gather(*(agent.dispose() for agent in self.agents.list()))

@@ -1,19 +1,6 @@
-"""Asking the human: the ``ask_user_question`` tool and the host-level service behind it (DSH's
-``dsh-user-questions`` service and ``dsh-tool-ask-user`` tool; texts, schema and question types
-are the core's).
-
-* :class:`UserQuestions` is one host's service: at most one *answerer* (a second is refused,
-  ``DUPLICATE_PROVIDER``) and :meth:`UserQuestions.ask`, which refuses in DSH's order, each a
-  :class:`UserQuestionError` with DSH's text and code: ``ASK_ABORTED``, ``EMPTY_QUESTIONS``,
-  ``CALLER_NOT_LIVE`` (not the host's exact live agent), ``DELEGATED_CALLER`` (owned by another
-  live agent: no human would answer it, so it is told to carry the question in its result),
-  ``BAD_INTENT``, ``NO_PROVIDER``. Only then is the answerer asked.
-* Ownership is runtime ownership, not lineage: an agent is owned while it is the child of a live
-  subagent run of the host, or of a run held on another host (a :class:`DelegateHost`, a Ray
-  worker's). A session with lineage resumed as a top-level agent asks normally.
-* The tool answers with compact JSON (``{"answers":[…]}``); a refusal is ``Error: <text>`` with
-  ``error {name: "UserQuestionError", code}``.
-"""
+"""Asking the human: DSH's ``dsh-user-questions`` service and ``dsh-tool-ask-user`` tool (texts,
+schema and question types are the core's; the rules: docs/api-shell-runtime.md). Ownership is
+runtime ownership, not lineage: a session with lineage resumed as a top-level agent asks."""
 
 from __future__ import annotations
 
@@ -43,24 +30,13 @@ if TYPE_CHECKING:
     from .subagents.registry import SubagentHost
 
 __all__ = [
-    "ASK_USER_QUESTION",
-    "ASK_USER_QUESTION_DESCRIPTION",
-    "ASK_USER_QUESTION_PARAMETERS",
-    "Answerer",
-    "AnswerItem",
-    "Answers",
-    "DelegateHost",
-    "Question",
-    "QuestionIntent",
-    "QuestionOption",
-    "QuestionRequest",
-    "UserQuestionError",
-    "UserQuestions",
-    "owner_id",
+    "ASK_USER_QUESTION", "ASK_USER_QUESTION_DESCRIPTION", "ASK_USER_QUESTION_PARAMETERS",
+    "Answerer", "AnswerItem", "Answers", "DelegateHost", "Question", "QuestionIntent",
+    "QuestionOption", "QuestionRequest", "UserQuestionError", "UserQuestions", "owner_id",
     "owning_agent",
 ]
 
-#: The tool's parameter schema: DSH's compiled JSON Schema, in its key order.
+#: DSH's compiled JSON Schema, in its key order.
 ASK_USER_QUESTION_PARAMETERS: Mapping[str, Any] = msgspec.json.decode(
     ask_user_question_schema().parameters)
 
@@ -91,18 +67,14 @@ Answerer: TypeAlias = Callable[[QuestionRequest], Awaitable[Answers]]
 
 @runtime_checkable
 class DelegateHost(Protocol):
-    """A host that runs agents for subagent runs held on another host (a Ray worker's host,
-    ``turnfork.shell.ray.WorkerHost``): it knows which of its agents are such children."""
+    """A host that runs agents for subagent runs held on another host (a Ray worker's)."""
 
     def remote_owner(self, agent: CallingAgent) -> str | None:
-        """The id of the agent, on another host, whose live subagent run has ``agent`` as its
-        child, or ``None``."""
-        ...
+        """The id of the agent, on another host, whose live run has ``agent`` as its child."""
 
 
 def owning_agent(host: SubagentHost, agent: CallingAgent) -> Agent | None:
-    """The live agent of ``host`` that owns ``agent`` at run time (the parent of the live
-    subagent run of ``host`` whose child it is), or ``None``."""
+    """The parent of the live subagent run of ``host`` whose child ``agent`` is, or ``None``."""
     if not isinstance(agent.session.header.parent_session, str):
         return None  # every subagent child's header names its parent; this is no child
     for run in host.subagents.runs():
@@ -112,9 +84,8 @@ def owning_agent(host: SubagentHost, agent: CallingAgent) -> Agent | None:
 
 
 def owner_id(host: SubagentHost, agent: CallingAgent) -> str | None:
-    """The id of the live agent that owns ``agent`` at run time, on ``host``
-    (:func:`owning_agent`) or, for a :class:`DelegateHost`, on the host that holds the run;
-    ``None`` for a top-level agent."""
+    """The id of the live agent owning ``agent``, on ``host`` or, for a :class:`DelegateHost`,
+    on the host holding the run; ``None`` for a top-level agent."""
     local = owning_agent(host, agent)
     if local is not None:
         return local.id
@@ -129,11 +100,7 @@ def _aborted() -> UserQuestionError:
 
 
 class UserQuestions:
-    """A host's question service and its ``ask_user_question`` tool.
-
-    Args:
-        answerer: the host-level answerer (or register one later).
-    """
+    """A host's question service and its ``ask_user_question`` tool."""
 
     def __init__(self, answerer: Answerer | None = None) -> None:
         self._answerer = answerer
@@ -146,11 +113,7 @@ class UserQuestions:
         return self._answerer
 
     def register_answerer(self, answerer: Answerer) -> Callable[[], None]:
-        """Make ``answerer`` the one that answers; returns its idempotent unregistration.
-
-        Raises:
-            UserQuestionError: ``DUPLICATE_PROVIDER``, one is registered already.
-        """
+        """Make ``answerer`` the one that answers; returns its idempotent unregistration."""
         if self._answerer is not None:
             raise UserQuestionError("a user-questions provider is already registered",
                                     "DUPLICATE_PROVIDER")
@@ -163,31 +126,21 @@ class UserQuestions:
         return unregister
 
     def install(self, host: SubagentHost) -> None:
-        """Register ``ask_user_question`` in ``host``'s global tools and serve ``host``'s
-        agents.
-
-        Raises:
-            ValueError: installed already, or the host has a tool of that name.
-        """
+        """Register ``ask_user_question`` in ``host``'s tools and serve its agents."""
         if self._host is not None:
             raise ValueError("the user-questions tool is already installed")
         host.tools.register(self.tool)
         self._host = host
 
     def uninstall(self) -> None:
-        """Remove the tool from the host it was installed in."""
         host, self._host = self._host, None
         if host is not None and host.tools.get(ASK_USER_QUESTION) is self.tool:
             host.tools.unregister(ASK_USER_QUESTION)
 
     async def ask(self, questions: Sequence[Question], *, agent: CallingAgent | None = None,
                   signal: AbortSignal | None = None) -> Answers:
-        """Ask the human through the answerer (see the module rules for the checks).
-
-        Raises:
-            UserQuestionError: a refusal, with DSH's text and code; ``TypeError`` when the
-                answerer returns something other than :class:`Answers`.
-        """
+        """Ask the human through the answerer, after DSH's checks (each a
+        :class:`UserQuestionError`)."""
         if signal is not None and signal.aborted:
             raise _aborted()
         if not questions:

@@ -1,10 +1,5 @@
-"""The host's registries of models and live agents.
-
-Rules: a model serves every model name of its provider and is registered once per provider
-name, with the retry policy of that route (DSH's provider ``retryPolicy``; by default DSH's
-normal policy); an agent is live from its publication until it is disposed and quiet, one per
-id.
-"""
+"""The host's registries of models (one per provider, with its route's retry policy) and of
+live agents (from publication until disposed and quiet)."""
 
 from __future__ import annotations
 
@@ -20,7 +15,6 @@ __all__ = ["ModelRegistry", "AgentRegistry", "UnknownProviderError", "AgentExist
 
 
 class UnknownProviderError(LookupError):
-    """No model is registered under that provider name."""
 
     def __init__(self, provider: str) -> None:
         super().__init__(f"no model registered for provider {provider!r}")
@@ -40,8 +34,7 @@ class ModelRegistry:
 
     def register(self, provider: str, model: Model, *,
                  retry: RetryPolicy | None = DEFAULT_RETRY_POLICY) -> None:
-        """Serve ``provider`` with ``model``; a failed request of its is retried by ``retry``
-        (``None``: never)."""
+        """Serve ``provider`` with ``model``, its failed requests retried by ``retry``."""
         if not provider:
             raise ValueError("a provider name must not be empty")
         if provider in self._models:
@@ -57,8 +50,7 @@ class ModelRegistry:
         del self._retry[provider]
 
     def retry_policy(self, provider: str) -> RetryPolicy | None:
-        """How ``provider``'s failed requests are retried; ``None`` when they are not, or no
-        model serves it (a request that reaches no model has no route to retry on)."""
+        """``None`` also when no model serves it: a request that reaches none has no route."""
         return self._retry.get(provider)
 
     def get(self, provider: str) -> Model:
@@ -93,13 +85,11 @@ class AgentRegistry:
         return len(self._agents)
 
     def add(self, agent: Agent) -> None:
-        """Make ``agent`` live (its publication)."""
         agent_id = agent.id
         if agent_id in self._agents:
             raise AgentExistsError(f"an agent with id {agent_id!r} is already live")
         self._agents[agent_id] = agent
 
     def remove(self, agent: Agent) -> None:
-        """Forget ``agent`` if it is the live one under its id."""
         if self._agents.get(agent.id) is agent:
             del self._agents[agent.id]

@@ -1,10 +1,5 @@
-"""The runs an agent watches, and its latest turn (for ``when_idle``).
-
-* A run is claimed by the turn whose first step claims its message and settled by that turn's
-  ``turn/end`` (:func:`turnfork.core.read_turn`). Input a cancellation drops (a ``canceled``
-  splice) before a turn claimed it settles ``aborted``; a claimed run whose turn was left open
-  (the loop failed) settles with ``None``, and its caller reads the turn from the log.
-"""
+"""The runs an agent watches, and its latest turn (for ``when_idle``). A claimed run whose turn
+was left open (the loop failed) settles with ``None``: its caller reads the turn from the log."""
 
 from __future__ import annotations
 
@@ -83,27 +78,21 @@ class RunWatches:
 
     def observe(self, events: Iterable[Event], progress: Callable[[], TurnProgress | None],
                 pending: Callable[[], tuple[UserMessage, ...]]) -> None:
-        """Follow appended events: ``progress`` is the running turn's, ``pending`` the input
-        still queued."""
+        """Follow appended events (``pending``: the input still queued)."""
         for event in events:
-            kind = type(event)
-            if kind is TurnStartEvent:
-                assert isinstance(event, TurnStartEvent)
+            if isinstance(event, TurnStartEvent):
                 self.turn_events, self._turn_open = [event], True
                 self._claimed(event, progress())
             elif self._turn_open:
                 self.turn_events.append(event)
-            if kind is TurnEndEvent:
-                assert isinstance(event, TurnEndEvent)
+            if isinstance(event, TurnEndEvent):
                 self._turn_open = False
                 self._ended(event)
-            elif kind is InboxSplicedEvent and self._watches:
-                assert isinstance(event, InboxSplicedEvent)
-                if event.data.outcome == "canceled":
-                    self._dropped({message.id for message in pending()})
+            elif (isinstance(event, InboxSplicedEvent) and self._watches
+                  and event.data.outcome == "canceled"):
+                self._dropped({message.id for message in pending()})
 
     def left_open(self) -> None:
-        """The loop stopped: a claimed run whose turn was left open settles with ``None``."""
         for watch in list(self._watches):
             if watch.start is not None:
                 self._settle(watch, None)

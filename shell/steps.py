@@ -1,24 +1,10 @@
-"""Carrying out the turn machine's step commands for an agent: a step prepared (the pre-step
-hooks asked, its system prompt, runtime context and header read off the agent), its model call
-streamed, its tool group run; each feeds what happened back through the agent's ``feed`` and
-returns the machine's answer.
-
-Rules:
-
-* The system prompt is the owner's sections overridden by the agent's, a ``tool:<name>``
-  section emptied when the agent's scope hides that global tool, the prompt variables
-  (``provider``, ``model``, ``cwd``) filled in; a reference that cannot be filled raises
-  ``ValueError`` (which fails the step).
-* The runtime context is the deployment's file policy (the session's effective sandbox mode,
-  over the session's cwd, else the owner's workspace root, else the process's cwd) and approval
-  policy (with an approval service), then the owner's and the agent's contributions.
-* Once a cancellation is requested no further call of the group is dispatched: it gets the
-  never-dispatched result, and the closers answer it so.
-"""
+"""Carrying out the turn machine's commands for an agent, each feeding what happened back
+through the agent's ``feed`` (the rules: docs/api-shell-runtime.md, "Agents")."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import os
@@ -104,7 +90,7 @@ def _variables(agent: StepAgent) -> dict[str, str | None]:
 
 
 def system_prompt_of(agent: StepAgent) -> str:
-    """The agent's system prompt for its next step (raises ``ValueError``, see above)."""
+    """The agent's system prompt for its next step (``ValueError``: a variable unfilled)."""
     scope = agent.tools
     hidden = frozenset(name for name in scope.registry.names() if not scope.offers(name))
     return _unwrapped(step_system_prompt(
@@ -127,8 +113,7 @@ def runtime_context_of(agent: StepAgent) -> tuple[PromptSection, ...]:
 
 
 def prepared_step(agent: StepAgent) -> StepPrepared:
-    """What the agent's next step is made with: its route's header and retry policy, the
-    tools that may run together, its runtime context."""
+    """What the agent's next step is made with."""
     if not agent.provider or not agent.model:
         raise RuntimeError(missing_route(agent.id))
     tools = agent.tools.tools()
@@ -157,8 +142,8 @@ async def _prepare_step(agent: A, hooks: Sequence[Callable[[A, int, int], object
 async def _call_model(agent: StepAgent, command: CallModel,
                       feed: Callable[[LoopInput], Command | None],
                       spans: AgentSpans | None) -> Command | None:
-    """Stream the call into the machine until it ends the stream, the stream closed whatever
-    happens and the call's span ended with its error."""
+    """Stream the call into the machine until it ends the stream; the stream is closed and the
+    span ended whatever happens."""
     header = command.header
     request = ModelRequest(
         config=header.config, system=header.system if isinstance(header.system, str) else None,
@@ -220,18 +205,15 @@ async def _run_tools(agent: StepAgent, command: RunTools,
 async def carry_out(agent: A, command: Command, feed: Callable[[LoopInput], Command | None], *,
                     hooks: Sequence[Callable[[A, int, int], object]], spans: AgentSpans | None,
                     dispatched: set[str], logger: logging.Logger) -> Command | None:
-    """Carry out one of the machine's commands for ``agent``; the machine's answer. A step's
-    calls are on disk before their effects, a scheduled retry before its wait (on the owner's
-    clock), which is logged at WARNING on ``logger``."""
+    """Carry out one of the machine's commands; the machine's answer. A step's calls are on
+    disk before their effects, a scheduled retry before its wait."""
     if isinstance(command, PrepareStep):
         return await _prepare_step(agent, hooks, command, feed)
     if isinstance(command, CallModel):
         return await _call_model(agent, command, feed, spans)
     if isinstance(command, RunTools):
         await agent.session.wait_durable()
-        if spans is None:
-            return await _run_tools(agent, command, feed, dispatched)
-        with spans.tools():
+        with contextlib.nullcontext() if spans is None else spans.tools():
             return await _run_tools(agent, command, feed, dispatched)
     if isinstance(command, Backoff):
         logger.warning("agent %s: %s", agent.id, retry_note(command.retry, command.delay_ms))

@@ -1,17 +1,10 @@
-"""Optional OpenTelemetry spans for turns, steps, model calls and child runs.
-
-The ``otel`` extra turns them on; without it nothing is imported and every hook is skipped (an
-agent holds ``None`` instead of its spans). The spans, their names and attributes (the GenAI
-semantic conventions' where one applies) are listed in docs/api-shell-runtime.md. Spans carry
-no prompt or model text. Nesting follows the work: a turn's span is a child of the span current
-where the agent was woken; tools run with their step's span current, so a child run started by
-a tool nests under it.
-"""
+"""Optional OpenTelemetry spans for turns, steps, model calls and child runs (the spans and
+their attributes: docs/api-shell-runtime.md). Without the ``otel`` extra nothing is imported
+and an agent holds ``None`` instead of its spans."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from msgspec import UnsetType
@@ -55,48 +48,40 @@ def _api() -> Any:
 
 
 def _usage_attributes(usage: TokenUsage) -> dict[str, int]:
-    cache_read = 0 if isinstance(usage.cache_read_tokens, UnsetType) else usage.cache_read_tokens
-    cache_write = (0 if isinstance(usage.cache_write_tokens, UnsetType)
-                   else usage.cache_write_tokens)
-    # DSH counts cached input apart; the conventions' input count includes it.
-    attributes = {"gen_ai.usage.input_tokens": usage.input_tokens + cache_read + cache_write,
+    attributes = {"gen_ai.usage.input_tokens": usage.input_tokens,
                   "gen_ai.usage.output_tokens": usage.output_tokens}
-    if not isinstance(usage.cache_read_tokens, UnsetType):
-        attributes["gen_ai.usage.cache_read.input_tokens"] = cache_read
-    if not isinstance(usage.cache_write_tokens, UnsetType):
-        attributes["gen_ai.usage.cache_creation.input_tokens"] = cache_write
+    for name, count in (("cache_read", usage.cache_read_tokens),
+                        ("cache_creation", usage.cache_write_tokens)):
+        if not isinstance(count, UnsetType):
+            attributes[f"gen_ai.usage.{name}.input_tokens"] = count
+            # DSH counts cached input apart; the conventions' input count includes it.
+            attributes["gen_ai.usage.input_tokens"] += count
     return attributes
 
 
-def _fail(span: Span, error_type: str, description: str) -> None:
-    trace, _ = _API
-    span.set_attribute("error.type", error_type)
-    span.set_status(trace.Status(trace.StatusCode.ERROR, description))
+def _end(span: Span, code: str | None = None, error: BaseException | None = None) -> None:
+    """End ``span``, failed by a DSH failure ``code``, else by the ``error`` raised."""
+    description = code
+    if code is None and error is not None:
+        span.record_exception(error)
+        code, description = type(error).__qualname__, str(error) or type(error).__name__
+    if code is not None:
+        trace, _ = _API
+        span.set_attribute("error.type", code)
+        span.set_status(trace.Status(trace.StatusCode.ERROR, description))
+    span.end()
 
 
-def _raised(span: Span, error: BaseException) -> None:
-    span.record_exception(error)
-    _fail(span, type(error).__qualname__, str(error) or type(error).__name__)
-
-
-@contextlib.contextmanager
-def _current(span: Span | None) -> Iterator[None]:
+def _current(span: Span | None) -> contextlib.AbstractContextManager[None]:
     if span is None:
-        yield
-        return
-    trace, context = _API
-    token = context.attach(trace.set_span_in_context(span))
-    try:
-        yield
-    finally:
-        context.detach(token)
+        return contextlib.nullcontext()
+    used: contextlib.AbstractContextManager[None] = _API[0].use_span(
+        span, record_exception=False, set_status_on_exception=False)
+    return used
 
 
 class Telemetry:
-    """Where spans go: a host's tracer, when OpenTelemetry's API is installed.
-
-    ``tracer_provider``: an OpenTelemetry ``TracerProvider``; ``None``: the global one.
-    """
+    """Where spans go: ``tracer_provider``, else the global one."""
 
     def __init__(self, tracer_provider: Any | None = None) -> None:
         self.tracer_provider = tracer_provider
@@ -117,10 +102,8 @@ class Telemetry:
 
     @property
     def recording(self) -> Tracer | None:
-        """The tracer, when a span made now could be recorded: ``None`` without the extra,
-        and while no provider is given and none is set globally (OpenTelemetry's proxy
-        provider then makes only non-recording spans; a provider set later is seen by the
-        spans made after it)."""
+        """The tracer, when a span made now could be recorded (not while OpenTelemetry's proxy
+        provider stands in for an unset global one)."""
         tracer = self.tracer
         if tracer is None or self.tracer_provider is not None:
             return tracer
@@ -129,8 +112,8 @@ class Telemetry:
             else tracer
 
     def agent_spans(self, agent_id: str) -> AgentSpans | None:
-        """The spans of one agent's turns (``None`` without the extra; they are started turn
-        by turn, so a provider set later records the turns after it)."""
+        """The spans of one agent's turns, started turn by turn (a provider set later records
+        the turns after it)."""
         tracer = self.tracer
         return None if tracer is None else AgentSpans(tracer, agent_id)
 
@@ -150,32 +133,26 @@ class ModelCallSpan:
         self._finish: FinishReason | None = None
 
     def chunk(self, chunk: object) -> None:
-        """Note a chunk of the call's stream (its usage and finish)."""
         if isinstance(chunk, UsageChunk):
             self.usage = chunk.usage
         elif isinstance(chunk, FinishChunk):
             self._finish = chunk.reason
 
     def end(self, error: BaseException | None = None) -> None:
-        """End the span: its usage and finish, or the error the call raised."""
         self._owner.model_call_ended(self)
-        span = self.span
+        span, finish = self.span, self._finish
         if self.usage is not None:
             span.set_attributes(_usage_attributes(self.usage))
-        finish = self._finish
-        if finish is not None:
-            span.set_attribute("gen_ai.response.finish_reasons",
-                               (str(type(finish).__struct_config__.tag),))
-            if isinstance(finish, FinishError | FinishAborted):
-                _fail(span, finish.failure.code, finish.failure.code)
-        elif error is not None:
-            _raised(span, error)
-        span.end()
+        if finish is None:
+            _end(span, error=error)
+            return
+        span.set_attribute("gen_ai.response.finish_reasons",
+                           (str(type(finish).__struct_config__.tag),))
+        _end(span, finish.failure.code if isinstance(finish, FinishError | FinishAborted) else None)
 
 
 class AgentSpans:
-    """The spans of one agent: its open turn and step, opened and closed by the events the
-    agent appends (:meth:`observe`); model calls by the agent (:meth:`model_call`)."""
+    """One agent's spans: its turn and step follow the events it appends (:meth:`observe`)."""
 
     def __init__(self, tracer: Tracer, agent_id: str) -> None:
         self._tracer = tracer
@@ -191,7 +168,6 @@ class AgentSpans:
         self._parent = _API[1].get_current()
 
     def observe(self, event: object) -> None:
-        """Open or close a span for a turn or step boundary the agent appended."""
         trace = _API[0]
         if isinstance(event, TurnStartEvent):
             self._close_step()
@@ -212,7 +188,6 @@ class AgentSpans:
             self._close_turn(event)
 
     def model_call(self, config: LlmCallConfig) -> ModelCallSpan:
-        """Start the span of a model call in the open step."""
         trace = _API[0]
         parent = self._step or self._turn
         attributes: dict[str, str | int] = {
@@ -226,7 +201,6 @@ class AgentSpans:
         return ModelCallSpan(span, self)
 
     def model_call_ended(self, call: ModelCallSpan) -> None:
-        """Count a finished call's usage into its turn's."""
         if call.usage is not None:
             for name, count in _usage_attributes(call.usage).items():
                 self._usage[name] = self._usage.get(name, 0) + count
@@ -236,7 +210,7 @@ class AgentSpans:
         return _current(self._step or self._turn)
 
     def close(self) -> None:
-        """End whatever is still open (the agent was disposed with its log left open)."""
+        """End whatever is still open (a disposed agent's log left open)."""
         self._close_step()
         self._close_turn(None)
 
@@ -252,17 +226,14 @@ class AgentSpans:
         usage, self._usage = self._usage, {}
         if usage:
             turn.set_attributes(usage)
-        if end is not None:
-            reason = end.data.reason
+        reason = None if end is None else end.data.reason
+        if reason is not None:
             turn.set_attribute("turnfork.stop_reason", stop_reason_for(reason))
-            if isinstance(reason, TurnError):
-                _fail(turn, reason.error.code, reason.error.code)
-        turn.end()
+        _end(turn, reason.error.code if isinstance(reason, TurnError) else None)
 
 
 class RunSpan:
-    """One child run's span, current while the run delivers its prompt (the child's turns
-    nest under it)."""
+    """One child run's span, current while the run delivers its prompt."""
 
     def __init__(self, tracer: Tracer, child_id: str, parent_id: str, provider: str) -> None:
         self.span = tracer.start_span(f"subagent {provider}", attributes={
@@ -275,11 +246,6 @@ class RunSpan:
 
     def end(self, stop_reason: str | None, failure: LlmFailure | None = None,
             error: BaseException | None = None) -> None:
-        span = self.span
         if stop_reason is not None:
-            span.set_attribute("turnfork.stop_reason", stop_reason)
-        if failure is not None:
-            _fail(span, failure.code, failure.code)
-        elif error is not None:
-            _raised(span, error)
-        span.end()
+            self.span.set_attribute("turnfork.stop_reason", stop_reason)
+        _end(self.span, None if failure is None else failure.code, error)

@@ -1,18 +1,5 @@
-"""Tools the model can call, the scopes that decide which ones an agent sees, and the named
-system-prompt sections.
-
-* :class:`ToolRegistry` is the host's global registry, in registration order.
-* :class:`ToolScope` is one agent's view of a registry: it can *add* tools of its own (a child's
-  ``structured_output``) and *restrict* the registry's tools with ``{allow?, deny?}``.
-  Restrictions only ever narrow (they intersect) and name global tools only. A restricted tool
-  is absent from the model's tool list and refuses to run if called anyway. A scope may instead
-  fix the list it offers (``listed``): a restricted tool is then listed and still refused.
-* A handler returns text, content blocks or a :class:`ToolOutcome`; raising :class:`ToolError`
-  gives an error result carrying ``{name, code}``, any other exception an ``Error: <message>``
-  result without one (DSH's rule for plain errors).
-* :class:`PromptSections` hold named texts with an order (persona at 0); the system prompt is
-  the host's sections overridden by the agent's, sorted, joined by blank lines.
-"""
+"""Tools, the scopes that decide which ones an agent sees, and the named prompt sections
+(the rules: docs/api-shell-runtime.md, "Tools and prompt sections")."""
 
 from __future__ import annotations
 
@@ -53,23 +40,9 @@ if TYPE_CHECKING:
     from .session import Session
 
 __all__ = [
-    "CallingAgent",
-    "Tool",
-    "ToolHandler",
-    "ToolGuard",
-    "ToolResult",
-    "ToolOutcome",
-    "ToolError",
-    "ToolContext",
-    "ToolRefusal",
-    "ToolRegistry",
-    "ToolScope",
-    "execute_call",
-    "error_outcome",
-    "restriction_problem",
-    "PromptSections",
-    "compose_system_prompt",
-    "runtime_context",
+    "CallingAgent", "Tool", "ToolHandler", "ToolGuard", "ToolResult", "ToolOutcome", "ToolError",
+    "ToolContext", "ToolRefusal", "ToolRegistry", "ToolScope", "execute_call", "error_outcome",
+    "restriction_problem", "PromptSections", "compose_system_prompt", "runtime_context",
     "DEFAULT_SECTION_ORDER",
 ]
 
@@ -99,12 +72,10 @@ _INVALID_ARGS = ToolErrorInfo(name="ToolArgsError", code="INVALID_ARGS")
 
 
 def error_outcome(message: str, info: ToolErrorInfo | None = None) -> ToolOutcome:
-    """An ``Error: <message>`` result."""
     return ToolOutcome(content=f"Error: {message}", is_error=True, error=info)
 
 
 def outcome_of(result: object) -> ToolOutcome:
-    """A handler's return value as a :class:`ToolOutcome`."""
     if isinstance(result, ToolOutcome):
         return result
     if isinstance(result, str):
@@ -143,21 +114,8 @@ async def execute_call(tool: Tool | ToolRefusal, arguments: str, context: ToolCo
 
 @dataclass(frozen=True)
 class Tool:
-    """A model-callable tool.
-
-    Args:
-        name: the name the model calls it by.
-        description: what the model is told it does.
-        parameters: its JSON-Schema object for the arguments.
-        handler: ``async (args, ctx) -> str | content blocks | ToolOutcome``.
-        concurrency_safe: may run at the same time as the other safe calls of its step.
-        validate: a custom argument check returning violations; default: the core's
-            :func:`~turnfork.core.schema_subset.value_violations` against ``parameters``.
-
-    ``parameters`` must be in the JSON Schema subset (:mod:`turnfork.core.schema_subset`): a
-    schema outside it is refused here, naming each keyword and its path, so that no keyword is
-    sent to the model that the arguments are not checked against.
-    """
+    """A model-callable tool. ``parameters`` outside the core's JSON Schema subset are refused
+    here, so that no keyword reaches the model that the arguments are not checked against."""
 
     name: str
     description: str
@@ -165,7 +123,6 @@ class Tool:
     handler: ToolHandler
     concurrency_safe: bool = False
     validate: Callable[[dict[str, Any]], Sequence[str]] | None = None
-    #: ``parameters``, checked against the subset when the tool is defined.
     _checked: SupportedSchema = field(init=False, repr=False, compare=False)
 
     @cached_property
@@ -180,8 +137,7 @@ class Tool:
         object.__setattr__(self, "_checked", checked.unwrap())
 
     def violations(self, args: dict[str, Any]) -> Sequence[str]:
-        """Every way ``args`` break the parameters, in DSH's words (``"path" must be a string``,
-        ``missing required property "path"``); empty when they are valid."""
+        """Every way ``args`` break the parameters, in DSH's words; empty when valid."""
         if self.validate is not None:
             return self.validate(args)
         return value_violations(self._checked, args, "")
@@ -212,7 +168,7 @@ class CallingAgent(Protocol):
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a running tool knows: the calling agent (a delegating tool's parent) and its call."""
+    """What a running tool knows: the calling agent and its call."""
 
     agent: CallingAgent
     call_id: str
@@ -220,17 +176,14 @@ class ToolContext:
     turn: int
     step: int
     extras: dict[str, Any] = field(default_factory=dict)
-    #: The call's raw arguments, exactly as the model produced them.
-    arguments: str = ""
+    arguments: str = ""  # as the model produced them
 
     @property
     def session(self) -> Session:
-        """The calling agent's session (a tool's own log events go here, before its result)."""
         return self.agent.session
 
     @property
     def cancel_cause(self) -> CancelCause | None:
-        """Why the calling agent is being cancelled, once it is."""
         return self.agent.cancel_cause
 
     async def request_approval(self, detail: str) -> None:
@@ -239,9 +192,8 @@ class ToolContext:
 
     async def run(self, awaitable: Awaitable[T], *,
                   on_cancel: Callable[[CancelCause], object] | None = None) -> T:
-        """Await ``awaitable``; if the calling agent is cancelled meanwhile, call
-        ``on_cancel(cause)`` (synchronously, so it cannot be skipped) before the cancellation
-        goes on. A delegating tool passes the child run's cancel here."""
+        """Await ``awaitable``; on the agent's cancellation call ``on_cancel(cause)``
+        synchronously (so it cannot be skipped), then let the cancellation go on."""
         try:
             return await awaitable
         except asyncio.CancelledError:
@@ -259,7 +211,6 @@ class ToolRegistry:
             self.register(tool)
 
     def register(self, tool: Tool) -> None:
-        """Add a tool; a second tool with the same name is refused."""
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
@@ -282,8 +233,7 @@ class ToolRegistry:
 
 
 def restriction_problem(restriction: ToolRestriction, known: Iterable[str]) -> str | None:
-    """Why a restriction is unusable (names neither list, a reserved or an unknown global
-    tool), in the core's words (``core.delegation.validate_tool_filter``)."""
+    """Why a restriction is unusable, in ``core.delegation.validate_tool_filter``'s words."""
     result = validate_tool_filter(restriction, frozenset(known))
     return result.failure().message if isinstance(result, Failure) else None
 
@@ -301,20 +251,9 @@ def _code_units(tool: Tool) -> list[int]:
 
 
 class ToolScope:
-    """One agent's tools: a registry's (minus restrictions), plus tools of its own.
-
-    Args:
-        registry: the global registry this scope sees (live: later registrations show).
-        added: tools only this scope has; they shadow a global tool of the same name and are
-            never restricted.
-        restriction: a first ``{allow?, deny?}`` on the registry's tools, already checked
-            (:func:`turnfork.core.validate_tool_filter`, as a child plan's is): taken as is.
-        listed: the tool list the model is offered, fixed as given (a cache-preserving fork
-            child lists its parent's); ``None``: derived from the rest. What a call runs is
-            decided by the rest either way: a listed tool this scope does not have is refused
-            as an unknown one.
-        guards: the first :attr:`guards`, in order.
-    """
+    """One agent's tools: a live registry's (minus restrictions), plus its own, which shadow
+    global ones and are never restricted. ``restriction`` is taken as already checked (as a
+    child plan's is); ``listed`` fixes the offered list only, not what a call runs."""
 
     def __init__(self, registry: ToolRegistry, added: Iterable[Tool] = (),
                  restriction: ToolRestriction | None = None,
@@ -357,16 +296,14 @@ class ToolScope:
         return all(_permits(restriction, name) for restriction in self._restrictions)
 
     def offers(self, name: str) -> bool:
-        """Whether the model's tool list holds a global tool (what decides whether its
-        ``tool:<name>`` guidance is shown)."""
+        """Whether the model's tool list holds a global tool (so its ``tool:<name>`` guidance
+        shows)."""
         if self.listed is not None:
             return any(tool.name == name for tool in self.listed)
         return self.permits(name)
 
     def tools(self) -> tuple[Tool, ...]:
-        """The tools the model is offered: :attr:`listed` when fixed, else the permitted
-        global ones and this scope's own, in DSH's canonical order: by name, code unit by code
-        unit."""
+        """The tools the model is offered, in DSH's canonical order (by UTF-16 name)."""
         if self.listed is not None:
             return self.listed
         shared = [tool for tool in self.registry.list()
@@ -385,8 +322,7 @@ class ToolScope:
         return None
 
     async def call(self, context: ToolContext) -> ToolOutcome:
-        """Run the call ``context`` describes: its tool resolved, the guards asked, then
-        :func:`execute_call`."""
+        """Run the call ``context`` describes: resolved, guarded, then :func:`execute_call`."""
         tool = self.resolve(context.tool_name)
         denied = self.guard(context)
         return denied if denied is not None else await execute_call(tool, context.arguments,
@@ -406,15 +342,9 @@ class ToolScope:
         return shared
 
 
-# ---------------------------------------------------------------------------- prompt sections
-
-
 class PromptSections:
-    """Named prompt contributions with an order (lower first): system-prompt sections and
-    runtime-context contributions (:class:`turnfork.core.PromptSection` ``kind``).
-
-    ``sections``: the first contributions, added in order (as :meth:`add` would).
-    """
+    """Named prompt contributions with an order (lower first), of either
+    :class:`turnfork.core.PromptSection` ``kind``."""
 
     def __init__(self, sections: Iterable[PromptSection] = ()) -> None:
         self._sections: dict[str, PromptSection] = {section.name: section
@@ -426,7 +356,6 @@ class PromptSections:
         self._sections[name] = PromptSection(name=name, text=text, order=order, kind=kind)
 
     def add(self, section: PromptSection) -> None:
-        """Add or replace ``section`` (by its name)."""
         self._sections[section.name] = section
 
     def remove(self, name: str) -> None:
@@ -448,14 +377,13 @@ def _ranked(layers: Sequence[PromptSections],
 
 
 def runtime_context(*layers: PromptSections) -> tuple[PromptSection, ...]:
-    """The runtime-context contributions of ``layers`` (later ones override earlier ones by
-    name), sorted by order, empty texts dropped."""
+    """The layers' runtime-context contributions, as :func:`compose_system_prompt` ranks them."""
     return _ranked(layers, "context")
 
 
 def compose_system_prompt(*layers: PromptSections) -> str:
-    """Later layers override earlier ones by name; system-prompt sections sorted by order (ties
-    keep their first appearance), non-empty texts joined by blank lines.
+    """Later layers override earlier ones by name; sorted by order (ties keep their first
+    appearance), non-empty texts joined by blank lines.
 
     >>> host, agent = PromptSections(), PromptSections()
     >>> host.set("deployment:persona", "You are a helper.", order=0)

@@ -1,9 +1,5 @@
-"""The model seam: what the agent loop asks of a model, and what a model streams back.
-
-A model answers a :class:`ModelRequest` with DSH stream chunks ending in exactly one ``finish``;
-a provider failure is a final ``FinishError`` with a DSH failure code, not an exception.
-Cancellation is asyncio cancellation of the task iterating the stream.
-"""
+"""The model seam. A model answers a :class:`ModelRequest` with DSH stream chunks ending in
+exactly one ``finish``; a provider failure is a final ``FinishError``, not an exception."""
 
 from __future__ import annotations
 
@@ -29,5 +25,4 @@ class Model(Protocol):
     """Anything that can answer a request with a stream of DSH stream chunks."""
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
-        """Stream the chunks of one model call."""
         ...

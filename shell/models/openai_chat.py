@@ -1,16 +1,8 @@
-"""A model that talks to an OpenAI-compatible chat-completions endpoint.
+"""A model for an OpenAI-compatible chat-completions endpoint (contract: docs/api-shell-runtime.md).
 
-DeepSeek by default; OpenAI or a local server by ``base_url``. docs/api-shell-runtime.md gives
-the whole contract (keys, the request, the stream, every failure and its code). What the body
-and the events mean is the core's (``wire_seed.chat_request``, ``machine.chat_stream``); this
-module is the transport: the ``openai`` SDK (an optional extra, imported in a worker thread on
-the first call, so neither importing this module nor building a model loads it), the headers,
-and the body read as server-sent events under byte caps and a deadline. The SDK's own reader
-is not used: it has no size limit and cannot tell a truncated stream from a finished one.
-
-Without a key the SDK (which refuses to be built without one) gets :data:`KEYLESS_PLACEHOLDER`,
-and every request removes the ``Authorization`` header built from it: it never leaves the
-process. Cancellation propagates and closes the HTTP response.
+The body and the events are the core's (``wire_seed.chat_request``, ``machine.chat_stream``);
+this is the transport. The SDK's own reader is not used: it has no size limit and cannot tell a
+truncated stream from a finished one.
 """
 
 from __future__ import annotations
@@ -54,16 +46,12 @@ __all__ = ["DEEPSEEK_BASE_URL", "DEFAULT_MAX_EVENT_BYTES", "DEFAULT_MAX_RESPONSE
            "is_local_endpoint"]
 
 DEEPSEEK_BASE_URL: Final = "https://api.deepseek.com"
-#: The whole streamed body of one response. A 256k-token answer streamed one token per
-#: event is about 64 MiB of SSE; four times that is still a bound.
+#: A 256k-token answer streamed one token per event is about 64 MiB of SSE; four times that.
 DEFAULT_MAX_RESPONSE_BYTES: Final = 256 * 1024 * 1024
-#: One server-sent event (or one line of it): a whole tool call's arguments may come at once.
+#: A whole tool call's arguments may come in one event.
 DEFAULT_MAX_EVENT_BYTES: Final = 16 * 1024 * 1024
-#: What the SDK is built with when no key is sent; it never reaches the wire.
 KEYLESS_PLACEHOLDER: Final = "turnfork-keyless-placeholder-never-sent"
-#: Seconds one call may take from its request to its last byte: an hour, past the longest
-#: answer a model streams (64k reasoning tokens at 20 a second is under an hour), short of a
-#: stream that trickles forever.
+#: 64k reasoning tokens at 20 a second take under an hour.
 DEFAULT_STREAM_DEADLINE: Final = 3600.0
 
 _DRAIN_BYTES: Final = 64 * 1024
@@ -93,7 +81,7 @@ def _is_openai(base_url: str) -> bool:
 
 
 def is_local_endpoint(base_url: str) -> bool:
-    """Whether ``base_url`` is on this machine's loopback interface (then no key is needed).
+    """Whether ``base_url`` is on this machine's loopback interface (no key needed).
 
     >>> is_local_endpoint("http://127.0.0.1:11434/v1"), is_local_endpoint("http://localhost:8080/v1")
     (True, True)
@@ -142,8 +130,8 @@ def _resolve_key(base_url: str, api_key: str | None, environ: Mapping[str, str])
 
 def has_credentials(base_url: str = DEEPSEEK_BASE_URL, *, api_key: str | None = None,
                     environ: Mapping[str, str] | None = None) -> bool:
-    """Whether an :class:`OpenAIChatModel` for ``base_url`` can be built (a key, or none needed;
-    an explicit ``api_key``, ``""`` included, always counts).
+    """Whether an :class:`OpenAIChatModel` for ``base_url`` can be built (an explicit
+    ``api_key``, ``""`` included, always counts).
 
     >>> has_credentials(environ={"DEEPSEEK_API_KEY": "sk-1"})
     True
@@ -156,19 +144,9 @@ def has_credentials(base_url: str = DEEPSEEK_BASE_URL, *, api_key: str | None = 
 
 
 class OpenAIChatModel:
-    """Streams chat completions from an OpenAI-compatible endpoint as DSH stream chunks.
-
-    The arguments are documented in docs/api-shell-runtime.md. ``max_retries`` stays 0 by
-    default: the route's policy retries and logs each retry, while SDK retries are invisible
-    there and multiply its budget. A given ``client`` keeps its own key and redirect setting
-    (``sends_key`` is then ``True``: the client decides) and :meth:`aclose` leaves it open.
-
-    Raises:
-        MissingCredentialError: No client, no key, and the key's variable is unset.
-        ImportError: The ``openai`` package is not installed.
-        ValueError: A cap or deadline that is not positive, or a ``base_url`` that is not an
-            ``http://`` or ``https://`` URL.
-    """
+    """Streams chat completions as DSH stream chunks (arguments and errors:
+    docs/api-shell-runtime.md). ``max_retries`` stays 0: SDK retries are invisible to the
+    route's logged policy and multiply its budget. A given ``client`` decides its own key."""
 
     def __init__(self, model: str = "deepseek-chat", *, base_url: str = DEEPSEEK_BASE_URL,
                  api_key: str | None = None, provider_name: str = "deepseek",
@@ -215,8 +193,7 @@ class OpenAIChatModel:
         self._key = key
 
     def _build_client(self) -> tuple[openai.AsyncOpenAI, dict[str, Any]]:
-        """The SDK client and the headers every request carries; runs in a worker thread (the
-        SDK takes seconds to import)."""
+        """The SDK client and every request's headers; in a worker thread (a slow import)."""
         import openai  # noqa: PLC0415 - an optional extra, loaded on first use
 
         # A compressed event stream could inflate many-fold inside one read, before the caps
@@ -236,14 +213,12 @@ class OpenAIChatModel:
         return client, headers
 
     async def _ready_client(self) -> openai.AsyncOpenAI:
-        if self._client is not None:
-            return self._client
-        async with self._building:  # two first calls at once build one client
-            if self._client is None:
-                client, self._headers = await asyncio.to_thread(self._build_client)
-                self._client = client
-                return client
-            return self._client
+        if self._client is None:
+            async with self._building:  # two first calls at once build one client
+                if self._client is None:
+                    client, self._headers = await asyncio.to_thread(self._build_client)
+                    self._client = client
+        return self._client
 
     async def aclose(self) -> None:
         """Close the HTTP client this model created (not one it was given). Idempotent."""
@@ -258,7 +233,6 @@ class OpenAIChatModel:
         await self.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
-        """Stream one chat completion for ``request``."""
         options = chat_request_body(request, self.model)
         del options["stream"]  # passed as a literal: it picks the SDK's streaming overload
         try:
@@ -338,11 +312,11 @@ def _finish(failure: LlmFailure) -> FinishChunk:
 
 
 class _PastDeadline(Exception):
-    """The call ran past its ``stream_deadline``."""
+    pass
 
 
 class _NotAStream(Exception):
-    """The body is JSON, not server-sent events (the server ignored ``"stream": true``)."""
+    """The body is JSON: the server ignored ``"stream": true``."""
 
     def __init__(self, body: bytes) -> None:
         super().__init__("not an event stream")
@@ -350,7 +324,7 @@ class _NotAStream(Exception):
 
 
 async def _read(body: AsyncIterator[bytes], deadline: float | None) -> bytes | None:
-    """The next piece of the body (``None``: it ended), within the call's deadline."""
+    """The next piece of the body (``None``: it ended)."""
     bound = asyncio.timeout_at(deadline)
     try:
         async with bound:
@@ -402,23 +376,17 @@ async def _drain(body: AsyncIterator[bytes]) -> None:
 
 
 def chat_request_body(request: ModelRequest, model: str) -> dict[str, Any]:
-    """The body :class:`OpenAIChatModel` sends for ``request`` (pure: no SDK, no network; the
-    rules are ``wire_seed.chat_request``'s); ``model`` when the config names none."""
+    """The body :class:`OpenAIChatModel` sends for ``request`` (``wire_seed.chat_request``'s)."""
     return chat_request(request.config, request.system, request.tools, request.messages, model)
 
 
 class _TooLarge(Exception):
-    """The response broke one of the caps."""
+    pass
 
 
 class _EventReader:
-    """Server-sent events, framed as the spec says, within byte caps.
-
-    Memory stays within ``max_event_bytes`` plus one network read: a line is buffered only up
-    to the cap, and the whole body is counted as it arrives. An event's fields other than
-    ``data`` are not needed and are skipped; an event still open at EOF is dropped (the
-    caller sees no ``[DONE]``).
-    """
+    """Server-sent events' ``data``, in memory within ``max_event_bytes`` plus one read (a line
+    is buffered only up to the cap); an event still open at EOF is dropped (no ``[DONE]``)."""
 
     __slots__ = ("_data", "_event_bytes", "_line", "_max_event", "_max_total", "_started",
                  "_total")
@@ -433,7 +401,6 @@ class _EventReader:
         self._started = False
 
     def feed(self, data: bytes) -> list[str]:
-        """The ``data`` of every event ``data`` completes."""
         self._total += len(data)
         if self._total > self._max_total:
             raise _TooLarge(f"the provider's response exceeded {self._max_total} bytes "
@@ -487,8 +454,8 @@ class _EventReader:
 
 
 def _read_failure(err: Exception, http_response: Any) -> LlmFailure:
-    """A failure while the body streamed, by the error classes of the response's own HTTP
-    library (``httpx`` for the SDK's 1.x line, ``httpx2`` later)."""
+    """A failure while the body streamed, by the response's own HTTP library's error classes
+    (``httpx`` for the SDK's 1.x line, ``httpx2`` later)."""
     library = sys.modules.get(type(http_response).__module__.partition(".")[0])
     timeouts = getattr(library, "TimeoutException", TimeoutError)
     transport = getattr(library, "TransportError", OSError)

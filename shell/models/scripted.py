@@ -1,10 +1,6 @@
-"""ScriptedModel: the embedded, deterministic default model.
-
-Each call plays one script entry (a :class:`Reply`, or a callable from the request to one), as
-a provider adapter streams: ``block-start``, small deltas, ``block-end``, ``usage``, ``finish``,
-each chunk an await point so cancellation can land mid-stream. Running out of script finishes
-with ``SCRIPT_EXHAUSTED`` (never a hang).
-"""
+"""ScriptedModel: the embedded, deterministic default model (docs/api-shell-runtime.md). Each
+call streams one script entry as a provider adapter would, each chunk an await point so
+cancellation can land mid-stream."""
 
 from __future__ import annotations
 
@@ -64,10 +60,7 @@ def _usage(usage: TokenUsage | tuple[int, int] | None) -> TokenUsage | None:
 
 @dataclass(frozen=True)
 class Reply:
-    """One scripted model call (docs/api-shell-runtime.md lists the builders): a tool call with
-    an empty id gets ``call_<call number>_<block index>``; ``finish`` defaults to ``tool-calls``
-    after a tool call, else ``stop``; ``hangs`` leaves the last block open and waits for
-    cancellation."""
+    """One scripted model call (docs/api-shell-runtime.md lists the builders)."""
 
     blocks: tuple[ContentBlock, ...] = ()
     usage: TokenUsage | None = None
@@ -78,20 +71,17 @@ class Reply:
     @staticmethod
     def text(text: str, *, reasoning: str | None = None,
              usage: TokenUsage | tuple[int, int] | None = None) -> Reply:
-        """A text answer, optionally after a reasoning block."""
         return Reply(blocks=(*_reasoning(reasoning), TextBlock(text=text)), usage=_usage(usage))
 
     @staticmethod
     def tool_call(name: str, args: Mapping[str, Any] | str, *, call_id: str = "",
                   text: str | None = None,
                   usage: TokenUsage | tuple[int, int] | None = None) -> Reply:
-        """One tool call, optionally after some text."""
         return Reply.tool_calls([(name, args, call_id)], text=text, usage=usage)
 
     @staticmethod
     def tool_calls(calls: Iterable[ToolCallSpec], *, text: str | None = None,
                    usage: TokenUsage | tuple[int, int] | None = None) -> Reply:
-        """Several tool calls in one message (the loop may run them in parallel)."""
         blocks: list[ContentBlock] = [] if text is None else [TextBlock(text=text)]
         for spec in calls:
             call_id = spec[2] if len(spec) == 3 else ""
@@ -101,20 +91,17 @@ class Reply:
     @staticmethod
     def max_tokens(text: str = "", *, tool_calls: Iterable[ToolCallSpec] = (),
                    usage: TokenUsage | tuple[int, int] | None = None) -> Reply:
-        """A call cut off by the token limit (its tool calls are dropped by the loop)."""
         reply = Reply.tool_calls(tool_calls, text=text or None, usage=usage)
         return replace(reply, finish=FinishMaxTokens())
 
     @staticmethod
     def error(code: str, message: str, *, text: str | None = None) -> Reply:
-        """A call that fails (finish ``error`` with an ``LlmFailure``)."""
         blocks = () if text is None else (TextBlock(text=text),)
         return Reply(blocks=blocks,
                      finish=FinishError(failure=LlmFailure(message=message, code=code)))
 
     @staticmethod
     def hang(text: str = "", *, reasoning: str | None = None) -> Reply:
-        """Stream ``text`` (if any) without closing its block, then block until cancelled."""
         return Reply(blocks=(*_reasoning(reasoning), *((TextBlock(text=text),) if text else ())),
                      hangs=True)
 
@@ -171,32 +158,23 @@ def _with_call_id(block: ContentBlock, call_id: str) -> ContentBlock:
 
 
 class ScriptedModel:
-    """A deterministic model that plays a script, one entry per call.
-
-    ``requests`` records every request received, in order. It keeps references, not copies:
-    a request's ``messages`` is a view of its session's history, so a record costs O(1) per
-    call whatever the history's length. ``record_requests=False`` keeps no record (only
-    ``last_request``): the choice for one model serving many short-lived agents, such as fork
-    children, whose messages a record would keep alive after they are disposed. ``calls``
-    counts the calls either way.
-    """
+    """A deterministic model that plays a script, one entry per call. ``requests`` keeps
+    references (O(1) per call); ``record_requests=False`` keeps none, so that disposed fork
+    children's messages are not kept alive."""
 
     def __init__(self, script: Iterable[ScriptEntry] = (), *,
                  record_requests: bool = True) -> None:
         self.script: list[ScriptEntry] = list(script)
         self.record_requests = record_requests
         self.requests: list[ModelRequest] = []
-        #: The latest request received (``None`` before the first call).
         self.last_request: ModelRequest | None = None
         self._calls = 0
 
     def add(self, *entries: ScriptEntry) -> None:
-        """Append entries to the script."""
         self.script.extend(entries)
 
     @property
     def calls(self) -> int:
-        """How many calls the model has received."""
         return self._calls
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
