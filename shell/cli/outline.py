@@ -15,6 +15,9 @@ Rules of the outline:
 
 * Turns are trees (steps, then items in log order); between-turn events are single items.
   Each turn also carries its figures (steps, tool calls, the user's prompt) for a summary.
+* Turns and steps open and close where the core's turn grammar says. A boundary that cannot
+  stand where the walk is closes what is open deeper first, or is an error item of its own
+  when a level it needs is not open: the walk reads on past the first broken rule.
 * Chunks are never listed: they are counted and the count is put on the assistant message they
   streamed (or on one summary item when no message followed, e.g. a failed model call).
 * A tool call carries its result as a child; a call still waiting for one says so.
@@ -41,6 +44,11 @@ import msgspec
 from msgspec import UnsetType
 
 from ...core import (
+    PHASE_CHANGES,
+    STEP_END,
+    STEP_START,
+    TURN_END,
+    TURN_START,
     ApprovalPolicyEvent,
     AssistantChunkEvent,
     AssistantMessageEvent,
@@ -56,6 +64,7 @@ from ...core import (
     LlmRetryEvent,
     LlmRetryStartedEvent,
     OpaqueEvent,
+    Phase,
     ReasoningBlock,
     RequestHeaderEvent,
     SandboxModeEvent,
@@ -81,7 +90,9 @@ from ...core import (
     TurnStartEvent,
     UserMessageEvent,
     Violation,
+    closing_walk,
     event_type,
+    phase_of,
 )
 from ..logfile import LoadedLog, LogChunk
 from .assess import Assessment
@@ -728,29 +739,47 @@ class OutlineBuilder:
             if self._items_here():
                 self.add(_other_item(event))
 
+    def _phase(self) -> Phase:
+        """Where the walk stands in the turn grammar: the turn and step it has open."""
+        return phase_of(None if self.turn is None else self.turn.turn,
+                        None if self.step is None else self.step.step)
+
+    def _cross(self, kind: str) -> bool:
+        """Bring the walk to where the turn grammar lets a boundary of type ``kind`` stand
+        (:data:`_CLOSINGS`); ``False``: a level it needs is not open, and the walk stays as it
+        is. A turn closed on the way never ended."""
+        closings = _CLOSINGS[self._phase(), kind]
+        if closings is None:
+            return False
+        for closing in closings:
+            if closing == TURN_END and self.turn is not None:
+                self.turn.reason, self.turn.reason_ok = "never ended", False
+                self._close_turn()
+            else:
+                self.close_step()
+        return True
+
     def _turn_start(self, event: TurnStartEvent) -> None:
-        self.close_step()
-        if self.turn is not None:  # a second turn/start: the earlier turn never ended
-            self.turn.reason, self.turn.reason_ok = "never ended", False
-            self._close_turn()
+        self.flush_chunks()
+        self._cross(TURN_START)
         in_flight = self.known_cut is not None and self.position >= self.known_cut
         self.turn = TurnNode(turn=event.data.turn, start_seq=event.seq, in_flight=in_flight)
 
     def _turn_end(self, event: TurnEndEvent) -> None:
-        self.close_step()
+        self.flush_chunks()
         words, ok = _reason_words(event.data.reason)
-        if self.turn is None:
+        if self._cross(TURN_END) and self.turn is not None:
+            self.turn.end_seq, self.turn.reason, self.turn.reason_ok = event.seq, words, ok
+            self._close_turn()
+        else:
             self.add(Item(seq=event.seq, kind="structure", error=True,
                           text=f"turn/end for turn {event.data.turn} ({words}) with no open "
                                "turn"))
-        else:
-            self.turn.end_seq, self.turn.reason, self.turn.reason_ok = event.seq, words, ok
-            self._close_turn()
         self._cut_after(self.position, self.position)
 
     def _step_start(self, event: StepStartEvent) -> None:
-        self.close_step()
-        if self.turn is None:
+        self.flush_chunks()
+        if not self._cross(STEP_START) or self.turn is None:
             self.add(Item(seq=event.seq, kind="structure", error=True,
                           text=f"step/start for turn {event.data.turn} step {event.data.step} "
                                "outside a turn"))
@@ -761,7 +790,7 @@ class OutlineBuilder:
         self.turn.steps += 1
 
     def _step_end(self, event: StepEndEvent) -> None:
-        if self.step is None:
+        if not self._cross(STEP_END) or self.step is None:
             if self._items_here():
                 self.add(Item(seq=event.seq, kind="structure", error=True,
                               text=f"step/end for turn {event.data.turn} step "
@@ -900,6 +929,19 @@ def which_turns(what: str, numbers: tuple[int, int] | None, *, distinct: bool) -
     low, high = numbers
     return f"the {what} has turns {low}..{high}" if distinct else (
         f"the {what} has turn {low} only")
+
+
+def _closings(phase: Phase, needs: Phase) -> tuple[str, ...] | None:
+    walk, rest = closing_walk(phase), closing_walk(needs)
+    return None if len(walk) < len(rest) else walk[:len(walk) - len(rest)]
+
+
+#: For a boundary met in a phase, the boundaries that first close what is open deeper than it
+#: needs (the log breaks a rule there, which its violation item names), along the grammar's
+#: walk back to idle, whose length is a phase's depth; ``None``: a level it needs is not open.
+_CLOSINGS: dict[tuple[Phase, str], tuple[str, ...] | None] = {
+    (phase, kind): _closings(phase, needs)
+    for phase in Phase for kind, (needs, _) in PHASE_CHANGES.items()}
 
 
 #: The events that shape the outline (turns, steps, messages, calls and results): each
