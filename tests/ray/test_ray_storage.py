@@ -7,6 +7,7 @@ runs until someone listed them; a disposed parent's seed stayed until the next f
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import weakref
 from typing import Any
@@ -16,7 +17,6 @@ import pytest
 pytest.importorskip("ray.actor", reason="the Ray tests need the ray extra")
 
 from _ray_host import close, contract_host, one_turn, run, text
-from test_ray_cancel import until
 
 from turnfork.core import final_assistant_output
 from turnfork.shell import SubagentTool
@@ -28,6 +28,29 @@ def held_objects() -> int:
 
     counts = ray._private.worker.global_worker.core_worker.get_all_reference_counts()
     return sum(1 for count in counts.values() if count["local"] or count["submitted"])
+
+
+async def settled_references(expected: int | None = None, timeout: float = 20.0) -> int:
+    """The number of stored objects this process references once it stops changing (or, given
+    `expected`, once it is that). Every reading collects garbage first: a reference let go by a
+    control call answered after the last collection can sit in a reference cycle, and nothing
+    else collects while this only sleeps."""
+    readings: list[int] = []
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                gc.collect()
+                readings.append(held_objects())
+                if expected is None and readings[-10:] == [readings[-1]] * 10:
+                    return readings[-1]
+                if readings[-1] == expected:
+                    return expected
+                await asyncio.sleep(0.05)
+    except TimeoutError:
+        raise AssertionError(
+            f"after {timeout:g} s this process still references {readings[-1]} stored "
+            f"objects, not {expected} (readings, oldest first: {readings[:5]} … "
+            f"{readings[-5:]})") from None
 
 
 def test_delegating_every_turn_keeps_one_seed_and_no_disposed_run(pool: Any) -> None:
@@ -42,8 +65,7 @@ def test_delegating_every_turn_keeps_one_seed_and_no_disposed_run(pool: Any) -> 
         provider = host.subagents.get_provider("ray-fork")
         await one_turn(parent, "say warm")
         await pool.wait_ready()
-        gc.collect()
-        before = held_objects()
+        before = await settled_references()
         stored = pool.seeds_stored
         runs: list[weakref.ref[Any]] = []
         children: list[weakref.ref[Any]] = []
@@ -61,15 +83,14 @@ def test_delegating_every_turn_keeps_one_seed_and_no_disposed_run(pool: Any) -> 
         assert provider.seeds_held() == 1
         # The latest fork point's seed, nothing per child (once the last control calls, in
         # flight a moment longer, are answered).
-        await until(lambda: held_objects() == before + 1)
+        await settled_references(before + 1)
         assert [ref() for ref in runs] == [None] * 8
         assert [ref() for ref in children] == [None] * 8
         assert host.subagents.runs() == ()
 
         await parent.dispose()
         assert provider.seeds_held() == 0  # at once, not at the provider's next fork
-        gc.collect()
-        await until(lambda: held_objects() == before)
+        await settled_references(before)
         await close(host)
 
-    run(main)
+    run(main, timeout=120.0)
