@@ -12,7 +12,8 @@ Rules:
 * A call inside the core that must not pay for a check (a per-event path, a table built at
   import, a hypothesis draw, where beartype's sampling of containers would touch the global
   random module) calls :func:`plain` of the function: the function as written, statically
-  checked by mypy --strict.
+  checked by mypy --strict. A module binds the plain forms of the functions it calls once, with
+  :func:`plain_forms`.
 * The wrapper keeps the function's module, name, signature and docstring
   (``functools.wraps``), so doctest and ``inspect`` still see the original.
 """
@@ -22,15 +23,16 @@ from __future__ import annotations
 import functools
 import types
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, TypeVarTuple, cast
 
 from beartype import BeartypeConf, beartype
 
-__all__ = ["checked", "unchecked", "plain"]
+__all__ = ["checked", "unchecked", "plain", "plain_forms"]
 
 _CONF = BeartypeConf(warning_cls_on_decorator_exception=None)
 _T = TypeVar("_T")
 _F = TypeVar("_F", bound=Callable[..., Any])
+_Fs = TypeVarTuple("_Fs")
 
 _UNCHECKED = "__turnfork_unchecked__"
 _CHECKED = "__turnfork_checked__"
@@ -64,3 +66,8 @@ def plain(function: _F) -> _F:
     if getattr(function, _CHECKED, False):
         return cast(_F, function.__wrapped__)  # type: ignore[attr-defined]
     return function
+
+
+def plain_forms(*functions: *_Fs) -> tuple[*_Fs]:
+    """Each of ``functions`` without its run-time check, in order (:func:`plain` of each)."""
+    return cast("tuple[*_Fs]", tuple(plain(cast(Callable[..., Any], f)) for f in functions))

@@ -37,7 +37,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 from returns.result import Failure, Result, Success
 
-from .._checking import checked, plain
+from .._checking import checked, plain_forms
 from ..log import (
     SESSION_FORMAT_VERSION,
     SUBAGENT_DESCRIPTOR_VERSION,
@@ -67,13 +67,10 @@ from .request import (
 from .structured import StructuredOutputContract, structured_output_contract, validate_output_schema
 
 # Calls into sibling modules get values this module's checked entry points took in: plain.
-_validate_max_depth = plain(validate_max_depth)
-_resolve_child_depth = plain(resolve_child_depth)
-_check_capabilities = plain(check_capabilities)
-_validate_output_schema = plain(validate_output_schema)
-_completed_turn_prefix = plain(completed_turn_prefix)
-_validate_tool_filter = plain(validate_tool_filter)
-_structured_output_contract = plain(structured_output_contract)
+(_validate_max_depth, _resolve_child_depth, _check_capabilities, _validate_output_schema,
+ _completed_turn_prefix, _validate_tool_filter, _structured_output_contract) = plain_forms(
+    validate_max_depth, resolve_child_depth, check_capabilities, validate_output_schema,
+    completed_turn_prefix, validate_tool_filter, structured_output_contract)
 
 __all__ = [
     "CheckedRequest",
@@ -376,9 +373,7 @@ _DELEGATION_CONTEXT = (DELEGATION_SECTION,)
 
 # This module's entry points call its other public functions with values they took in (or
 # derived from them): plain, so a start is checked once, at the entry point it came in by.
-_check_request = plain(check_request)
-_child_header = plain(child_header)
-_resolve_child_options = plain(resolve_child_options)
-_delegated_policy = plain(delegated_policy)
-_one_shot_descriptor = plain(one_shot_descriptor)
-_fork_seed = plain(fork_seed)
+(_check_request, _child_header, _resolve_child_options, _delegated_policy,
+ _one_shot_descriptor, _fork_seed) = plain_forms(
+    check_request, child_header, resolve_child_options, delegated_policy, one_shot_descriptor,
+    fork_seed)

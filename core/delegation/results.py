@@ -26,7 +26,7 @@ from typing import Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
-from .._checking import checked
+from .._checking import checked, plain_forms
 from ..log import (
     AssistantChunkEvent,
     AssistantMessageEvent,
@@ -348,6 +348,5 @@ def bound_diagnostic(diagnostic: str) -> str:
 
 
 # The plain functions, for the calls inside this module (the public names are run-time checked).
-_final_output = final_assistant_output
-_output_text = output_text
-_stop_reason_for = stop_reason_for
+_final_output, _output_text, _stop_reason_for = plain_forms(
+    final_assistant_output, output_text, stop_reason_for)

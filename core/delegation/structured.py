@@ -27,7 +27,7 @@ import msgspec
 from msgspec import Raw
 from returns.result import Failure, Result, Success
 
-from .._checking import checked, plain
+from .._checking import checked, plain_forms
 from .._json import MAX_JSON_DEPTH, exceeds_depth
 from ..log import ToolErrorInfo, ToolSchema
 from .arguments import parse_tool_arguments
@@ -36,9 +36,8 @@ from .request import UNSUPPORTED_SCHEMA, PromptSection, StartError
 from .schema_subset import SupportedSchema, check_object_schema, value_violations
 
 # Calls into sibling modules get values this module's checked entry points took in: plain.
-_check_object_schema = plain(check_object_schema)
-_parse_tool_arguments = plain(parse_tool_arguments)
-_value_violations = plain(value_violations)
+(_check_object_schema, _parse_tool_arguments, _value_violations) = plain_forms(
+    check_object_schema, parse_tool_arguments, value_violations)
 
 __all__ = [
     "STRUCTURED_OUTPUT_TOOL_NAME",

@@ -30,7 +30,7 @@ import msgspec
 from msgspec import UNSET
 from returns.result import Failure, Result, Success
 
-from .._checking import checked, plain
+from .._checking import checked, plain, plain_forms
 from ..log import (
     BlockEnd,
     BlockStart,
@@ -59,8 +59,7 @@ TRUNCATED_STREAM_TEXT: Final = "SSE stream ended without [DONE]"
 _EMPTY: Final = "model returned a completed response with no content"
 _MAX_SAFE_INT: Final = 2**53 - 1
 _Count = Annotated[int, msgspec.Meta(ge=0, le=_MAX_SAFE_INT)]
-_assemble = plain(assemble_chunk)
-_assembled = plain(assembled_blocks)
+_assemble_chunk, _assembled_blocks = plain_forms(assemble_chunk, assembled_blocks)
 
 
 class _Function(msgspec.Struct, frozen=True):
@@ -204,11 +203,11 @@ def _feed(stream: ChatStream, chunk: _Chunk) -> tuple[ChatStream, tuple[StreamCh
             finish = choice.finish_reason
     assembly = stream.assembly
     for item in out:
-        assembly = _assemble(assembly, 0, item)
+        assembly = _assemble_chunk(assembly, 0, item)
     for _, index, call_id in calls[len(stream.calls):]:
         # The id of a call that never streams a delta, for its block-end.
-        assembly = _assemble(assembly, 0, ToolCallDelta(index=index, id=call_id,
-                                                        arguments_delta=""))
+        assembly = _assemble_chunk(assembly, 0, ToolCallDelta(index=index, id=call_id,
+                                                              arguments_delta=""))
     return msgspec.structs.replace(stream, assembly=assembly, blocks=blocks,
                                    reasoning=reasoning, text=text, calls=tuple(calls),
                                    usage=usage, finish_reason=finish), tuple(out)
@@ -224,7 +223,7 @@ def _named(assembly: StreamAssembly, pending: list[StreamChunk], index: int) -> 
 @checked
 def chat_stream_end(stream: ChatStream) -> tuple[StreamChunk, ...]:
     """What ``[DONE]`` streams: every block-end, the usage, then the finish."""
-    blocks, _ = _assembled(stream.assembly)
+    blocks, _ = _assembled_blocks(stream.assembly)
     out: list[StreamChunk] = [BlockEnd(index=p.index, block=b)
                               for p, b in zip(stream.assembly.partials, blocks, strict=True)]
     if stream.usage is not None:

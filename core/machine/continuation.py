@@ -41,7 +41,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 from returns.result import Failure, Result, Success
 
-from .._checking import checked, plain
+from .._checking import checked, plain_forms
 from ..delegation import (
     DELEGATION_SECTION,
     PERSONA_SECTION_NAME,
@@ -89,14 +89,10 @@ from ..log import (
 )
 
 # Calls into sibling modules get values this module's checked entry points took in: plain.
-_resolve_child_depth = plain(resolve_child_depth)
-_resolve_child_options = plain(resolve_child_options)
-_fold_subagent_descriptor = plain(fold_subagent_descriptor)
-_identity_descriptor = plain(identity_descriptor)
-_validate_tool_filter = plain(validate_tool_filter)
-_advance = plain(advance)
-_child_header = plain(child_header)
-_delegated_policy = plain(delegated_policy)
+(_resolve_child_depth, _resolve_child_options, _fold_subagent_descriptor, _identity_descriptor,
+ _validate_tool_filter, _advance, _child_header, _delegated_policy) = plain_forms(
+    resolve_child_depth, resolve_child_options, fold_subagent_descriptor, identity_descriptor,
+    validate_tool_filter, advance, child_header, delegated_policy)
 
 __all__ = [
     "CONTINUATION_UNAVAILABLE",

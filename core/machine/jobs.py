@@ -23,15 +23,14 @@ from typing import Literal, TypeAlias
 import msgspec
 from msgspec import UnsetType
 
-from .._checking import checked, plain
+from .._checking import checked, plain_forms
 from ..delegation import PromptSection, SubagentResult, output_text
 from ..log import MessageSource, TextBlock, ToolSchema, UserMessage
 from .continuation import bound_summary
 from .control import object_tool_schema
 
 # Calls into sibling modules get values this module's checked entry points took in: plain.
-_object_tool_schema = plain(object_tool_schema)
-_bound_summary = plain(bound_summary)
+_object_tool_schema, _bound_summary = plain_forms(object_tool_schema, bound_summary)
 
 __all__ = [
     "JobStatus",

@@ -65,7 +65,7 @@ from typing import Literal, TypeAlias
 import msgspec
 from msgspec import UNSET
 
-from .._checking import checked, plain, unchecked
+from .._checking import checked, plain_forms, unchecked
 from ..delegation import PromptSection, ToolOutcome
 from ..log import (
     EMPTY_TRACE,
@@ -134,15 +134,10 @@ from .assembly import (
 from .prompt import context_message
 
 # What feed (checked) calls per chunk and per step gets values it built: the plain forms.
-_assemble_chunk = plain(assemble_chunk)
-_assembled_blocks = plain(assembled_blocks)
-_interrupted_blocks = plain(interrupted_blocks)
-_context_message = plain(context_message)
-_closing_events = plain(closing_events)
-_request_context_event = plain(request_context_event)
-_title_event = plain(title_event)
-_trace_log = plain(trace_log)
-_schedule_retry = plain(schedule_retry)
+(_assemble_chunk, _assembled_blocks, _interrupted_blocks, _context_message, _closing_events,
+ _request_context_event, _title_event, _trace_log, _schedule_retry) = plain_forms(
+    assemble_chunk, assembled_blocks, interrupted_blocks, context_message, closing_events,
+    request_context_event, title_event, trace_log, schedule_retry)
 
 __all__ = [
     # inputs
