@@ -79,13 +79,11 @@ from ...core import (
     ToolResultBlock,
     ToolResultEvent,
     TurnAborted,
-    TurnBlocked,
     TurnCompleted,
     TurnEndEvent,
     TurnEndReason,
     TurnError,
     TurnInterrupted,
-    TurnMaxTokens,
     TurnStartEvent,
     UserMessageEvent,
     Violation,
@@ -358,8 +356,8 @@ def _quoted(text: str, limit: int = _TEXT_LIMIT) -> str:
 
 
 def _reason_words(reason: TurnEndReason) -> tuple[str, bool]:
-    if isinstance(reason, TurnCompleted):
-        return "completed", True
+    """How a turn ended, in words (its kind, and what an abort, an error or a repair adds),
+    and whether it completed."""
     if isinstance(reason, TurnAborted):
         cause = reason.reason
         kind = str(type(cause).__struct_config__.tag)
@@ -368,13 +366,9 @@ def _reason_words(reason: TurnEndReason) -> tuple[str, bool]:
         return f"aborted ({kind})", False
     if isinstance(reason, TurnError):
         return f"error {reason.error.code}: {shorten(reason.error.message, 60)}", False
-    if isinstance(reason, TurnMaxTokens):
-        return "max-tokens", False
-    if isinstance(reason, TurnBlocked):
-        return "blocked", False
     if isinstance(reason, TurnInterrupted):
         return "interrupted (crash repair)", False
-    return str(type(reason).__struct_config__.tag), False  # pragma: no cover - closed union
+    return str(type(reason).__struct_config__.tag), isinstance(reason, TurnCompleted)
 
 
 def _finish_words(chunk: FinishChunk) -> str | None:
