@@ -235,11 +235,11 @@ def closings_before(phase: Phase, boundary: str) -> tuple[str, ...] | None:
     return _CLOSINGS_BEFORE[phase, boundary]
 
 
-#: The level a boundary opens from each phase that has one, named as its type is (a boundary
-#: that needs the phase and leaves a deeper one, whose walk back to idle is longer).
+#: The level a boundary opens from each phase that has one, named as its type is: the boundary
+#: that needs the phase and is not on its walk back to idle.
 _OPENED_FROM: Mapping[Phase, str] = MappingProxyType({
-    needs: boundary.partition("/")[0] for boundary, (needs, leaves) in PHASE_CHANGES.items()
-    if len(_CLOSING_WALKS[leaves]) > len(_CLOSING_WALKS[needs])})
+    needs: boundary.partition("/")[0] for boundary, (needs, _) in PHASE_CHANGES.items()
+    if boundary not in _CLOSING_WALKS[needs]})
 
 
 @checked
