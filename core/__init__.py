@@ -281,6 +281,7 @@ from .log import close_open_turn as close_open_turn
 from .log import closing_events as closing_events
 from .log import closing_room as closing_room
 from .log import closing_walk as closing_walk
+from .log import closings_before as closings_before
 from .log import completed_turn_cut as completed_turn_cut
 from .log import completed_turn_prefix as completed_turn_prefix
 from .log import counted_events as counted_events
@@ -313,6 +314,7 @@ from .log import is_projected as is_projected
 from .log import line_too_long_error as line_too_long_error
 from .log import long_line_error as long_line_error
 from .log import model_history as model_history
+from .log import opened_from as opened_from
 from .log import parse_subagent_descriptor as parse_subagent_descriptor
 from .log import part_refusal as part_refusal
 from .log import phase_after as phase_after

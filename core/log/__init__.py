@@ -198,6 +198,8 @@ from .grammar import TURN_START as TURN_START
 from .grammar import Phase as Phase
 from .grammar import allowed_phases as allowed_phases
 from .grammar import closing_walk as closing_walk
+from .grammar import closings_before as closings_before
+from .grammar import opened_from as opened_from
 from .grammar import phase_after as phase_after
 from .grammar import phase_of as phase_of
 from .history import EMPTY_HISTORY as EMPTY_HISTORY

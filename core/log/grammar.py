@@ -17,7 +17,10 @@ Rules of this module (wire-format §1.1, §6.1, §6.4):
   block of its ``assistant/message`` or by a ``tool/call``) is *pending* until its
   ``tool/result``, and a step cannot end while a call is pending.
 * Closing an open turn is walking to :attr:`Phase.IDLE` along :data:`PHASE_CHANGES`
-  (:func:`closing_walk`), after answering every pending call.
+  (:func:`closing_walk`), after answering every pending call. A phase nests as deep as its
+  walk is long; a turn or step boundary met deeper than it needs finds the levels that walk
+  closes first still open (:func:`closings_before`), and one met shallower finds a level it
+  needs not open (:func:`opened_from` names the level a boundary opens from a phase).
 * :data:`STEP_ORDER` is the order DSH's agent loop writes inside a step. The validator does not
   require it (DSH's reader accepts other orders); the loop writes it and the generator draws it.
 
@@ -48,6 +51,8 @@ __all__ = [
     "phase_after",
     "allowed_phases",
     "closing_walk",
+    "closings_before",
+    "opened_from",
 ]
 
 
@@ -197,3 +202,51 @@ def closing_walk(phase: Phase) -> tuple[str, ...]:
     ()
     """
     return _CLOSING_WALKS[phase]
+
+
+def _closings(phase: Phase, needs: Phase) -> tuple[str, ...] | None:
+    # The part of the walk back to idle from ``phase`` that reaches ``needs``.
+    walk, reached = _CLOSING_WALKS[phase], phase
+    for taken, event_type in enumerate(walk):
+        if reached is needs:
+            return walk[:taken]
+        reached = PHASE_CHANGES[event_type][1]
+    return walk if reached is needs else None
+
+
+_CLOSINGS_BEFORE: Mapping[tuple[Phase, str], tuple[str, ...] | None] = MappingProxyType({
+    (phase, boundary): _closings(phase, needs)
+    for phase in Phase for boundary, (needs, _) in PHASE_CHANGES.items()})
+
+
+@checked
+def closings_before(phase: Phase, boundary: str) -> tuple[str, ...] | None:
+    """For a turn or step boundary (a type of :data:`PHASE_CHANGES`) met in ``phase``: the
+    boundaries that first close what is open deeper than the phase it needs, in order (the
+    start of the closing walk); ``()`` where it stands; ``None``: a level it needs is not open.
+
+    >>> closings_before(Phase.STEP, "turn/start")
+    ('step/end', 'turn/end')
+    >>> closings_before(Phase.TURN, "turn/end")
+    ()
+    >>> closings_before(Phase.IDLE, "step/start") is None
+    True
+    """
+    return _CLOSINGS_BEFORE[phase, boundary]
+
+
+#: The level a boundary opens from each phase that has one, named as its type is: the boundary
+#: that needs the phase and is not on its walk back to idle.
+_OPENED_FROM: Mapping[Phase, str] = MappingProxyType({
+    needs: boundary.partition("/")[0] for boundary, (needs, _) in PHASE_CHANGES.items()
+    if boundary not in _CLOSING_WALKS[needs]})
+
+
+@checked
+def opened_from(phase: Phase) -> str | None:
+    """The level a boundary opens from ``phase``; ``None`` where none opens (inside a step).
+
+    >>> opened_from(Phase.IDLE), opened_from(Phase.TURN), opened_from(Phase.STEP)
+    ('turn', 'step', None)
+    """
+    return _OPENED_FROM.get(phase)

@@ -77,6 +77,8 @@ from .grammar import (
     TURN_END,
     TURN_START,
     Phase,
+    closings_before,
+    opened_from,
     phase_after,
     phase_of,
 )
@@ -86,31 +88,9 @@ _phase_after = plain(phase_after)
 _phase_of = plain(phase_of)
 #: The phase each phase-changing event leaves the log in, as the grammar table says.
 _LEAVES: Final[dict[str, Phase]] = {kind: leaves for kind, (_, leaves) in PHASE_CHANGES.items()}
-
-
-def _nesting() -> tuple[dict[Phase, int], dict[Phase, str]]:
-    """How deeply each phase nests, and for each phase a boundary opens a level from, that
-    level's name: a breadth-first walk of the grammar's boundaries from IDLE, where the
-    boundary that reaches a phase first opens it (``turn/start`` a turn from IDLE,
-    ``step/start`` a step from a turn)."""
-    depth = {Phase.IDLE: 0}
-    opened: dict[Phase, str] = {}
-    frontier = [Phase.IDLE]
-    while frontier:
-        following = []
-        for phase in frontier:
-            for kind, (needs, leaves) in PHASE_CHANGES.items():
-                if needs is phase and leaves not in depth:
-                    depth[leaves] = depth[phase] + 1
-                    opened[phase] = kind.partition("/")[0]
-                    following.append(leaves)
-        frontier = following
-    return depth, opened
-
-
-#: Each phase's depth (IDLE 0), and the level a boundary opens from a phase (IDLE: a turn;
-#: TURN: a step): a boundary that needs a phase, met deeper, finds that level still open.
-_DEPTH, _OPENS_FROM = _nesting()
+# Read only to word a violation.
+_closings_before = plain(closings_before)
+_opened_from = plain(opened_from)
 _is_context_snapshot = plain(is_context_snapshot)
 #: How a fold writes a field of the Trace it is filling in (:class:`_Tracer`).
 _set = force_setattr
@@ -352,7 +332,7 @@ class _Tracer:
         trace, phase = self.trace, self.phase
         at = (Phase.IDLE.value if phase is Phase.IDLE else f"turn {trace.open_turn}"
               if phase is Phase.TURN else f"turn {trace.open_turn} step {trace.open_step}")
-        opens = _OPENS_FROM.get(phase)
+        opens = _opened_from(phase)
         return at if opens is None else f"{at} (no {opens} open)"
 
     def _in_step(self, seq: int, kind: str, turn: int, step: int) -> Violation | None:
@@ -462,8 +442,9 @@ class _Tracer:
             subject = (f"turn {data.turn} step {data.step}" if isinstance(data, StepData)
                        else f"turn {data.turn}")
             needs = change[0]
-            if _DEPTH[self.phase] > _DEPTH[needs]:
-                level = _OPENS_FROM[needs]
+            if _closings_before(self.phase, kind):
+                level = _opened_from(needs)
+                assert level is not None  # something is open deeper than ``needs``
                 number = self.trace.open_turn if level == "turn" else self.trace.open_step
                 return Violation(seq=seq, rule=level,
                                  problem=f"{kind} for {subject} while {level} {number} is "
@@ -471,7 +452,7 @@ class _Tracer:
             if kind == TURN_END:
                 return Violation(seq=seq, rule="turn",
                                  problem=f"{kind} for {subject} but no "
-                                         f"{_OPENS_FROM[self.phase]} is open")
+                                         f"{_opened_from(self.phase)} is open")
             assert isinstance(data, StepData)
             if kind == STEP_START:
                 return self._turn_not_open(seq, data.turn, data.step)
@@ -480,7 +461,7 @@ class _Tracer:
             return self._outside_step(seq, kind, event.data.turn, event.data.step)
         # A confined type: it needs the level that opens from here (the grammar's
         # confinements only ever ask for more nesting).
-        level = _OPENS_FROM[self.phase]
+        level = _opened_from(self.phase)
         if self.phase is not Phase.IDLE:
             return Violation(seq=seq, rule="enclosure",
                              problem=f"{kind} must be inside a {level}; the log is "

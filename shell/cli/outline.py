@@ -44,7 +44,6 @@ import msgspec
 from msgspec import UnsetType
 
 from ...core import (
-    PHASE_CHANGES,
     STEP_END,
     STEP_START,
     TURN_END,
@@ -80,17 +79,15 @@ from ...core import (
     ToolResultBlock,
     ToolResultEvent,
     TurnAborted,
-    TurnBlocked,
     TurnCompleted,
     TurnEndEvent,
     TurnEndReason,
     TurnError,
     TurnInterrupted,
-    TurnMaxTokens,
     TurnStartEvent,
     UserMessageEvent,
     Violation,
-    closing_walk,
+    closings_before,
     event_type,
     phase_of,
 )
@@ -359,8 +356,8 @@ def _quoted(text: str, limit: int = _TEXT_LIMIT) -> str:
 
 
 def _reason_words(reason: TurnEndReason) -> tuple[str, bool]:
-    if isinstance(reason, TurnCompleted):
-        return "completed", True
+    """How a turn ended, in words (its kind, and what an abort, an error or a repair adds),
+    and whether it completed."""
     if isinstance(reason, TurnAborted):
         cause = reason.reason
         kind = str(type(cause).__struct_config__.tag)
@@ -369,13 +366,9 @@ def _reason_words(reason: TurnEndReason) -> tuple[str, bool]:
         return f"aborted ({kind})", False
     if isinstance(reason, TurnError):
         return f"error {reason.error.code}: {shorten(reason.error.message, 60)}", False
-    if isinstance(reason, TurnMaxTokens):
-        return "max-tokens", False
-    if isinstance(reason, TurnBlocked):
-        return "blocked", False
     if isinstance(reason, TurnInterrupted):
         return "interrupted (crash repair)", False
-    return str(type(reason).__struct_config__.tag), False  # pragma: no cover - closed union
+    return str(type(reason).__struct_config__.tag), isinstance(reason, TurnCompleted)
 
 
 def _finish_words(chunk: FinishChunk) -> str | None:
@@ -746,9 +739,9 @@ class OutlineBuilder:
 
     def _cross(self, kind: str) -> bool:
         """Bring the walk to where the turn grammar lets a boundary of type ``kind`` stand
-        (:data:`_CLOSINGS`); ``False``: a level it needs is not open, and the walk stays as it
-        is. A turn closed on the way never ended."""
-        closings = _CLOSINGS[self._phase(), kind]
+        (the grammar's ``closings_before``); ``False``: a level it needs is not open, and the
+        walk stays as it is. A turn closed on the way never ended."""
+        closings = closings_before(self._phase(), kind)
         if closings is None:
             return False
         for closing in closings:
@@ -929,19 +922,6 @@ def which_turns(what: str, numbers: tuple[int, int] | None, *, distinct: bool) -
     low, high = numbers
     return f"the {what} has turns {low}..{high}" if distinct else (
         f"the {what} has turn {low} only")
-
-
-def _closings(phase: Phase, needs: Phase) -> tuple[str, ...] | None:
-    walk, rest = closing_walk(phase), closing_walk(needs)
-    return None if len(walk) < len(rest) else walk[:len(walk) - len(rest)]
-
-
-#: For a boundary met in a phase, the boundaries that first close what is open deeper than it
-#: needs (the log breaks a rule there, which its violation item names), along the grammar's
-#: walk back to idle, whose length is a phase's depth; ``None``: a level it needs is not open.
-_CLOSINGS: dict[tuple[Phase, str], tuple[str, ...] | None] = {
-    (phase, kind): _closings(phase, needs)
-    for phase in Phase for kind, (needs, _) in PHASE_CHANGES.items()}
 
 
 #: The events that shape the outline (turns, steps, messages, calls and results): each

@@ -24,6 +24,8 @@ from turnfork.core.grammar import (
     Phase,
     allowed_phases,
     closing_walk,
+    closings_before,
+    opened_from,
     phase_after,
 )
 from turnfork.core.strategies import session_logs
@@ -108,6 +110,35 @@ def test_the_closing_walk_from_each_phase() -> None:
             assert phase is not None
             phase = phase_after(phase, kind)
         assert phase is IDLE
+
+
+#: (phase, boundary) -> what closes first (None: a level the boundary needs is not open),
+#: written out from where each boundary may stand.
+EXPECTED_CLOSINGS: dict[tuple[Phase, str], tuple[str, ...] | None] = {
+    (IDLE, TURN_START): (), (IDLE, STEP_START): None, (IDLE, STEP_END): None,
+    (IDLE, TURN_END): None,
+    (TURN, TURN_START): (TURN_END,), (TURN, STEP_START): (), (TURN, STEP_END): None,
+    (TURN, TURN_END): (),
+    (STEP, TURN_START): (STEP_END, TURN_END), (STEP, STEP_START): (STEP_END,),
+    (STEP, STEP_END): (), (STEP, TURN_END): (STEP_END,),
+}
+
+
+def test_what_a_boundary_closes_first_in_each_phase() -> None:
+    assert {(phase, kind): closings_before(phase, kind) for phase in Phase
+            for kind in PHASE_CHANGES} == EXPECTED_CLOSINGS
+    for (start, kind), closings in EXPECTED_CLOSINGS.items():
+        if closings is None:
+            continue
+        phase: Phase | None = start  # walking the closings brings the boundary where it stands
+        for closing in closings:
+            assert phase is not None
+            phase = phase_after(phase, closing)
+        assert phase is not None and phase_after(phase, kind) is not None, (start, kind)
+
+
+def test_the_level_a_boundary_opens_from_each_phase() -> None:
+    assert [opened_from(phase) for phase in Phase] == ["turn", "step", None]
 
 
 def test_the_phases_in_words() -> None:
