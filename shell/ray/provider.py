@@ -19,7 +19,7 @@ import threading
 import uuid
 import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal
 
 import msgspec
@@ -186,30 +186,41 @@ class _Watch:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+@dataclass(eq=False)
 class RayWorkerPool:
     """Async actors, each running many children on its own event loop (the arguments:
     ``docs/ray.md``; ``ValueError`` for one out of range, or an option the pool owns). Holds
     no event-loop state: one pool serves hosts on any loop."""
 
-    def __init__(self, setup: WorkerSetup | None = None, *, size: int = 2,
-                 max_size: int | None = None, max_children: int | None = None,
-                 max_concurrency: int = 10_000, start_timeout: float = 60.0,
-                 stop_timeout: float = 10.0, unavailable_timeout: float = 30.0,
-                 flush_interval: float = DEFAULT_FLUSH_INTERVAL, placement: str | None = None,
-                 recover: int = 0, name: str | None = None,
-                 actor_options: Mapping[str, Any] | None = None) -> None:
-        if size < 1:
+    setup: WorkerSetup | None = None
+    _: KW_ONLY
+    size: int = 2
+    #: ``size`` when not given.
+    max_size: int | None = None
+    max_children: int | None = None
+    max_concurrency: int = 10_000
+    start_timeout: float = 60.0
+    stop_timeout: float = 10.0
+    unavailable_timeout: float = 30.0
+    flush_interval: float = DEFAULT_FLUSH_INTERVAL
+    placement: str | None = None
+    recover: int = 0
+    name: str | None = None
+    actor_options: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.size < 1:
             raise ValueError("a Ray worker pool needs at least one worker")
-        if max_size is not None and max_size < size:
-            raise ValueError(f"max_size ({max_size}) is smaller than size ({size})")
-        if max_children is not None and max_children < 1:
+        if self.max_size is not None and self.max_size < self.size:
+            raise ValueError(f"max_size ({self.max_size}) is smaller than size ({self.size})")
+        if self.max_children is not None and self.max_children < 1:
             raise ValueError("max_children must be at least 1")
-        if recover < 0:
+        if self.recover < 0:
             raise ValueError("recover must be 0 or more")
-        if placement is not None and placement not in PLACEMENT_STRATEGIES:
+        if self.placement is not None and self.placement not in PLACEMENT_STRATEGIES:
             raise ValueError(f"placement must be one of {', '.join(PLACEMENT_STRATEGIES)}, "
-                             f"not {placement!r}")
-        options = dict(actor_options or {})
+                             f"not {self.placement!r}")
+        options = dict(self.actor_options or {})
         for key, instead in _OWN_OPTIONS.items():
             if key in options:
                 raise ValueError(f"actor_options[{key!r}]: the pool sets it; use {instead}")
@@ -218,26 +229,17 @@ class RayWorkerPool:
                              "calls are never retried (a model turn is not replayed behind "
                              "the parent's back); RayWorkerPool(recover=...) resumes a lost "
                              "child instead")
-        if placement is not None and "scheduling_strategy" in options:
+        if self.placement is not None and "scheduling_strategy" in options:
             raise ValueError("give placement or actor_options['scheduling_strategy'], "
                              "not both")
         options.setdefault("num_cpus", 0)
         options.setdefault("max_restarts", 0)
         options["max_task_retries"] = 0
-        options["max_concurrency"] = max_concurrency
-        if placement is None:
+        options["max_concurrency"] = self.max_concurrency
+        if self.placement is None:
             options.setdefault("scheduling_strategy", "SPREAD")
-        self.setup = setup
-        self.size = size
-        self.max_size = size if max_size is None else max_size
-        self.max_children = max_children
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
-        self.unavailable_timeout = unavailable_timeout
-        self.flush_interval = flush_interval
-        self.placement = placement
-        self.recover = recover
-        self.name = name or f"turnfork-pool-{next(_pool_numbers)}"
+        self.max_size = self.max_size or self.size
+        self.name = self.name or f"turnfork-pool-{next(_pool_numbers)}"
         self._options = options
         self._actor: Any = None
         self._group: Any = None
@@ -390,7 +392,7 @@ class RayWorkerPool:
             return
         free = sum(self.max_children - worker.load for worker in self._workers
                    if worker.reachable and worker.load < self.max_children)
-        while free < self._waiting and len(self._workers) < self.max_size:
+        while free < self._waiting and len(self._workers) < (self.max_size or self.size):
             self._spawn()
             free += self.max_children
 
