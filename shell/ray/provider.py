@@ -843,19 +843,20 @@ class _Link:
         return children
 
 
+@dataclass(eq=False, kw_only=True)
 class RemoteChild:
     """A child running on a pool worker; ``session`` is its session on the parent's host."""
 
-    def __init__(self, *, pool: RayWorkerPool, worker: RayWorker, host: SubagentHost,
-                 session: Session, spec: ChildSpec, seed: Any,
-                 capture: StructuredCapture | None) -> None:
-        self.pool = pool
-        self.worker = worker
-        self.session = session
-        self._host = host
-        self._spec = spec
-        self._seed = seed
-        self._capture = capture
+    pool: RayWorkerPool
+    worker: RayWorker
+    host: SubagentHost
+    session: Session
+    spec: ChildSpec
+    #: The object reference of its seed (``None``: a spawn child, or once it has finished).
+    seed: Any
+    capture: StructuredCapture | None
+
+    def __post_init__(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._idle: asyncio.Future[None] = self._loop.create_future()
         self._stopped: asyncio.Future[None] | None = None
@@ -866,7 +867,7 @@ class RemoteChild:
         self._resuming: asyncio.Task[None] | None = None
         # What the worker rebuilds by itself before a resumed child's acknowledged events:
         # the header, the seed and its end.
-        self._setup_length = len(session) - len(spec.policy)
+        self._setup_length = len(self.session) - len(self.spec.policy)
         #: Why the child ended abnormally, when its worker or the cluster let it down.
         self.diagnostic: str | None = None
         #: A failure of the host's side, raised once by :meth:`when_idle`.
@@ -889,12 +890,12 @@ class RemoteChild:
             raise RuntimeError(f"the remote child {self.id} was started already")
         self._started = True
         self.pool.follow(self)
-        self._send(ChildStart(spec=self._spec, prompt=user_message(prompt, "").content,
-                              seed=None if self._seed is None else 0, cause=self._cause))
+        self._send(ChildStart(spec=self.spec, prompt=user_message(prompt, "").content,
+                              seed=None if self.seed is None else 0, cause=self._cause))
 
     def _send(self, start: ChildStart) -> None:
         self._link = self.pool.link(self.worker)
-        self._link.start(self, start, self._seed)
+        self._link.start(self, start, self.seed)
 
     def cancel(self, cause: CancelCause | None = None) -> None:
         """Cancel the child's turn on its worker (the first cause wins)."""
@@ -924,7 +925,7 @@ class RemoteChild:
                 _wake(self._stopped)
         else:
             await asyncio.wait([self._stopped])
-        self._host.sessions.release(self.id)
+        self.host.sessions.release(self.id)
 
     async def _stop(self) -> None:
         timeout = self.pool.stop_timeout
@@ -954,8 +955,8 @@ class RemoteChild:
     def finish(self, done: ChildDone) -> None:
         if self._idle.done():
             return
-        if self._capture is not None and done.captured is not None:
-            self._capture.value = msgspec.Raw(done.captured)
+        if self.capture is not None and done.captured is not None:
+            self.capture.value = msgspec.Raw(done.captured)
         if done.failure is not None:
             self.failure = RuntimeError(f"the child's loop failed on its Ray worker: "
                                         f"{done.failure}")
@@ -1015,8 +1016,8 @@ class RemoteChild:
             self.worker, self._holds_worker = worker, True
             acknowledged = self.session.events[self._setup_length:]
             self._send(ChildStart(
-                spec=self._spec, prompt=(TextBlock(text=RECOVERY_PROMPT),),
-                seed=None if self._seed is None else 0,
+                spec=self.spec, prompt=(TextBlock(text=RECOVERY_PROMPT),),
+                seed=None if self.seed is None else 0,
                 resumed=encode_log(acknowledged)))
         finally:
             self._resuming = None
@@ -1032,7 +1033,7 @@ class RemoteChild:
     def _close_turn(self) -> None:
         session = self.session
         closers = close_open_turn(session.trace, session.events, TurnInterrupted(),
-                                  time=self._host.clock())
+                                  time=self.host.clock())
         if closers:
             session.extend(closers)
 
@@ -1050,7 +1051,7 @@ class RemoteChild:
         if self._link is not None:
             self._link.forget(self.id)
         # Nothing of a finished child pins the object store or the link.
-        self._seed = None
+        self.seed = None
         self._link = None
 
     def __repr__(self) -> str:
