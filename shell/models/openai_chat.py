@@ -153,7 +153,7 @@ class OpenAIChatModel:
     model: str = "deepseek-chat"
     _: KW_ONLY
     base_url: str = DEEPSEEK_BASE_URL
-    #: The key sent (``""``: none), once resolved from the environment when not given.
+    #: The key (``""``: none): the one given, else the environment's (unused with a ``client``).
     api_key: str | None = None
     provider_name: str = "deepseek"
     max_retries: int = 0
