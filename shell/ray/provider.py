@@ -232,15 +232,11 @@ class RayWorkerPool:
         if self.placement is not None and "scheduling_strategy" in options:
             raise ValueError("give placement or actor_options['scheduling_strategy'], "
                              "not both")
-        options.setdefault("num_cpus", 0)
-        options.setdefault("max_restarts", 0)
-        options["max_task_retries"] = 0
-        options["max_concurrency"] = self.max_concurrency
-        if self.placement is None:
-            options.setdefault("scheduling_strategy", "SPREAD")
+        spread = {"scheduling_strategy": "SPREAD"} if self.placement is None else {}
+        self._options = {"num_cpus": 0, "max_restarts": 0, **spread, **options,
+                         "max_task_retries": 0, "max_concurrency": self.max_concurrency}
         self.max_size = self.max_size or self.size
         self.name = self.name or f"turnfork-pool-{next(_pool_numbers)}"
-        self._options = options
         self._actor: Any = None
         self._group: Any = None
         self._workers: list[RayWorker] = []
@@ -405,7 +401,7 @@ class RayWorkerPool:
 
     def _why_none(self, spawned: Collection[RayWorker]) -> str | None:
         """Why no worker can take a child now and none will: ``None`` while one may."""
-        alive = [worker for worker in self._workers if worker.alive]
+        alive = self.workers
         if any(not worker.started or not worker.reachable for worker in alive):
             return None  # one may start or come back
         if alive and self.max_children is not None:
@@ -472,7 +468,7 @@ class RayWorkerPool:
         return waiter
 
     def _waited(self) -> str:
-        alive = [worker for worker in self._workers if worker.alive]
+        alive = self.workers
         pending = sum(not worker.started for worker in alive)
         unreachable = sum(worker.started and not worker.reachable for worker in alive)
         parts = []
