@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import AsyncExitStack, aclosing
+from dataclasses import KW_ONLY, dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
@@ -143,54 +144,52 @@ def has_credentials(base_url: str = DEEPSEEK_BASE_URL, *, api_key: str | None = 
     return _resolve_key(base_url, api_key, os.environ if environ is None else environ) is not None
 
 
+@dataclass(eq=False, repr=False)
 class OpenAIChatModel:
     """Streams chat completions as DSH stream chunks (arguments and errors:
     docs/api-shell-runtime.md). ``max_retries`` stays 0: SDK retries are invisible to the
     route's logged policy and multiply its budget. A given ``client`` decides its own key."""
 
-    def __init__(self, model: str = "deepseek-chat", *, base_url: str = DEEPSEEK_BASE_URL,
-                 api_key: str | None = None, provider_name: str = "deepseek",
-                 max_retries: int = 0, timeout: float = 60.0,
-                 client: openai.AsyncOpenAI | None = None,
-                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-                 stream_deadline: float | None = DEFAULT_STREAM_DEADLINE) -> None:
-        for name, value in (("max_response_bytes", max_response_bytes),
-                            ("max_event_bytes", max_event_bytes)):
+    model: str = "deepseek-chat"
+    _: KW_ONLY
+    base_url: str = DEEPSEEK_BASE_URL
+    #: The key (``""``: none): the one given, else the environment's (unused with a ``client``).
+    api_key: str | None = None
+    provider_name: str = "deepseek"
+    max_retries: int = 0
+    timeout: float = 60.0
+    #: The SDK client: the one given, else the one built on the first call.
+    client: openai.AsyncOpenAI | None = None
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
+    stream_deadline: float | None = DEFAULT_STREAM_DEADLINE
+
+    def __post_init__(self) -> None:
+        for name in ("max_response_bytes", "max_event_bytes"):
+            value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive number of bytes, not {value!r}")
-        if stream_deadline is not None and (
-                isinstance(stream_deadline, bool) or not isinstance(stream_deadline, int | float)
-                or not stream_deadline > 0):
+        deadline = self.stream_deadline
+        if deadline is not None and (isinstance(deadline, bool)
+                                     or not isinstance(deadline, int | float) or not deadline > 0):
             raise ValueError("stream_deadline must be a positive number of seconds or None, "
-                             f"not {stream_deadline!r}")
-        self.model = model
-        self.provider_name = provider_name
-        self.base_url = base_url
-        self.max_response_bytes = max_response_bytes
-        self.max_event_bytes = max_event_bytes
-        self.stream_deadline = stream_deadline
+                             f"not {deadline!r}")
         self.sends_key = True
-        self._client: openai.AsyncOpenAI | None = client
-        self._owns_client = client is None
+        self._owns_client = self.client is None
         self._headers: dict[str, Any] = {}
         self._building = asyncio.Lock()
-        self._key = ""
-        self._max_retries = max_retries
-        self._timeout = timeout
-        if client is not None:
+        if self.client is not None:
             return
-        problem = _base_url_problem(base_url)
+        problem = _base_url_problem(self.base_url)
         if problem is not None:
             raise ValueError(problem)
-        key = _resolve_key(base_url, api_key, os.environ)
-        if key is None:
-            raise MissingCredentialError(credential_env_var(base_url), base_url)
+        self.api_key = _resolve_key(self.base_url, self.api_key, os.environ)
+        if self.api_key is None:
+            raise MissingCredentialError(credential_env_var(self.base_url), self.base_url)
         if importlib.util.find_spec("openai") is None:
             raise ImportError(
                 "OpenAIChatModel needs the openai package: pip install 'turnfork[openai]'")
-        self.sends_key = bool(key)
-        self._key = key
+        self.sends_key = bool(self.api_key)
 
     def _build_client(self) -> tuple[openai.AsyncOpenAI, dict[str, Any]]:
         """The SDK client and every request's headers; in a worker thread (a slow import)."""
@@ -207,23 +206,23 @@ class OpenAIChatModel:
         # A redirect would re-send the whole conversation to another URL (the SDK strips
         # only the key): none is followed, and the call fails naming it.
         http_client = openai.DefaultAsyncHttpxClient(follow_redirects=False)
-        client = openai.AsyncOpenAI(api_key=self._key or KEYLESS_PLACEHOLDER,
-                                    base_url=self.base_url, max_retries=self._max_retries,
-                                    timeout=self._timeout, http_client=http_client)
+        client = openai.AsyncOpenAI(api_key=self.api_key or KEYLESS_PLACEHOLDER,
+                                    base_url=self.base_url, max_retries=self.max_retries,
+                                    timeout=self.timeout, http_client=http_client)
         return client, headers
 
     async def _ready_client(self) -> openai.AsyncOpenAI:
-        if self._client is None:
+        if self.client is None:
             async with self._building:  # two first calls at once build one client
-                if self._client is None:
+                if self.client is None:
                     client, self._headers = await asyncio.to_thread(self._build_client)
-                    self._client = client
-        return self._client
+                    self.client = client
+        return self.client
 
     async def aclose(self) -> None:
         """Close the HTTP client this model created (not one it was given). Idempotent."""
-        if self._owns_client and self._client is not None:
-            await self._client.close()
+        if self._owns_client and self.client is not None:
+            await self.client.close()
 
     async def __aenter__(self) -> OpenAIChatModel:
         return self

@@ -19,7 +19,7 @@ import threading
 import uuid
 import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal
 
 import msgspec
@@ -186,30 +186,41 @@ class _Watch:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+@dataclass(eq=False)
 class RayWorkerPool:
     """Async actors, each running many children on its own event loop (the arguments:
     ``docs/ray.md``; ``ValueError`` for one out of range, or an option the pool owns). Holds
     no event-loop state: one pool serves hosts on any loop."""
 
-    def __init__(self, setup: WorkerSetup | None = None, *, size: int = 2,
-                 max_size: int | None = None, max_children: int | None = None,
-                 max_concurrency: int = 10_000, start_timeout: float = 60.0,
-                 stop_timeout: float = 10.0, unavailable_timeout: float = 30.0,
-                 flush_interval: float = DEFAULT_FLUSH_INTERVAL, placement: str | None = None,
-                 recover: int = 0, name: str | None = None,
-                 actor_options: Mapping[str, Any] | None = None) -> None:
-        if size < 1:
+    setup: WorkerSetup | None = None
+    _: KW_ONLY
+    size: int = 2
+    #: ``size`` when not given.
+    max_size: int | None = None
+    max_children: int | None = None
+    max_concurrency: int = 10_000
+    start_timeout: float = 60.0
+    stop_timeout: float = 10.0
+    unavailable_timeout: float = 30.0
+    flush_interval: float = DEFAULT_FLUSH_INTERVAL
+    placement: str | None = None
+    recover: int = 0
+    name: str | None = None
+    actor_options: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.size < 1:
             raise ValueError("a Ray worker pool needs at least one worker")
-        if max_size is not None and max_size < size:
-            raise ValueError(f"max_size ({max_size}) is smaller than size ({size})")
-        if max_children is not None and max_children < 1:
+        if self.max_size is not None and self.max_size < self.size:
+            raise ValueError(f"max_size ({self.max_size}) is smaller than size ({self.size})")
+        if self.max_children is not None and self.max_children < 1:
             raise ValueError("max_children must be at least 1")
-        if recover < 0:
+        if self.recover < 0:
             raise ValueError("recover must be 0 or more")
-        if placement is not None and placement not in PLACEMENT_STRATEGIES:
+        if self.placement is not None and self.placement not in PLACEMENT_STRATEGIES:
             raise ValueError(f"placement must be one of {', '.join(PLACEMENT_STRATEGIES)}, "
-                             f"not {placement!r}")
-        options = dict(actor_options or {})
+                             f"not {self.placement!r}")
+        options = dict(self.actor_options or {})
         for key, instead in _OWN_OPTIONS.items():
             if key in options:
                 raise ValueError(f"actor_options[{key!r}]: the pool sets it; use {instead}")
@@ -218,27 +229,14 @@ class RayWorkerPool:
                              "calls are never retried (a model turn is not replayed behind "
                              "the parent's back); RayWorkerPool(recover=...) resumes a lost "
                              "child instead")
-        if placement is not None and "scheduling_strategy" in options:
+        if self.placement is not None and "scheduling_strategy" in options:
             raise ValueError("give placement or actor_options['scheduling_strategy'], "
                              "not both")
-        options.setdefault("num_cpus", 0)
-        options.setdefault("max_restarts", 0)
-        options["max_task_retries"] = 0
-        options["max_concurrency"] = max_concurrency
-        if placement is None:
-            options.setdefault("scheduling_strategy", "SPREAD")
-        self.setup = setup
-        self.size = size
-        self.max_size = size if max_size is None else max_size
-        self.max_children = max_children
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
-        self.unavailable_timeout = unavailable_timeout
-        self.flush_interval = flush_interval
-        self.placement = placement
-        self.recover = recover
-        self.name = name or f"turnfork-pool-{next(_pool_numbers)}"
-        self._options = options
+        spread = {"scheduling_strategy": "SPREAD"} if self.placement is None else {}
+        self._options = {"num_cpus": 0, "max_restarts": 0, **spread, **options,
+                         "max_task_retries": 0, "max_concurrency": self.max_concurrency}
+        self.max_size = self.max_size or self.size
+        self.name = self.name or f"turnfork-pool-{next(_pool_numbers)}"
         self._actor: Any = None
         self._group: Any = None
         self._workers: list[RayWorker] = []
@@ -390,7 +388,7 @@ class RayWorkerPool:
             return
         free = sum(self.max_children - worker.load for worker in self._workers
                    if worker.reachable and worker.load < self.max_children)
-        while free < self._waiting and len(self._workers) < self.max_size:
+        while free < self._waiting and len(self._workers) < (self.max_size or self.size):
             self._spawn()
             free += self.max_children
 
@@ -403,7 +401,7 @@ class RayWorkerPool:
 
     def _why_none(self, spawned: Collection[RayWorker]) -> str | None:
         """Why no worker can take a child now and none will: ``None`` while one may."""
-        alive = [worker for worker in self._workers if worker.alive]
+        alive = self.workers
         if any(not worker.started or not worker.reachable for worker in alive):
             return None  # one may start or come back
         if alive and self.max_children is not None:
@@ -470,7 +468,7 @@ class RayWorkerPool:
         return waiter
 
     def _waited(self) -> str:
-        alive = [worker for worker in self._workers if worker.alive]
+        alive = self.workers
         pending = sum(not worker.started for worker in alive)
         unreachable = sum(worker.started and not worker.reachable for worker in alive)
         parts = []
@@ -841,19 +839,20 @@ class _Link:
         return children
 
 
+@dataclass(eq=False, kw_only=True)
 class RemoteChild:
     """A child running on a pool worker; ``session`` is its session on the parent's host."""
 
-    def __init__(self, *, pool: RayWorkerPool, worker: RayWorker, host: SubagentHost,
-                 session: Session, spec: ChildSpec, seed: Any,
-                 capture: StructuredCapture | None) -> None:
-        self.pool = pool
-        self.worker = worker
-        self.session = session
-        self._host = host
-        self._spec = spec
-        self._seed = seed
-        self._capture = capture
+    pool: RayWorkerPool
+    worker: RayWorker
+    host: SubagentHost
+    session: Session
+    spec: ChildSpec
+    #: The object reference of its seed (``None``: a spawn child, or once it has finished).
+    seed: Any
+    capture: StructuredCapture | None
+
+    def __post_init__(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._idle: asyncio.Future[None] = self._loop.create_future()
         self._stopped: asyncio.Future[None] | None = None
@@ -864,7 +863,7 @@ class RemoteChild:
         self._resuming: asyncio.Task[None] | None = None
         # What the worker rebuilds by itself before a resumed child's acknowledged events:
         # the header, the seed and its end.
-        self._setup_length = len(session) - len(spec.policy)
+        self._setup_length = len(self.session) - len(self.spec.policy)
         #: Why the child ended abnormally, when its worker or the cluster let it down.
         self.diagnostic: str | None = None
         #: A failure of the host's side, raised once by :meth:`when_idle`.
@@ -887,12 +886,12 @@ class RemoteChild:
             raise RuntimeError(f"the remote child {self.id} was started already")
         self._started = True
         self.pool.follow(self)
-        self._send(ChildStart(spec=self._spec, prompt=user_message(prompt, "").content,
-                              seed=None if self._seed is None else 0, cause=self._cause))
+        self._send(ChildStart(spec=self.spec, prompt=user_message(prompt, "").content,
+                              seed=None if self.seed is None else 0, cause=self._cause))
 
     def _send(self, start: ChildStart) -> None:
         self._link = self.pool.link(self.worker)
-        self._link.start(self, start, self._seed)
+        self._link.start(self, start, self.seed)
 
     def cancel(self, cause: CancelCause | None = None) -> None:
         """Cancel the child's turn on its worker (the first cause wins)."""
@@ -922,7 +921,7 @@ class RemoteChild:
                 _wake(self._stopped)
         else:
             await asyncio.wait([self._stopped])
-        self._host.sessions.release(self.id)
+        self.host.sessions.release(self.id)
 
     async def _stop(self) -> None:
         timeout = self.pool.stop_timeout
@@ -952,8 +951,8 @@ class RemoteChild:
     def finish(self, done: ChildDone) -> None:
         if self._idle.done():
             return
-        if self._capture is not None and done.captured is not None:
-            self._capture.value = msgspec.Raw(done.captured)
+        if self.capture is not None and done.captured is not None:
+            self.capture.value = msgspec.Raw(done.captured)
         if done.failure is not None:
             self.failure = RuntimeError(f"the child's loop failed on its Ray worker: "
                                         f"{done.failure}")
@@ -1013,8 +1012,8 @@ class RemoteChild:
             self.worker, self._holds_worker = worker, True
             acknowledged = self.session.events[self._setup_length:]
             self._send(ChildStart(
-                spec=self._spec, prompt=(TextBlock(text=RECOVERY_PROMPT),),
-                seed=None if self._seed is None else 0,
+                spec=self.spec, prompt=(TextBlock(text=RECOVERY_PROMPT),),
+                seed=None if self.seed is None else 0,
                 resumed=encode_log(acknowledged)))
         finally:
             self._resuming = None
@@ -1030,7 +1029,7 @@ class RemoteChild:
     def _close_turn(self) -> None:
         session = self.session
         closers = close_open_turn(session.trace, session.events, TurnInterrupted(),
-                                  time=self._host.clock())
+                                  time=self.host.clock())
         if closers:
             session.extend(closers)
 
@@ -1048,7 +1047,7 @@ class RemoteChild:
         if self._link is not None:
             self._link.forget(self.id)
         # Nothing of a finished child pins the object store or the link.
-        self._seed = None
+        self.seed = None
         self._link = None
 
     def __repr__(self) -> str:
