@@ -275,8 +275,7 @@ class JobTools:
         tools = [schema_tool(job_output_schema(), self._output),
                  schema_tool(job_list_schema(), self._list),
                  schema_tool(job_kill_schema(), self._kill)]
-        for tool in tools:
-            host.tools.register(tool)
+        host.tools.register_all(tools)
         self._tools = tools
         host.prompt_sections.add(JOBS_SECTION)
         self.jobs.controllers += 1
@@ -284,9 +283,7 @@ class JobTools:
 
     def uninstall(self) -> None:
         host = self.jobs.host
-        for tool in self._tools:
-            if host.tools.get(tool.name) is tool:
-                host.tools.unregister(tool.name)
+        host.tools.withdraw(self._tools)
         if self._tools:
             self.jobs.controllers -= 1
             host.prompt_sections.remove(JOBS_SECTION.name)

@@ -65,8 +65,8 @@ class ReportTool:
         self._host = self._remove = None
         if remove is not None:
             remove()
-        if host is not None and self.scope == "global" and host.tools.get("report") is self.tool:
-            host.tools.unregister("report")
+        if host is not None and self.scope == "global":
+            host.tools.withdraw((self.tool,))
 
     def _setup(self, child: Agent) -> Callable[[], None]:
         listed = child.tools.listed
