@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal
 
 import msgspec
@@ -247,25 +247,26 @@ def schema_tool(schema: ToolSchema, handler: ToolHandler) -> Tool:
     return Tool(schema.name, schema.description, msgspec.json.decode(schema.parameters), handler)
 
 
+@dataclass(eq=False, repr=False)
 class JobTools:
     """``job_output``, ``job_list`` and ``job_kill`` over a :class:`BackgroundJobs`, the
     ``tool:jobs`` guidance section, and the completion notices of unreported jobs."""
 
-    def __init__(self, jobs: BackgroundJobs, *, delivery: Literal["wakeup", "quiet"] = "wakeup",
-                 max_wakes: int = 3, wait_ms: int = DEFAULT_WAIT_MS,
-                 max_wait_ms: int = MAX_WAIT_MS) -> None:
-        if wait_ms > max_wait_ms:
-            raise ValueError(f"tool-jobs: waitTimeoutMs ({wait_ms}) exceeds maxWaitTimeoutMs "
-                             f"({max_wait_ms})")
-        self.jobs = jobs
-        self.delivery = delivery
-        self.max_wakes = max_wakes
-        self.wait_ms = wait_ms
-        self.max_wait_ms = max_wait_ms
-        self._spent: dict[str, int] = {}
-        self._watched: set[str] = set()
-        self._tools: list[Tool] = []
-        self._unlisten: Callable[[], None] | None = None
+    jobs: BackgroundJobs
+    _: KW_ONLY
+    delivery: Literal["wakeup", "quiet"] = "wakeup"
+    max_wakes: int = 3
+    wait_ms: int = DEFAULT_WAIT_MS
+    max_wait_ms: int = MAX_WAIT_MS
+    _spent: dict[str, int] = field(default_factory=dict, init=False)
+    _watched: set[str] = field(default_factory=set, init=False)
+    _tools: list[Tool] = field(default_factory=list, init=False)
+    _unlisten: Callable[[], None] | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.wait_ms > self.max_wait_ms:
+            raise ValueError(f"tool-jobs: waitTimeoutMs ({self.wait_ms}) exceeds "
+                             f"maxWaitTimeoutMs ({self.max_wait_ms})")
 
     def install(self) -> None:
         """Register the tools and the section on the registry's host, and serve the registry."""
