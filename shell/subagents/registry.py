@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from ...core import (
     StartError,
@@ -55,14 +56,12 @@ def _report(message: str, error: BaseException) -> None:
     loop.call_exception_handler({"message": message, "exception": error})
 
 
+@dataclass(eq=False, repr=False, slots=True)
 class Registration:
     """A provider's place in a runtime; :meth:`unregister` stops new starts (idempotent)."""
 
-    __slots__ = ("_runtime", "provider")
-
-    def __init__(self, runtime: SubagentRuntime, provider: SubagentProvider) -> None:
-        self._runtime = runtime
-        self.provider = provider
+    _runtime: SubagentRuntime
+    provider: SubagentProvider
 
     @property
     def active(self) -> bool:
