@@ -143,6 +143,14 @@ class Tool:
         return value_violations(self._checked, args, "")
 
 
+def schema_tool(schema: ToolSchema, handler: ToolHandler, *, concurrency_safe: bool = False,
+                validate: Callable[[dict[str, Any]], Sequence[str]] | None = None) -> Tool:
+    """A tool of one of the core's schemas (the delegation, job, control, report and
+    structured-output tools')."""
+    return Tool(schema.name, schema.description, msgspec.json.decode(schema.parameters), handler,
+                concurrency_safe, validate)
+
+
 @dataclass(frozen=True, slots=True)
 class ToolRefusal:
     """Why a called tool cannot run: the result it gets instead."""

@@ -68,6 +68,7 @@ from .contract import (
     SubagentHost,
     SubagentRuntimeView,
     SubagentStartError,
+    listen,
     parent_view,
 )
 
@@ -295,8 +296,7 @@ class ContinuationManager:
 
     def register_setup(self, setup: ContinuableSetup) -> Callable[[], None]:
         """Install ``setup`` in every later Activation's creation window; returns the remover."""
-        self._setups.append(setup)
-        return lambda: self._setups.remove(setup) if setup in self._setups else None
+        return listen(self._setups, setup)
 
     def _persistence(self) -> PersistentStore:
         store = self.host.sessions

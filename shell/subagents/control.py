@@ -25,10 +25,9 @@ from ...core import (
     send_message_schema,
 )
 from ..agent import Agent
-from ..tools import Tool, ToolContext
+from ..tools import Tool, ToolContext, schema_tool
 from .continuation import AncestorAuthority, ContinuationManager, ListedChild
 from .contract import SubagentError, SubagentHost
-from .jobs import schema_tool
 from .registry import SubagentRuntime
 
 __all__ = ["SubagentControlTools"]

@@ -24,7 +24,6 @@ from ...core import (
     JobStatus,
     JobView,
     ToolOutcome,
-    ToolSchema,
     UserMessageEvent,
     completion_notice,
     job_id,
@@ -37,8 +36,8 @@ from ...core import (
     render_job_output,
 )
 from ..agent import Agent
-from ..tools import Tool, ToolContext, ToolHandler
-from .contract import SubagentHost
+from ..tools import Tool, ToolContext, schema_tool
+from .contract import SubagentHost, listen
 
 __all__ = ["BackgroundJobs", "JobHooks", "JobTools", "DEFAULT_MAX_JOBS_PER_OWNER"]
 
@@ -141,9 +140,7 @@ class BackgroundJobs:
 
     def on_done(self, listener: JobListener) -> Callable[[], None]:
         """Call ``listener(job, owner, reported)`` whenever a job settles; returns the remover."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners \
-            else None
+        return listen(self._listeners, listener)
 
     # -- the owner's operations
 
@@ -240,11 +237,6 @@ class BackgroundJobs:
 
     def __repr__(self) -> str:
         return f"BackgroundJobs(jobs={len(self._jobs)})"
-
-
-def schema_tool(schema: ToolSchema, handler: ToolHandler) -> Tool:
-    """A tool of one of the core's schemas (the job and control tools')."""
-    return Tool(schema.name, schema.description, msgspec.json.decode(schema.parameters), handler)
 
 
 @dataclass(eq=False, repr=False)

@@ -35,6 +35,7 @@ from .contract import (
     SubagentRunHandle,
     SubagentStart,
     SubagentStartError,
+    listen,
     raise_on_failure,
     unwrap_start,
 )
@@ -133,9 +134,7 @@ class SubagentRuntime:
 
     def watch_providers(self, watcher: Callable[[], None]) -> Callable[[], None]:
         """Call ``watcher()`` after every registration change; returns the unsubscriber."""
-        self._provider_watchers.append(watcher)
-        return lambda: self._provider_watchers.remove(watcher) \
-            if watcher in self._provider_watchers else None
+        return listen(self._provider_watchers, watcher)
 
     def _providers_changed(self) -> None:
         for watcher in list(self._provider_watchers):
@@ -148,9 +147,7 @@ class SubagentRuntime:
 
     def subscribe(self, listener: SubagentListener) -> Callable[[], None]:
         """Receive :class:`SubagentStart` and :class:`SubagentEnd`; returns the unsubscriber."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) \
-            if listener in self._listeners else None
+        return listen(self._listeners, listener)
 
     def _emit(self, event: SubagentEvent) -> None:
         for listener in list(self._listeners):

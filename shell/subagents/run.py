@@ -43,7 +43,7 @@ from ..abort import AbortSignal
 from ..agent import Agent, Prompt
 from ..session import Session
 from ..telemetry import RunSpan
-from ..tools import CallingAgent, Tool, ToolContext, ToolGuard
+from ..tools import CallingAgent, Tool, ToolContext, ToolGuard, schema_tool
 
 __all__ = ["StructuredCapture", "SubagentChild", "SubagentRun"]
 
@@ -77,10 +77,8 @@ class StructuredCapture:
         self.in_answer = in_answer
         self.value: Raw | None = None
         self._installed_on: CallingAgent | None = None
-        parameters = msgspec.json.decode(contract.tool.parameters)
         # The core validates the raw arguments; the generic argument check is bypassed.
-        self.tool = Tool(contract.tool.name, contract.tool.description, parameters,
-                         self._call, validate=lambda args: ())
+        self.tool = schema_tool(contract.tool, self._call, validate=lambda args: ())
 
     async def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         match validate_structured_arguments(self.contract.output_schema, ctx.arguments):
