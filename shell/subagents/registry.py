@@ -176,15 +176,13 @@ class SubagentRuntime:
         if signal is not None and signal.aborted:
             raise SubagentAbortedError()  # no provider is handed a start already given up
         run = await provider.start(self, checked, parent=parent, signal=signal)
-        self._observe(provider.provider_name, run, parent)
+        self.publish(provider.provider_name, run, parent)
         return run
 
     def publish(self, provider: str, run: SubagentRunHandle, parent: Agent) -> None:
-        """Observe a run published outside :meth:`start` (a continuable child's residency
-        epoch): :class:`SubagentStart` now, :class:`SubagentEnd` when its result settles."""
-        self._observe(provider, run, parent)
-
-    def _observe(self, provider: str, run: SubagentRunHandle, parent: Agent) -> None:
+        """Observe a run, as :meth:`start` does (and for a run published outside it: a
+        continuable child's residency epoch): :class:`SubagentStart` now, :class:`SubagentEnd`
+        when its result settles."""
         # SubagentEnd is made only for listeners; the run is forgotten once disposed.
         run_id, local = self.host.ids(), run.local_agent is not None
         self._runs[run_id] = run
