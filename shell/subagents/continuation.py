@@ -164,7 +164,7 @@ class Activation:
     #: The exact live agents on its lineage at materialization, itself included (interrupt
     #: authority).
     ancestry: tuple[Agent, ...]
-    parent_agent: Agent
+    parent: Agent
     label: str | None
     seed_length: int
     #: Log length when the epoch began: the epoch's own events come after it.
@@ -201,10 +201,6 @@ class Activation:
     @property
     def local_agent(self) -> Agent:
         return self.agent
-
-    @property
-    def parent(self) -> Agent:
-        return self.parent_agent
 
     async def dispose(self) -> None:
         """Tear it down as a drain does; ``ACTIVATION_TEARDOWN_FAILED`` is raised after."""
@@ -503,7 +499,7 @@ class ContinuationManager:
         self.host.agents.add(agent)
         activation = Activation(
             manager=self, child_id=agent.id, parent_session=parent.id, provider=provider,
-            agent=agent, ancestry=ancestry, parent_agent=parent, label=label,
+            agent=agent, ancestry=ancestry, parent=parent, label=label,
             seed_length=seed_length, boundary=len(agent.session.events), undo=undo)
         self._activations[agent.id] = activation
         if owner is not None:
@@ -758,7 +754,7 @@ class ContinuationManager:
         if failures:
             stop_reason, output = "error", None
         self._notify(activation, stop_reason, output)
-        owner = self._owner_of(activation.parent_agent)
+        owner = self._owner_of(activation.parent)
         if owner is not None:
             owner.owned.discard(child_id)
             owner.poke.set()
