@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import weakref
@@ -71,6 +72,7 @@ from .contract import (
     listen,
     parent_view,
 )
+from .providers import discard_child
 
 if TYPE_CHECKING:
     from ..logfile import LoadedLog
@@ -318,9 +320,8 @@ class ContinuationManager:
         self._draining_roots = [root for root in self._draining_roots
                                 if self.host.agents.get(root.id) is root]
         for member in self._lineage(agent):
-            for root in self._draining_roots:
-                if member is root:
-                    raise SubagentError(refusal("draining-below", root.id))
+            if any(member is root for root in self._draining_roots):
+                raise SubagentError(refusal("draining-below", member.id))
 
     def _closing(self, agent: Agent) -> bool:
         """Whether ``agent``'s own teardown (or its lineage's) already began."""
@@ -383,11 +384,7 @@ class ContinuationManager:
                                 created_at=self.host.clock())
         session = self.host.sessions.create(plan.header, seed=plan.seed,
                                             seed_trace=plan.seed_trace, clock=self.host.clock)
-
-        def forget() -> None:
-            with contextlib.suppress(SessionNotFoundError):
-                self.host.sessions.delete(sid)
-
+        forget = functools.partial(discard_child, self.host, sid)
         try:
             if seed.trace is not None and seed.trace is parent.session.completed().trace:
                 # The descriptor is model-hidden: the child's history at its seed is the
