@@ -5,6 +5,7 @@ and an agent holds ``None`` instead of its spans."""
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from msgspec import UnsetType
@@ -123,14 +124,14 @@ class Telemetry:
         return None if tracer is None else RunSpan(tracer, child_id, parent_id, provider)
 
 
+@dataclass(eq=False, repr=False)
 class ModelCallSpan:
     """One model call's span: fed the call's chunks, ended once."""
 
-    def __init__(self, span: Span, owner: AgentSpans) -> None:
-        self.span = span
-        self._owner = owner
-        self.usage: TokenUsage | None = None
-        self._finish: FinishReason | None = None
+    span: Span
+    owner: AgentSpans
+    usage: TokenUsage | None = field(default=None, init=False)
+    _finish: FinishReason | None = field(default=None, init=False)
 
     def chunk(self, chunk: object) -> None:
         if isinstance(chunk, UsageChunk):
@@ -139,7 +140,7 @@ class ModelCallSpan:
             self._finish = chunk.reason
 
     def end(self, error: BaseException | None = None) -> None:
-        self._owner.model_call_ended(self)
+        self.owner.model_call_ended(self)
         span, finish = self.span, self._finish
         if self.usage is not None:
             span.set_attributes(_usage_attributes(self.usage))
@@ -151,17 +152,17 @@ class ModelCallSpan:
         _end(span, finish.failure.code if isinstance(finish, FinishError | FinishAborted) else None)
 
 
+@dataclass(eq=False, repr=False)
 class AgentSpans:
     """One agent's spans: its turn and step follow the events it appends (:meth:`observe`)."""
 
-    def __init__(self, tracer: Tracer, agent_id: str) -> None:
-        self._tracer = tracer
-        self._agent_id = agent_id
-        self._parent: Context | None = None
-        self._turn: Span | None = None
-        self._step: Span | None = None
-        #: The open turn's usage attributes, summed over its model calls.
-        self._usage: dict[str, int] = {}
+    tracer: Tracer
+    agent_id: str
+    _parent: Context | None = field(default=None, init=False)
+    _turn: Span | None = field(default=None, init=False)
+    _step: Span | None = field(default=None, init=False)
+    #: The open turn's usage attributes, summed over its model calls.
+    _usage: dict[str, int] = field(default_factory=dict, init=False)
 
     def woken(self) -> None:
         """The agent's task starts here: its next turns nest under the span current now."""
@@ -172,16 +173,16 @@ class AgentSpans:
         if isinstance(event, TurnStartEvent):
             self._close_step()
             self._close_turn(None)
-            self._turn = self._tracer.start_span("invoke_agent", context=self._parent,
+            self._turn = self.tracer.start_span("invoke_agent", context=self._parent,
                                                  attributes={
                 "gen_ai.operation.name": "invoke_agent",
-                "gen_ai.agent.id": self._agent_id,
-                "gen_ai.conversation.id": self._agent_id,
+                "gen_ai.agent.id": self.agent_id,
+                "gen_ai.conversation.id": self.agent_id,
                 "turnfork.turn": event.data.turn})
         elif isinstance(event, StepStartEvent):
             self._close_step()
             context = None if self._turn is None else trace.set_span_in_context(self._turn)
-            self._step = self._tracer.start_span("step", context=context, attributes={
+            self._step = self.tracer.start_span("step", context=context, attributes={
                 "turnfork.turn": event.data.turn, "turnfork.step": event.data.step})
         elif isinstance(event, TurnEndEvent):
             self._close_step()
@@ -192,10 +193,10 @@ class AgentSpans:
         parent = self._step or self._turn
         attributes: dict[str, str | int] = {
             "gen_ai.operation.name": "chat", "gen_ai.provider.name": config.provider,
-            "gen_ai.request.model": config.model, "gen_ai.conversation.id": self._agent_id}
+            "gen_ai.request.model": config.model, "gen_ai.conversation.id": self.agent_id}
         if not isinstance(config.max_tokens, UnsetType):
             attributes["gen_ai.request.max_tokens"] = config.max_tokens
-        span = self._tracer.start_span(
+        span = self.tracer.start_span(
             f"chat {config.model}", kind=trace.SpanKind.CLIENT, attributes=attributes,
             context=None if parent is None else trace.set_span_in_context(parent))
         return ModelCallSpan(span, self)

@@ -143,6 +143,14 @@ class Tool:
         return value_violations(self._checked, args, "")
 
 
+def schema_tool(schema: ToolSchema, handler: ToolHandler, *, concurrency_safe: bool = False,
+                validate: Callable[[dict[str, Any]], Sequence[str]] | None = None) -> Tool:
+    """A tool of one of the core's schemas (the delegation, job, control, report and
+    structured-output tools')."""
+    return Tool(schema.name, schema.description, msgspec.json.decode(schema.parameters), handler,
+                concurrency_safe, validate)
+
+
 @dataclass(frozen=True, slots=True)
 class ToolRefusal:
     """Why a called tool cannot run: the result it gets instead."""
@@ -207,17 +215,29 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
-        for tool in tools:
-            self.register(tool)
+        self.register_all(tools)
 
     def register(self, tool: Tool) -> None:
-        if tool.name in self._tools:
-            raise ValueError(f"a tool named {tool.name!r} is already registered")
-        self._tools[tool.name] = tool
+        self.register_all((tool,))
+
+    def register_all(self, tools: Iterable[Tool]) -> None:
+        """Register every tool, or none when a name is taken or repeated (``ValueError``)."""
+        named: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.name in self._tools or tool.name in named:
+                raise ValueError(f"a tool named {tool.name!r} is already registered")
+            named[tool.name] = tool
+        self._tools.update(named)
 
     def unregister(self, name: str) -> None:
         if self._tools.pop(name, None) is None:
             raise KeyError(f"no tool named {name!r}")
+
+    def withdraw(self, tools: Iterable[Tool]) -> None:
+        """Unregister each of ``tools`` still registered as itself (a replaced one stays)."""
+        for tool in tools:
+            if self._tools.get(tool.name) is tool:
+                del self._tools[tool.name]
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

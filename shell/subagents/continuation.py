@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import weakref
@@ -68,8 +69,10 @@ from .contract import (
     SubagentHost,
     SubagentRuntimeView,
     SubagentStartError,
+    listen,
     parent_view,
 )
+from .providers import discard_child
 
 if TYPE_CHECKING:
     from ..logfile import LoadedLog
@@ -163,7 +166,7 @@ class Activation:
     #: The exact live agents on its lineage at materialization, itself included (interrupt
     #: authority).
     ancestry: tuple[Agent, ...]
-    parent_agent: Agent
+    parent: Agent
     label: str | None
     seed_length: int
     #: Log length when the epoch began: the epoch's own events come after it.
@@ -200,10 +203,6 @@ class Activation:
     @property
     def local_agent(self) -> Agent:
         return self.agent
-
-    @property
-    def parent(self) -> Agent:
-        return self.parent_agent
 
     async def dispose(self) -> None:
         """Tear it down as a drain does; ``ACTIVATION_TEARDOWN_FAILED`` is raised after."""
@@ -295,8 +294,7 @@ class ContinuationManager:
 
     def register_setup(self, setup: ContinuableSetup) -> Callable[[], None]:
         """Install ``setup`` in every later Activation's creation window; returns the remover."""
-        self._setups.append(setup)
-        return lambda: self._setups.remove(setup) if setup in self._setups else None
+        return listen(self._setups, setup)
 
     def _persistence(self) -> PersistentStore:
         store = self.host.sessions
@@ -322,9 +320,8 @@ class ContinuationManager:
         self._draining_roots = [root for root in self._draining_roots
                                 if self.host.agents.get(root.id) is root]
         for member in self._lineage(agent):
-            for root in self._draining_roots:
-                if member is root:
-                    raise SubagentError(refusal("draining-below", root.id))
+            if any(member is root for root in self._draining_roots):
+                raise SubagentError(refusal("draining-below", member.id))
 
     def _closing(self, agent: Agent) -> bool:
         """Whether ``agent``'s own teardown (or its lineage's) already began."""
@@ -387,11 +384,7 @@ class ContinuationManager:
                                 created_at=self.host.clock())
         session = self.host.sessions.create(plan.header, seed=plan.seed,
                                             seed_trace=plan.seed_trace, clock=self.host.clock)
-
-        def forget() -> None:
-            with contextlib.suppress(SessionNotFoundError):
-                self.host.sessions.delete(sid)
-
+        forget = functools.partial(discard_child, self.host, sid)
         try:
             if seed.trace is not None and seed.trace is parent.session.completed().trace:
                 # The descriptor is model-hidden: the child's history at its seed is the
@@ -503,7 +496,7 @@ class ContinuationManager:
         self.host.agents.add(agent)
         activation = Activation(
             manager=self, child_id=agent.id, parent_session=parent.id, provider=provider,
-            agent=agent, ancestry=ancestry, parent_agent=parent, label=label,
+            agent=agent, ancestry=ancestry, parent=parent, label=label,
             seed_length=seed_length, boundary=len(agent.session.events), undo=undo)
         self._activations[agent.id] = activation
         if owner is not None:
@@ -758,7 +751,7 @@ class ContinuationManager:
         if failures:
             stop_reason, output = "error", None
         self._notify(activation, stop_reason, output)
-        owner = self._owner_of(activation.parent_agent)
+        owner = self._owner_of(activation.parent)
         if owner is not None:
             owner.owned.discard(child_id)
             owner.poke.set()

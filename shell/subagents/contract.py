@@ -202,6 +202,12 @@ class ContinuableSeed:
         return 0 if self.events is None else len(self.events)
 
 
+def listen(listeners: list[T], listener: T) -> Callable[[], None]:
+    """Append ``listener``; returns its remover (idempotent)."""
+    listeners.append(listener)
+    return lambda: listeners.remove(listener) if listener in listeners else None
+
+
 def parent_view(parent: Agent) -> ParentView:
     """What the core's plans read of a live parent, read at once (before any await)."""
     session = parent.session

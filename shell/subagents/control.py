@@ -25,10 +25,9 @@ from ...core import (
     send_message_schema,
 )
 from ..agent import Agent
-from ..tools import Tool, ToolContext
+from ..tools import Tool, ToolContext, schema_tool
 from .continuation import AncestorAuthority, ContinuationManager, ListedChild
 from .contract import SubagentError, SubagentHost
-from .jobs import schema_tool
 from .registry import SubagentRuntime
 
 __all__ = ["SubagentControlTools"]
@@ -72,24 +71,15 @@ class SubagentControlTools:
                  _tool(interrupt_agent_schema(), self._interrupt)]
         if self.with_list:
             tools.append(_tool(list_agents_schema(), self._list))
-        registered: list[Tool] = []
-        try:
-            for tool in tools:
-                host.tools.register(tool)
-                registered.append(tool)
-        except BaseException:
-            for tool in registered:
-                host.tools.unregister(tool.name)
-            raise
-        self._host, self._tools = host, registered
+        host.tools.register_all(tools)
+        self._host, self._tools = host, tools
 
     def uninstall(self) -> None:
         """Withdraw the tools (idempotent)."""
         host, tools = self._host, self._tools
         self._host, self._tools = None, []
-        for tool in tools:
-            if host is not None and host.tools.get(tool.name) is tool:
-                host.tools.unregister(tool.name)
+        if host is not None:
+            host.tools.withdraw(tools)
 
     async def _send(self, args: dict[str, Any], parent: Agent) -> ToolOutcome:
         await self.manager.followup(

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal
 
 import msgspec
@@ -24,7 +24,6 @@ from ...core import (
     JobStatus,
     JobView,
     ToolOutcome,
-    ToolSchema,
     UserMessageEvent,
     completion_notice,
     job_id,
@@ -37,8 +36,8 @@ from ...core import (
     render_job_output,
 )
 from ..agent import Agent
-from ..tools import Tool, ToolContext, ToolHandler
-from .contract import SubagentHost
+from ..tools import Tool, ToolContext, schema_tool
+from .contract import SubagentHost, listen
 
 __all__ = ["BackgroundJobs", "JobHooks", "JobTools", "DEFAULT_MAX_JOBS_PER_OWNER"]
 
@@ -141,9 +140,7 @@ class BackgroundJobs:
 
     def on_done(self, listener: JobListener) -> Callable[[], None]:
         """Call ``listener(job, owner, reported)`` whenever a job settles; returns the remover."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners \
-            else None
+        return listen(self._listeners, listener)
 
     # -- the owner's operations
 
@@ -242,30 +239,26 @@ class BackgroundJobs:
         return f"BackgroundJobs(jobs={len(self._jobs)})"
 
 
-def schema_tool(schema: ToolSchema, handler: ToolHandler) -> Tool:
-    """A tool of one of the core's schemas (the job and control tools')."""
-    return Tool(schema.name, schema.description, msgspec.json.decode(schema.parameters), handler)
-
-
+@dataclass(eq=False, repr=False)
 class JobTools:
     """``job_output``, ``job_list`` and ``job_kill`` over a :class:`BackgroundJobs`, the
     ``tool:jobs`` guidance section, and the completion notices of unreported jobs."""
 
-    def __init__(self, jobs: BackgroundJobs, *, delivery: Literal["wakeup", "quiet"] = "wakeup",
-                 max_wakes: int = 3, wait_ms: int = DEFAULT_WAIT_MS,
-                 max_wait_ms: int = MAX_WAIT_MS) -> None:
-        if wait_ms > max_wait_ms:
-            raise ValueError(f"tool-jobs: waitTimeoutMs ({wait_ms}) exceeds maxWaitTimeoutMs "
-                             f"({max_wait_ms})")
-        self.jobs = jobs
-        self.delivery = delivery
-        self.max_wakes = max_wakes
-        self.wait_ms = wait_ms
-        self.max_wait_ms = max_wait_ms
-        self._spent: dict[str, int] = {}
-        self._watched: set[str] = set()
-        self._tools: list[Tool] = []
-        self._unlisten: Callable[[], None] | None = None
+    jobs: BackgroundJobs
+    _: KW_ONLY
+    delivery: Literal["wakeup", "quiet"] = "wakeup"
+    max_wakes: int = 3
+    wait_ms: int = DEFAULT_WAIT_MS
+    max_wait_ms: int = MAX_WAIT_MS
+    _spent: dict[str, int] = field(default_factory=dict, init=False)
+    _watched: set[str] = field(default_factory=set, init=False)
+    _tools: list[Tool] = field(default_factory=list, init=False)
+    _unlisten: Callable[[], None] | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.wait_ms > self.max_wait_ms:
+            raise ValueError(f"tool-jobs: waitTimeoutMs ({self.wait_ms}) exceeds "
+                             f"maxWaitTimeoutMs ({self.max_wait_ms})")
 
     def install(self) -> None:
         """Register the tools and the section on the registry's host, and serve the registry."""
@@ -275,8 +268,7 @@ class JobTools:
         tools = [schema_tool(job_output_schema(), self._output),
                  schema_tool(job_list_schema(), self._list),
                  schema_tool(job_kill_schema(), self._kill)]
-        for tool in tools:
-            host.tools.register(tool)
+        host.tools.register_all(tools)
         self._tools = tools
         host.prompt_sections.add(JOBS_SECTION)
         self.jobs.controllers += 1
@@ -284,9 +276,7 @@ class JobTools:
 
     def uninstall(self) -> None:
         host = self.jobs.host
-        for tool in self._tools:
-            if host.tools.get(tool.name) is tool:
-                host.tools.unregister(tool.name)
+        host.tools.withdraw(self._tools)
         if self._tools:
             self.jobs.controllers -= 1
             host.prompt_sections.remove(JOBS_SECTION.name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from ...core import (
     StartError,
@@ -34,6 +35,7 @@ from .contract import (
     SubagentRunHandle,
     SubagentStart,
     SubagentStartError,
+    listen,
     raise_on_failure,
     unwrap_start,
 )
@@ -55,14 +57,12 @@ def _report(message: str, error: BaseException) -> None:
     loop.call_exception_handler({"message": message, "exception": error})
 
 
+@dataclass(eq=False, repr=False, slots=True)
 class Registration:
     """A provider's place in a runtime; :meth:`unregister` stops new starts (idempotent)."""
 
-    __slots__ = ("_runtime", "provider")
-
-    def __init__(self, runtime: SubagentRuntime, provider: SubagentProvider) -> None:
-        self._runtime = runtime
-        self.provider = provider
+    _runtime: SubagentRuntime
+    provider: SubagentProvider
 
     @property
     def active(self) -> bool:
@@ -134,9 +134,7 @@ class SubagentRuntime:
 
     def watch_providers(self, watcher: Callable[[], None]) -> Callable[[], None]:
         """Call ``watcher()`` after every registration change; returns the unsubscriber."""
-        self._provider_watchers.append(watcher)
-        return lambda: self._provider_watchers.remove(watcher) \
-            if watcher in self._provider_watchers else None
+        return listen(self._provider_watchers, watcher)
 
     def _providers_changed(self) -> None:
         for watcher in list(self._provider_watchers):
@@ -149,9 +147,7 @@ class SubagentRuntime:
 
     def subscribe(self, listener: SubagentListener) -> Callable[[], None]:
         """Receive :class:`SubagentStart` and :class:`SubagentEnd`; returns the unsubscriber."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) \
-            if listener in self._listeners else None
+        return listen(self._listeners, listener)
 
     def _emit(self, event: SubagentEvent) -> None:
         for listener in list(self._listeners):
@@ -180,15 +176,13 @@ class SubagentRuntime:
         if signal is not None and signal.aborted:
             raise SubagentAbortedError()  # no provider is handed a start already given up
         run = await provider.start(self, checked, parent=parent, signal=signal)
-        self._observe(provider.provider_name, run, parent)
+        self.publish(provider.provider_name, run, parent)
         return run
 
     def publish(self, provider: str, run: SubagentRunHandle, parent: Agent) -> None:
-        """Observe a run published outside :meth:`start` (a continuable child's residency
-        epoch): :class:`SubagentStart` now, :class:`SubagentEnd` when its result settles."""
-        self._observe(provider, run, parent)
-
-    def _observe(self, provider: str, run: SubagentRunHandle, parent: Agent) -> None:
+        """Observe a run, as :meth:`start` does (and for a run published outside it: a
+        continuable child's residency epoch): :class:`SubagentStart` now, :class:`SubagentEnd`
+        when its result settles."""
         # SubagentEnd is made only for listeners; the run is forgotten once disposed.
         run_id, local = self.host.ids(), run.local_agent is not None
         self._runs[run_id] = run

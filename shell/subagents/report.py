@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-import msgspec
-
 from ...core import (
     CLOSING_REPORT_SECTION,
     ToolOutcome,
@@ -23,7 +21,7 @@ from ...core import (
     report_section,
 )
 from ..agent import Agent
-from ..tools import Tool, ToolContext
+from ..tools import ToolContext, schema_tool
 from .continuation import ReportDelivery
 from .contract import SubagentError, SubagentHost
 from .registry import SubagentRuntime
@@ -42,9 +40,7 @@ class ReportTool:
             raise ValueError(f"scope must be 'child' or 'global', not {scope!r}")
         self.delivery: ReportDelivery = delivery
         self.scope = scope
-        schema = report_schema()
-        self.tool = Tool(schema.name, schema.description,
-                         msgspec.json.decode(schema.parameters), self._report)
+        self.tool = schema_tool(report_schema(), self._report)
         self.section = report_section("context" if scope == "global" else "section")
         self._host: SubagentHost | None = None
         self._remove: Callable[[], None] | None = None
@@ -65,8 +61,8 @@ class ReportTool:
         self._host = self._remove = None
         if remove is not None:
             remove()
-        if host is not None and self.scope == "global" and host.tools.get("report") is self.tool:
-            host.tools.unregister("report")
+        if host is not None and self.scope == "global":
+            host.tools.withdraw((self.tool,))
 
     def _setup(self, child: Agent) -> Callable[[], None]:
         listed = child.tools.listed

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import InitVar, dataclass, field
 from typing import Any, Protocol
 
 import msgspec
@@ -42,7 +43,7 @@ from ..abort import AbortSignal
 from ..agent import Agent, Prompt
 from ..session import Session
 from ..telemetry import RunSpan
-from ..tools import CallingAgent, Tool, ToolContext, ToolGuard
+from ..tools import CallingAgent, Tool, ToolContext, ToolGuard, schema_tool
 
 __all__ = ["StructuredCapture", "SubagentChild", "SubagentRun"]
 
@@ -76,10 +77,8 @@ class StructuredCapture:
         self.in_answer = in_answer
         self.value: Raw | None = None
         self._installed_on: CallingAgent | None = None
-        parameters = msgspec.json.decode(contract.tool.parameters)
         # The core validates the raw arguments; the generic argument check is bypassed.
-        self.tool = Tool(contract.tool.name, contract.tool.description, parameters,
-                         self._call, validate=lambda args: ())
+        self.tool = schema_tool(contract.tool, self._call, validate=lambda args: ())
 
     async def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         match validate_structured_arguments(self.contract.output_schema, ctx.arguments):
@@ -126,40 +125,38 @@ class StructuredCapture:
             agent.prompt_sections.remove(self.contract.section.name)
 
 
+@dataclass(kw_only=True, eq=False, repr=False, slots=True, weakref_slot=True)
 class SubagentRun:
     """One published child run, made by a provider; always :meth:`dispose` it. ``diagnostic``,
     called once the child is idle, may explain an abnormal end."""
 
-    __slots__ = ("__weakref__", "_cancelled", "_capture", "_diagnostic", "_disposed",
-                 "_disposing", "_on_disposed", "_signal", "_span", "_task", "child", "label",
-                 "local_agent", "parent", "provider", "seed_length")
+    provider: str
+    label: str | None
+    parent: Agent
+    child: SubagentChild
+    seed_length: int
+    prompt: InitVar[tuple[ContentBlock, ...]]
+    capture: StructuredCapture | None
+    signal: AbortSignal | None
+    diagnostic: Callable[[], str | None] | None = None
+    local_agent: Agent | None = field(init=False)
+    _cancelled: bool = field(default=False, init=False)
+    _disposing: bool = field(default=False, init=False)
+    _disposed: bool = field(default=False, init=False)
+    _on_disposed: list[Callable[[], None]] = field(default_factory=list, init=False)
+    _span: RunSpan | None = field(default=None, init=False)
+    _task: asyncio.Task[SubagentResult] = field(init=False)
 
-    def __init__(self, *, provider: str, label: str | None, parent: Agent,
-                 child: SubagentChild, seed_length: int, prompt: tuple[ContentBlock, ...],
-                 capture: StructuredCapture | None, signal: AbortSignal | None,
-                 diagnostic: Callable[[], str | None] | None = None) -> None:
-        self.provider = provider
-        self.label = label
-        self.parent = parent
-        self.child = child
-        self.local_agent: Agent | None = child if isinstance(child, Agent) else None
-        self.seed_length = seed_length
-        self._diagnostic = diagnostic
-        self._capture = capture
-        self._signal = signal
-        self._cancelled = False
-        self._disposing = False
-        self._disposed = False
-        self._on_disposed: list[Callable[[], None]] = []
-        if signal is not None:
-            signal.add_listener(self.abort)
-        self._span: RunSpan | None = None
-        child_id = child.id
+    def __post_init__(self, prompt: tuple[ContentBlock, ...]) -> None:
+        child = self.child
+        self.local_agent = child if isinstance(child, Agent) else None
+        if self.signal is not None:
+            self.signal.add_listener(self.abort)
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("subagent %s started by %s (provider %s, seed of %d events)",
-                         child_id, parent.id, provider, seed_length)
-        self._task: asyncio.Task[SubagentResult] = asyncio.get_running_loop().create_task(
-            self._settle(prompt), name=f"subagent:{child_id}")
+                         child.id, self.parent.id, self.provider, self.seed_length)
+        self._task = asyncio.get_running_loop().create_task(
+            self._settle(prompt), name=f"subagent:{child.id}")
 
     @property
     def id(self) -> str:
@@ -203,8 +200,8 @@ class SubagentRun:
         await asyncio.wait([self._task])
         if not self._task.cancelled():
             self._task.exception()  # the failure stays readable through ``result``
-        if self._capture is not None:
-            self._capture.uninstall(self.child)
+        if self.capture is not None:
+            self.capture.uninstall(self.child)
         self._disposed = True
         callbacks, self._on_disposed = self._on_disposed, []
         for callback in callbacks:
@@ -223,8 +220,8 @@ class SubagentRun:
             self._on_disposed.append(callback)
 
     def _detach(self) -> None:
-        if self._signal is not None:
-            self._signal.remove_listener(self.abort)
+        if self.signal is not None:
+            self.signal.remove_listener(self.abort)
 
     async def _settle(self, prompt: tuple[ContentBlock, ...]) -> SubagentResult:
         # The span starts with the run's task, in the context the run was started in (the
@@ -256,14 +253,14 @@ class SubagentRun:
             await self.child.when_idle()
         finally:
             self._detach()
-        if self._capture is not None:
-            self._capture.read_answer(self.own_events())
+        if self.capture is not None:
+            self.capture.read_answer(self.own_events())
         result = read_result(self.own_events(), self._cancelled,
-                             None if self._capture is None else self._capture.value,
-                             structured_requested=self._capture is not None)
+                             None if self.capture is None else self.capture.value,
+                             structured_requested=self.capture is not None)
         if result.stop_reason == "completed":
             return result
-        detail = None if self._diagnostic is None else self._diagnostic()
+        detail = None if self.diagnostic is None else self.diagnostic()
         if not detail and not isinstance(result.failure, msgspec.UnsetType):
             detail = describe_failure(result.failure)
         if detail:

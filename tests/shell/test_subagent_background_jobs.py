@@ -15,7 +15,7 @@ from _subagent_helpers import result_texts
 
 from turnfork.core import AgentOptions, SubagentResult, TextBlock
 from turnfork.core.jobs import JobOutcome, run_outcome, with_dispose_failure
-from turnfork.shell import Reply, ScriptedModel, SubagentTool
+from turnfork.shell import Reply, ScriptedModel, SubagentTool, Tool
 from turnfork.shell.subagents import BackgroundJobs, JobHooks, JobTools
 
 
@@ -162,6 +162,36 @@ def test_refusals_in_dshs_words(tmp_path: Path) -> None:
         await finish(host, parent)
 
     run(main)
+
+
+def test_a_failed_install_leaves_no_job_tool_behind(tmp_path: Path) -> None:
+    """Ensures installing the job tools is all or nothing: with ``job_list`` already taken, the
+    ``ValueError`` leaves no job tool, no section and no controller behind, and once the name is
+    free again the same instance installs."""
+
+    async def main() -> None:
+        host, parent, _model, _child_model, jobs = _host(tmp_path, tools=False)
+        taken = Tool("job_list", "someone else's", {"type": "object"}, _unused_handler)
+        host.tools.register(taken)
+        tools = JobTools(jobs)
+        with pytest.raises(ValueError, match="job_list"):
+            tools.install()
+        assert [name for name in host.tools.names() if name.startswith("job_")] == ["job_list"]
+        assert host.tools.get("job_list") is taken
+        assert "tool:jobs" not in host.prompt_sections
+        assert jobs.controllers == 0
+        host.tools.unregister("job_list")
+        tools.install()
+        assert {"job_output", "job_list", "job_kill"} <= set(host.tools.names())
+        tools.uninstall()
+        assert not [name for name in host.tools.names() if name.startswith("job_")]
+        await finish(host, parent)
+
+    run(main)
+
+
+async def _unused_handler(args: dict[str, object], ctx: object) -> str:
+    raise AssertionError("never called")
 
 
 def _until_killed() -> JobHooks:

@@ -40,6 +40,24 @@ def test_registry_keeps_order_and_refuses_duplicates() -> None:
     assert registry.names() == ("b",) and "a" not in registry
 
 
+def test_register_all_registers_every_tool_or_none() -> None:
+    """A batch with a taken name, or a name twice, registers nothing; ``withdraw`` removes only
+    the tools still registered as themselves."""
+    registry = _registry("a")
+    with pytest.raises(ValueError, match="'a' is already registered"):
+        registry.register_all([_tool("b"), _tool("a")])
+    with pytest.raises(ValueError, match="'c' is already registered"):
+        registry.register_all([_tool("c"), _tool("c")])
+    assert registry.names() == ("a",)
+    mine = [_tool("b"), _tool("c")]
+    registry.register_all(mine)
+    registry.unregister("c")
+    replacement = _tool("c")
+    registry.register(replacement)
+    registry.withdraw(mine)
+    assert registry.names() == ("a", "c") and registry.get("c") is replacement
+
+
 def test_schema_is_the_tools_json_schema() -> None:
     """A tool's schema carries its name, description and parameters verbatim."""
     tool = Tool("t", "does t", {"type": "object", "properties": {"x": {"type": "integer"}}},
