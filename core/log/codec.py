@@ -244,17 +244,13 @@ _ENVELOPE_START = re.compile(
     rb'\s*\{\s*"type"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"seq0?"\s*:\s*([0-9]{1,16})[,}\s]')
 
 
-class _HeaderLine(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
-                  forbid_unknown_fields=True, tag_field="type", tag="session"):
+class _HeaderLine(SessionHeader, frozen=True, kw_only=True, tag_field="type", tag="session"):
+    """The header as a session file's first line holds it: tagged, with its version and
+    ``delegationDepth`` always written, and an id read as it stands."""
+
     version: int
     id: str
-    created_at: NonNegInt
-    cwd: str | UnsetType = UNSET
-    parent_session: str | UnsetType = UNSET
-    seed_length: NonNegInt | UnsetType = UNSET
-    origin: Literal["subagent"] | UnsetType = UNSET
     delegation_depth: NonNegInt
-    agent_preset: str | UnsetType = UNSET
 
 
 class _HeaderVersion(msgspec.Struct):
@@ -880,11 +876,7 @@ def decode_header_line(line: bytes, line_no: int = 1) -> Result[SessionHeader, D
         return Failure(DecodeError(line=line_no, problem=f"header: {_clean(str(exc))}"))
     if masked is not None:
         header = _unmask(header)
-    return Success(SessionHeader(
-        version=header.version, id=header.id, created_at=header.created_at, cwd=header.cwd,
-        parent_session=header.parent_session, seed_length=header.seed_length,
-        origin=header.origin, delegation_depth=header.delegation_depth,
-        agent_preset=header.agent_preset))
+    return Success(SessionHeader(**msgspec.structs.asdict(header)))
 
 
 @checked
@@ -1089,12 +1081,10 @@ def encode_log(events: Iterable[Event], *, pack_chunks: bool = False) -> bytes:
 @checked
 def encode_header_line(header: SessionHeader) -> bytes:
     """The on-disk header line (no newline); ``delegationDepth`` is always written."""
-    depth = header.delegation_depth
-    return _encode(_HeaderLine(
-        version=header.version, id=header.id, created_at=header.created_at, cwd=header.cwd,
-        parent_session=header.parent_session, seed_length=header.seed_length,
-        origin=header.origin, delegation_depth=0 if isinstance(depth, UnsetType) else depth,
-        agent_preset=header.agent_preset))
+    fields = msgspec.structs.asdict(header)
+    if isinstance(header.delegation_depth, UnsetType):
+        fields["delegation_depth"] = 0
+    return _encode(_HeaderLine(**fields))
 
 
 @checked
