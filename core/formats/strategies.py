@@ -639,34 +639,32 @@ def _anthropic_drop_result(draw: DrawFn, items: list[Item], rendered: _Rendered,
 
 
 @unchecked
-def _anthropic_text_first(draw: DrawFn, items: list[Item], rendered: _Rendered,
-                          ) -> tuple[int, Rule]:
-    site = _site(draw, rendered)
-    blocks = _blocks(items, site.result_at)
-    items[site.result_at] = {"role": "user",
-                             "content": [{"type": "text", "text": "Here you go."}, *blocks]}
-    return site.result_at, "results-first"
+def _results_rewritten(rule: Rule, content: Callable[[list[Item], _CallSite], list[Item]],
+                       ) -> _Mutation:
+    """The mutation that replaces a call's results message by ``content(its blocks, the call)``,
+    a message that breaks ``rule``."""
+    @unchecked
+    def mutation(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tuple[int, Rule]:
+        site = _site(draw, rendered)
+        items[site.result_at] = {"role": "user",
+                                 "content": content(_blocks(items, site.result_at), site)}
+        return site.result_at, rule
+    return mutation
 
 
 @unchecked
-def _anthropic_orphan(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tuple[int, Rule]:
-    site = _site(draw, rendered)
-    blocks = _blocks(items, site.result_at)
+def _stray_among(blocks: list[Item], site: _CallSite) -> list[Item]:
+    """The blocks with a stray result added where the results, which come first, end."""
     count = sum(1 for b in blocks if b["type"] == "tool_result")
     stray = {"type": "tool_result", "tool_use_id": "toolu_stray", "content": "late"}
-    items[site.result_at] = {"role": "user", "content": [*blocks[:count], stray,
-                                                         *blocks[count:]]}
-    return site.result_at, "orphan-result"
+    return [*blocks[:count], stray, *blocks[count:]]
 
 
-@unchecked
-def _anthropic_duplicate_result(draw: DrawFn, items: list[Item], rendered: _Rendered,
-                                ) -> tuple[int, Rule]:
-    site = _site(draw, rendered)
-    blocks = _blocks(items, site.result_at)
-    mine = next(b for b in blocks if b.get("tool_use_id") == site.call_id)
-    items[site.result_at] = {"role": "user", "content": [mine, *blocks]}
-    return site.result_at, "duplicate-result"
+_anthropic_text_first = _results_rewritten("results-first", lambda blocks, site: [
+    {"type": "text", "text": "Here you go."}, *blocks])
+_anthropic_orphan = _results_rewritten("orphan-result", _stray_among)
+_anthropic_duplicate_result = _results_rewritten("duplicate-result", lambda blocks, site: [
+    next(b for b in blocks if b.get("tool_use_id") == site.call_id), *blocks])
 
 
 @unchecked
