@@ -1007,6 +1007,18 @@ def _is_not_started_repair(event: ToolResultEvent) -> bool:
         event.data.error.code == "TOOL_NOT_STARTED")
 
 
+#: The breakers of the rules in code that apply to every event of a type.
+_BREAKABLE: dict[type, tuple[str, ...]] = {
+    TurnStartEvent: ("turn-start-number",), TurnEndEvent: ("turn-end-number",),
+    StepStartEvent: ("step-start-number", "step-start-other-turn"),
+    StepEndEvent: ("step-end-number",), AssistantChunkEvent: ("chunk-outside-step",),
+    ToolCallEvent: ("tool-call-outside-step",),
+    UserMessageEvent: ("cite-nothing", "cite-self"),
+    AssistantMessageEvent: ("assistant-source", "cite-self"),
+    ToolResultEvent: ("result-block-mismatch", "cite-self"),
+}
+
+
 @unchecked
 def _candidates(events: list[Event]) -> dict[str, list[int]]:
     """Where each breaker of the rules in code applies: name -> indices it can break."""
@@ -1018,27 +1030,15 @@ def _candidates(events: list[Event]) -> dict[str, list[int]]:
     calls_in_step: list[int] = []
     for index, event in enumerate(events):
         add("seq", index)
-        if isinstance(event, TurnStartEvent):
-            add("turn-start-number", index)
-        elif isinstance(event, TurnEndEvent):
-            add("turn-end-number", index)
-        elif isinstance(event, StepStartEvent):
+        for name in _BREAKABLE.get(type(event), ()):
+            add(name, index)
+        if isinstance(event, StepStartEvent):
             calls_in_step = []
-            add("step-start-number", index)
-            add("step-start-other-turn", index)
-        elif isinstance(event, StepEndEvent):
-            add("step-end-number", index)
-        elif isinstance(event, AssistantChunkEvent):
-            add("chunk-outside-step", index)
         elif isinstance(event, ToolCallEvent):
-            add("tool-call-outside-step", index)
             if calls_in_step:
                 add("duplicate-call", index)
             calls_in_step.append(index)
-        if isinstance(event, AssistantMessageEvent):
-            add("assistant-source", index)
-        if isinstance(event, ToolResultEvent):
-            add("result-block-mismatch", index)
+        elif isinstance(event, ToolResultEvent):
             if isinstance(event.surface_op, SurfaceReplace):
                 add("replace-off-surface", index)
                 add("rewrite-more-than-content", index)
@@ -1047,15 +1047,12 @@ def _candidates(events: list[Event]) -> dict[str, list[int]]:
                 add("cite-nothing", index)
                 if not _is_not_started_repair(event):
                     add("result-without-call", index)
-        if isinstance(event, UserMessageEvent):
-            add("cite-nothing", index)
-            if isinstance(event.surface_op, SurfaceReplace):
-                add("replace-off-surface", index)
-                add("replace-uncited", index)
-        if isinstance(event, UserMessageEvent | AssistantMessageEvent | ToolResultEvent):
-            add("cite-self", index)
-            if not isinstance(event.source_event_seqs, UnsetType) and event.source_event_seqs:
-                add("cite-twice", index)
+        elif isinstance(event, UserMessageEvent) and isinstance(event.surface_op, SurfaceReplace):
+            add("replace-off-surface", index)
+            add("replace-uncited", index)
+        if (isinstance(event, UserMessageEvent | AssistantMessageEvent | ToolResultEvent)
+                and not isinstance(event.source_event_seqs, UnsetType) and event.source_event_seqs):
+            add("cite-twice", index)
     return found
 
 
