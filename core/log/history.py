@@ -35,7 +35,7 @@ from .events import (
     UserMessage,
     UserMessageEvent,
 )
-from .seed import _PrefixSliced
+from .seed import _SameItems
 from .trace import SurfaceNode, Trace
 
 __all__ = [
@@ -63,7 +63,7 @@ class _Segment:
 
 
 @unchecked
-class HistoryView(_PrefixSliced[Message]):
+class HistoryView(_SameItems[Message]):
     """The first ``len(view)`` messages of a history, read in place: O(1) to make and to keep.
 
     Indexing costs O(segments), one per fork level above the history's owner; iterating is one
@@ -137,15 +137,12 @@ class HistoryView(_PrefixSliced[Message]):
         return self if self._shared else HistoryView._of(self._segment, self._length, True)
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
-            return NotImplemented
         if isinstance(other, HistoryView) and (other._segment, other._length) == (
                 self._segment, self._length):
             return True
-        return len(other) == self._length and all(a == b for a, b in zip(self, other,
-                                                                          strict=True))
+        return super().__eq__(other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __repr__(self) -> str:
         return f"HistoryView({tuple(self)!r})"

@@ -66,7 +66,20 @@ class _PrefixSliced(Sequence[T]):
         return self._item(index)
 
 
-class SequencePrefix(_PrefixSliced[T]):
+class _SameItems(_PrefixSliced[T]):
+    """A view equal to any sequence holding the same items in the same order (tuples too)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class SequencePrefix(_SameItems[T]):
     """The first ``length`` items of ``source``, without copying them.
 
     The source must not change in its first ``length`` positions (session logs are
@@ -100,14 +113,6 @@ class SequencePrefix(_PrefixSliced[T]):
 
     def __iter__(self) -> Iterator[T]:
         return itertools.islice(iter(self._source), self._length)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
-            return NotImplemented
-        return len(other) == self._length and all(a == b for a, b in zip(self, other,
-                                                                          strict=True))
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(<{self._length} of {len(self._source)} items>)"
