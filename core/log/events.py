@@ -477,30 +477,31 @@ class _Chunk(_Wire, frozen=True, kw_only=True, tag_field="type"):
     pass
 
 
-class BlockStart(_Chunk, frozen=True, kw_only=True, tag="block-start"):
+class _BlockChunk(_Chunk, frozen=True, kw_only=True):
+    """A chunk about one content block: its index, first."""
+
     index: NonNegInt
+
+
+class BlockStart(_BlockChunk, frozen=True, kw_only=True, tag="block-start"):
     block_type: BlockType
 
 
-class TextDelta(_Chunk, frozen=True, kw_only=True, tag="text-delta"):
-    index: NonNegInt
+class TextDelta(_BlockChunk, frozen=True, kw_only=True, tag="text-delta"):
     text: str
 
 
-class ReasoningDelta(_Chunk, frozen=True, kw_only=True, tag="reasoning-delta"):
-    index: NonNegInt
+class ReasoningDelta(_BlockChunk, frozen=True, kw_only=True, tag="reasoning-delta"):
     text: str
 
 
-class ToolCallDelta(_Chunk, frozen=True, kw_only=True, tag="tool-call-delta"):
-    index: NonNegInt
+class ToolCallDelta(_BlockChunk, frozen=True, kw_only=True, tag="tool-call-delta"):
     id: str
     name: str | UnsetType = UNSET
     arguments_delta: str
 
 
-class BlockEnd(_Chunk, frozen=True, kw_only=True, tag="block-end"):
-    index: NonNegInt
+class BlockEnd(_BlockChunk, frozen=True, kw_only=True, tag="block-end"):
     block: ContentBlock
 
 
@@ -611,36 +612,34 @@ class TurnEndData(_Wire, frozen=True, kw_only=True):
     reason: TurnEndReason
 
 
-class StepData(_Wire, frozen=True, kw_only=True):
+class _InStep(_Wire, frozen=True, kw_only=True):
+    """A payload that names the step it belongs to, first."""
+
     turn: PositiveInt
     step: PositiveInt
 
 
-class AssistantChunkData(_Wire, frozen=True, kw_only=True):
-    turn: PositiveInt
-    step: PositiveInt
+class StepData(_InStep, frozen=True, kw_only=True):
+    pass
+
+
+class AssistantChunkData(_InStep, frozen=True, kw_only=True):
     chunk: StreamChunk
 
 
-class AssistantMessageData(_Wire, frozen=True, kw_only=True):
-    turn: PositiveInt
-    step: PositiveInt
+class AssistantMessageData(_InStep, frozen=True, kw_only=True):
     message: AssistantMessage
     usage: TokenUsage | UnsetType = UNSET
     interrupted: Literal[True] | UnsetType = UNSET
 
 
-class ToolCallData(_Wire, frozen=True, kw_only=True):
-    turn: PositiveInt
-    step: PositiveInt
+class ToolCallData(_InStep, frozen=True, kw_only=True):
     call_id: str
     name: str
     arguments: str
 
 
-class ToolResultData(_Wire, frozen=True, kw_only=True):
-    turn: PositiveInt
-    step: PositiveInt
+class ToolResultData(_InStep, frozen=True, kw_only=True):
     message: ToolResultMessage
     error: ToolErrorInfo | UnsetType = UNSET
     meta: Raw | UnsetType = UNSET
