@@ -38,7 +38,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, TypeAlias, Union, cast
+from typing import Any, Generic, Literal, TypeAlias, TypeVar, Union, cast
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -166,39 +166,38 @@ _LINE_BREAKS = {code: repr(chr(code))[1:-1]
 # --------------------------------------------------------------------------- packed rows
 
 
-class _TextRowData(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class _RowData(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What every packed row holds first: the step and block of its chunks, their time steps."""
+
     turn: PositiveInt
     step: PositiveInt
     index: NonNegInt
     dt: tuple[SafeInt, ...]
+
+
+class _TextRowData(_RowData, frozen=True, kw_only=True):
     texts: tuple[str, ...]
 
 
-class _ToolRowData(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    turn: PositiveInt
-    step: PositiveInt
-    index: NonNegInt
-    dt: tuple[SafeInt, ...]
+class _ToolRowData(_RowData, frozen=True, kw_only=True):
     id: str
     args: tuple[str, ...]
     name: str | UnsetType = UNSET
 
 
-class _Row(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="type"):
+_RowDataT = TypeVar("_RowDataT")
+
+
+class _Row(msgspec.Struct, Generic[_RowDataT], frozen=True, kw_only=True,
+           forbid_unknown_fields=True, tag_field="type"):
     seq0: NonNegInt
     time0: SafeInt
+    data: _RowDataT
 
 
-class _TextRow(_Row, frozen=True, kw_only=True, tag="text-chunks"):
-    data: _TextRowData
-
-
-class _ReasoningRow(_Row, frozen=True, kw_only=True, tag="reasoning-chunks"):
-    data: _TextRowData
-
-
-class _ToolRow(_Row, frozen=True, kw_only=True, tag="tool-call-chunks"):
-    data: _ToolRowData
+class _TextRow(_Row[_TextRowData], frozen=True, tag="text-chunks"): ...
+class _ReasoningRow(_Row[_TextRowData], frozen=True, tag="reasoning-chunks"): ...
+class _ToolRow(_Row[_ToolRowData], frozen=True, tag="tool-call-chunks"): ...
 
 
 _PackedRow: TypeAlias = _TextRow | _ReasoningRow | _ToolRow
