@@ -363,7 +363,8 @@ def _chain_problem(data: LlmRetryData, prior: LlmRetryData | None, owned: set[st
 
 def _start_problem(begun: LlmRetryStartedData, where: tuple[int, int] | None, again: bool,
                    ) -> str | None:
-    """What is wrong with a retry's start: ``where`` the retry was scheduled, if it was."""
+    """What is wrong with a retry's start: ``where`` the retry was scheduled (if it was), and
+    ``again`` whether it started already."""
     if not begun.retry_id:
         return "llm/retry-started has an empty retryId"
     if where is None:
