@@ -206,144 +206,134 @@ class _Ids:
 
 
 @unchecked
-def _render_chat(plan: _Plan) -> _Rendered:
-    out, ids = _Rendered(), _Ids()
+def _chat_turn(out: _Rendered, ids: _Ids, plan: _Plan, number: int, turn: _Turn) -> None:
     items = out.items
-    for number, turn in enumerate(plan.turns):
-        out.points = []
-        if turn.instruction is not None:
-            items.append({"role": "developer" if number % 2 else "system",
-                          "content": turn.instruction})
-        content: Any = turn.prompt
-        if turn.image:
-            content = [{"type": "text", "text": turn.prompt},
-                       {"type": "image_url", "image_url": {"url": "data:image/png;base64,"
-                                                                  + _IMAGE_PNG}}]
-        out.push({"role": "user", "content": content})
-        for step in turn.steps:
-            message: Item = {"role": "assistant", "content": step.text}
-            if plan.extras:
-                message.update({"refusal": None, "annotations": [], "audio": None})
-            if step.reasoning:
-                message["reasoning_content"] = "Thinking it over."
-            if not step.calls:
-                items.append(message)
-                continue
-            if len(step.calls) == 1 and step.calls[0].kind == "local_shell_call":
-                call = step.calls[0]  # the legacy pair: no id, the function message answers it
-                out.push({**message, "function_call": {"name": call.name,
-                                                       "arguments": call.arguments}})
-                out.push({"role": "function", "name": call.name, "content": call.result})
-                if step.steer is not None:
-                    out.push({"role": "user", "content": step.steer})
-                continue
-            call_ids = [ids.next("call_") for _ in step.calls]
-            message["tool_calls"] = [
-                {"id": call_id, "type": "function",
-                 "function": {"name": call.name, "arguments": call.arguments}}
-                for call_id, call in zip(call_ids, step.calls, strict=True)]
-            call_at = len(items)
-            out.push(message)
-            for position in step.order:
-                out.calls.append(_CallSite(call_at=call_at, step_at=call_at,
-                                           result_at=len(items), call_id=call_ids[position],
-                                           siblings=len(step.calls)))
-                out.push({"role": "tool", "tool_call_id": call_ids[position],
-                          "content": step.calls[position].result})
+    if turn.instruction is not None:
+        items.append({"role": "developer" if number % 2 else "system",
+                      "content": turn.instruction})
+    content: Any = turn.prompt
+    if turn.image:
+        content = [{"type": "text", "text": turn.prompt},
+                   {"type": "image_url", "image_url": {"url": "data:image/png;base64,"
+                                                              + _IMAGE_PNG}}]
+    out.push({"role": "user", "content": content})
+    for step in turn.steps:
+        message: Item = {"role": "assistant", "content": step.text}
+        if plan.extras:
+            message.update({"refusal": None, "annotations": [], "audio": None})
+        if step.reasoning:
+            message["reasoning_content"] = "Thinking it over."
+        if not step.calls:
+            items.append(message)
+            continue
+        if len(step.calls) == 1 and step.calls[0].kind == "local_shell_call":
+            call = step.calls[0]  # the legacy pair: no id, the function message answers it
+            out.push({**message, "function_call": {"name": call.name,
+                                                   "arguments": call.arguments}})
+            out.push({"role": "function", "name": call.name, "content": call.result})
             if step.steer is not None:
                 out.push({"role": "user", "content": step.steer})
-        out.turn_ends.append(len(items))
-    return out
+            continue
+        call_ids = [ids.next("call_") for _ in step.calls]
+        message["tool_calls"] = [
+            {"id": call_id, "type": "function",
+             "function": {"name": call.name, "arguments": call.arguments}}
+            for call_id, call in zip(call_ids, step.calls, strict=True)]
+        call_at = len(items)
+        out.push(message)
+        for position in step.order:
+            out.calls.append(_CallSite(call_at=call_at, step_at=call_at,
+                                       result_at=len(items), call_id=call_ids[position],
+                                       siblings=len(step.calls)))
+            out.push({"role": "tool", "tool_call_id": call_ids[position],
+                      "content": step.calls[position].result})
+        if step.steer is not None:
+            out.push({"role": "user", "content": step.steer})
 
 
 # --------------------------------------------------------------------------- OpenAI Responses
 
 
 @unchecked
-def _render_responses(plan: _Plan) -> _Rendered:
-    out, ids = _Rendered(), _Ids()
+def _responses_turn(out: _Rendered, ids: _Ids, plan: _Plan, number: int, turn: _Turn) -> None:
     items = out.items
-    for number, turn in enumerate(plan.turns):
-        out.points = []
-        if turn.instruction is not None:
-            items.append({"type": "message", "role": "developer" if number % 2 else "system",
-                          "content": turn.instruction})
-        if turn.image or number % 2:
-            parts: list[Item] = [{"type": "input_text", "text": turn.prompt}]
-            if turn.image:
-                parts.append({"type": "input_image", "detail": "auto",
-                              "image_url": "data:image/png;base64," + _IMAGE_PNG})
-            items.append({"type": "message", "role": "user", "content": parts})
-        else:
-            items.append({"role": "user", "content": turn.prompt})
+    if turn.instruction is not None:
+        items.append({"type": "message", "role": "developer" if number % 2 else "system",
+                      "content": turn.instruction})
+    if turn.image or number % 2:
+        parts: list[Item] = [{"type": "input_text", "text": turn.prompt}]
+        if turn.image:
+            parts.append({"type": "input_image", "detail": "auto",
+                          "image_url": "data:image/png;base64," + _IMAGE_PNG})
+        items.append({"type": "message", "role": "user", "content": parts})
+    else:
+        items.append({"role": "user", "content": turn.prompt})
+    out.points.append(len(items))
+    for step in turn.steps:
+        step_at = len(items)
+        if step.reasoning:
+            reasoning: Item = {"type": "reasoning", "id": ids.next("rs_"), "summary": [
+                {"type": "summary_text", "text": "Thinking it over."}]}
+            if plan.thinking:
+                reasoning["encrypted_content"] = "gAAAAAB" + reasoning["id"]
+            items.append(reasoning)
+        if step.server:
+            items.append({"type": "web_search_call", "id": ids.next("ws_"),
+                          "status": "completed",
+                          "action": {"type": "search", "query": "weather Paris"}})
+        if step.text is not None:
+            message: Item = {"type": "message", "role": "assistant", "id": ids.next("msg_"),
+                             "status": "completed", "content": [
+                                 {"type": "output_text", "text": step.text,
+                                  "annotations": []}]}
+            if plan.extras:
+                message["phase"] = "final_answer"
+            items.append(message)
+        if not step.calls:
+            continue
+        sites: list[tuple[int, str, _Call]] = []
+        for call in step.calls:
+            call_id = ids.next("call_")
+            item: Item = {"type": call.kind, "id": ids.next("fc_"), "call_id": call_id,
+                          "status": "completed"}
+            if call.kind == "program":
+                item = {"type": "program", "id": ids.next("prg_"), "call_id": call_id,
+                        "code": "return tools.weather()", "fingerprint": "fp1"}
+            elif call.kind == "function_call":
+                item.update(name=call.name, arguments=call.arguments)
+            elif call.kind == "custom_tool_call":
+                item.update(name=call.name, input=call.arguments)
+            elif call.kind == "computer_call":
+                item.update(action={"type": "screenshot"}, pending_safety_checks=[])
+            else:
+                item.update(action={"type": "exec", "command": ["ls"], "env": {}})
+            sites.append((len(items), call_id, call))
+            items.append(item)
         out.points.append(len(items))
-        for step in turn.steps:
-            step_at = len(items)
-            if step.reasoning:
-                reasoning: Item = {"type": "reasoning", "id": ids.next("rs_"), "summary": [
-                    {"type": "summary_text", "text": "Thinking it over."}]}
-                if plan.thinking:
-                    reasoning["encrypted_content"] = "gAAAAAB" + reasoning["id"]
-                items.append(reasoning)
-            if step.server:
-                items.append({"type": "web_search_call", "id": ids.next("ws_"),
-                              "status": "completed",
-                              "action": {"type": "search", "query": "weather Paris"}})
-            if step.text is not None:
-                message: Item = {"type": "message", "role": "assistant", "id": ids.next("msg_"),
-                                 "status": "completed", "content": [
-                                     {"type": "output_text", "text": step.text,
-                                      "annotations": []}]}
-                if plan.extras:
-                    message["phase"] = "final_answer"
-                items.append(message)
-            if not step.calls:
-                continue
-            sites: list[tuple[int, str, _Call]] = []
-            for call in step.calls:
-                call_id = ids.next("call_")
-                item: Item = {"type": call.kind, "id": ids.next("fc_"), "call_id": call_id,
-                              "status": "completed"}
-                if call.kind == "program":
-                    item = {"type": "program", "id": ids.next("prg_"), "call_id": call_id,
-                            "code": "return tools.weather()", "fingerprint": "fp1"}
-                elif call.kind == "function_call":
-                    item.update(name=call.name, arguments=call.arguments)
-                elif call.kind == "custom_tool_call":
-                    item.update(name=call.name, input=call.arguments)
-                elif call.kind == "computer_call":
-                    item.update(action={"type": "screenshot"}, pending_safety_checks=[])
-                else:
-                    item.update(action={"type": "exec", "command": ["ls"], "env": {}})
-                sites.append((len(items), call_id, call))
-                items.append(item)
-            out.points.append(len(items))
-            for position in step.order:
-                call_at, call_id, call = sites[position]
-                output: Item = {"type": call.kind + "_output", "call_id": call_id}
-                if call.kind == "local_shell_call":  # openai's type names its call by `id`
-                    output = {"type": "local_shell_call_output", "id": call_id,
-                              "output": call.result}
-                elif call.kind == "program":
-                    output = {"type": "program_output", "id": ids.next("prgo_"),
-                              "call_id": call_id, "result": call.result, "status": "completed"}
-                elif call.kind == "computer_call":
-                    output["output"] = {"type": "computer_screenshot",
-                                        "image_url": "data:image/png;base64," + _IMAGE_PNG}
-                elif call.image and call.kind == "function_call":
-                    output["output"] = [{"type": "input_text", "text": call.result},
-                                        {"type": "input_image",
-                                         "image_url": "data:image/png;base64," + _IMAGE_PNG}]
-                elif "output" not in output and "result" not in output:
-                    output["output"] = call.result
-                out.calls.append(_CallSite(call_at=call_at, step_at=step_at,
-                                           result_at=len(items), call_id=call_id,
-                                           siblings=len(step.calls)))
-                out.push(output)
-            if step.steer is not None:
-                out.push({"role": "user", "content": step.steer})
-        out.turn_ends.append(len(items))
-    return out
+        for position in step.order:
+            call_at, call_id, call = sites[position]
+            output: Item = {"type": call.kind + "_output", "call_id": call_id}
+            if call.kind == "local_shell_call":  # openai's type names its call by `id`
+                output = {"type": "local_shell_call_output", "id": call_id,
+                          "output": call.result}
+            elif call.kind == "program":
+                output = {"type": "program_output", "id": ids.next("prgo_"),
+                          "call_id": call_id, "result": call.result, "status": "completed"}
+            elif call.kind == "computer_call":
+                output["output"] = {"type": "computer_screenshot",
+                                    "image_url": "data:image/png;base64," + _IMAGE_PNG}
+            elif call.image and call.kind == "function_call":
+                output["output"] = [{"type": "input_text", "text": call.result},
+                                    {"type": "input_image",
+                                     "image_url": "data:image/png;base64," + _IMAGE_PNG}]
+            elif "output" not in output and "result" not in output:
+                output["output"] = call.result
+            out.calls.append(_CallSite(call_at=call_at, step_at=step_at,
+                                       result_at=len(items), call_id=call_id,
+                                       siblings=len(step.calls)))
+            out.push(output)
+        if step.steer is not None:
+            out.push({"role": "user", "content": step.steer})
 
 
 # --------------------------------------------------------------------------- Anthropic
@@ -358,81 +348,92 @@ def _thinking(plan: _Plan, ids: _Ids) -> Item:
 
 
 @unchecked
-def _render_anthropic(plan: _Plan) -> _Rendered:
-    out, ids = _Rendered(), _Ids()
+def _anthropic_turn(out: _Rendered, ids: _Ids, plan: _Plan, number: int, turn: _Turn) -> None:
     items = out.items
-    for turn in plan.turns:
-        out.points = []
-        if turn.instruction is not None and plan.extras:  # anthropic 2.x's SystemMessageParam
-            items.append({"role": "system", "content": turn.instruction})
-        content: Any = turn.prompt
-        if turn.image:
-            content = [{"type": "text", "text": turn.prompt},
-                       {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                                    "data": _IMAGE_PNG}}]
-        out.push({"role": "user", "content": content})
-        for number, step in enumerate(turn.steps):
-            head: list[Item] = []
-            if plan.thinking and (number == 0 or step.reasoning):
-                if number == 0:
-                    out.thinking_at.append(len(items))
-                head.append(_thinking(plan, ids))
-            if step.text is not None and step.calls:
-                head.append({"type": "text", "text": step.text})
-            tail: list[Item] = []
-            if step.server:
-                use_id = ids.next("srvtoolu_")
-                head.append({"type": "server_tool_use", "id": use_id, "name": "web_search",
-                             "input": {"query": "weather Paris"}})
-                tail.append({"type": "web_search_tool_result", "tool_use_id": use_id,
-                             "content": [{"type": "web_search_result", "title": "Weather",
-                                          "url": "https://example.com/weather",
-                                          "encrypted_content": "Eo8B", "page_age": None}]})
-            if step.text is not None and not step.calls:
-                tail.append({"type": "text", "text": step.text})
-            call_ids = [ids.next("toolu_") for _ in step.calls]
-            tail.extend({"type": "tool_use", "id": call_id, "name": call.name,
-                         "input": msgspec.json.decode(call.arguments)}
-                        for call_id, call in zip(call_ids, step.calls, strict=True))
-            if step.server and step.paused:
-                out.servers.append((len(items), len(head) - 1))
-                out.push({"role": "assistant", "content": head})
-                head = []
-            elif step.server:
-                out.servers.append((len(items), len(head) - 1))
-            items.append({"role": "assistant", "content": [*head, *tail]})
-            if not step.calls:
-                continue
-            call_at = len(items) - 1
-            out.points.append(len(items))
-            results: list[Item] = []
-            for position in step.order:
-                call = step.calls[position]
-                result: Item = {"type": "tool_result", "tool_use_id": call_ids[position]}
-                if call.image:
-                    result["content"] = [{"type": "text", "text": call.result},
-                                         {"type": "image", "source": {
-                                             "type": "base64", "media_type": "image/png",
-                                             "data": _IMAGE_PNG}}]
-                elif call.result:
-                    result["content"] = call.result
-                if call.is_error:
-                    result["is_error"] = True
-                results.append(result)
-                out.calls.append(_CallSite(call_at=call_at, step_at=call_at,
-                                           result_at=len(items), call_id=call_ids[position],
-                                           siblings=len(step.calls)))
-            if step.steer is not None:
-                results.append({"type": "text", "text": step.steer})
-            out.push({"role": "user", "content": results})
-        out.turn_ends.append(len(items))
-    return out
+    if turn.instruction is not None and plan.extras:  # anthropic 2.x's SystemMessageParam
+        items.append({"role": "system", "content": turn.instruction})
+    content: Any = turn.prompt
+    if turn.image:
+        content = [{"type": "text", "text": turn.prompt},
+                   {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                "data": _IMAGE_PNG}}]
+    out.push({"role": "user", "content": content})
+    for step_number, step in enumerate(turn.steps):
+        head: list[Item] = []
+        if plan.thinking and (step_number == 0 or step.reasoning):
+            if step_number == 0:
+                out.thinking_at.append(len(items))
+            head.append(_thinking(plan, ids))
+        if step.text is not None and step.calls:
+            head.append({"type": "text", "text": step.text})
+        tail: list[Item] = []
+        if step.server:
+            use_id = ids.next("srvtoolu_")
+            head.append({"type": "server_tool_use", "id": use_id, "name": "web_search",
+                         "input": {"query": "weather Paris"}})
+            tail.append({"type": "web_search_tool_result", "tool_use_id": use_id,
+                         "content": [{"type": "web_search_result", "title": "Weather",
+                                      "url": "https://example.com/weather",
+                                      "encrypted_content": "Eo8B", "page_age": None}]})
+        if step.text is not None and not step.calls:
+            tail.append({"type": "text", "text": step.text})
+        call_ids = [ids.next("toolu_") for _ in step.calls]
+        tail.extend({"type": "tool_use", "id": call_id, "name": call.name,
+                     "input": msgspec.json.decode(call.arguments)}
+                    for call_id, call in zip(call_ids, step.calls, strict=True))
+        if step.server and step.paused:
+            out.servers.append((len(items), len(head) - 1))
+            out.push({"role": "assistant", "content": head})
+            head = []
+        elif step.server:
+            out.servers.append((len(items), len(head) - 1))
+        items.append({"role": "assistant", "content": [*head, *tail]})
+        if not step.calls:
+            continue
+        call_at = len(items) - 1
+        out.points.append(len(items))
+        results: list[Item] = []
+        for position in step.order:
+            call = step.calls[position]
+            result: Item = {"type": "tool_result", "tool_use_id": call_ids[position]}
+            if call.image:
+                result["content"] = [{"type": "text", "text": call.result},
+                                     {"type": "image", "source": {
+                                         "type": "base64", "media_type": "image/png",
+                                         "data": _IMAGE_PNG}}]
+            elif call.result:
+                result["content"] = call.result
+            if call.is_error:
+                result["is_error"] = True
+            results.append(result)
+            out.calls.append(_CallSite(call_at=call_at, step_at=call_at,
+                                       result_at=len(items), call_id=call_ids[position],
+                                       siblings=len(step.calls)))
+        if step.steer is not None:
+            results.append({"type": "text", "text": step.steer})
+        out.push({"role": "user", "content": results})
+
+
+@unchecked
+def _renderer(render_turn: Callable[[_Rendered, _Ids, _Plan, int, _Turn], None],
+              ) -> Callable[[_Plan], _Rendered]:
+    """A format's rendering of a plan: ``render_turn(out, ids, plan, number, turn)`` renders
+    each turn, which is complete where it ends; the in-flight points are the last turn's."""
+    @unchecked
+    def render(plan: _Plan) -> _Rendered:
+        out, ids = _Rendered(), _Ids()
+        for number, turn in enumerate(plan.turns):
+            out.points = []
+            render_turn(out, ids, plan, number, turn)
+            out.turn_ends.append(len(out.items))
+        return out
+    return render
 
 
 _RENDER: dict[str, Callable[[_Plan], _Rendered]] = {
-    "openai-chat": _render_chat,
-    "openai-responses": _render_responses,
-    "anthropic": _render_anthropic,
+    "openai-chat": _renderer(_chat_turn),
+    "openai-responses": _renderer(_responses_turn),
+    "anthropic": _renderer(_anthropic_turn),
 }
 
 
@@ -639,34 +640,32 @@ def _anthropic_drop_result(draw: DrawFn, items: list[Item], rendered: _Rendered,
 
 
 @unchecked
-def _anthropic_text_first(draw: DrawFn, items: list[Item], rendered: _Rendered,
-                          ) -> tuple[int, Rule]:
-    site = _site(draw, rendered)
-    blocks = _blocks(items, site.result_at)
-    items[site.result_at] = {"role": "user",
-                             "content": [{"type": "text", "text": "Here you go."}, *blocks]}
-    return site.result_at, "results-first"
+def _results_rewritten(rule: Rule, content: Callable[[list[Item], _CallSite], list[Item]],
+                       ) -> _Mutation:
+    """The mutation that replaces a call's results message by ``content(its blocks, the call)``,
+    a message that breaks ``rule``."""
+    @unchecked
+    def mutation(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tuple[int, Rule]:
+        site = _site(draw, rendered)
+        items[site.result_at] = {"role": "user",
+                                 "content": content(_blocks(items, site.result_at), site)}
+        return site.result_at, rule
+    return mutation
 
 
 @unchecked
-def _anthropic_orphan(draw: DrawFn, items: list[Item], rendered: _Rendered) -> tuple[int, Rule]:
-    site = _site(draw, rendered)
-    blocks = _blocks(items, site.result_at)
+def _stray_among(blocks: list[Item], site: _CallSite) -> list[Item]:
+    """The blocks with a stray result added where the results, which come first, end."""
     count = sum(1 for b in blocks if b["type"] == "tool_result")
     stray = {"type": "tool_result", "tool_use_id": "toolu_stray", "content": "late"}
-    items[site.result_at] = {"role": "user", "content": [*blocks[:count], stray,
-                                                         *blocks[count:]]}
-    return site.result_at, "orphan-result"
+    return [*blocks[:count], stray, *blocks[count:]]
 
 
-@unchecked
-def _anthropic_duplicate_result(draw: DrawFn, items: list[Item], rendered: _Rendered,
-                                ) -> tuple[int, Rule]:
-    site = _site(draw, rendered)
-    blocks = _blocks(items, site.result_at)
-    mine = next(b for b in blocks if b.get("tool_use_id") == site.call_id)
-    items[site.result_at] = {"role": "user", "content": [mine, *blocks]}
-    return site.result_at, "duplicate-result"
+_anthropic_text_first = _results_rewritten("results-first", lambda blocks, site: [
+    {"type": "text", "text": "Here you go."}, *blocks])
+_anthropic_orphan = _results_rewritten("orphan-result", _stray_among)
+_anthropic_duplicate_result = _results_rewritten("duplicate-result", lambda blocks, site: [
+    next(b for b in blocks if b.get("tool_use_id") == site.call_id), *blocks])
 
 
 @unchecked

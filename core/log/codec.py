@@ -38,7 +38,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, TypeAlias, Union, cast
+from typing import Any, Generic, Literal, TypeAlias, TypeVar, Union, cast
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
@@ -166,39 +166,38 @@ _LINE_BREAKS = {code: repr(chr(code))[1:-1]
 # --------------------------------------------------------------------------- packed rows
 
 
-class _TextRowData(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class _RowData(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What every packed row holds first: the step and block of its chunks, their time steps."""
+
     turn: PositiveInt
     step: PositiveInt
     index: NonNegInt
     dt: tuple[SafeInt, ...]
+
+
+class _TextRowData(_RowData, frozen=True, kw_only=True):
     texts: tuple[str, ...]
 
 
-class _ToolRowData(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    turn: PositiveInt
-    step: PositiveInt
-    index: NonNegInt
-    dt: tuple[SafeInt, ...]
+class _ToolRowData(_RowData, frozen=True, kw_only=True):
     id: str
     args: tuple[str, ...]
     name: str | UnsetType = UNSET
 
 
-class _Row(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="type"):
+_RowDataT = TypeVar("_RowDataT")
+
+
+class _Row(msgspec.Struct, Generic[_RowDataT], frozen=True, kw_only=True,
+           forbid_unknown_fields=True, tag_field="type"):
     seq0: NonNegInt
     time0: SafeInt
+    data: _RowDataT
 
 
-class _TextRow(_Row, frozen=True, kw_only=True, tag="text-chunks"):
-    data: _TextRowData
-
-
-class _ReasoningRow(_Row, frozen=True, kw_only=True, tag="reasoning-chunks"):
-    data: _TextRowData
-
-
-class _ToolRow(_Row, frozen=True, kw_only=True, tag="tool-call-chunks"):
-    data: _ToolRowData
+class _TextRow(_Row[_TextRowData], frozen=True, tag="text-chunks"): ...
+class _ReasoningRow(_Row[_TextRowData], frozen=True, tag="reasoning-chunks"): ...
+class _ToolRow(_Row[_ToolRowData], frozen=True, tag="tool-call-chunks"): ...
 
 
 _PackedRow: TypeAlias = _TextRow | _ReasoningRow | _ToolRow
@@ -244,17 +243,13 @@ _ENVELOPE_START = re.compile(
     rb'\s*\{\s*"type"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"seq0?"\s*:\s*([0-9]{1,16})[,}\s]')
 
 
-class _HeaderLine(msgspec.Struct, frozen=True, kw_only=True, rename="camel",
-                  forbid_unknown_fields=True, tag_field="type", tag="session"):
+class _HeaderLine(SessionHeader, frozen=True, kw_only=True, tag_field="type", tag="session"):
+    """The header as a session file's first line holds it: tagged, with its version and
+    ``delegationDepth`` always written, and an id read as it stands."""
+
     version: int
     id: str
-    created_at: NonNegInt
-    cwd: str | UnsetType = UNSET
-    parent_session: str | UnsetType = UNSET
-    seed_length: NonNegInt | UnsetType = UNSET
-    origin: Literal["subagent"] | UnsetType = UNSET
     delegation_depth: NonNegInt
-    agent_preset: str | UnsetType = UNSET
 
 
 class _HeaderVersion(msgspec.Struct):
@@ -880,11 +875,7 @@ def decode_header_line(line: bytes, line_no: int = 1) -> Result[SessionHeader, D
         return Failure(DecodeError(line=line_no, problem=f"header: {_clean(str(exc))}"))
     if masked is not None:
         header = _unmask(header)
-    return Success(SessionHeader(
-        version=header.version, id=header.id, created_at=header.created_at, cwd=header.cwd,
-        parent_session=header.parent_session, seed_length=header.seed_length,
-        origin=header.origin, delegation_depth=header.delegation_depth,
-        agent_preset=header.agent_preset))
+    return Success(SessionHeader(**msgspec.structs.asdict(header)))
 
 
 @checked
@@ -1089,12 +1080,10 @@ def encode_log(events: Iterable[Event], *, pack_chunks: bool = False) -> bytes:
 @checked
 def encode_header_line(header: SessionHeader) -> bytes:
     """The on-disk header line (no newline); ``delegationDepth`` is always written."""
-    depth = header.delegation_depth
-    return _encode(_HeaderLine(
-        version=header.version, id=header.id, created_at=header.created_at, cwd=header.cwd,
-        parent_session=header.parent_session, seed_length=header.seed_length,
-        origin=header.origin, delegation_depth=0 if isinstance(depth, UnsetType) else depth,
-        agent_preset=header.agent_preset))
+    fields = msgspec.structs.asdict(header)
+    if isinstance(header.delegation_depth, UnsetType):
+        fields["delegation_depth"] = 0
+    return _encode(_HeaderLine(**fields))
 
 
 @checked

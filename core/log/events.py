@@ -17,7 +17,7 @@ marked ``"ignorable": true``) are kept as :class:`OpaqueEvent` with their exact 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeAlias, cast
+from typing import Annotated, Any, Generic, Literal, TypeAlias, TypeVar, cast
 
 import msgspec
 from msgspec import UNSET, Meta, Raw, UnsetType
@@ -477,30 +477,31 @@ class _Chunk(_Wire, frozen=True, kw_only=True, tag_field="type"):
     pass
 
 
-class BlockStart(_Chunk, frozen=True, kw_only=True, tag="block-start"):
+class _BlockChunk(_Chunk, frozen=True, kw_only=True):
+    """A chunk about one content block: its index, first."""
+
     index: NonNegInt
+
+
+class BlockStart(_BlockChunk, frozen=True, kw_only=True, tag="block-start"):
     block_type: BlockType
 
 
-class TextDelta(_Chunk, frozen=True, kw_only=True, tag="text-delta"):
-    index: NonNegInt
+class TextDelta(_BlockChunk, frozen=True, kw_only=True, tag="text-delta"):
     text: str
 
 
-class ReasoningDelta(_Chunk, frozen=True, kw_only=True, tag="reasoning-delta"):
-    index: NonNegInt
+class ReasoningDelta(_BlockChunk, frozen=True, kw_only=True, tag="reasoning-delta"):
     text: str
 
 
-class ToolCallDelta(_Chunk, frozen=True, kw_only=True, tag="tool-call-delta"):
-    index: NonNegInt
+class ToolCallDelta(_BlockChunk, frozen=True, kw_only=True, tag="tool-call-delta"):
     id: str
     name: str | UnsetType = UNSET
     arguments_delta: str
 
 
-class BlockEnd(_Chunk, frozen=True, kw_only=True, tag="block-end"):
-    index: NonNegInt
+class BlockEnd(_BlockChunk, frozen=True, kw_only=True, tag="block-end"):
     block: ContentBlock
 
 
@@ -611,36 +612,34 @@ class TurnEndData(_Wire, frozen=True, kw_only=True):
     reason: TurnEndReason
 
 
-class StepData(_Wire, frozen=True, kw_only=True):
+class _InStep(_Wire, frozen=True, kw_only=True):
+    """A payload that names the step it belongs to, first."""
+
     turn: PositiveInt
     step: PositiveInt
 
 
-class AssistantChunkData(_Wire, frozen=True, kw_only=True):
-    turn: PositiveInt
-    step: PositiveInt
+class StepData(_InStep, frozen=True, kw_only=True):
+    pass
+
+
+class AssistantChunkData(_InStep, frozen=True, kw_only=True):
     chunk: StreamChunk
 
 
-class AssistantMessageData(_Wire, frozen=True, kw_only=True):
-    turn: PositiveInt
-    step: PositiveInt
+class AssistantMessageData(_InStep, frozen=True, kw_only=True):
     message: AssistantMessage
     usage: TokenUsage | UnsetType = UNSET
     interrupted: Literal[True] | UnsetType = UNSET
 
 
-class ToolCallData(_Wire, frozen=True, kw_only=True):
-    turn: PositiveInt
-    step: PositiveInt
+class ToolCallData(_InStep, frozen=True, kw_only=True):
     call_id: str
     name: str
     arguments: str
 
 
-class ToolResultData(_Wire, frozen=True, kw_only=True):
-    turn: PositiveInt
-    step: PositiveInt
+class ToolResultData(_InStep, frozen=True, kw_only=True):
     message: ToolResultMessage
     error: ToolErrorInfo | UnsetType = UNSET
     meta: Raw | UnsetType = UNSET
@@ -714,109 +713,55 @@ class LlmRetryStartedData(_Wire, frozen=True, kw_only=True):
 # --------------------------------------------------------------------------- events
 
 
-class _Event(_Wire, frozen=True, kw_only=True, tag_field="type"):
-    """Envelope fields shared by every typed event, in DSH's key order."""
+DataT = TypeVar("DataT")
+
+
+class _Event(_Wire, Generic[DataT], frozen=True, kw_only=True, tag_field="type"):
+    """Envelope fields shared by every typed event, in DSH's key order; ``data`` is the
+    payload the type (the subclass's tag) names."""
 
     seq: NonNegInt
     time: SafeInt
-
-
-class _SurfaceEvent(_Event, frozen=True, kw_only=True):
-    pass
-
-
-class TurnStartEvent(_Event, frozen=True, kw_only=True, tag="turn/start"):
-    data: TurnStartData
+    data: DataT
     ignorable: Literal[True] | UnsetType = UNSET
 
 
-class TurnEndEvent(_Event, frozen=True, kw_only=True, tag="turn/end"):
-    data: TurnEndData
-    ignorable: Literal[True] | UnsetType = UNSET
+class _SurfaceEvent(_Event[DataT], frozen=True, kw_only=True):
+    """A surface-eligible event: it carries ``surfaceOp`` (and may cite what it replaces)."""
 
-
-class StepStartEvent(_Event, frozen=True, kw_only=True, tag="step/start"):
-    data: StepData
-    ignorable: Literal[True] | UnsetType = UNSET
-
-
-class StepEndEvent(_Event, frozen=True, kw_only=True, tag="step/end"):
-    data: StepData
-    ignorable: Literal[True] | UnsetType = UNSET
-
-
-class UserMessageEvent(_SurfaceEvent, frozen=True, kw_only=True, tag="user/message"):
-    data: UserMessage
-    ignorable: Literal[True] | UnsetType = UNSET
     source_event_seqs: tuple[NonNegInt, ...] | UnsetType = UNSET
     surface_op: SurfaceOp
 
 
-class AssistantChunkEvent(_Event, frozen=True, kw_only=True, tag="assistant/chunk"):
-    data: AssistantChunkData
-    ignorable: Literal[True] | UnsetType = UNSET
+class TurnStartEvent(_Event[TurnStartData], frozen=True, tag="turn/start"): ...
+class TurnEndEvent(_Event[TurnEndData], frozen=True, tag="turn/end"): ...
+class StepStartEvent(_Event[StepData], frozen=True, tag="step/start"): ...
+class StepEndEvent(_Event[StepData], frozen=True, tag="step/end"): ...
+class UserMessageEvent(_SurfaceEvent[UserMessage], frozen=True, tag="user/message"): ...
+class AssistantChunkEvent(_Event[AssistantChunkData], frozen=True, tag="assistant/chunk"): ...
+class AssistantMessageEvent(_SurfaceEvent[AssistantMessageData], frozen=True,
+                            tag="assistant/message"): ...
+class ToolCallEvent(_Event[ToolCallData], frozen=True, tag="tool/call"): ...
+class ToolResultEvent(_SurfaceEvent[ToolResultData], frozen=True, tag="tool/result"): ...
+class RequestHeaderEvent(_Event[RequestHeaderData], frozen=True, tag="request/header"): ...
 
 
-class AssistantMessageEvent(_SurfaceEvent, frozen=True, kw_only=True, tag="assistant/message"):
-    data: AssistantMessageData
-    ignorable: Literal[True] | UnsetType = UNSET
-    source_event_seqs: tuple[NonNegInt, ...] | UnsetType = UNSET
-    surface_op: SurfaceOp
-
-
-class ToolCallEvent(_Event, frozen=True, kw_only=True, tag="tool/call"):
-    data: ToolCallData
-    ignorable: Literal[True] | UnsetType = UNSET
-
-
-class ToolResultEvent(_SurfaceEvent, frozen=True, kw_only=True, tag="tool/result"):
-    data: ToolResultData
-    ignorable: Literal[True] | UnsetType = UNSET
-    source_event_seqs: tuple[NonNegInt, ...] | UnsetType = UNSET
-    surface_op: SurfaceOp
-
-
-class RequestHeaderEvent(_Event, frozen=True, kw_only=True, tag="request/header"):
-    data: RequestHeaderData
-    ignorable: Literal[True] | UnsetType = UNSET
-
-
-class SessionEndSeedEvent(_Event, frozen=True, kw_only=True, tag="session/end-seed"):
+class SessionEndSeedEvent(_Event[SessionEndSeedData], frozen=True, kw_only=True,
+                          tag="session/end-seed"):
     data: SessionEndSeedData = SessionEndSeedData()
-    ignorable: Literal[True] | UnsetType = UNSET
 
 
-class SubagentDescriptorEvent(_Event, frozen=True, kw_only=True, tag="subagent/descriptor"):
+class SubagentDescriptorEvent(_Event[SubagentDescriptorData], frozen=True,
+                              tag="subagent/descriptor"):
     """A descriptor this runtime accepts; the codec keeps any other as an :class:`OpaqueEvent`
     of this type (:mod:`.descriptor` judges both)."""
 
-    data: SubagentDescriptorData
-    ignorable: Literal[True] | UnsetType = UNSET
 
-
-class SandboxModeEvent(_Event, frozen=True, kw_only=True, tag="sandbox/mode"):
-    data: SandboxModeData
-    ignorable: Literal[True] | UnsetType = UNSET
-
-
-class ApprovalPolicyEvent(_Event, frozen=True, kw_only=True, tag="approval/policy"):
-    data: ApprovalPolicyData
-    ignorable: Literal[True] | UnsetType = UNSET
-
-
-class InboxSplicedEvent(_Event, frozen=True, kw_only=True, tag="agent/inbox/spliced"):
-    data: InboxSplicedData
-    ignorable: Literal[True] | UnsetType = UNSET
-
-
-class LlmRetryEvent(_Event, frozen=True, kw_only=True, tag="llm/retry"):
-    data: LlmRetryData
-    ignorable: Literal[True] | UnsetType = UNSET
-
-
-class LlmRetryStartedEvent(_Event, frozen=True, kw_only=True, tag="llm/retry-started"):
-    data: LlmRetryStartedData
-    ignorable: Literal[True] | UnsetType = UNSET
+class SandboxModeEvent(_Event[SandboxModeData], frozen=True, tag="sandbox/mode"): ...
+class ApprovalPolicyEvent(_Event[ApprovalPolicyData], frozen=True, tag="approval/policy"): ...
+class InboxSplicedEvent(_Event[InboxSplicedData], frozen=True, tag="agent/inbox/spliced"): ...
+class LlmRetryEvent(_Event[LlmRetryData], frozen=True, tag="llm/retry"): ...
+class LlmRetryStartedEvent(_Event[LlmRetryStartedData], frozen=True, tag="llm/retry-started"): ...
 
 
 class OpaqueEvent(_Wire, frozen=True, kw_only=True):

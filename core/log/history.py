@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
-from typing import TypeAlias, overload
+from typing import TypeAlias
 
 import msgspec
 
@@ -35,6 +35,7 @@ from .events import (
     UserMessage,
     UserMessageEvent,
 )
+from .seed import _SameItems
 from .trace import SurfaceNode, Trace
 
 __all__ = [
@@ -62,7 +63,7 @@ class _Segment:
 
 
 @unchecked
-class HistoryView(Sequence[Message]):
+class HistoryView(_SameItems[Message]):
     """The first ``len(view)`` messages of a history, read in place: O(1) to make and to keep.
 
     Indexing costs O(segments), one per fork level above the history's owner; iterating is one
@@ -91,25 +92,12 @@ class HistoryView(Sequence[Message]):
         view._segment, view._length, view._shared = segment, length, shared
         return view
 
+    _noun = "history"
+
     def __len__(self) -> int:
         return self._length
 
-    @overload
-    def __getitem__(self, index: int) -> Message: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Message]: ...
-
-    def __getitem__(self, index: int | slice) -> Message | Sequence[Message]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(self._length)
-            if step == 1 and start == 0:
-                return self.prefix(max(stop, 0))
-            return tuple(self[i] for i in range(start, stop, step))
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError("history index out of range")
+    def _item(self, index: int) -> Message:
         segment = self._segment
         while index < segment.offset:
             segment = segment.base._segment  # type: ignore[union-attr]  # offset > 0: a base
@@ -129,6 +117,8 @@ class HistoryView(Sequence[Message]):
             view = view._segment.base
         return HistoryView._of(view._segment, length, self._shared)
 
+    _prefix = prefix
+
     def extended(self, messages: Sequence[Message]) -> HistoryView:
         """This history followed by ``messages``: O(len(messages)); this view is unchanged."""
         if not messages:
@@ -147,15 +137,12 @@ class HistoryView(Sequence[Message]):
         return self if self._shared else HistoryView._of(self._segment, self._length, True)
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
-            return NotImplemented
         if isinstance(other, HistoryView) and (other._segment, other._length) == (
                 self._segment, self._length):
             return True
-        return len(other) == self._length and all(a == b for a, b in zip(self, other,
-                                                                          strict=True))
+        return super().__eq__(other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __repr__(self) -> str:
         return f"HistoryView({tuple(self)!r})"

@@ -45,6 +45,7 @@ from .events import (
     LlmFailure,
     LlmRetryData,
     LlmRetryEvent,
+    LlmRetryStartedData,
     LlmRetryStartedEvent,
     RequestHeaderEvent,
     StepEndEvent,
@@ -324,6 +325,59 @@ def _retry_problem(data: LlmRetryData) -> str | None:
     return None
 
 
+def _placement_problem(data: LlmRetryData, turn: int | None, step: tuple[int, int] | None,
+                       provider: str | None) -> str | None:
+    """What is wrong with where a retry stands: in the open step, after its request's header."""
+    if turn is None:
+        return "llm/retry stands outside any open turn"
+    if step is None:
+        return f"llm/retry stands in turn {turn} outside any open step"
+    if data.turn != turn:
+        return f"llm/retry names turn {data.turn}, but the open turn is {turn}"
+    if (data.turn, data.step) != step:
+        return (f"llm/retry names turn {data.turn} step {data.step}, but the open step is turn "
+                f"{step[0]} step {step[1]}")
+    if provider is None:
+        return (f"llm/retry names provider {data.provider!r}, but no request/header names the "
+                "failed request's provider")
+    if data.provider != provider:
+        return (f"llm/retry names provider {data.provider!r}, but the failed request went to "
+                f"{provider!r}")
+    return None
+
+
+def _chain_problem(data: LlmRetryData, prior: LlmRetryData | None, owned: set[str],
+                   ) -> str | None:
+    """What is wrong with a retry as the next of its chain (``prior``: the chain's last one)."""
+    expected = 1 if prior is None else prior.retry + 1
+    if data.retry != expected:
+        return (f"llm/retry number {data.retry} should be {expected} for provider "
+                f"{data.provider!r} under its policy")
+    if prior is not None and prior.retry_id != data.retry_id:
+        return (f"llm/retry changes its chain's retryId from {prior.retry_id!r} to "
+                f"{data.retry_id!r}")
+    if prior is None and data.retry_id in owned:
+        return f"llm/retry retryId {data.retry_id!r} already names another chain"
+    return None
+
+
+def _start_problem(begun: LlmRetryStartedData, where: tuple[int, int] | None, again: bool,
+                   ) -> str | None:
+    """What is wrong with a retry's start: ``where`` the retry was scheduled (if it was), and
+    ``again`` whether it started already."""
+    if not begun.retry_id:
+        return "llm/retry-started has an empty retryId"
+    if where is None:
+        return (f"llm/retry-started names retry {begun.retry} of {begun.retry_id!r}, which no "
+                "llm/retry scheduled")
+    if where != (begun.turn, begun.step):
+        return (f"llm/retry-started names turn {begun.turn} step {begun.step}, but its retry "
+                f"was scheduled in turn {where[0]} step {where[1]}")
+    if again:
+        return f"llm/retry-started repeats retry {begun.retry} of {begun.retry_id!r}"
+    return None
+
+
 @checked
 def check_retries(events: Iterable[Event]) -> Result[None, Violation]:
     """Whether a log keeps DSH's retry invariants (see the module's rules); ``Failure`` names
@@ -341,11 +395,8 @@ def check_retries(events: Iterable[Event]) -> Result[None, Violation]:
     owned: set[str] = set()
     scheduled: dict[tuple[str, int], tuple[int, int]] = {}
     started: set[tuple[str, int]] = set()
-
-    def broken(seq: int, problem: str) -> Result[None, Violation]:
-        return Failure(Violation(seq=seq, rule="retry", problem=problem))
-
     for event in events:
+        problem: str | None = None
         if isinstance(event, TurnStartEvent):
             turn, step = event.data.turn, None
         elif isinstance(event, TurnEndEvent):
@@ -358,56 +409,16 @@ def check_retries(events: Iterable[Event]) -> Result[None, Violation]:
             provider = event.data.header.config.provider
         elif isinstance(event, LlmRetryEvent):
             data = event.data
-            problem = _retry_problem(data)
-            if problem is not None:
-                return broken(event.seq, problem)
-            if turn is None:
-                return broken(event.seq, "llm/retry stands outside any open turn")
-            if step is None:
-                return broken(event.seq, f"llm/retry stands in turn {turn} outside any open "
-                                         "step")
-            if data.turn != turn:
-                return broken(event.seq, f"llm/retry names turn {data.turn}, but the open turn "
-                                         f"is {turn}")
-            if (data.turn, data.step) != step:
-                return broken(event.seq, f"llm/retry names turn {data.turn} step {data.step}, "
-                                         f"but the open step is turn {step[0]} step {step[1]}")
-            if provider is None:
-                return broken(event.seq, f"llm/retry names provider {data.provider!r}, but no "
-                                         "request/header names the failed request's provider")
-            if data.provider != provider:
-                return broken(event.seq, f"llm/retry names provider {data.provider!r}, but the "
-                                         f"failed request went to {provider!r}")
             key = (data.turn, data.step, data.provider, data.policy_key)
-            prior = chains.get(key)
-            expected = 1 if prior is None else prior.retry + 1
-            if data.retry != expected:
-                return broken(event.seq, f"llm/retry number {data.retry} should be {expected} "
-                                         f"for provider {data.provider!r} under its policy")
-            if prior is not None and prior.retry_id != data.retry_id:
-                return broken(event.seq, f"llm/retry changes its chain's retryId from "
-                                         f"{prior.retry_id!r} to {data.retry_id!r}")
-            if prior is None and data.retry_id in owned:
-                return broken(event.seq, f"llm/retry retryId {data.retry_id!r} already names "
-                                         "another chain")
-            chains[key] = data
+            problem = (_retry_problem(data) or _placement_problem(data, turn, step, provider)
+                       or _chain_problem(data, chains.get(key), owned))
+            chains[key] = data  # a problem ends the walk below, recorded or not
             owned.add(data.retry_id)
             scheduled[(data.retry_id, data.retry)] = (data.turn, data.step)
         elif isinstance(event, LlmRetryStartedEvent):
-            begun = event.data
-            if not begun.retry_id:
-                return broken(event.seq, "llm/retry-started has an empty retryId")
-            attempt = (begun.retry_id, begun.retry)
-            where = scheduled.get(attempt)
-            if where is None:
-                return broken(event.seq, f"llm/retry-started names retry {begun.retry} of "
-                                         f"{begun.retry_id!r}, which no llm/retry scheduled")
-            if where != (begun.turn, begun.step):
-                return broken(event.seq, f"llm/retry-started names turn {begun.turn} step "
-                                         f"{begun.step}, but its retry was scheduled in turn "
-                                         f"{where[0]} step {where[1]}")
-            if attempt in started:
-                return broken(event.seq, f"llm/retry-started repeats retry {begun.retry} of "
-                                         f"{begun.retry_id!r}")
+            attempt = (event.data.retry_id, event.data.retry)
+            problem = _start_problem(event.data, scheduled.get(attempt), attempt in started)
             started.add(attempt)
+        if problem is not None:
+            return Failure(Violation(seq=event.seq, rule="retry", problem=problem))
     return Success(None)

@@ -15,6 +15,7 @@ and :class:`SeededLog` (a borrowed seed and the events after it, read as one log
 from __future__ import annotations
 
 import itertools
+from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import TypeVar, overload
 
@@ -32,7 +33,53 @@ __all__ = [
 T = TypeVar("T")
 
 
-class SequencePrefix(Sequence[T]):
+class _PrefixSliced(Sequence[T]):
+    """Indexing for the views here: a slice from the start is :meth:`_prefix` (no copy), any
+    other slice a tuple; an index is checked (``_noun`` names it) before :meth:`_item` reads it."""
+
+    __slots__ = ()
+    _noun = "item"
+
+    @abstractmethod
+    def _item(self, index: int) -> T: ...
+
+    @abstractmethod
+    def _prefix(self, length: int) -> Sequence[T]: ...
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[T]: ...
+
+    def __getitem__(self, index: int | slice) -> T | Sequence[T]:
+        length = len(self)
+        if isinstance(index, slice):
+            start, stop, step = index.indices(length)
+            if step == 1 and start == 0:
+                return self._prefix(max(stop, 0))
+            return tuple(self._item(i) for i in range(start, stop, step))
+        if index < 0:
+            index += length
+        if not 0 <= index < length:
+            raise IndexError(f"{self._noun} index out of range")
+        return self._item(index)
+
+
+class _SameItems(_PrefixSliced[T]):
+    """A view equal to any sequence holding the same items in the same order (tuples too)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class SequencePrefix(_SameItems[T]):
     """The first ``length`` items of ``source``, without copying them.
 
     The source must not change in its first ``length`` positions (session logs are
@@ -53,37 +100,19 @@ class SequencePrefix(Sequence[T]):
         self._source = source
         self._length = length
 
+    _noun = "prefix"
+
     def __len__(self) -> int:
         return self._length
 
-    @overload
-    def __getitem__(self, index: int) -> T: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[T]: ...
-
-    def __getitem__(self, index: int | slice) -> T | Sequence[T]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(self._length)
-            if step == 1 and start == 0:
-                return type(self)(self._source, max(stop, 0))
-            return tuple(self._source[i] for i in range(start, stop, step))
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError("prefix index out of range")
+    def _item(self, index: int) -> T:
         return self._source[index]
+
+    def _prefix(self, length: int) -> SequencePrefix[T]:
+        return type(self)(self._source, length)
 
     def __iter__(self) -> Iterator[T]:
         return itertools.islice(iter(self._source), self._length)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
-            return NotImplemented
-        return len(other) == self._length and all(a == b for a, b in zip(self, other,
-                                                                          strict=True))
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(<{self._length} of {len(self._source)} items>)"
@@ -95,7 +124,7 @@ class PrefixView(SequencePrefix[Event]):
     __slots__ = ()
 
 
-class SeededLog(Sequence[Event]):
+class SeededLog(_PrefixSliced[Event]):
     """A seed followed by the events placed after it, read as one log, copying neither.
 
     The seed is borrowed and must not change; ``tail`` may grow at its end (a session's own
@@ -113,22 +142,15 @@ class SeededLog(Sequence[Event]):
     def __len__(self) -> int:
         return self._seed_length + len(self._tail)
 
-    @overload
-    def __getitem__(self, index: int) -> Event: ...
+    _noun = "event"
 
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Event]: ...
-
-    def __getitem__(self, index: int | slice) -> Event | Sequence[Event]:
-        if isinstance(index, slice):
-            return PrefixView(self, len(self))[index]
-        if index < 0:
-            index += len(self)
+    def _item(self, index: int) -> Event:
         if index < self._seed_length:
-            if index < 0:
-                raise IndexError("event index out of range")
             return self._seed[index]
         return self._tail[index - self._seed_length]
+
+    def _prefix(self, length: int) -> PrefixView:
+        return PrefixView(self, length)
 
     def __iter__(self) -> Iterator[Event]:
         yield from self._seed

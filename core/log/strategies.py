@@ -1007,6 +1007,18 @@ def _is_not_started_repair(event: ToolResultEvent) -> bool:
         event.data.error.code == "TOOL_NOT_STARTED")
 
 
+#: The breakers of the rules in code that apply to every event of a type.
+_BREAKABLE: dict[type, tuple[str, ...]] = {
+    TurnStartEvent: ("turn-start-number",), TurnEndEvent: ("turn-end-number",),
+    StepStartEvent: ("step-start-number", "step-start-other-turn"),
+    StepEndEvent: ("step-end-number",), AssistantChunkEvent: ("chunk-outside-step",),
+    ToolCallEvent: ("tool-call-outside-step",),
+    UserMessageEvent: ("cite-nothing", "cite-self"),
+    AssistantMessageEvent: ("assistant-source", "cite-self"),
+    ToolResultEvent: ("result-block-mismatch", "cite-self"),
+}
+
+
 @unchecked
 def _candidates(events: list[Event]) -> dict[str, list[int]]:
     """Where each breaker of the rules in code applies: name -> indices it can break."""
@@ -1018,27 +1030,15 @@ def _candidates(events: list[Event]) -> dict[str, list[int]]:
     calls_in_step: list[int] = []
     for index, event in enumerate(events):
         add("seq", index)
-        if isinstance(event, TurnStartEvent):
-            add("turn-start-number", index)
-        elif isinstance(event, TurnEndEvent):
-            add("turn-end-number", index)
-        elif isinstance(event, StepStartEvent):
+        for name in _BREAKABLE.get(type(event), ()):
+            add(name, index)
+        if isinstance(event, StepStartEvent):
             calls_in_step = []
-            add("step-start-number", index)
-            add("step-start-other-turn", index)
-        elif isinstance(event, StepEndEvent):
-            add("step-end-number", index)
-        elif isinstance(event, AssistantChunkEvent):
-            add("chunk-outside-step", index)
         elif isinstance(event, ToolCallEvent):
-            add("tool-call-outside-step", index)
             if calls_in_step:
                 add("duplicate-call", index)
             calls_in_step.append(index)
-        if isinstance(event, AssistantMessageEvent):
-            add("assistant-source", index)
-        if isinstance(event, ToolResultEvent):
-            add("result-block-mismatch", index)
+        elif isinstance(event, ToolResultEvent):
             if isinstance(event.surface_op, SurfaceReplace):
                 add("replace-off-surface", index)
                 add("rewrite-more-than-content", index)
@@ -1047,15 +1047,12 @@ def _candidates(events: list[Event]) -> dict[str, list[int]]:
                 add("cite-nothing", index)
                 if not _is_not_started_repair(event):
                     add("result-without-call", index)
-        if isinstance(event, UserMessageEvent):
-            add("cite-nothing", index)
-            if isinstance(event.surface_op, SurfaceReplace):
-                add("replace-off-surface", index)
-                add("replace-uncited", index)
-        if isinstance(event, UserMessageEvent | AssistantMessageEvent | ToolResultEvent):
-            add("cite-self", index)
-            if not isinstance(event.source_event_seqs, UnsetType) and event.source_event_seqs:
-                add("cite-twice", index)
+        elif isinstance(event, UserMessageEvent) and isinstance(event.surface_op, SurfaceReplace):
+            add("replace-off-surface", index)
+            add("replace-uncited", index)
+        if (isinstance(event, UserMessageEvent | AssistantMessageEvent | ToolResultEvent)
+                and not isinstance(event.source_event_seqs, UnsetType) and event.source_event_seqs):
+            add("cite-twice", index)
     return found
 
 
@@ -1067,34 +1064,19 @@ def _break_seq(draw: DrawFn, events: list[Event], i: int) -> int:
 
 
 @unchecked
-def _break_turn_start_number(draw: DrawFn, events: list[Event], i: int) -> int:
-    event = events[i]
-    assert isinstance(event, TurnStartEvent)
-    turn = event.data.turn
-    wrong = draw(st.sampled_from((turn + 1, turn + 2, turn - 1) if turn > 1 else (2, 3)))
-    events[i] = _replace(event, data=TurnStartData(turn=wrong))
-    return i
-
-
-@unchecked
-def _break_step_start_number(draw: DrawFn, events: list[Event], i: int) -> int:
-    event = events[i]
-    assert isinstance(event, StepStartEvent)
-    step = event.data.step
-    wrong = draw(st.sampled_from((step + 1, step - 1) if step > 1 else (2, 5)))
-    events[i] = _replace(event, data=StepData(turn=event.data.turn, step=wrong))
-    return i
-
-
-@unchecked
-def _moved_on(cls: type[Event], field: Literal["turn", "step"]) -> _Breaker:
-    """The breaker that moves a ``cls`` event's turn or step number one on (``field``)."""
+def _renumbered(cls: type[Event], field: Literal["turn", "step"], offsets: tuple[int, ...] = (1,),
+                at_one: tuple[int, ...] = (2,)) -> _Breaker:
+    """The breaker that gives a ``cls`` event's turn or step number (``field``) a wrong one:
+    drawn from ``offsets`` away from it, or from ``at_one`` when it is 1 (one choice: no draw)."""
     @unchecked
     def breaker(draw: DrawFn, events: list[Event], i: int) -> int:
         event = events[i]
         assert isinstance(event, cls)
         data: Any = event.data
-        events[i] = _replace(event, data=_replace(data, **{field: getattr(data, field) + 1}))
+        number = getattr(data, field)
+        choices = tuple(number + k for k in offsets) if number > 1 else at_one
+        wrong = choices[0] if len(choices) == 1 else draw(st.sampled_from(choices))
+        events[i] = _replace(event, data=_replace(data, **{field: wrong}))
         return i
     return breaker
 
@@ -1221,13 +1203,13 @@ def _break_result_block_mismatch(draw: DrawFn, events: list[Event], i: int) -> i
 #: The breakers of the rules in code: name -> (the rule it breaks, the breaker).
 _BREAKERS: dict[str, tuple[str, _Breaker]] = {
     "seq": ("seq", _break_seq),
-    "turn-start-number": ("turn", _break_turn_start_number),
-    "turn-end-number": ("turn", _moved_on(TurnEndEvent, "turn")),
-    "step-start-number": ("step", _break_step_start_number),
-    "step-end-number": ("step", _moved_on(StepEndEvent, "step")),
-    "step-start-other-turn": ("enclosure", _moved_on(StepStartEvent, "turn")),
-    "chunk-outside-step": ("enclosure", _moved_on(AssistantChunkEvent, "step")),
-    "tool-call-outside-step": ("enclosure", _moved_on(ToolCallEvent, "turn")),
+    "turn-start-number": ("turn", _renumbered(TurnStartEvent, "turn", (1, 2, -1), (2, 3))),
+    "turn-end-number": ("turn", _renumbered(TurnEndEvent, "turn")),
+    "step-start-number": ("step", _renumbered(StepStartEvent, "step", (1, -1), (2, 5))),
+    "step-end-number": ("step", _renumbered(StepEndEvent, "step")),
+    "step-start-other-turn": ("enclosure", _renumbered(StepStartEvent, "turn")),
+    "chunk-outside-step": ("enclosure", _renumbered(AssistantChunkEvent, "step")),
+    "tool-call-outside-step": ("enclosure", _renumbered(ToolCallEvent, "turn")),
     "duplicate-call": ("pairing", _break_duplicate_call),
     "result-without-call": ("pairing", _break_result_without_call),
     "missing-result": ("pairing", _break_missing_result),
