@@ -12,12 +12,12 @@ __all__ = ["EQUIVALENT"]
 
 EQUIVALENT: dict[str, dict[str, str]] = {
     "seed": {
-        # `return type(self)(self._source, max(stop, 0))`, reached only with step == 1
-        "SequencePrefix.__getitem__: `0` -> `-1 #2`":
+        # `return self._prefix(max(stop, 0))`, reached only with step == 1
+        "_PrefixSliced.__getitem__: `0` -> `-1 #2`":
             "with step 1, slice.indices clamps stop into 0..length, so max(stop, -1) is "
             "max(stop, 0): both are stop",
-        # `len(other) == self._length and all(... zip(self, other, strict=True))`
-        "SequencePrefix.__eq__: `True` -> `False`":
+        # `len(other) == len(self) and all(... zip(self, other, strict=True))`
+        "_SameItems.__eq__: `True` -> `False`":
             "zip's strict check fires only on sequences of different lengths, and the "
             "length comparison before it has already returned False for those",
     },
