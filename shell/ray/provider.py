@@ -672,18 +672,17 @@ class _Link:
         starts = [(start, seed) for start, seed in starts if start.spec.header.id
                   in self.children]
         if starts:
-            seeds: list[Any] = []
-            numbers: dict[int, int] = {}
-            records = []
-            for start, seed in starts:  # each seed reference once in the call
-                if seed is not None and numbers.setdefault(id(seed), len(seeds)) == len(seeds):
-                    seeds.append(seed)
-                records.append(start if seed is None
-                               else msgspec.structs.replace(start, seed=numbers[id(seed)]))
+            # Each seed reference once in the call; a start names its seed by its index there.
+            seeds = {id(seed): seed for _, seed in starts if seed is not None}
+            numbers = {key: number for number, key in enumerate(seeds)}
+            records = [start if seed is None
+                       else msgspec.structs.replace(start, seed=numbers[id(seed)])
+                       for start, seed in starts]
             ids = [record.spec.header.id for record in records]
             name = (f"start child {ids[0]}" if len(ids) == 1
                     else f"start {len(ids)} children: {ids[0]} … {ids[-1]}")
-            self._call(_Call("start_children", (self.id, encode_wire(records), seeds), name,
+            self._call(_Call("start_children",
+                             (self.id, encode_wire(records), list(seeds.values())), name,
                              functools.partial(self._starts_answered, ids)))
         if self._cancels:
             cancels, self._cancels = self._cancels, []
@@ -887,7 +886,7 @@ class RemoteChild:
         self._started = True
         self.pool.follow(self)
         self._send(ChildStart(spec=self.spec, prompt=user_message(prompt, "").content,
-                              seed=None if self.seed is None else 0, cause=self._cause))
+                              cause=self._cause))
 
     def _send(self, start: ChildStart) -> None:
         self._link = self.pool.link(self.worker)
@@ -1013,7 +1012,6 @@ class RemoteChild:
             acknowledged = self.session.events[self._setup_length:]
             self._send(ChildStart(
                 spec=self.spec, prompt=(TextBlock(text=RECOVERY_PROMPT),),
-                seed=None if self.seed is None else 0,
                 resumed=encode_log(acknowledged)))
         finally:
             self._resuming = None
