@@ -436,8 +436,7 @@ class RayWorkerPool:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     raise _refusal(RAY_WORKER_UNAVAILABLE, self._waited())
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waiter, remaining)
+                await asyncio.wait([waiter], timeout=remaining)
                 self.check_connected()
         finally:
             with self._lock:
@@ -458,8 +457,7 @@ class RayWorkerPool:
             remaining = deadline - loop.time()
             if all(worker.started for worker in workers) or remaining <= 0:
                 return tuple(worker for worker in workers if worker.started)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(waiter, remaining)
+            await asyncio.wait([waiter], timeout=remaining)
 
     def _waiter(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
         # Registered before the look it follows: a worker that starts right after wakes it.
