@@ -667,7 +667,7 @@ class _Link:
     def _flush(self) -> None:
         self._flushing = False
         starts, self._starts = self._starts, []
-        starts = [(start, seed) for start, seed in starts if start.spec.header.id
+        starts = [(start, seed) for start, seed in starts if start.spec.plan.header.id
                   in self.children]
         if starts:
             # Each seed reference once in the call; a start names its seed by its index there.
@@ -676,7 +676,7 @@ class _Link:
             records = [start if seed is None
                        else msgspec.structs.replace(start, seed=numbers[id(seed)])
                        for start, seed in starts]
-            ids = [record.spec.header.id for record in records]
+            ids = [record.spec.plan.header.id for record in records]
             name = (f"start child {ids[0]}" if len(ids) == 1
                     else f"start {len(ids)} children: {ids[0]} … {ids[-1]}")
             self._call(_Call("start_children",
