@@ -618,8 +618,6 @@ class _Link:
         self._pool = pool
         self._worker = worker
         self._loop = weakref.ref(loop)
-        self._base = uuid.uuid4().hex[:12]
-        self._generation = 0
         self.id = ""
         self.children: dict[str, RemoteChild] = {}
         #: The worker incarnation that started each child (what its start call answered).
@@ -631,9 +629,8 @@ class _Link:
         self._poller: asyncio.Task[None] | None = None
 
     def start(self, child: RemoteChild, start: ChildStart, seed: Any) -> None:
-        if self._poller is None:  # a new generation: the worker's outbox for it is new
-            self._generation += 1
-            self.id = f"{self._base}.{self._generation}"
+        if self._poller is None:  # a new generation, with a new outbox on the worker
+            self.id = uuid.uuid4().hex
             self._poller = asyncio.get_running_loop().create_task(
                 self._poll(self.id), name=f"ray-events:{self._worker.name}")
         self.children[child.id] = child
