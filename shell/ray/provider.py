@@ -436,8 +436,7 @@ class RayWorkerPool:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     raise _refusal(RAY_WORKER_UNAVAILABLE, self._waited())
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waiter, remaining)
+                await asyncio.wait([waiter], timeout=remaining)
                 self.check_connected()
         finally:
             with self._lock:
@@ -458,8 +457,7 @@ class RayWorkerPool:
             remaining = deadline - loop.time()
             if all(worker.started for worker in workers) or remaining <= 0:
                 return tuple(worker for worker in workers if worker.started)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(waiter, remaining)
+            await asyncio.wait([waiter], timeout=remaining)
 
     def _waiter(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
         # Registered before the look it follows: a worker that starts right after wakes it.
@@ -620,8 +618,6 @@ class _Link:
         self._pool = pool
         self._worker = worker
         self._loop = weakref.ref(loop)
-        self._base = uuid.uuid4().hex[:12]
-        self._generation = 0
         self.id = ""
         self.children: dict[str, RemoteChild] = {}
         #: The worker incarnation that started each child (what its start call answered).
@@ -633,9 +629,8 @@ class _Link:
         self._poller: asyncio.Task[None] | None = None
 
     def start(self, child: RemoteChild, start: ChildStart, seed: Any) -> None:
-        if self._poller is None:  # a new generation: the worker's outbox for it is new
-            self._generation += 1
-            self.id = f"{self._base}.{self._generation}"
+        if self._poller is None:  # a new generation, with a new outbox on the worker
+            self.id = uuid.uuid4().hex
             self._poller = asyncio.get_running_loop().create_task(
                 self._poll(self.id), name=f"ray-events:{self._worker.name}")
         self.children[child.id] = child
@@ -669,21 +664,20 @@ class _Link:
     def _flush(self) -> None:
         self._flushing = False
         starts, self._starts = self._starts, []
-        starts = [(start, seed) for start, seed in starts if start.spec.header.id
+        starts = [(start, seed) for start, seed in starts if start.spec.plan.header.id
                   in self.children]
         if starts:
-            seeds: list[Any] = []
-            numbers: dict[int, int] = {}
-            records = []
-            for start, seed in starts:  # each seed reference once in the call
-                if seed is not None and numbers.setdefault(id(seed), len(seeds)) == len(seeds):
-                    seeds.append(seed)
-                records.append(start if seed is None
-                               else msgspec.structs.replace(start, seed=numbers[id(seed)]))
-            ids = [record.spec.header.id for record in records]
+            # Each seed reference once in the call; a start names its seed by its index there.
+            seeds = {id(seed): seed for _, seed in starts if seed is not None}
+            numbers = {key: number for number, key in enumerate(seeds)}
+            records = [start if seed is None
+                       else msgspec.structs.replace(start, seed=numbers[id(seed)])
+                       for start, seed in starts]
+            ids = [record.spec.plan.header.id for record in records]
             name = (f"start child {ids[0]}" if len(ids) == 1
                     else f"start {len(ids)} children: {ids[0]} … {ids[-1]}")
-            self._call(_Call("start_children", (self.id, encode_wire(records), seeds), name,
+            self._call(_Call("start_children",
+                             (self.id, encode_wire(records), list(seeds.values())), name,
                              functools.partial(self._starts_answered, ids)))
         if self._cancels:
             cancels, self._cancels = self._cancels, []
@@ -887,7 +881,7 @@ class RemoteChild:
         self._started = True
         self.pool.follow(self)
         self._send(ChildStart(spec=self.spec, prompt=user_message(prompt, "").content,
-                              seed=None if self.seed is None else 0, cause=self._cause))
+                              cause=self._cause))
 
     def _send(self, start: ChildStart) -> None:
         self._link = self.pool.link(self.worker)
@@ -1013,7 +1007,6 @@ class RemoteChild:
             acknowledged = self.session.events[self._setup_length:]
             self._send(ChildStart(
                 spec=self.spec, prompt=(TextBlock(text=RECOVERY_PROMPT),),
-                seed=None if self.seed is None else 0,
                 resumed=encode_log(acknowledged)))
         finally:
             self._resuming = None

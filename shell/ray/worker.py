@@ -14,7 +14,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import msgspec
 from msgspec import Raw
@@ -29,12 +29,9 @@ from ...core import (
     Event,
     PrefixView,
     PromptSection,
-    RuntimeOptions,
     SandboxModeData,
     SessionHeader,
-    SubagentDescriptorData,
     SubagentDescriptorEvent,
-    ToolRestriction,
     Trace,
     decode_log,
     encode_log,
@@ -95,21 +92,24 @@ class _ListedTool(msgspec.Struct, frozen=True, array_like=True):
     parameters: bytes
 
 
+class _ShippedPlan(ChildPlan, frozen=True, kw_only=True):
+    """A plan as it travels, every field of it shipped as it is but these: the seed and its
+    trace (the worker fetches the seed from the object store), the policy (beside it,
+    tagged: msgspec decodes a union of structs only by tag) and the compiled contract (as
+    the output schema's JSON text)."""
+
+    seed: None
+    seed_trace: None
+    policy: tuple[()]
+    structured: None
+
+
 class ChildSpec(msgspec.Struct, frozen=True, kw_only=True):
     """A ``ChildSetup`` as shipped: the plan without its seed, seed trace and compiled
     contract (rebuilt on the worker), and what the child's host mirrors of the parent's."""
 
-    kind: Literal["fork", "spawn"]
-    header: SessionHeader
-    options: RuntimeOptions
+    plan: _ShippedPlan
     policy: tuple[_SandboxPolicy | _ApprovalPolicy, ...]
-    descriptor: SubagentDescriptorData
-    prompt: tuple[ContentBlock, ...]
-    sections: tuple[PromptSection, ...]
-    context: tuple[PromptSection, ...]
-    persona: str | None
-    tool_filter: ToolRestriction | None
-    depth: int
     approval: bool
     child_sections: tuple[PromptSection, ...]
     output_schema: bytes | None
@@ -123,7 +123,7 @@ class ChildSpec(msgspec.Struct, frozen=True, kw_only=True):
                 sandbox_mode: SandboxMode | None, session_titles: bool) -> ChildSpec:
         plan = setup.plan
         return cls(
-            **{name: getattr(plan, name) for name in _SHIPPED},
+            plan=_ShippedPlan(**(msgspec.structs.asdict(plan) | _LEFT_OUT)),
             policy=tuple(_SandboxPolicy(data=policy) if isinstance(policy, SandboxModeData)
                          else _ApprovalPolicy(data=policy) for policy in plan.policy),
             approval=setup.approval, child_sections=setup.sections,
@@ -139,19 +139,17 @@ class ChildSpec(msgspec.Struct, frozen=True, kw_only=True):
               with_policy: bool = True) -> ChildSetup:
         structured = (None if self.output_schema is None else structured_output_contract(
             validate_output_schema(Raw(self.output_schema)).unwrap()))
-        plan = ChildPlan(
-            **{name: getattr(self, name) for name in _SHIPPED}, seed=seed, seed_trace=seed_trace,
-            policy=tuple(wrapped.data for wrapped in self.policy) if with_policy else (),
-            structured=structured)
+        plan = ChildPlan(**(msgspec.structs.asdict(self.plan) | {
+            "seed": seed, "seed_trace": seed_trace, "structured": structured,
+            "policy": tuple(wrapped.data for wrapped in self.policy) if with_policy else ()}))
         listed = (None if self.listed is None
                   else tuple(_listed_tool(schema) for schema in self.listed))
         return ChildSetup(plan=plan, approval=self.approval, sections=self.child_sections,
                           listed=listed)
 
 
-#: What ships of a plan as it is (its policy, seed and contract do not).
-_SHIPPED = ("kind", "header", "options", "descriptor", "prompt", "sections", "context", "persona",
-            "tool_filter", "depth")
+#: What a plan leaves out of its shipped form.
+_LEFT_OUT = {"seed": None, "seed_trace": None, "policy": (), "structured": None}
 
 
 async def _not_in_scope(args: dict[str, Any], ctx: object) -> str:
@@ -393,7 +391,7 @@ class ChildWorker:
         self._loop = asyncio.get_running_loop()
         outbox = self._outbox(link)
         for start in _decode_starts(batch):
-            child_id = start.spec.header.id
+            child_id = start.spec.plan.header.id
             if child_id in self._started:
                 continue
             self._started[child_id] = None
@@ -438,7 +436,7 @@ class ChildWorker:
 
     async def _run_child(self, outbox: _Outbox, start: ChildStart, seed_ref: Any) -> None:
         spec = start.spec
-        child_id = spec.header.id
+        child_id = spec.plan.header.id
         seed_key: str | None = None
         agent: Agent | None = None
         done = ChildDone(id=child_id, error="the child was stopped on its Ray worker before "
