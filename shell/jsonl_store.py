@@ -23,6 +23,7 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -204,7 +205,7 @@ class _Committer:
         self._thread: threading.Thread | None = None
 
     def schedule(self, writer: _SessionFile, window: float) -> None:
-        if window > 0 and writer.commit_due:  # a commit is due already: it will cover this
+        if window > 0 and writer in self._due:  # a commit is due already: it will cover this
             return
         deadline = time.monotonic() + window
         with self._condition:
@@ -212,7 +213,6 @@ class _Committer:
             if known is not None and known <= deadline:
                 return
             self._due[writer] = deadline
-            writer.commit_due = True
             if deadline < self._earliest:  # wake the thread only when it must wake sooner
                 self._earliest = deadline
                 self._condition.notify()
@@ -236,7 +236,6 @@ class _Committer:
                 ready = [writer for writer, due in self._due.items() if due <= now]
                 for writer in ready:
                     del self._due[writer]
-                    writer.commit_due = False
                 self._earliest = min(self._due.values(), default=math.inf)
             for writer in ready:
                 writer.commit(quiet=True)
@@ -275,11 +274,8 @@ class _Directory:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(name, dir_fd=self.fd)
 
-    def close(self, *, remove_from: int | None = None) -> None:
-        """Unlock; with ``remove_from`` (the parent), remove the directory first if empty."""
-        if remove_from is not None:
-            with contextlib.suppress(OSError):
-                os.rmdir(os.path.basename(self.path), dir_fd=remove_from)
+    def close(self) -> None:
+        """Unlock (closing the descriptors it holds)."""
         for parent in self.parents:
             _close_quietly(parent)
         self.parents.clear()
@@ -379,11 +375,11 @@ class _SessionFile:
         self.spent = _Spent(0, 0)
         self.failure: OSError | None = None
         self.closed = False
-        self.commit_due = False  # the committer holds a commit of this file in its schedule
         self._first_commit = True
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()
-        self._waiters: list[tuple[int, Any, Any]] = []
+        #: Awaiters of :meth:`wait_durable`: the length each waits for (resolved from any thread).
+        self._waiters: list[tuple[int, Future[None]]] = []
         self._compressor: Any = None
 
     # -- the sink protocol
@@ -461,8 +457,7 @@ class _SessionFile:
     async def wait_durable(self, length: int) -> None:
         import asyncio  # noqa: PLC0415 - only the async path needs it
 
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
+        future: Future[None] = Future()
         with self._lock:
             if self.failure is not None:
                 raise self._failed("an earlier write or commit (fsync) failed", self.failure)
@@ -470,9 +465,9 @@ class _SessionFile:
                 return
             if self.closed:
                 raise SessionWriteError(self.session_id, "the session was released")
-            self._waiters.append((length, loop, future))
+            self._waiters.append((length, future))
         _COMMITTER.schedule(self, 0.0)
-        await future
+        await asyncio.wrap_future(future)
 
     # -- writing
 
@@ -689,20 +684,13 @@ class _SessionFile:
                                       "durable", self.failure))
 
 
-def _settle(waiters: Sequence[tuple[int, Any, Any]], error: BaseException | None) -> None:
-    """Resolve awaiting futures from any thread."""
-    for _, loop, future in waiters:
-        with contextlib.suppress(RuntimeError):  # the loop is closed
-            loop.call_soon_threadsafe(_resolve, future, error)
-
-
-def _resolve(future: Any, error: BaseException | None) -> None:
-    if future.done():
-        return
-    if error is None:
-        future.set_result(None)
-    else:
-        future.set_exception(error)
+def _settle(waiters: Sequence[tuple[int, Future[None]]], error: BaseException | None) -> None:
+    for _, future in waiters:
+        with contextlib.suppress(InvalidStateError):  # its awaiter was cancelled
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)
 
 
 # ---------------------------------------------------------------------------- the store
@@ -865,17 +853,17 @@ class JsonlSessionStore(_LiveSessions):
         """Remove a session directory's files, the directory (when empty) and its lock; with
         ``with_project``, its project directory too when empty."""
         directory.remove_files()
-        with self._root(create=False) as root:
-            project_fd = None
+        project = directory.path.parent.name
+        with self._root(create=False) as root, contextlib.suppress(OSError):
             if root is not None:
-                with contextlib.suppress(OSError):
-                    project_fd = os.open(directory.path.parent.name, _DIRECTORY, dir_fd=root)
-            directory.close(remove_from=project_fd)
-            if project_fd is not None:
-                os.close(project_fd)
-            if with_project and root is not None:
-                with contextlib.suppress(OSError):
-                    os.rmdir(directory.path.parent.name, dir_fd=root)
+                project_fd = os.open(project, _DIRECTORY, dir_fd=root)
+                try:
+                    os.rmdir(directory.path.name, dir_fd=project_fd)
+                finally:
+                    os.close(project_fd)
+                if with_project:
+                    os.rmdir(project, dir_fd=root)
+        directory.close()
 
     # -- the protocol
 
@@ -1082,28 +1070,24 @@ class JsonlSessionStore(_LiveSessions):
         self._live.pop(session_id, None)
         writer = self._writers.pop(session_id, None)
         if writer is not None:
-            self._close(writer, remove=False)
-
-    def _close(self, writer: _SessionFile, *, remove: bool) -> None:
-        writer.close()
-        directory = writer.directory  # None: never written, nothing on disk
-        if directory is not None and remove:
-            self._abandon(directory, with_project=True)
-        elif directory is not None:
-            directory.close()
+            writer.close()
+            if writer.directory is not None:  # None: never written, nothing on disk
+                writer.directory.close()
 
     def delete(self, session_id: str) -> None:
         """Release a session and remove its files (never another process's live session)."""
         live = self._live.pop(session_id, None)
         writer = self._writers.pop(session_id, None)
         if writer is not None:
-            self._close(writer, remove=True)
+            writer.close()
+            if writer.directory is not None:
+                self._abandon(writer.directory, with_project=True)
             return
         project = self._find(session_id)
         if project is None:
             if live is None:
                 raise SessionNotFoundError(session_id)
             return
-        directory = self._open_session_dir(project, session_id, locked=True)
-        self._close(_SessionFile(self, directory, session_id), remove=True)
+        self._abandon(self._open_session_dir(project, session_id, locked=True),
+                      with_project=True)
 

@@ -110,14 +110,6 @@ def _not_regular(mode: int, *, follow: bool) -> str | None:
     return "it is a directory" if stat.S_ISDIR(mode) else "it is not a regular file"
 
 
-@dataclass
-class _Progress:
-    """Bytes of the files read so far, of all there are to read (for a progress bar)."""
-
-    done: int = 0
-    total: int = 0
-
-
 class _Reader:
     """One read: where files are opened from, the limits, and what the read has spent (a
     seed's files share the limits)."""
@@ -128,7 +120,8 @@ class _Reader:
         self.follow = follow
         self.spent_bytes = 0
         self.spent_events = 0
-        self.progress = _Progress()
+        #: Bytes of the files read so far, of all there are to read (for a progress bar).
+        self.done_bytes = self.total_bytes = 0
 
     def scratch(self) -> _Reader:
         """The same files and limits, its spending not counted (to look at a file's head)."""
@@ -299,7 +292,7 @@ def _zstd_pieces(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: boo
         try:
             for stop in frame.stops(_PIECE):
                 chunk = stream.decompress(data[start:min(stop, len(data))])
-                reader.progress.done += min(stop, len(data)) - start
+                reader.done_bytes += min(stop, len(data)) - start
                 start = stop
                 refused = budget.admit(chunk)
                 if refused is not None:
@@ -338,7 +331,7 @@ def _file_pieces(fd: int, shown: str, reader: _Reader, cap: int | None) -> Itera
                 return
             size = _PIECE
             left -= len(piece)
-            reader.progress.done += len(piece)
+            reader.done_bytes += len(piece)
             if cap is None and left <= 0:
                 yield _grew(shown, limit)
                 return
@@ -662,8 +655,8 @@ class LogStream:
     @property
     def progress(self) -> tuple[int, int]:
         """(bytes read, bytes to read) of the log's files."""
-        progress = self._reader.progress
-        return min(progress.done, progress.total), progress.total
+        reader = self._reader
+        return min(reader.done_bytes, reader.total_bytes), reader.total_bytes
 
     def close(self) -> None:
         if not self._closed:
@@ -694,25 +687,22 @@ class LogStream:
         yield from pieces
 
     def _chunks(self) -> Iterator[LogChunk | LogReadError]:
-        pieces = self._all_chunks()
+        """The seeds' events, deepest first, then the file's (read up to the first error)."""
+        files = [*map(self._seed_chunks, reversed(self._levels[1:])),
+                 self._file_chunks(self._levels[0], self._text)]
         try:
-            for piece in pieces:
+            for piece in itertools.chain.from_iterable(files):
                 yield piece
                 if isinstance(piece, LogReadError):
                     return
         except MemoryError:
             yield _out_of_memory(self.file)
         finally:
-            pieces.close()
+            for pieces in files:
+                pieces.close()
             self.close()
 
-    def _all_chunks(self) -> Generator[LogChunk | LogReadError, None, None]:
-        """The seeds' events, deepest first, then the file's (read up to the first error)."""
-        for level in reversed(self._levels[1:]):
-            yield from self._seed_chunks(level)
-        yield from self._file_chunks(self._levels[0], self._text)
-
-    def _seed_chunks(self, level: _Level) -> Iterator[LogChunk | LogReadError]:
+    def _seed_chunks(self, level: _Level) -> Generator[LogChunk | LogReadError, None, None]:
         """A seed file's own events, read strictly; then the record that names it checked."""
         opened = _open_text(self._reader, level.name, level.shown, size_cap=level.size_cap,
                             follow=False, tolerate_torn=False)
@@ -739,7 +729,7 @@ class LogStream:
                                 "its last event is not the one the record names")
 
     def _file_chunks(self, level: _Level, text: _Text, *, same_file: bool = True,
-                     ) -> Iterator[LogChunk | LogReadError]:
+                     ) -> Generator[LogChunk | LogReadError, None, None]:
         """A file's events after its head, chunk by chunk (only the log's own file may end
         in a torn tail)."""
         reader, top = self._reader, level is self._levels[0]
@@ -867,7 +857,7 @@ def _stream(path: str, reader: _Reader, name: str, shown: str, located: str, *,
         chain = _seed_chain(top, reader)
         if isinstance(chain, LogReadError):
             return chain
-        reader.progress.total = status.st_size + sum(level.size_cap or 0 for level in chain)
+        reader.total_bytes = status.st_size + sum(level.size_cap or 0 for level in chain)
         kept = True
         return LogStream(path=path, levels=[top, *chain], text=text, reader=reader,
                          header_file=header_file, header=header,
