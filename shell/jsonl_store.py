@@ -135,16 +135,12 @@ class _Cut(NamedTuple):
     spent: _Spent  # reading through the cut (what a child's seed costs its reader)
 
 
-def _is_link_error(exc: OSError) -> bool:
-    return exc.errno in (errno.ELOOP, errno.ENOTDIR)
-
-
 class SessionPathError(OSError):
     """A path of the store it cannot use (a symbolic link inside its root, not a directory,
     refused by the system); the message names the path and the cause."""
 
     def __init__(self, path: Path, cause: OSError | None = None) -> None:
-        if cause is None or _is_link_error(cause):
+        if cause is None or cause.errno in (errno.ELOOP, errno.ENOTDIR):
             words = ("is a symbolic link or not a directory (the session store never follows "
                      "links out of its root)")
             number = errno.ELOOP

@@ -994,11 +994,23 @@ def read_session_header(name: str, *, dir_fd: int, shown: str,
             if not raw.startswith(ZSTD_MAGIC):
                 return Failure(LogReadError(file=shown, problem=(
                     "not a zstd stream (the file does not start with the zstd magic number)")))
+            frame = zstd_frame_at(raw, 0)
+            # A group of blocks at a time, up to the first newline or past a line's length:
+            # a bomb in the header frame spends no more than a line.
+            stops = [len(raw)] if isinstance(frame, str) else frame.stops(_PIECE)
+            stream = _zstd_module().ZstdDecompressor().decompressobj()
+            parts: list[bytes] = []
+            start = size = 0
             try:
-                text = _zstd_module().ZstdDecompressor().decompressobj().decompress(raw)
+                for stop in stops:
+                    parts.append(stream.decompress(raw[start:stop]))
+                    start, size = stop, size + len(parts[-1])
+                    if b"\n" in parts[-1] or size > limits.max_line or start >= len(raw):
+                        break
             except Exception as exc:  # zstandard's ZstdError: a damaged first frame
                 return Failure(LogReadError(file=shown, line=1,
                                             problem=f"the header line is unreadable: {exc}"))
+            text = b"".join(parts)
         newline = text.find(b"\n")
         if newline < 0:
             return Failure(LogReadError(file=shown, line=1,
