@@ -127,6 +127,11 @@ class _Reader:
         """The same files and limits, its spending not counted (to look at a file's head)."""
         return _Reader(self.limits, self.dir_fd, self.follow)
 
+    def too_much(self, shown: str) -> LogReadError:
+        return LogReadError(file=shown, problem=(
+            f"the decompressed text is over the read limit of {size_words(self.limits.max_bytes)}"
+            " (ReadLimits.max_bytes): a zstd bomb, or a log too large to read"))
+
     def count_events(self, text: bytes, shown: str, first_line: int = 1) -> LogReadError | None:
         counted = event_limit_error(text, shown, self.limits, self.spent_events, first_line)
         if isinstance(counted, LogReadError):
@@ -198,37 +203,6 @@ def _grew(shown: str, limit: int) -> LogReadError:
 # --------------------------------------------------------------------------- zstd frames
 
 
-class _TextBudget:
-    """Text under the limits, checked as it grows (before memory is spent)."""
-
-    def __init__(self, reader: _Reader, shown: str) -> None:
-        self.reader = reader
-        self.shown = shown
-        self.open_line = 0  # bytes since the last newline
-
-    def admit(self, chunk: bytes) -> LogReadError | None:
-        limits = self.reader.limits
-        self.reader.spent_bytes += len(chunk)
-        if self.reader.spent_bytes > limits.max_bytes:
-            return self.too_much()
-        newline = chunk.rfind(b"\n")
-        self.open_line = self.open_line + len(chunk) if newline < 0 else len(chunk) - newline - 1
-        if self.open_line > limits.max_line:
-            return line_too_long_error(self.shown, None, limits)
-        return None
-
-    def reserve(self, known: int) -> LogReadError | None:
-        """Refuse now when bytes a frame is known to regenerate would pass the limit."""
-        over = self.reader.spent_bytes + known > self.reader.limits.max_bytes
-        return self.too_much() if over else None
-
-    def too_much(self) -> LogReadError:
-        limit = self.reader.limits.max_bytes
-        return LogReadError(file=self.shown, problem=(
-            f"the decompressed text is over the read limit of {size_words(limit)} "
-            "(ReadLimits.max_bytes): a zstd bomb, or a log too large to read"))
-
-
 def _zstd_module() -> Any:
     try:
         import zstandard  # noqa: PLC0415 - optional dependency, needed for .zstd only
@@ -259,7 +233,6 @@ def _zstd_pieces(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: boo
         yield LogReadError(file=shown, problem="reading zstd needs the zstandard package "
                                                "(pip install 'turnfork[zstd]')")
         return
-    budget = _TextBudget(reader, shown)
     context = zstandard.ZstdDecompressor()
     offset, number = 0, 0
 
@@ -281,10 +254,10 @@ def _zstd_pieces(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: boo
         if frame.skippable:
             offset = frame.end
             continue
-        refused = budget.reserve(frame.known if frame.content_size is None
-                                 else frame.content_size)
-        if refused is not None:
-            yield refused
+        # Refused now when the bytes it is known to regenerate would pass the limit.
+        known = frame.known if frame.content_size is None else frame.content_size
+        if reader.spent_bytes + known > reader.limits.max_bytes:
+            yield reader.too_much(shown)
             return
         if not frame.complete:
             yield _Partial(offset)
@@ -294,10 +267,6 @@ def _zstd_pieces(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: boo
                 chunk = stream.decompress(data[start:min(stop, len(data))])
                 reader.done_bytes += min(stop, len(data)) - start
                 start = stop
-                refused = budget.admit(chunk)
-                if refused is not None:
-                    yield refused
-                    return
                 if chunk:
                     yield chunk
                 if start >= len(data):
@@ -318,7 +287,6 @@ def _file_pieces(fd: int, shown: str, reader: _Reader, cap: int | None) -> Itera
     bytes that belong to the log (a seed's region), else up to the read limit."""
     limit = reader.limits.max_bytes
     left = (limit + 1) if cap is None else min(cap, limit)
-    budget = _TextBudget(reader, shown)
     size = _FIRST_PIECE
     try:
         while left > 0:
@@ -335,10 +303,6 @@ def _file_pieces(fd: int, shown: str, reader: _Reader, cap: int | None) -> Itera
             if cap is None and left <= 0:
                 yield _grew(shown, limit)
                 return
-            refused = budget.admit(piece)
-            if refused is not None:
-                yield refused
-                return
             yield piece
     finally:
         os.close(fd)
@@ -348,11 +312,13 @@ def _file_pieces(fd: int, shown: str, reader: _Reader, cap: int | None) -> Itera
 
 
 class _Text:
-    """A file's (decompressed) text, pulled from its source piece by piece and handed out
-    as whole lines."""
+    """A file's (decompressed) text, pulled from its source piece by piece under the read's
+    limits (checked as it grows, before memory is spent) and handed out as whole lines."""
 
-    def __init__(self, pieces: Iterator[_Piece], shown: str, compressed: bool) -> None:
+    def __init__(self, pieces: Iterator[_Piece], shown: str, compressed: bool,
+                 reader: _Reader) -> None:
         self._pieces = pieces
+        self._reader = reader
         self.shown = shown
         self.compressed = compressed
         self.buffer = bytearray()
@@ -382,11 +348,20 @@ class _Text:
                 if self.buffer and self.buffer[-1] != 0x0A:
                     self.error, self.ended = cut_short_error(self.shown, line), True
             elif piece:
+                at, last, limits = len(self.buffer), piece.rfind(b"\n"), self._reader.limits
+                self._reader.spent_bytes += len(piece)
+                # The buffer starts a line: what follows its last newline is the open line.
+                open_line = len(piece) - last - 1 + (0 if last >= 0 else at - self._last - 1)
+                if self._reader.spent_bytes > limits.max_bytes:
+                    self.error, self.ended = self._reader.too_much(self.shown), True
+                elif open_line > limits.max_line:
+                    self.error = line_too_long_error(self.shown, None, limits)
+                    self.ended = True
+                if self.error is not None:
+                    return False
                 if not self.compressed:
                     self.file_bytes += len(piece)
-                at = len(self.buffer)
                 self.buffer += piece
-                last = piece.rfind(b"\n")
                 if last >= 0:
                     before = piece.rfind(b"\n", 0, last)
                     self._before_last = at + before if before >= 0 else self._last
@@ -469,11 +444,12 @@ def _open_text(reader: _Reader, name: str, shown: str, *, size_cap: int | None =
             os.close(fd)
             return LogReadError(file=shown, problem="not a zstd stream (the file does not "
                                                     "start with the zstd magic number)")
-        return _Text(_file_pieces(fd, shown, reader, size_cap), shown, False), status
+        return _Text(_file_pieces(fd, shown, reader, size_cap), shown, False, reader), status
     data = _read_whole(fd, shown, reader.limits.max_bytes, size_cap)
     if isinstance(data, LogReadError):
         return data
-    text = _Text(_zstd_pieces(data, shown, reader, tolerate_torn=tolerate_torn), shown, True)
+    text = _Text(_zstd_pieces(data, shown, reader, tolerate_torn=tolerate_torn), shown, True,
+                 reader)
     text.file_bytes = len(data)
     return text, status
 
