@@ -794,8 +794,9 @@ class JsonlSessionStore(_LiveSessions):
         return directory
 
     @contextlib.contextmanager
-    def _persisted(self, session_id: str) -> Iterator[_Directory | None]:
-        """The first of the session's directories holding this store's file, open."""
+    def _persisted(self, session_id: str) -> Iterator[_Directory]:
+        """The first of the session's directories holding this store's file, open (none:
+        :class:`SessionNotFoundError`)."""
         for project in self._locate(session_id):
             directory = self._open_session_dir(project, session_id)
             try:
@@ -804,7 +805,7 @@ class JsonlSessionStore(_LiveSessions):
                     return
             finally:
                 directory.close()
-        yield None
+        raise SessionNotFoundError(session_id)
 
     def _find(self, session_id: str) -> str | None:
         """The project directory of the persisted session, if any."""
@@ -908,24 +909,19 @@ class JsonlSessionStore(_LiveSessions):
     def exists(self, session_id: str) -> bool:
         if session_id in self._live:
             return True
-        try:
-            if self._find(session_id) is not None:
-                return True
-        except SessionLoadError:
-            return True
-        return any(not self._free(project, session_id)
-                   for project in self._locate(session_id))
-
-    def _free(self, project: str, session_id: str) -> bool:
-        """Whether the session directory's lock is free (a reservation with no writer)."""
-        try:
-            directory = self._open_session_dir(project, session_id)
-        except OSError:
-            return True
-        try:
-            return _lock(directory.fd)
-        finally:
-            directory.close()
+        for project in self._locate(session_id):
+            try:
+                directory = self._open_session_dir(project, session_id)
+            except OSError:
+                continue
+            try:
+                # Persisted (in either encoding), or reserved: its writer holds the lock.
+                if (any(directory.has_file(name) for name in _FILE_NAMES.values())
+                        or not _lock(directory.fd)):
+                    return True
+            finally:
+                directory.close()
+        return False
 
     def load(self, session_id: str, *, clock: Clock | None = None) -> Session:
         """The live session, or the persisted one, locked for writing and repaired."""
@@ -995,8 +991,6 @@ class JsonlSessionStore(_LiveSessions):
         """A persisted (or live) session as its file holds it, read without the lock and
         never written: a torn tail left out and described in ``torn``, an open turn open."""
         with self._persisted(session_id) as directory:
-            if directory is None:
-                raise SessionNotFoundError(session_id)
             return self._read(directory, session_id)
 
     def header(self, session_id: str) -> SessionHeader:
@@ -1005,8 +999,6 @@ class JsonlSessionStore(_LiveSessions):
         if live is not None:
             return live.header
         with self._persisted(session_id) as directory:
-            if directory is None:
-                raise SessionNotFoundError(session_id)
             read = read_session_header(self.file_name, dir_fd=directory.fd,
                                        shown=str(directory.path / self.file_name))
         if isinstance(read, Failure):
