@@ -184,10 +184,16 @@ class Session:
     def completed_prefix_history(self) -> HistorySnapshot:
         """The model-visible history at the completed-turn cut, computed once per cut and
         shared by every fork child seeded there (see :meth:`adopt_history`)."""
-        _, trace = self.completed_prefix()
+        trace = self.completed().trace
         cached = self._prefix_history
         if cached is None or cached.node is not trace.surface:
-            cached = self._history_at(trace).frozen()
+            # Continued from (or cut from) the last history computed here.
+            known = self._known_history()
+            snapshot = history_snapshot(trace, known)
+            if known is None or len(snapshot.messages) > len(known.messages):
+                # The cut is ahead of the last model call: keep extending the same storage.
+                self._history = snapshot
+            cached = snapshot.frozen()
             self._prefix_history = cached
         return cached
 
@@ -201,15 +207,6 @@ class Session:
         if callable(known):
             known = self._history = known()
         return known
-
-    def _history_at(self, trace: Trace) -> HistorySnapshot:
-        """The history at ``trace``, continued from (or cut from) the last one computed here."""
-        known = self._known_history()
-        snapshot = history_snapshot(trace, known)
-        if known is None or len(snapshot.messages) > len(known.messages):
-            # The cut is ahead of the last model call: keep extending the same storage.
-            self._history = snapshot
-        return snapshot
 
     # ------------------------------------------------------------------ appending
 
