@@ -22,7 +22,7 @@ import stat
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -807,14 +807,22 @@ class JsonlSessionStore(_LiveSessions):
                 directory.close()
         raise SessionNotFoundError(session_id)
 
-    def _find(self, session_id: str) -> str | None:
-        """The project directory of the persisted session, if any."""
+    def _openable(self, session_id: str) -> Generator[tuple[str, _Directory], None, None]:
+        """The session's directories that open (others are passed over), each closed after."""
         for project in self._locate(session_id):
             try:
                 directory = self._open_session_dir(project, session_id)
             except OSError:
                 continue
             try:
+                yield project, directory
+            finally:
+                directory.close()
+
+    def _find(self, session_id: str) -> str | None:
+        """The project directory of the persisted session, if any."""
+        with contextlib.closing(self._openable(session_id)) as directories:
+            for project, directory in directories:
                 if directory.has_file(self.file_name):
                     return project
                 other = [name for name in _FILE_NAMES.values()
@@ -824,8 +832,6 @@ class JsonlSessionStore(_LiveSessions):
                         directory.path / other[0],
                         f"this store's root holds {self.compression!r} sessions "
                         f"({self.file_name}); a root holds one encoding only")
-            finally:
-                directory.close()
         return None
 
     def _reserve(self, header: SessionHeader) -> _Directory:
@@ -909,19 +915,10 @@ class JsonlSessionStore(_LiveSessions):
     def exists(self, session_id: str) -> bool:
         if session_id in self._live:
             return True
-        for project in self._locate(session_id):
-            try:
-                directory = self._open_session_dir(project, session_id)
-            except OSError:
-                continue
-            try:
-                # Persisted (in either encoding), or reserved: its writer holds the lock.
-                if (any(directory.has_file(name) for name in _FILE_NAMES.values())
-                        or not _lock(directory.fd)):
-                    return True
-            finally:
-                directory.close()
-        return False
+        with contextlib.closing(self._openable(session_id)) as directories:
+            # Persisted (in either encoding), or reserved: its writer holds the lock.
+            return any(any(directory.has_file(name) for name in _FILE_NAMES.values())
+                       or not _lock(directory.fd) for _, directory in directories)
 
     def load(self, session_id: str, *, clock: Clock | None = None) -> Session:
         """The live session, or the persisted one, locked for writing and repaired."""
