@@ -261,16 +261,12 @@ def _zstd_pieces(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: boo
             return
         if not frame.complete:
             yield _Partial(offset)
-        stream, start = context.decompressobj(), frame.start
+        stream = context.decompressobj()
         try:
-            for stop in frame.stops(_PIECE):
-                chunk = stream.decompress(data[start:min(stop, len(data))])
-                reader.done_bytes += min(stop, len(data)) - start
-                start = stop
+            for chunk, fed in _fed(stream, data, frame.start, frame.stops(_PIECE)):
+                reader.done_bytes += fed
                 if chunk:
                     yield chunk
-                if start >= len(data):
-                    break
         except zstandard.ZstdError as exc:
             yield corrupt(str(exc))
             return
@@ -280,6 +276,17 @@ def _zstd_pieces(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: boo
             yield corrupt("the frame ends early")
             return
         offset = frame.end
+
+
+def _fed(stream: Any, data: bytes, start: int, stops: list[int]) -> Iterator[tuple[bytes, int]]:
+    """A frame of ``data`` from ``start`` fed to a decompressor ``stream`` up to each of its
+    ``stops`` in turn (while there are bytes): each feed's text, and the bytes it took."""
+    for stop in stops:
+        end = min(stop, len(data))
+        yield stream.decompress(data[start:end]), end - start
+        start = stop
+        if start >= len(data):
+            return
 
 
 def _file_pieces(fd: int, shown: str, reader: _Reader, cap: int | None) -> Iterator[_Piece]:
@@ -976,12 +983,10 @@ def read_session_header(name: str, *, dir_fd: int, shown: str,
             stops = [len(raw)] if isinstance(frame, str) else frame.stops(_PIECE)
             stream = _zstd_module().ZstdDecompressor().decompressobj()
             parts: list[bytes] = []
-            start = size = 0
             try:
-                for stop in stops:
-                    parts.append(stream.decompress(raw[start:stop]))
-                    start, size = stop, size + len(parts[-1])
-                    if b"\n" in parts[-1] or size > limits.max_line or start >= len(raw):
+                for chunk, _ in _fed(stream, raw, 0, stops):
+                    parts.append(chunk)
+                    if b"\n" in chunk or sum(map(len, parts)) > limits.max_line:
                         break
             except Exception as exc:  # zstandard's ZstdError: a damaged first frame
                 return Failure(LogReadError(file=shown, line=1,
