@@ -474,8 +474,8 @@ class _SessionFile:
                 ) -> tuple[bytes, _Cut | None, _Spent]:
         """The bytes of ``events`` (parts split after each ``turn/end``, a zstd frame each)
         for a file of ``size`` bytes that spends ``spent``; the cut after their last
-        ``turn/end`` (from the batch's start) and what the file spends then. Refused when the
-        loader could not read it back."""
+        ``turn/end`` (in the file) and what the file spends then. Refused when the loader
+        could not read it back."""
         payload: list[bytes] = []
         cut: _Cut | None = None
         written, start, before = 0, 0, spent
@@ -493,7 +493,7 @@ class _SessionFile:
                 written += len(data)
                 start = index + 1
                 if isinstance(event, TurnEndEvent):
-                    cut = _Cut(event.seq + 1, written, spent)
+                    cut = _Cut(event.seq + 1, size + written, spent)
         refused = batch_refusal(events, before, spent, size=size, written=written,
                                 limits=limits)
         if refused is not None:
@@ -549,7 +549,7 @@ class _SessionFile:
             except OSError as exc:
                 raise self._rolled_back(fd, exc, len(payload)) from exc
             if cut is not None:
-                self.cut = cut._replace(size=self.size + cut.size)
+                self.cut = cut
             self.size += len(payload)
             self.spent = spent
             self.written = events[-1].seq + 1
@@ -599,11 +599,10 @@ class _SessionFile:
             spent = self.seed.spent.plus(header_line + record_line)
             own = events[record.events:]
             cut = _Cut(record.events, len(head), spent)  # a seed ends with its turn/end
-        body, body_cut = b"", None
+        body = b""
         if own:
             body, body_cut, spent = self._encode(own, spent, len(head))
-        if body_cut is not None:
-            cut = body_cut._replace(size=len(head) + body_cut.size)
+            cut = cut if body_cut is None else body_cut
         payload = head + body
         temporary = f"{_TEMPORARY_PREFIX}{os.getpid()}.{secrets.token_hex(4)}.tmp"
         flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW
