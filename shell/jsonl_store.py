@@ -22,7 +22,8 @@ import stat
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -134,16 +135,12 @@ class _Cut(NamedTuple):
     spent: _Spent  # reading through the cut (what a child's seed costs its reader)
 
 
-def _is_link_error(exc: OSError) -> bool:
-    return exc.errno in (errno.ELOOP, errno.ENOTDIR)
-
-
 class SessionPathError(OSError):
     """A path of the store it cannot use (a symbolic link inside its root, not a directory,
     refused by the system); the message names the path and the cause."""
 
     def __init__(self, path: Path, cause: OSError | None = None) -> None:
-        if cause is None or _is_link_error(cause):
+        if cause is None or cause.errno in (errno.ELOOP, errno.ENOTDIR):
             words = ("is a symbolic link or not a directory (the session store never follows "
                      "links out of its root)")
             number = errno.ELOOP
@@ -204,7 +201,7 @@ class _Committer:
         self._thread: threading.Thread | None = None
 
     def schedule(self, writer: _SessionFile, window: float) -> None:
-        if window > 0 and writer.commit_due:  # a commit is due already: it will cover this
+        if window > 0 and writer in self._due:  # a commit is due already: it will cover this
             return
         deadline = time.monotonic() + window
         with self._condition:
@@ -212,7 +209,6 @@ class _Committer:
             if known is not None and known <= deadline:
                 return
             self._due[writer] = deadline
-            writer.commit_due = True
             if deadline < self._earliest:  # wake the thread only when it must wake sooner
                 self._earliest = deadline
                 self._condition.notify()
@@ -236,7 +232,6 @@ class _Committer:
                 ready = [writer for writer, due in self._due.items() if due <= now]
                 for writer in ready:
                     del self._due[writer]
-                    writer.commit_due = False
                 self._earliest = min(self._due.values(), default=math.inf)
             for writer in ready:
                 writer.commit(quiet=True)
@@ -275,11 +270,8 @@ class _Directory:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(name, dir_fd=self.fd)
 
-    def close(self, *, remove_from: int | None = None) -> None:
-        """Unlock; with ``remove_from`` (the parent), remove the directory first if empty."""
-        if remove_from is not None:
-            with contextlib.suppress(OSError):
-                os.rmdir(os.path.basename(self.path), dir_fd=remove_from)
+    def close(self) -> None:
+        """Unlock (closing the descriptors it holds)."""
         for parent in self.parents:
             _close_quietly(parent)
         self.parents.clear()
@@ -379,11 +371,11 @@ class _SessionFile:
         self.spent = _Spent(0, 0)
         self.failure: OSError | None = None
         self.closed = False
-        self.commit_due = False  # the committer holds a commit of this file in its schedule
         self._first_commit = True
         self._lock = threading.Lock()
         self._commit_lock = threading.Lock()
-        self._waiters: list[tuple[int, Any, Any]] = []
+        #: Awaiters of :meth:`wait_durable`: the length each waits for (resolved from any thread).
+        self._waiters: list[tuple[int, Future[None]]] = []
         self._compressor: Any = None
 
     # -- the sink protocol
@@ -461,8 +453,7 @@ class _SessionFile:
     async def wait_durable(self, length: int) -> None:
         import asyncio  # noqa: PLC0415 - only the async path needs it
 
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
+        future: Future[None] = Future()
         with self._lock:
             if self.failure is not None:
                 raise self._failed("an earlier write or commit (fsync) failed", self.failure)
@@ -470,9 +461,9 @@ class _SessionFile:
                 return
             if self.closed:
                 raise SessionWriteError(self.session_id, "the session was released")
-            self._waiters.append((length, loop, future))
+            self._waiters.append((length, future))
         _COMMITTER.schedule(self, 0.0)
-        await future
+        await asyncio.wrap_future(future)
 
     # -- writing
 
@@ -483,8 +474,8 @@ class _SessionFile:
                 ) -> tuple[bytes, _Cut | None, _Spent]:
         """The bytes of ``events`` (parts split after each ``turn/end``, a zstd frame each)
         for a file of ``size`` bytes that spends ``spent``; the cut after their last
-        ``turn/end`` (from the batch's start) and what the file spends then. Refused when the
-        loader could not read it back."""
+        ``turn/end`` (in the file) and what the file spends then. Refused when the loader
+        could not read it back."""
         payload: list[bytes] = []
         cut: _Cut | None = None
         written, start, before = 0, 0, spent
@@ -502,7 +493,7 @@ class _SessionFile:
                 written += len(data)
                 start = index + 1
                 if isinstance(event, TurnEndEvent):
-                    cut = _Cut(event.seq + 1, written, spent)
+                    cut = _Cut(event.seq + 1, size + written, spent)
         refused = batch_refusal(events, before, spent, size=size, written=written,
                                 limits=limits)
         if refused is not None:
@@ -558,7 +549,7 @@ class _SessionFile:
             except OSError as exc:
                 raise self._rolled_back(fd, exc, len(payload)) from exc
             if cut is not None:
-                self.cut = cut._replace(size=self.size + cut.size)
+                self.cut = cut
             self.size += len(payload)
             self.spent = spent
             self.written = events[-1].seq + 1
@@ -608,11 +599,10 @@ class _SessionFile:
             spent = self.seed.spent.plus(header_line + record_line)
             own = events[record.events:]
             cut = _Cut(record.events, len(head), spent)  # a seed ends with its turn/end
-        body, body_cut = b"", None
+        body = b""
         if own:
             body, body_cut, spent = self._encode(own, spent, len(head))
-        if body_cut is not None:
-            cut = body_cut._replace(size=len(head) + body_cut.size)
+            cut = cut if body_cut is None else body_cut
         payload = head + body
         temporary = f"{_TEMPORARY_PREFIX}{os.getpid()}.{secrets.token_hex(4)}.tmp"
         flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_NOFOLLOW
@@ -689,20 +679,13 @@ class _SessionFile:
                                       "durable", self.failure))
 
 
-def _settle(waiters: Sequence[tuple[int, Any, Any]], error: BaseException | None) -> None:
-    """Resolve awaiting futures from any thread."""
-    for _, loop, future in waiters:
-        with contextlib.suppress(RuntimeError):  # the loop is closed
-            loop.call_soon_threadsafe(_resolve, future, error)
-
-
-def _resolve(future: Any, error: BaseException | None) -> None:
-    if future.done():
-        return
-    if error is None:
-        future.set_result(None)
-    else:
-        future.set_exception(error)
+def _settle(waiters: Sequence[tuple[int, Future[None]]], error: BaseException | None) -> None:
+    for _, future in waiters:
+        with contextlib.suppress(InvalidStateError):  # its awaiter was cancelled
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)
 
 
 # ---------------------------------------------------------------------------- the store
@@ -810,8 +793,9 @@ class JsonlSessionStore(_LiveSessions):
         return directory
 
     @contextlib.contextmanager
-    def _persisted(self, session_id: str) -> Iterator[_Directory | None]:
-        """The first of the session's directories holding this store's file, open."""
+    def _persisted(self, session_id: str) -> Iterator[_Directory]:
+        """The first of the session's directories holding this store's file, open (none:
+        :class:`SessionNotFoundError`)."""
         for project in self._locate(session_id):
             directory = self._open_session_dir(project, session_id)
             try:
@@ -820,16 +804,24 @@ class JsonlSessionStore(_LiveSessions):
                     return
             finally:
                 directory.close()
-        yield None
+        raise SessionNotFoundError(session_id)
 
-    def _find(self, session_id: str) -> str | None:
-        """The project directory of the persisted session, if any."""
+    def _openable(self, session_id: str) -> Generator[tuple[str, _Directory], None, None]:
+        """The session's directories that open (others are passed over), each closed after."""
         for project in self._locate(session_id):
             try:
                 directory = self._open_session_dir(project, session_id)
             except OSError:
                 continue
             try:
+                yield project, directory
+            finally:
+                directory.close()
+
+    def _find(self, session_id: str) -> str | None:
+        """The project directory of the persisted session, if any."""
+        with contextlib.closing(self._openable(session_id)) as directories:
+            for project, directory in directories:
                 if directory.has_file(self.file_name):
                     return project
                 other = [name for name in _FILE_NAMES.values()
@@ -839,8 +831,6 @@ class JsonlSessionStore(_LiveSessions):
                         directory.path / other[0],
                         f"this store's root holds {self.compression!r} sessions "
                         f"({self.file_name}); a root holds one encoding only")
-            finally:
-                directory.close()
         return None
 
     def _reserve(self, header: SessionHeader) -> _Directory:
@@ -865,17 +855,17 @@ class JsonlSessionStore(_LiveSessions):
         """Remove a session directory's files, the directory (when empty) and its lock; with
         ``with_project``, its project directory too when empty."""
         directory.remove_files()
-        with self._root(create=False) as root:
-            project_fd = None
+        project = directory.path.parent.name
+        with self._root(create=False) as root, contextlib.suppress(OSError):
             if root is not None:
-                with contextlib.suppress(OSError):
-                    project_fd = os.open(directory.path.parent.name, _DIRECTORY, dir_fd=root)
-            directory.close(remove_from=project_fd)
-            if project_fd is not None:
-                os.close(project_fd)
-            if with_project and root is not None:
-                with contextlib.suppress(OSError):
-                    os.rmdir(directory.path.parent.name, dir_fd=root)
+                project_fd = os.open(project, _DIRECTORY, dir_fd=root)
+                try:
+                    os.rmdir(directory.path.name, dir_fd=project_fd)
+                finally:
+                    os.close(project_fd)
+                if with_project:
+                    os.rmdir(project, dir_fd=root)
+        directory.close()
 
     # -- the protocol
 
@@ -924,24 +914,10 @@ class JsonlSessionStore(_LiveSessions):
     def exists(self, session_id: str) -> bool:
         if session_id in self._live:
             return True
-        try:
-            if self._find(session_id) is not None:
-                return True
-        except SessionLoadError:
-            return True
-        return any(not self._free(project, session_id)
-                   for project in self._locate(session_id))
-
-    def _free(self, project: str, session_id: str) -> bool:
-        """Whether the session directory's lock is free (a reservation with no writer)."""
-        try:
-            directory = self._open_session_dir(project, session_id)
-        except OSError:
-            return True
-        try:
-            return _lock(directory.fd)
-        finally:
-            directory.close()
+        with contextlib.closing(self._openable(session_id)) as directories:
+            # Persisted (in either encoding), or reserved: its writer holds the lock.
+            return any(any(directory.has_file(name) for name in _FILE_NAMES.values())
+                       or not _lock(directory.fd) for _, directory in directories)
 
     def load(self, session_id: str, *, clock: Clock | None = None) -> Session:
         """The live session, or the persisted one, locked for writing and repaired."""
@@ -1011,8 +987,6 @@ class JsonlSessionStore(_LiveSessions):
         """A persisted (or live) session as its file holds it, read without the lock and
         never written: a torn tail left out and described in ``torn``, an open turn open."""
         with self._persisted(session_id) as directory:
-            if directory is None:
-                raise SessionNotFoundError(session_id)
             return self._read(directory, session_id)
 
     def header(self, session_id: str) -> SessionHeader:
@@ -1021,8 +995,6 @@ class JsonlSessionStore(_LiveSessions):
         if live is not None:
             return live.header
         with self._persisted(session_id) as directory:
-            if directory is None:
-                raise SessionNotFoundError(session_id)
             read = read_session_header(self.file_name, dir_fd=directory.fd,
                                        shown=str(directory.path / self.file_name))
         if isinstance(read, Failure):
@@ -1082,28 +1054,24 @@ class JsonlSessionStore(_LiveSessions):
         self._live.pop(session_id, None)
         writer = self._writers.pop(session_id, None)
         if writer is not None:
-            self._close(writer, remove=False)
-
-    def _close(self, writer: _SessionFile, *, remove: bool) -> None:
-        writer.close()
-        directory = writer.directory  # None: never written, nothing on disk
-        if directory is not None and remove:
-            self._abandon(directory, with_project=True)
-        elif directory is not None:
-            directory.close()
+            writer.close()
+            if writer.directory is not None:  # None: never written, nothing on disk
+                writer.directory.close()
 
     def delete(self, session_id: str) -> None:
         """Release a session and remove its files (never another process's live session)."""
         live = self._live.pop(session_id, None)
         writer = self._writers.pop(session_id, None)
         if writer is not None:
-            self._close(writer, remove=True)
+            writer.close()
+            if writer.directory is not None:
+                self._abandon(writer.directory, with_project=True)
             return
         project = self._find(session_id)
         if project is None:
             if live is None:
                 raise SessionNotFoundError(session_id)
             return
-        directory = self._open_session_dir(project, session_id, locked=True)
-        self._close(_SessionFile(self, directory, session_id), remove=True)
+        self._abandon(self._open_session_dir(project, session_id, locked=True),
+                      with_project=True)
 

@@ -110,14 +110,6 @@ def _not_regular(mode: int, *, follow: bool) -> str | None:
     return "it is a directory" if stat.S_ISDIR(mode) else "it is not a regular file"
 
 
-@dataclass
-class _Progress:
-    """Bytes of the files read so far, of all there are to read (for a progress bar)."""
-
-    done: int = 0
-    total: int = 0
-
-
 class _Reader:
     """One read: where files are opened from, the limits, and what the read has spent (a
     seed's files share the limits)."""
@@ -128,11 +120,17 @@ class _Reader:
         self.follow = follow
         self.spent_bytes = 0
         self.spent_events = 0
-        self.progress = _Progress()
+        #: Bytes of the files read so far, of all there are to read (for a progress bar).
+        self.done_bytes = self.total_bytes = 0
 
     def scratch(self) -> _Reader:
         """The same files and limits, its spending not counted (to look at a file's head)."""
         return _Reader(self.limits, self.dir_fd, self.follow)
+
+    def too_much(self, shown: str) -> LogReadError:
+        return LogReadError(file=shown, problem=(
+            f"the decompressed text is over the read limit of {size_words(self.limits.max_bytes)}"
+            " (ReadLimits.max_bytes): a zstd bomb, or a log too large to read"))
 
     def count_events(self, text: bytes, shown: str, first_line: int = 1) -> LogReadError | None:
         counted = event_limit_error(text, shown, self.limits, self.spent_events, first_line)
@@ -205,37 +203,6 @@ def _grew(shown: str, limit: int) -> LogReadError:
 # --------------------------------------------------------------------------- zstd frames
 
 
-class _TextBudget:
-    """Text under the limits, checked as it grows (before memory is spent)."""
-
-    def __init__(self, reader: _Reader, shown: str) -> None:
-        self.reader = reader
-        self.shown = shown
-        self.open_line = 0  # bytes since the last newline
-
-    def admit(self, chunk: bytes) -> LogReadError | None:
-        limits = self.reader.limits
-        self.reader.spent_bytes += len(chunk)
-        if self.reader.spent_bytes > limits.max_bytes:
-            return self.too_much()
-        newline = chunk.rfind(b"\n")
-        self.open_line = self.open_line + len(chunk) if newline < 0 else len(chunk) - newline - 1
-        if self.open_line > limits.max_line:
-            return line_too_long_error(self.shown, None, limits)
-        return None
-
-    def reserve(self, known: int) -> LogReadError | None:
-        """Refuse now when bytes a frame is known to regenerate would pass the limit."""
-        over = self.reader.spent_bytes + known > self.reader.limits.max_bytes
-        return self.too_much() if over else None
-
-    def too_much(self) -> LogReadError:
-        limit = self.reader.limits.max_bytes
-        return LogReadError(file=self.shown, problem=(
-            f"the decompressed text is over the read limit of {size_words(limit)} "
-            "(ReadLimits.max_bytes): a zstd bomb, or a log too large to read"))
-
-
 def _zstd_module() -> Any:
     try:
         import zstandard  # noqa: PLC0415 - optional dependency, needed for .zstd only
@@ -266,7 +233,6 @@ def _zstd_pieces(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: boo
         yield LogReadError(file=shown, problem="reading zstd needs the zstandard package "
                                                "(pip install 'turnfork[zstd]')")
         return
-    budget = _TextBudget(reader, shown)
     context = zstandard.ZstdDecompressor()
     offset, number = 0, 0
 
@@ -288,27 +254,19 @@ def _zstd_pieces(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: boo
         if frame.skippable:
             offset = frame.end
             continue
-        refused = budget.reserve(frame.known if frame.content_size is None
-                                 else frame.content_size)
-        if refused is not None:
-            yield refused
+        # Refused now when the bytes it is known to regenerate would pass the limit.
+        known = frame.known if frame.content_size is None else frame.content_size
+        if reader.spent_bytes + known > reader.limits.max_bytes:
+            yield reader.too_much(shown)
             return
         if not frame.complete:
             yield _Partial(offset)
-        stream, start = context.decompressobj(), frame.start
+        stream = context.decompressobj()
         try:
-            for stop in frame.stops(_PIECE):
-                chunk = stream.decompress(data[start:min(stop, len(data))])
-                reader.progress.done += min(stop, len(data)) - start
-                start = stop
-                refused = budget.admit(chunk)
-                if refused is not None:
-                    yield refused
-                    return
+            for chunk, fed in _fed(stream, data, frame.start, frame.stops(_PIECE)):
+                reader.done_bytes += fed
                 if chunk:
                     yield chunk
-                if start >= len(data):
-                    break
         except zstandard.ZstdError as exc:
             yield corrupt(str(exc))
             return
@@ -320,12 +278,22 @@ def _zstd_pieces(data: bytes, shown: str, reader: _Reader, *, tolerate_torn: boo
         offset = frame.end
 
 
+def _fed(stream: Any, data: bytes, start: int, stops: list[int]) -> Iterator[tuple[bytes, int]]:
+    """A frame of ``data`` from ``start`` fed to a decompressor ``stream`` up to each of its
+    ``stops`` in turn (while there are bytes): each feed's text, and the bytes it took."""
+    for stop in stops:
+        end = min(stop, len(data))
+        yield stream.decompress(data[start:end]), end - start
+        start = stop
+        if start >= len(data):
+            return
+
+
 def _file_pieces(fd: int, shown: str, reader: _Reader, cap: int | None) -> Iterator[_Piece]:
     """The bytes of a plain file, piece by piece (``fd`` is closed at the end); ``cap``: the
     bytes that belong to the log (a seed's region), else up to the read limit."""
     limit = reader.limits.max_bytes
     left = (limit + 1) if cap is None else min(cap, limit)
-    budget = _TextBudget(reader, shown)
     size = _FIRST_PIECE
     try:
         while left > 0:
@@ -338,13 +306,9 @@ def _file_pieces(fd: int, shown: str, reader: _Reader, cap: int | None) -> Itera
                 return
             size = _PIECE
             left -= len(piece)
-            reader.progress.done += len(piece)
+            reader.done_bytes += len(piece)
             if cap is None and left <= 0:
                 yield _grew(shown, limit)
-                return
-            refused = budget.admit(piece)
-            if refused is not None:
-                yield refused
                 return
             yield piece
     finally:
@@ -355,11 +319,13 @@ def _file_pieces(fd: int, shown: str, reader: _Reader, cap: int | None) -> Itera
 
 
 class _Text:
-    """A file's (decompressed) text, pulled from its source piece by piece and handed out
-    as whole lines."""
+    """A file's (decompressed) text, pulled from its source piece by piece under the read's
+    limits (checked as it grows, before memory is spent) and handed out as whole lines."""
 
-    def __init__(self, pieces: Iterator[_Piece], shown: str, compressed: bool) -> None:
+    def __init__(self, pieces: Iterator[_Piece], shown: str, compressed: bool,
+                 reader: _Reader) -> None:
         self._pieces = pieces
+        self._reader = reader
         self.shown = shown
         self.compressed = compressed
         self.buffer = bytearray()
@@ -389,11 +355,20 @@ class _Text:
                 if self.buffer and self.buffer[-1] != 0x0A:
                     self.error, self.ended = cut_short_error(self.shown, line), True
             elif piece:
+                at, last, limits = len(self.buffer), piece.rfind(b"\n"), self._reader.limits
+                self._reader.spent_bytes += len(piece)
+                # The buffer starts a line: what follows its last newline is the open line.
+                open_line = len(piece) - last - 1 + (0 if last >= 0 else at - self._last - 1)
+                if self._reader.spent_bytes > limits.max_bytes:
+                    self.error, self.ended = self._reader.too_much(self.shown), True
+                elif open_line > limits.max_line:
+                    self.error = line_too_long_error(self.shown, None, limits)
+                    self.ended = True
+                if self.error is not None:
+                    return False
                 if not self.compressed:
                     self.file_bytes += len(piece)
-                at = len(self.buffer)
                 self.buffer += piece
-                last = piece.rfind(b"\n")
                 if last >= 0:
                     before = piece.rfind(b"\n", 0, last)
                     self._before_last = at + before if before >= 0 else self._last
@@ -476,11 +451,12 @@ def _open_text(reader: _Reader, name: str, shown: str, *, size_cap: int | None =
             os.close(fd)
             return LogReadError(file=shown, problem="not a zstd stream (the file does not "
                                                     "start with the zstd magic number)")
-        return _Text(_file_pieces(fd, shown, reader, size_cap), shown, False), status
+        return _Text(_file_pieces(fd, shown, reader, size_cap), shown, False, reader), status
     data = _read_whole(fd, shown, reader.limits.max_bytes, size_cap)
     if isinstance(data, LogReadError):
         return data
-    text = _Text(_zstd_pieces(data, shown, reader, tolerate_torn=tolerate_torn), shown, True)
+    text = _Text(_zstd_pieces(data, shown, reader, tolerate_torn=tolerate_torn), shown, True,
+                 reader)
     text.file_bytes = len(data)
     return text, status
 
@@ -662,8 +638,8 @@ class LogStream:
     @property
     def progress(self) -> tuple[int, int]:
         """(bytes read, bytes to read) of the log's files."""
-        progress = self._reader.progress
-        return min(progress.done, progress.total), progress.total
+        reader = self._reader
+        return min(reader.done_bytes, reader.total_bytes), reader.total_bytes
 
     def close(self) -> None:
         if not self._closed:
@@ -694,25 +670,22 @@ class LogStream:
         yield from pieces
 
     def _chunks(self) -> Iterator[LogChunk | LogReadError]:
-        pieces = self._all_chunks()
+        """The seeds' events, deepest first, then the file's (read up to the first error)."""
+        files = [*map(self._seed_chunks, reversed(self._levels[1:])),
+                 self._file_chunks(self._levels[0], self._text)]
         try:
-            for piece in pieces:
+            for piece in itertools.chain.from_iterable(files):
                 yield piece
                 if isinstance(piece, LogReadError):
                     return
         except MemoryError:
             yield _out_of_memory(self.file)
         finally:
-            pieces.close()
+            for pieces in files:
+                pieces.close()
             self.close()
 
-    def _all_chunks(self) -> Generator[LogChunk | LogReadError, None, None]:
-        """The seeds' events, deepest first, then the file's (read up to the first error)."""
-        for level in reversed(self._levels[1:]):
-            yield from self._seed_chunks(level)
-        yield from self._file_chunks(self._levels[0], self._text)
-
-    def _seed_chunks(self, level: _Level) -> Iterator[LogChunk | LogReadError]:
+    def _seed_chunks(self, level: _Level) -> Generator[LogChunk | LogReadError, None, None]:
         """A seed file's own events, read strictly; then the record that names it checked."""
         opened = _open_text(self._reader, level.name, level.shown, size_cap=level.size_cap,
                             follow=False, tolerate_torn=False)
@@ -739,7 +712,7 @@ class LogStream:
                                 "its last event is not the one the record names")
 
     def _file_chunks(self, level: _Level, text: _Text, *, same_file: bool = True,
-                     ) -> Iterator[LogChunk | LogReadError]:
+                     ) -> Generator[LogChunk | LogReadError, None, None]:
         """A file's events after its head, chunk by chunk (only the log's own file may end
         in a torn tail)."""
         reader, top = self._reader, level is self._levels[0]
@@ -867,7 +840,7 @@ def _stream(path: str, reader: _Reader, name: str, shown: str, located: str, *,
         chain = _seed_chain(top, reader)
         if isinstance(chain, LogReadError):
             return chain
-        reader.progress.total = status.st_size + sum(level.size_cap or 0 for level in chain)
+        reader.total_bytes = status.st_size + sum(level.size_cap or 0 for level in chain)
         kept = True
         return LogStream(path=path, levels=[top, *chain], text=text, reader=reader,
                          header_file=header_file, header=header,
@@ -1004,11 +977,21 @@ def read_session_header(name: str, *, dir_fd: int, shown: str,
             if not raw.startswith(ZSTD_MAGIC):
                 return Failure(LogReadError(file=shown, problem=(
                     "not a zstd stream (the file does not start with the zstd magic number)")))
+            frame = zstd_frame_at(raw, 0)
+            # A group of blocks at a time, up to the first newline or past a line's length:
+            # a bomb in the header frame spends no more than a line.
+            stops = [len(raw)] if isinstance(frame, str) else frame.stops(_PIECE)
+            stream = _zstd_module().ZstdDecompressor().decompressobj()
+            parts: list[bytes] = []
             try:
-                text = _zstd_module().ZstdDecompressor().decompressobj().decompress(raw)
+                for chunk, _ in _fed(stream, raw, 0, stops):
+                    parts.append(chunk)
+                    if b"\n" in chunk or sum(map(len, parts)) > limits.max_line:
+                        break
             except Exception as exc:  # zstandard's ZstdError: a damaged first frame
                 return Failure(LogReadError(file=shown, line=1,
                                             problem=f"the header line is unreadable: {exc}"))
+            text = b"".join(parts)
         newline = text.find(b"\n")
         if newline < 0:
             return Failure(LogReadError(file=shown, line=1,

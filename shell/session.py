@@ -104,27 +104,30 @@ class Session:
         self._history: HistorySnapshot | Callable[[], HistorySnapshot] | None = None
         self._prefix_history: HistorySnapshot | None = None
         # The last events view, with the count of own events then (a view is fixed for good,
-        # so it is handed out again until the log grows), and the last completed() value.
+        # so it is handed out again until the log grows).
         self._events: tuple[int, EventsView] | None = None
-        self._completed_value: CompletedPrefix | None = None
         if seed is not None and not (base and isinstance(base[-1], SessionEndSeedEvent)):
             self._commit([SessionEndSeedEvent(seq=len(base), time=clock())], flush=False)
 
     def _trace_seed(self, seed: Sequence[Event], seed_trace: Trace | None,
-                    ) -> tuple[Trace, tuple[int, Trace] | None]:
+                    ) -> tuple[Trace, CompletedPrefix | None]:
         if seed_trace is not None:
             if seed_trace.length != len(seed):
                 raise ValueError(f"seed_trace covers {seed_trace.length} events but the seed "
                                  f"has {len(seed)}")
             cut = seed_trace.completed_prefix_length
             if cut == len(seed):
-                return seed_trace, (cut, seed_trace)
-            return seed_trace, ((0, EMPTY_TRACE) if cut == 0 else None)
+                return seed_trace, self._completed_at(seed_trace)
+            return seed_trace, (self._completed_at(EMPTY_TRACE) if cut == 0 else None)
         # Slow path (a loaded or hand-made seed): trace it once, snapshotting at the cut.
         cut = completed_turn_cut(seed)
         at_cut = self._checked(trace_log(PrefixView(seed, cut))) if cut else EMPTY_TRACE
         tail = (seed[index] for index in range(cut, len(seed)))
-        return self._checked(trace_log(tail, at_cut)), (cut, at_cut)
+        return self._checked(trace_log(tail, at_cut)), self._completed_at(at_cut)
+
+    def _completed_at(self, trace: Trace) -> CompletedPrefix:
+        """The log's prefix that ``trace`` (of a completed-turn cut) covers, with it."""
+        return CompletedPrefix(events=PrefixView(self._log, trace.length), trace=trace)
 
     def _checked(self, result: Result[Trace, Violation]) -> Trace:
         if isinstance(result, Failure):
@@ -162,20 +165,16 @@ class Session:
 
     def completed_prefix(self) -> tuple[PrefixView, Trace]:
         """The log through its last ``turn/end`` and the trace there, in O(1)."""
-        if self._completed is None:  # only a seed whose last turn/end is not at its end
-            cut = self._trace.completed_prefix_length
-            self._completed = (cut, self._checked(trace_log(PrefixView(self._log, cut))))
-        cut, trace = self._completed
-        return PrefixView(self._log, cut), trace
+        trace = self.completed().trace
+        return PrefixView(self._log, trace.length), trace
 
     def completed(self) -> CompletedPrefix:
         """:meth:`completed_prefix` as one value, the same object until the cut moves."""
-        kept = self._completed_value
-        if kept is not None and self._completed is not None and kept.trace is self._completed[1]:
-            return kept
-        prefix, trace = self.completed_prefix()
-        kept = self._completed_value = CompletedPrefix(events=prefix, trace=trace)
-        return kept
+        if self._completed is None:  # only a seed whose last turn/end is not at its end
+            cut = self._trace.completed_prefix_length
+            self._completed = self._completed_at(
+                self._checked(trace_log(PrefixView(self._log, cut))))
+        return self._completed
 
     def history(self) -> Sequence[Message]:
         """The model-visible history now, as a view: O(messages added since the last call)."""
@@ -185,10 +184,16 @@ class Session:
     def completed_prefix_history(self) -> HistorySnapshot:
         """The model-visible history at the completed-turn cut, computed once per cut and
         shared by every fork child seeded there (see :meth:`adopt_history`)."""
-        _, trace = self.completed_prefix()
+        trace = self.completed().trace
         cached = self._prefix_history
         if cached is None or cached.node is not trace.surface:
-            cached = self._history_at(trace).frozen()
+            # Continued from (or cut from) the last history computed here.
+            known = self._known_history()
+            snapshot = history_snapshot(trace, known)
+            if known is None or len(snapshot.messages) > len(known.messages):
+                # The cut is ahead of the last model call: keep extending the same storage.
+                self._history = snapshot
+            cached = snapshot.frozen()
             self._prefix_history = cached
         return cached
 
@@ -202,15 +207,6 @@ class Session:
         if callable(known):
             known = self._history = known()
         return known
-
-    def _history_at(self, trace: Trace) -> HistorySnapshot:
-        """The history at ``trace``, continued from (or cut from) the last one computed here."""
-        known = self._known_history()
-        snapshot = history_snapshot(trace, known)
-        if known is None or len(snapshot.messages) > len(known.messages):
-            # The cut is ahead of the last model call: keep extending the same storage.
-            self._history = snapshot
-        return snapshot
 
     # ------------------------------------------------------------------ appending
 
@@ -259,18 +255,18 @@ class Session:
 
     def _commit(self, events: list[Event], *, flush: bool) -> None:
         trace = self._trace
-        completed: tuple[int, Trace] | None = None
+        completed: Trace | None = None  # the trace at the batch's last turn/end
         for event in events:
             trace = self._checked(advance(trace, event))
             if isinstance(event, TurnEndEvent):
-                completed = (trace.length, trace)
+                completed = trace
         if flush and self._sink is not None:
             pending = self._unwritten(len(self._log))
             self._write(SeededLog(pending, events) if pending else events)
         self._own.extend(events)
         self._trace = trace
         if completed is not None:
-            self._completed = completed
+            self._completed = self._completed_at(completed)
         for listener in self.listeners:
             listener(events)
 

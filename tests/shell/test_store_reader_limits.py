@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -156,3 +157,22 @@ def test_running_out_of_memory_is_an_error_value(tmp_path: Path,
     monkeypatch.setattr(logfile, "decode_log", exhausted)
     error = _error(path)
     assert error.problem.startswith("out of memory while reading the log")
+
+
+def test_the_header_read_of_a_zstd_bomb_spends_a_line_at_most(tmp_path: Path) -> None:
+    """``read_session_header`` (what listing a store's sessions reads) decompresses the header
+    frame only as far as one line may go: a 10 KB frame of 300 MiB without a newline costs
+    about ``max_line``, not its 300 MiB, and its header line is incomplete."""
+    (tmp_path / "session.jsonl.zstd").write_bytes(_rle_bomb(2400))
+    directory = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    tracemalloc.start()
+    try:
+        read = logfile.read_session_header("session.jsonl.zstd", dir_fd=directory, shown="s",
+                                           limits=ReadLimits(max_line=1 << 20))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        os.close(directory)
+    error = read.failure()
+    assert (error.line, error.problem) == (1, "the header line is incomplete")
+    assert peak < 32 << 20, f"{peak >> 20} MiB"
