@@ -24,7 +24,6 @@ from returns.result import Failure
 from ...core import (
     ACTIVATION_TEARDOWN_FAILED,
     MALFORMED_DESCRIPTOR,
-    ApprovalPolicyData,
     CancelParent,
     CancelUser,
     ContentBlock,
@@ -33,12 +32,12 @@ from ...core import (
     MessageSource,
     PromptSection,
     ResumeTerms,
-    SandboxModeData,
-    SandboxModeEvent,
+    RuntimeOptions,
     SessionHeader,
     StartError,
     SubagentResult,
     TextBlock,
+    ToolRestriction,
     UserMessage,
     cache_preserving_context,
     check_continuable,
@@ -72,7 +71,7 @@ from .contract import (
     listen,
     parent_view,
 )
-from .providers import discard_child
+from .providers import create_child_session, discard_child
 
 if TYPE_CHECKING:
     from ..logfile import LoadedLog
@@ -171,7 +170,8 @@ class Activation:
     seed_length: int
     #: Log length when the epoch began: the epoch's own events come after it.
     boundary: int = 0
-    #: Continuable children this one started that are still resident (block settlement).
+    #: Continuable children this one started that are still owned (block settlement): a
+    #: settling child leaves the resident map before its notice, and this after it.
     owned: set[str] = field(default_factory=set)
     #: The memoized teardown; its presence is the admission cutoff.
     disposal: asyncio.Future[BaseException | None] | None = None
@@ -261,14 +261,6 @@ def delegated_resume(host: SubagentHost, session: Session, scope: ToolScope | No
     if terms is None:
         return scope, lambda agent: None
     return resumed_scope(host, terms, scope), lambda agent: apply_resume_terms(agent, terms)
-
-
-def _own_sections(sections: tuple[PromptSection, ...], context: tuple[PromptSection, ...],
-                  persona: str | None, cached: bool) -> tuple[PromptSection, ...]:
-    # Cache-preserving: the runtime context alone, the persona moved into it.
-    if not cached:
-        return (*sections, *context)
-    return (*context, *cache_preserving_context(persona, None))
 
 
 class ContinuationManager:
@@ -382,33 +374,21 @@ class ContinuationManager:
                                                            signal=signal))
         plan = plan_continuable(terms, seed=seed.events, seed_trace=seed.trace, child_id=sid,
                                 created_at=self.host.clock())
-        session = self.host.sessions.create(plan.header, seed=plan.seed,
-                                            seed_trace=plan.seed_trace, clock=self.host.clock)
+        # The descriptor is model-hidden: a child seeded at the parent's cut has the parent's
+        # history there, computed once for every child seeded there.
+        session = create_child_session(
+            self.host, plan, parent.session.completed_prefix_history
+            if seed.trace is not None and seed.trace is parent.session.completed().trace
+            else None)
         forget = functools.partial(discard_child, self.host, sid)
         try:
-            if seed.trace is not None and seed.trace is parent.session.completed().trace:
-                # The descriptor is model-hidden: the child's history at its seed is the
-                # parent's at the cut, computed once for every child seeded there.
-                session.adopt_history(parent.session.completed_prefix_history)
-            options = terms.options
-            cached = self._cache_preserving(provider, seeded=seed.events is not None)
-            agent = self.host.build_agent(
-                session, provider=options.provider, model=options.model,
-                max_tokens=options.max_tokens, subagent_depth=terms.depth,
-                approval=parent.approval_composed,
-                tools_scope=ToolScope(self.host.tools, restriction=request.tool_filter,
-                                      listed=parent.tools.tools() if cached else None))
-            for policy in terms.policy:
-                if isinstance(policy, SandboxModeData):
-                    session.append(SandboxModeEvent, policy)
-                elif isinstance(policy, ApprovalPolicyData):
-                    agent.set_approval_policy(policy.policy, source="delegation")
-            agent.approval_policy = "never"  # a child never asks, approval composed or not
+            agent = self._build_child(
+                session, parent, terms.options, terms.depth, request.tool_filter,
+                provider=provider, seeded=seed.events is not None, approval_policy="never",
+                own=(terms.sections, terms.context, request.persona))
             activation = await self._materialize(
-                agent, parent, signal,
-                _own_sections(terms.sections, terms.context, request.persona, cached),
-                provider=provider, label=request.label, seed_length=plan.seed_length,
-                forget=forget)
+                agent, parent, signal, provider=provider, label=request.label,
+                seed_length=plan.seed_length, forget=forget)
         except BaseException:
             forget()
             raise
@@ -433,29 +413,40 @@ class ContinuationManager:
                     forget()
             raise
 
-    def _cache_preserving(self, provider_name: str, *, seeded: bool) -> bool:
+    def _build_child(self, session: Session, parent: Agent, options: RuntimeOptions,
+                     depth: int | None, tool_filter: ToolRestriction | None, *, provider: str,
+                     seeded: bool, approval_policy: Literal["ask", "never"],
+                     own: tuple[tuple[PromptSection, ...], tuple[PromptSection, ...],
+                                str | None]) -> Agent:
+        """A continuable child's agent, fresh or resumed, built complete: the parent's
+        deployment sections (its persona among them; not its runtime context), then the
+        child's own (``own``: its sections, runtime context and persona)."""
         # A seeded child of a provider made cache-preserving (a ForkProvider option); a
         # resumed child follows the provider registered under its descriptor's name now.
-        found = self.runtime.get_provider(provider_name)
-        return seeded and getattr(found, "cache_preserving", False) is True
+        cached = seeded and getattr(self.runtime.get_provider(provider), "cache_preserving",
+                                    False) is True
+        sections, context, persona = own
+        if cached:  # the runtime context alone, the persona moved into it
+            sections, context = (), (*context, *cache_preserving_context(persona, None))
+        deployment = (s for s in parent.prompt_sections.sections() if s.kind == "section")
+        return self.host.build_agent(
+            session, provider=options.provider, model=options.model,
+            max_tokens=options.max_tokens, subagent_depth=depth,
+            approval=parent.approval_composed, approval_policy=approval_policy,
+            tools_scope=ToolScope(self.host.tools, restriction=tool_filter,
+                                  listed=parent.tools.tools() if cached else None),
+            sections=(*deployment, *sections, *context))
 
-    async def _materialize(self, agent: Agent, parent: Agent, signal: AbortSignal | None,
-                           own: Iterable[PromptSection], *, provider: str, label: str | None,
-                           seed_length: int, resuming: str | None = None,
+    async def _materialize(self, agent: Agent, parent: Agent, signal: AbortSignal | None, *,
+                           provider: str, label: str | None, seed_length: int,
+                           resuming: str | None = None,
                            forget: Callable[[], None] | None = None) -> Activation:
         """The unpublished creation window of a built child, fresh or resumed (a drain waits
-        for it): composed, checkpointed, published; undone on any failure."""
+        for it): set up, checkpointed, published; undone on any failure."""
         window: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._materializing.add(window)
         undo: list[Callable[[], None]] = []
         try:
-            # The parent's deployment sections (its persona among them), then the child's
-            # own; the parent's runtime context is not inherited. Then every setup.
-            for section in parent.prompt_sections.sections():
-                if section.kind == "section":
-                    agent.prompt_sections.add(section)
-            for section in own:
-                agent.prompt_sections.add(section)
             for setup in list(self._setups):
                 undo.append(setup(agent))
             await self._checkpoint(parent, signal, resuming=resuming)
@@ -515,12 +506,8 @@ class ContinuationManager:
                 asyncio.get_running_loop().create_future()
             unpublished.set_result(None)
             activation.disposal = unpublished  # the cutoff; the runtime forgets the run
-            if self._activations.get(agent.id) is activation:
-                del self._activations[agent.id]
-            if owner is not None:
-                owner.owned.discard(agent.id)
-                owner.poke.set()
-            _undo(activation.undo)
+            self._evict(activation)
+            self._release(activation)
             with contextlib.suppress(Exception):
                 await agent.dispose()
             if forget is None:
@@ -534,9 +521,6 @@ class ContinuationManager:
 
     def _accept(self, activation: Activation, parent: Agent, message: UserMessage) -> None:
         """Queue ``message`` as the child's next turn (the final, await-free admission)."""
-        owner = self._owner_of(parent)
-        if owner is not None:
-            owner.owned.add(activation.child_id)
         activation.agent.followup(message)
         activation.announced = True
         activation.poke.set()
@@ -605,18 +589,14 @@ class ContinuationManager:
             raise SubagentError(refusal("unavailable", child_id)) from error
         seed_length = header.seed_length if isinstance(header.seed_length, int) else 0
         try:
-            cached = self._cache_preserving(terms.provider_name, seeded=seed_length > 0)
-            agent = self.host.build_agent(
-                session, provider=terms.options.provider, model=terms.options.model,
-                approval=parent.approval_composed,
-                tools_scope=ToolScope(self.host.tools, restriction=terms.tool_filter,
-                                      listed=parent.tools.tools() if cached else None))
-            agent.approval_policy = terms.approval_policy
+            agent = self._build_child(
+                session, parent, terms.options, None, terms.tool_filter,
+                provider=terms.provider_name, seeded=seed_length > 0,
+                approval_policy=terms.approval_policy,
+                own=(terms.sections, terms.context, terms.persona))
             return await self._materialize(
-                agent, parent, signal,
-                _own_sections(terms.sections, terms.context, terms.persona, cached),
-                provider=terms.provider_name, label=terms.label, seed_length=seed_length,
-                resuming=child_id)
+                agent, parent, signal, provider=terms.provider_name, label=terms.label,
+                seed_length=seed_length, resuming=child_id)
         except BaseException as error:
             if self.host.agents.get(child_id) is None:
                 self.host.sessions.release(child_id)
@@ -673,11 +653,6 @@ class ContinuationManager:
 
     # ------------------------------------------------------------------ residency
 
-    @staticmethod
-    def _settled(activation: Activation) -> bool:
-        agent = activation.agent
-        return not agent.running and not agent.pending and not activation.owned
-
     async def _watch(self, activation: Activation) -> None:
         agent = activation.agent
         while activation.disposal is None:
@@ -685,7 +660,7 @@ class ContinuationManager:
             if agent.running:
                 await agent.when_quiet()  # a failure is the teardown's to report
                 continue
-            if self._settled(activation):
+            if not agent.pending and not activation.owned:  # settled
                 self._open_disposal(activation)
                 return
             await activation.poke.wait()
@@ -709,6 +684,19 @@ class ContinuationManager:
 
     async def _dispose(self, activation: Activation) -> BaseException | None:
         return await asyncio.shield(self._open_disposal(activation))
+
+    def _evict(self, activation: Activation) -> None:
+        """No longer resident, its setups undone (its parent still owns it)."""
+        _undo(activation.undo)
+        if self._activations.get(activation.child_id) is activation:
+            del self._activations[activation.child_id]
+
+    def _release(self, activation: Activation) -> None:
+        """Its parent's ownership released: the parent may settle now."""
+        owner = self._owner_of(activation.parent)
+        if owner is not None:
+            owner.owned.discard(activation.child_id)
+            owner.poke.set()
 
     async def _teardown(self, activation: Activation) -> BaseException | None:
         agent, child_id = activation.agent, activation.child_id
@@ -745,16 +733,11 @@ class ContinuationManager:
         except Exception as error:
             failures.append(f'subagent "{child_id}" activation handle disposal failed: '
                             f"{_chain(error)}")
-        _undo(activation.undo)
-        if self._activations.get(child_id) is activation:
-            del self._activations[child_id]
+        self._evict(activation)
         if failures:
             stop_reason, output = "error", None
         self._notify(activation, stop_reason, output)
-        owner = self._owner_of(activation.parent)
-        if owner is not None:
-            owner.owned.discard(child_id)
-            owner.poke.set()
+        self._release(activation)
         result = activation.result
         if not result.done():
             result.set_result(SubagentResult(output=output or (), stop_reason=stop_reason))

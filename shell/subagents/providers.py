@@ -21,6 +21,7 @@ from ...core import (
     Capabilities,
     CheckedRequest,
     ChildPlan,
+    ContinuablePlan,
     HistorySnapshot,
     ParentView,
     PromptSection,
@@ -183,15 +184,16 @@ def seed_history(parent: Agent, plan: ChildPlan, view: ParentView | None = None,
     return None
 
 
-def create_child_session(host: SubagentHost, plan: ChildPlan,
+def create_child_session(host: SubagentHost, plan: ChildPlan | ContinuablePlan,
                          history: Callable[[], HistorySnapshot] | None = None) -> Session:
-    """The child's session, unpublished; on failure nothing is left."""
+    """The child's session, one-shot or continuable, unpublished (``history``: its model
+    history at the seed, when that is the parent's at the cut); on failure nothing is left."""
     session = host.sessions.create(plan.header, seed=plan.seed, seed_trace=plan.seed_trace,
                                    clock=host.clock)
     try:
         if history is not None:
             session.adopt_history(history)
-        for policy in plan.policy:
+        for policy in plan.policy if isinstance(plan, ChildPlan) else plan.terms.policy:
             if isinstance(policy, SandboxModeData):
                 session.append(SandboxModeEvent, policy)
             else:
