@@ -15,9 +15,9 @@ import functools
 import inspect
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar
 
 from returns.result import Failure
 
@@ -182,19 +182,15 @@ class Activation:
     poke: asyncio.Event = field(default_factory=asyncio.Event)
     undo: list[Callable[[], None]] = field(default_factory=list)
     watcher: asyncio.Task[None] | None = None
-    _result: asyncio.Future[SubagentResult] | None = None
+    #: Settles with the epoch's stop reason and closing message.
+    result: asyncio.Future[SubagentResult] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future())
 
     # -- the run handle the lifecycle observers see
 
     @property
     def id(self) -> str:
         return self.child_id
-
-    @property
-    def result(self) -> asyncio.Future[SubagentResult]:
-        if self._result is None:
-            self._result = asyncio.get_running_loop().create_future()
-        return self._result
 
     @property
     def disposed(self) -> bool:
@@ -388,7 +384,7 @@ class ContinuationManager:
                 own=(terms.sections, terms.context, request.persona))
             activation = await self._materialize(
                 agent, parent, signal, provider=provider, label=request.label,
-                seed_length=plan.seed_length, forget=forget)
+                seed_length=plan.seed_length)
         except BaseException:
             forget()
             raise
@@ -439,8 +435,7 @@ class ContinuationManager:
 
     async def _materialize(self, agent: Agent, parent: Agent, signal: AbortSignal | None, *,
                            provider: str, label: str | None, seed_length: int,
-                           resuming: str | None = None,
-                           forget: Callable[[], None] | None = None) -> Activation:
+                           resuming: str | None = None) -> Activation:
         """The unpublished creation window of a built child, fresh or resumed (a drain waits
         for it): set up, checkpointed, published; undone on any failure."""
         window: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -451,7 +446,7 @@ class ContinuationManager:
                 undo.append(setup(agent))
             await self._checkpoint(parent, signal, resuming=resuming)
             return await self._publish(agent, parent, provider, label=label,
-                                       seed_length=seed_length, undo=undo, forget=forget)
+                                       seed_length=seed_length, undo=undo)
         except BaseException:
             _undo(undo)
             raise
@@ -478,10 +473,9 @@ class ContinuationManager:
             raise SubagentError(refusal("closing-parent", parent.id))
 
     async def _publish(self, agent: Agent, parent: Agent, provider: str, *, label: str | None,
-                       seed_length: int, undo: list[Callable[[], None]],
-                       forget: Callable[[], None] | None) -> Activation:
+                       seed_length: int, undo: list[Callable[[], None]]) -> Activation:
         """Make the child resident and observed (``SubagentStart``); a publication that fails
-        rolls it back with no lifecycle (``forget`` drops a fresh child's session)."""
+        rolls it back with no lifecycle (the caller drops a fresh child's session)."""
         owner = self._owner_of(parent)
         ancestry = (agent, *(owner.ancestry if owner is not None else self._lineage(parent)))
         self.host.agents.add(agent)
@@ -510,8 +504,7 @@ class ContinuationManager:
             self._release(activation)
             with contextlib.suppress(Exception):
                 await agent.dispose()
-            if forget is None:
-                self.host.sessions.release(agent.id)
+            self.host.sessions.release(agent.id)
             raise
         activation.watcher = asyncio.get_running_loop().create_task(
             self._watch(activation), name=f"continuable:{agent.id}")
@@ -773,44 +766,44 @@ class ContinuationManager:
 
     # ------------------------------------------------------------------ drains
 
-    async def _dispose_all(self, activations: Sequence[Activation], subject: str) -> None:
-        failures = [failure for failure in
-                    await asyncio.gather(*(self._dispose(a) for a in activations))
-                    if failure is not None]
-        if failures:
-            raise SubagentError(StartError(
-                code=ACTIVATION_TEARDOWN_FAILED,
-                message=f"continuable subagent teardown failed for {len(failures)} {subject}: "
-                        + "; ".join(_chain(failure) for failure in failures)))
-
     def _roots(self, activations: Iterable[Activation]) -> list[Activation]:
         chosen = list(activations)
         owned = {child for activation in chosen for child in activation.owned}
         return [activation for activation in chosen if activation.child_id not in owned]
 
-    def _begin(self, chosen: Sequence[Activation], settle: Coroutine[Any, Any, None],
-               name: str) -> asyncio.Task[None]:
-        for activation in chosen:
+    def _drain(self, chosen: Iterable[Activation], subject: str, name: str, *,
+               windows: bool = True, leftover: bool = False) -> asyncio.Task[None]:
+        """Begin the teardowns of ``chosen`` now (a parent's begins its children's); the task
+        waits for the creation windows in flight (``leftover``: then disposes what they
+        published) and raises ``ACTIVATION_TEARDOWN_FAILED`` after every branch settled."""
+        roots = self._roots(chosen)
+        for activation in roots:
             self._open_disposal(activation)
-        return asyncio.get_running_loop().create_task(settle, name=name)
 
-    async def _after_windows(self, roots: list[Activation], subject: str, *,
-                             leftover: bool = False) -> None:
-        if self._materializing:
-            await asyncio.wait(list(self._materializing))
-        if leftover:  # what the windows published meanwhile
-            roots = [*roots, *(a for a in self._roots(self._activations.values())
-                               if all(a is not root for root in roots))]
-        await self._dispose_all(roots, subject)
+        async def settle(roots: list[Activation]) -> None:
+            if windows and self._materializing:
+                await asyncio.wait(list(self._materializing))
+            if leftover:
+                roots = [*roots, *(a for a in self._roots(self._activations.values())
+                                   if all(a is not root for root in roots))]
+            failures = [failure for failure in
+                        await asyncio.gather(*(self._dispose(a) for a in roots))
+                        if failure is not None]
+            if failures:
+                raise SubagentError(StartError(
+                    code=ACTIVATION_TEARDOWN_FAILED,
+                    message=f"continuable subagent teardown failed for {len(failures)} "
+                            f"{subject}: " + "; ".join(_chain(failure) for failure in failures)))
+
+        return asyncio.get_running_loop().create_task(settle(roots), name=name)
 
     def drain(self) -> asyncio.Task[None]:
         """Close admission for good and begin disposing every resident child now; the task
         waits for the creation windows in flight and every teardown (raising
         ``ACTIVATION_TEARDOWN_FAILED`` after every branch settled)."""
         self._draining = True
-        roots = self._roots(self._activations.values())
-        return self._begin(roots, self._after_windows(roots, "activation(s)", leftover=True),
-                           "continuable-drain")
+        return self._drain(self._activations.values(), "activation(s)", "continuable-drain",
+                           leftover=True)
 
     def drain_descendants(self, parents: Iterable[Agent]) -> asyncio.Task[None]:
         """Close admission below each exact live agent in ``parents`` while it stays live
@@ -819,11 +812,9 @@ class ContinuationManager:
         for root in roots:
             if all(root is not r for r in self._draining_roots):
                 self._draining_roots.append(root)
-        below = [a for a in self._activations.values()
-                 if any(member is root for member in a.ancestry[1:] for root in roots)]
-        return self._begin(below, self._after_windows(self._roots(below),
-                                                      "scoped activation(s)"),
-                           "continuable-drain-descendants")
+        return self._drain((a for a in self._activations.values()
+                            if any(member is root for member in a.ancestry[1:] for root in roots)),
+                           "scoped activation(s)", "continuable-drain-descendants")
 
     def drain_children(self, parent: Agent, child_ids: Iterable[str]) -> asyncio.Task[None]:
         """Begin disposing the named resident direct children of ``parent`` now (absent ids
@@ -838,8 +829,8 @@ class ContinuationManager:
             if activation.parent_session != parent.id:
                 raise SubagentError(refusal("not-direct-child", child_id, parent.id))
             chosen.append(activation)
-        return self._begin(chosen, self._dispose_all(chosen, "selected activation(s)"),
-                           "continuable-drain-children")
+        return self._drain(chosen, "selected activation(s)", "continuable-drain-children",
+                           windows=False)
 
     def activations(self) -> tuple[Activation, ...]:
         """The resident Activations (a snapshot, for hosts and tests)."""
