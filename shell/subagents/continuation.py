@@ -60,7 +60,6 @@ from ..clock import IdFactory
 from ..store import SessionNotFoundError
 from ..tools import ToolScope
 from .contract import (
-    INACTIVE_PARENT,
     ContinuableRequest,
     ContinuableSeed,
     SubagentAbortedError,
@@ -68,6 +67,8 @@ from .contract import (
     SubagentHost,
     SubagentRuntimeView,
     SubagentStartError,
+    check_aborted,
+    inactive_parent,
     listen,
     parent_view,
 )
@@ -326,8 +327,7 @@ class ContinuationManager:
     def _admit_delivery(self, activation: Activation, parent: Agent,
                         signal: AbortSignal | None) -> None:
         """The final, await-free admission of a message (what arrived meanwhile wins)."""
-        if signal is not None and signal.aborted:
-            raise SubagentAbortedError()
+        check_aborted(signal)
         self._admit(parent)
         if activation.disposal is not None:
             raise SubagentError(refusal("closing-message", activation.child_id))
@@ -346,10 +346,7 @@ class ContinuationManager:
         self._admit(parent)
         self._persistence()
         if parent.disposed:
-            raise SubagentError(StartError(
-                code=INACTIVE_PARENT,
-                message=f'cannot create effect on inactive context: agent "{parent.id}" is '
-                        "disposed"))
+            raise SubagentError(inactive_parent(parent.id))
         found = self.runtime.get_provider(provider)
         if found is None:
             raise SubagentError(SubagentStartError.no_provider(provider).error)
@@ -364,8 +361,7 @@ class ContinuationManager:
         sid = child_id or self.child_ids()
         if sid in self.host.agents or self.host.sessions.exists(sid):
             raise SubagentError(refusal("duplicate", sid))
-        if signal is not None and signal.aborted:
-            raise SubagentAbortedError()
+        check_aborted(signal)
         seed: ContinuableSeed = prepare(ContinuableRequest(session_id=sid, parent=parent,
                                                            signal=signal))
         plan = plan_continuable(terms, seed=seed.events, seed_trace=seed.trace, child_id=sid,
@@ -459,8 +455,7 @@ class ContinuationManager:
                           resuming: str | None = None) -> None:
         # The end of the unpublished creation window: whatever arrived meanwhile is honoured.
         await asyncio.sleep(0)
-        if signal is not None and signal.aborted:
-            raise SubagentAbortedError()
+        check_aborted(signal)
         if resuming is not None and self.host.agents.get(parent.id) is not parent:
             raise SubagentError(refusal("exact-parent", resuming))
         if parent.disposed:
@@ -528,8 +523,7 @@ class ContinuationManager:
         origin = source or MessageSource(kind="coordinator", form="relay",
                                          sender_session_id=parent.id)
         while True:
-            if signal is not None and signal.aborted:
-                raise SubagentAbortedError()
+            check_aborted(signal)
             self._admit(parent)
             lock = self._locks.get(child_id)
             if lock is None:

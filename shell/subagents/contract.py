@@ -86,6 +86,18 @@ class SubagentAbortedError(SubagentStartError):
             code=ABORTED, message="subagent request was aborted before child publication"))
 
 
+def check_aborted(signal: AbortSignal | None) -> None:
+    """Raise :class:`SubagentAbortedError` when ``signal`` has aborted."""
+    if signal is not None and signal.aborted:
+        raise SubagentAbortedError()
+
+
+def inactive_parent(parent_id: str) -> StartError:
+    """The refusal of a start whose parent is (being) disposed (DSH's text)."""
+    return StartError(code=INACTIVE_PARENT, message=f'cannot create effect on inactive context: '
+                                                   f'agent "{parent_id}" is disposed')
+
+
 def raise_on_failure(result: object) -> None:
     """Raise :class:`SubagentStartError` for a core refusal (a ``Failure``); else nothing."""
     match result:

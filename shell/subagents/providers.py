@@ -39,10 +39,10 @@ from ..tools import Tool, ToolScope
 from .contract import (
     ContinuableRequest,
     ContinuableSeed,
-    SubagentAbortedError,
     SubagentHost,
     SubagentRuntimeView,
     SubagentStartError,
+    check_aborted,
     parent_view,
     unwrap_start,
 )
@@ -151,8 +151,7 @@ def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
                signal: AbortSignal | None, *, kind: Literal["fork", "spawn"],
                provider_name: str, cache_preserving: bool = False) -> ChildSetup:
     """Refuse an aborted start, then plan the child with the core (a refusal raises)."""
-    if signal is not None and signal.aborted:
-        raise SubagentAbortedError()
+    check_aborted(signal)
     # The known tools matter only to a tool filter (and checking the collection costs).
     known = None if request.request.tool_filter is None else host.tools.names()
     view = parent_view(parent)
@@ -241,8 +240,7 @@ def _one_turn() -> Generator[None, None, None]:
 
 
 def _end_of_setup(child_id: str, parent: Agent, signal: AbortSignal | None) -> None:
-    if signal is not None and signal.aborted:
-        raise SubagentAbortedError()
+    check_aborted(signal)
     if parent.disposed:
         raise SubagentStartError(StartError(
             code=OWNER_DISPOSED,

@@ -23,7 +23,6 @@ from .continuation import ContinuationManager
 from .contract import (
     ABORTED,
     DUPLICATE_PROVIDER,
-    INACTIVE_PARENT,
     NO_PROVIDER,
     SubagentAbortedError,
     SubagentEnd,
@@ -35,6 +34,8 @@ from .contract import (
     SubagentRunHandle,
     SubagentStart,
     SubagentStartError,
+    check_aborted,
+    inactive_parent,
     listen,
     raise_on_failure,
     unwrap_start,
@@ -167,14 +168,10 @@ class SubagentRuntime:
         if provider is None:
             raise SubagentStartError.no_provider(name)
         if parent.disposed:
-            raise SubagentStartError(StartError(
-                code=INACTIVE_PARENT,
-                message=f'cannot create effect on inactive context: agent "{parent.id}" is '
-                        "disposed"))
+            raise SubagentStartError(inactive_parent(parent.id))
         checked = unwrap_start(check_request(provider.provider_name, provider.capabilities,
                                              request))
-        if signal is not None and signal.aborted:
-            raise SubagentAbortedError()  # no provider is handed a start already given up
+        check_aborted(signal)  # no provider is handed a start already given up
         run = await provider.start(self, checked, parent=parent, signal=signal)
         self.publish(provider.provider_name, run, parent)
         return run
