@@ -32,7 +32,6 @@ from ...core import (
     ForegroundValue,
     JobOutcome,
     StartRequest,
-    SubagentResult,
     TextBlock,
     ToolOutcome,
     ToolRestriction,
@@ -281,10 +280,10 @@ class SubagentTool:
 
     async def _finish(self, run: SubagentRunHandle, ctx: ToolContext,
                       abort: Callable[[CancelCause], None]) -> ToolOutcome:
-        result: SubagentResult | None = None
-        result_error: Exception | None = None
+        rendered: ToolOutcome | None = None
         try:
             result = await ctx.run(run.result, on_cancel=abort)
+            rendered = render_tool_result(result)
         except asyncio.CancelledError:
             await run.dispose()  # the child was aborted (cause parent); wait for it to stop
             raise
@@ -293,19 +292,14 @@ class SubagentTool:
         try:
             await run.dispose()
         except Exception as dispose_error:
-            if result_error is not None:
-                return render_result_and_dispose_failure(js_error_string(result_error),
-                                                         js_error_string(dispose_error))
-            assert result is not None
-            rendered = render_tool_result(result)
-            if rendered.is_error:  # DSH throws the rendering as a plain Error, then joins
-                return render_result_and_dispose_failure(rendered.text,
-                                                         js_error_string(dispose_error))
-            return render_infrastructure_failure(_message(dispose_error))
-        if result_error is not None:
+            if rendered is not None and not rendered.is_error:
+                return render_infrastructure_failure(_message(dispose_error))
+            # DSH throws an error rendering as a plain Error, then joins the two
+            return render_result_and_dispose_failure(
+                js_error_string(result_error) if rendered is None else rendered.text,
+                js_error_string(dispose_error))
+        if rendered is None:
             return render_infrastructure_failure(_message(result_error))
-        assert result is not None
-        rendered = render_tool_result(result)
         if rendered.is_error:
             return rendered
         return msgspec.structs.replace(rendered, value=ForegroundValue(run_id=run.id,
