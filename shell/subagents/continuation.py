@@ -70,6 +70,7 @@ from .contract import (
     check_aborted,
     inactive_parent,
     listen,
+    owner_disposed,
     parent_view,
 )
 from .providers import create_child_session, discard_child
@@ -431,7 +432,7 @@ class ContinuationManager:
 
     async def _materialize(self, agent: Agent, parent: Agent, signal: AbortSignal | None, *,
                            provider: str, label: str | None, seed_length: int,
-                           resuming: str | None = None) -> Activation:
+                           resuming: bool = False) -> Activation:
         """The unpublished creation window of a built child, fresh or resumed (a drain waits
         for it): set up, checkpointed, published; undone on any failure."""
         window: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -440,7 +441,7 @@ class ContinuationManager:
         try:
             for setup in list(self._setups):
                 undo.append(setup(agent))
-            await self._checkpoint(parent, signal, resuming=resuming)
+            await self._checkpoint(agent.id, parent, signal, resuming=resuming)
             return await self._publish(agent, parent, provider, label=label,
                                        seed_length=seed_length, undo=undo)
         except BaseException:
@@ -451,17 +452,15 @@ class ContinuationManager:
             if not window.done():
                 window.set_result(None)
 
-    async def _checkpoint(self, parent: Agent, signal: AbortSignal | None, *,
-                          resuming: str | None = None) -> None:
+    async def _checkpoint(self, child_id: str, parent: Agent, signal: AbortSignal | None, *,
+                          resuming: bool) -> None:
         # The end of the unpublished creation window: whatever arrived meanwhile is honoured.
         await asyncio.sleep(0)
         check_aborted(signal)
-        if resuming is not None and self.host.agents.get(parent.id) is not parent:
-            raise SubagentError(refusal("exact-parent", resuming))
+        if resuming and self.host.agents.get(parent.id) is not parent:
+            raise SubagentError(refusal("exact-parent", child_id))
         if parent.disposed:
-            raise SubagentError(StartError(
-                code="OWNER_DISPOSED",
-                message=f'agent "{parent.id}" setup aborted: owner disposed during setup'))
+            raise SubagentError(owner_disposed(child_id))
         self._admit(parent)
         owner = self._owner_of(parent)
         if owner is not None and owner.disposal is not None:
@@ -583,7 +582,7 @@ class ContinuationManager:
                 own=(terms.sections, terms.context, terms.persona))
             return await self._materialize(
                 agent, parent, signal, provider=terms.provider_name, label=terms.label,
-                seed_length=seed_length, resuming=child_id)
+                seed_length=seed_length, resuming=True)
         except BaseException as error:
             if self.host.agents.get(child_id) is None:
                 self.host.sessions.release(child_id)

@@ -54,6 +54,8 @@ ABORTED = "ABORTED"
 DUPLICATE_PROVIDER = "DUPLICATE_PROVIDER"
 #: ``StartError.code`` of a start whose parent is (being) disposed.
 INACTIVE_PARENT = "INACTIVE_PARENT"
+#: ``StartError.code`` of a start whose parent was disposed during the child's setup.
+OWNER_DISPOSED = "OWNER_DISPOSED"
 
 
 class SubagentError(ValueError):
@@ -96,6 +98,13 @@ def inactive_parent(parent_id: str) -> StartError:
     """The refusal of a start whose parent is (being) disposed (DSH's text)."""
     return StartError(code=INACTIVE_PARENT, message=f'cannot create effect on inactive context: '
                                                    f'agent "{parent_id}" is disposed')
+
+
+def owner_disposed(child_id: str) -> StartError:
+    """The refusal of a child whose parent was disposed in its setup window (DSH's text, which
+    names the agent being set up)."""
+    return StartError(code=OWNER_DISPOSED,
+                      message=f'agent "{child_id}" setup aborted: owner disposed during setup')
 
 
 def raise_on_failure(result: object) -> None:

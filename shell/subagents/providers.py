@@ -27,7 +27,6 @@ from ...core import (
     PromptSection,
     SandboxModeData,
     SandboxModeEvent,
-    StartError,
     cache_preserving_context,
     plan_child,
 )
@@ -43,6 +42,7 @@ from .contract import (
     SubagentRuntimeView,
     SubagentStartError,
     check_aborted,
+    owner_disposed,
     parent_view,
     unwrap_start,
 )
@@ -58,9 +58,6 @@ __all__ = [
 #: What both in-process providers support.
 ALL_CAPABILITIES = Capabilities(output_schema=True, depth_limit=True, tool_filter=True,
                                 persona=True)
-
-#: ``StartError.code`` of a start whose parent was disposed during the child's setup.
-OWNER_DISPOSED = "OWNER_DISPOSED"
 
 
 class _ProviderBase:
@@ -242,9 +239,7 @@ def _one_turn() -> Generator[None, None, None]:
 def _end_of_setup(child_id: str, parent: Agent, signal: AbortSignal | None) -> None:
     check_aborted(signal)
     if parent.disposed:
-        raise SubagentStartError(StartError(
-            code=OWNER_DISPOSED,
-            message=f'agent "{child_id}" setup aborted: owner disposed during setup'))
+        raise SubagentStartError(owner_disposed(child_id))
 
 
 async def drive_child(host: SubagentHost, provider: InProcessProvider, request: CheckedRequest,
