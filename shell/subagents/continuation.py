@@ -325,18 +325,6 @@ class ContinuationManager:
         activation = self._activations.get(parent.id)
         return activation if activation is not None and activation.agent is parent else None
 
-    def _admit_delivery(self, activation: Activation, parent: Agent,
-                        signal: AbortSignal | None) -> None:
-        """The final, await-free admission of a message (what arrived meanwhile wins)."""
-        check_aborted(signal)
-        self._admit(parent)
-        if activation.disposal is not None:
-            raise SubagentError(refusal("closing-message", activation.child_id))
-        self._authorize(parent, activation.child_id, activation.parent_session)
-        owner = self._owner_of(parent)
-        if owner is not None and owner.disposal is not None:
-            raise SubagentError(refusal("closing-parent", parent.id))
-
     # ------------------------------------------------------------------ start
 
     async def start_continuable(self, provider: str, request: ContinuableStart, *,
@@ -393,11 +381,20 @@ class ContinuationManager:
     async def _deliver(self, activation: Activation, parent: Agent, message: UserMessage,
                        signal: AbortSignal | None, *, fresh: bool,
                        forget: Callable[[], None] | None = None) -> None:
-        # A freshly published Activation gets its first message or is rolled back: an abort,
-        # a drain or the parent's teardown that an observer of its start caused wins here.
+        """Queue ``message`` as the child's next turn after the final, await-free admission
+        (what arrived meanwhile wins). A freshly published Activation gets its first message
+        or is rolled back: an abort, a drain or the parent's teardown that an observer of its
+        start caused wins here."""
         try:
-            self._admit_delivery(activation, parent, signal)
-            self._accept(activation, parent, message)
+            check_aborted(signal)
+            self._admit(parent)
+            if activation.disposal is not None:
+                raise SubagentError(refusal("closing-message", activation.child_id))
+            self._authorize(parent, activation.child_id, activation.parent_session)
+            owner = self._owner_of(parent)
+            if owner is not None and owner.disposal is not None:
+                raise SubagentError(refusal("closing-parent", parent.id))
+            activation.agent.followup(message)
         except BaseException:
             if fresh:
                 with contextlib.suppress(Exception):
@@ -405,6 +402,8 @@ class ContinuationManager:
                 if forget is not None:
                     forget()
             raise
+        activation.announced = True
+        activation.poke.set()
 
     def _build_child(self, session: Session, parent: Agent, options: RuntimeOptions,
                      depth: int | None, tool_filter: ToolRestriction | None, *, provider: str,
@@ -505,12 +504,6 @@ class ContinuationManager:
         return activation
 
     # ------------------------------------------------------------------ delivery
-
-    def _accept(self, activation: Activation, parent: Agent, message: UserMessage) -> None:
-        """Queue ``message`` as the child's next turn (the final, await-free admission)."""
-        activation.agent.followup(message)
-        activation.announced = True
-        activation.poke.set()
 
     async def followup(self, parent: Agent, child_id: str,
                        content: Sequence[ContentBlock] | str, *,
