@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import inspect
 import logging
 import weakref
@@ -361,7 +360,6 @@ class ContinuationManager:
             self.host, plan, parent.session.completed_prefix_history
             if seed.trace is not None and seed.trace is parent.session.completed().trace
             else None)
-        forget = functools.partial(discard_child, self.host, sid)
         try:
             agent = self._build_child(
                 session, parent, terms.options, terms.depth, request.tool_filter,
@@ -370,21 +368,20 @@ class ContinuationManager:
             activation = await self._materialize(
                 agent, parent, signal, provider=provider, label=request.label,
                 seed_length=plan.seed_length)
+            message = UserMessage(content=request.prompt, source=MessageSource(kind="user"),
+                                  id=self.host.ids())
+            await self._deliver(activation, parent, message, signal, fresh=True)
         except BaseException:
-            forget()
+            discard_child(self.host, sid)  # nothing of a child that was not started is left
             raise
-        message = UserMessage(content=request.prompt, source=MessageSource(kind="user"),
-                              id=self.host.ids())
-        await self._deliver(activation, parent, message, signal, fresh=True, forget=forget)
         return ContinuableStarted(child_id=sid, message_id=message.id)
 
     async def _deliver(self, activation: Activation, parent: Agent, message: UserMessage,
-                       signal: AbortSignal | None, *, fresh: bool,
-                       forget: Callable[[], None] | None = None) -> None:
+                       signal: AbortSignal | None, *, fresh: bool) -> None:
         """Queue ``message`` as the child's next turn after the final, await-free admission
         (what arrived meanwhile wins). A freshly published Activation gets its first message
-        or is rolled back: an abort, a drain or the parent's teardown that an observer of its
-        start caused wins here."""
+        or is disposed: an abort, a drain or the parent's teardown that an observer of its start
+        caused wins here."""
         try:
             check_aborted(signal)
             self._admit(parent)
@@ -399,8 +396,6 @@ class ContinuationManager:
             if fresh:
                 with contextlib.suppress(Exception):
                     await self._dispose(activation)
-                if forget is not None:
-                    forget()
             raise
         activation.announced = True
         activation.poke.set()
@@ -440,7 +435,17 @@ class ContinuationManager:
         try:
             for setup in list(self._setups):
                 undo.append(setup(agent))
-            await self._checkpoint(agent.id, parent, signal, resuming=resuming)
+            # The end of the window: whatever arrived meanwhile is honoured.
+            await asyncio.sleep(0)
+            check_aborted(signal)
+            if resuming and self.host.agents.get(parent.id) is not parent:
+                raise SubagentError(refusal("exact-parent", agent.id))
+            if parent.disposed:
+                raise SubagentError(owner_disposed(agent.id))
+            self._admit(parent)
+            owner = self._owner_of(parent)
+            if owner is not None and owner.disposal is not None:
+                raise SubagentError(refusal("closing-parent", parent.id))
             return await self._publish(agent, parent, provider, label=label,
                                        seed_length=seed_length, undo=undo)
         except BaseException:
@@ -450,20 +455,6 @@ class ContinuationManager:
             self._materializing.discard(window)
             if not window.done():
                 window.set_result(None)
-
-    async def _checkpoint(self, child_id: str, parent: Agent, signal: AbortSignal | None, *,
-                          resuming: bool) -> None:
-        # The end of the unpublished creation window: whatever arrived meanwhile is honoured.
-        await asyncio.sleep(0)
-        check_aborted(signal)
-        if resuming and self.host.agents.get(parent.id) is not parent:
-            raise SubagentError(refusal("exact-parent", child_id))
-        if parent.disposed:
-            raise SubagentError(owner_disposed(child_id))
-        self._admit(parent)
-        owner = self._owner_of(parent)
-        if owner is not None and owner.disposal is not None:
-            raise SubagentError(refusal("closing-parent", parent.id))
 
     async def _publish(self, agent: Agent, parent: Agent, provider: str, *, label: str | None,
                        seed_length: int, undo: list[Callable[[], None]]) -> Activation:
