@@ -470,13 +470,8 @@ class ContinuationManager:
         self._activations[agent.id] = activation
         if owner is not None:
             owner.owned.add(agent.id)
-
-        def poke(events: object) -> None:
-            activation.poke.set()
-
-        agent.session.listeners.append(poke)
-        activation.undo.append(lambda: agent.session.listeners.remove(poke)
-                               if poke in agent.session.listeners else None)
+        activation.undo.append(listen(agent.session.listeners,
+                                      lambda events: activation.poke.set()))
         try:
             self.runtime.publish(provider, activation, parent)
         except BaseException:

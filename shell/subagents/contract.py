@@ -223,6 +223,20 @@ class ContinuableSeed:
         return 0 if self.events is None else len(self.events)
 
 
+def call_each(listeners: Sequence[Callable[..., object]], *args: object, failure: str) -> None:
+    """Call each of ``listeners`` (a snapshot) with ``args``; one that raises is reported to the
+    running loop's exception handler as ``failure`` and never reaches the caller."""
+    for listener in list(listeners):
+        try:
+            listener(*args)
+        except Exception as error:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no loop: nothing to report to
+                continue
+            loop.call_exception_handler({"message": failure, "exception": error})
+
+
 def listen(listeners: list[T], listener: T) -> Callable[[], None]:
     """Append ``listener``; returns its remover (idempotent)."""
     listeners.append(listener)

@@ -37,7 +37,7 @@ from ...core import (
 )
 from ..agent import Agent
 from ..tools import Tool, ToolContext, schema_tool
-from .contract import SubagentHost, listen
+from .contract import SubagentHost, call_each, listen
 
 __all__ = ["BackgroundJobs", "JobHooks", "JobTools", "DEFAULT_MAX_JOBS_PER_OWNER"]
 
@@ -131,12 +131,8 @@ class BackgroundJobs:
         if job.waiters:
             job.reported = True
         job.settled.set()
-        for listener in list(self._listeners):
-            try:
-                listener(job.view(), job.owner, job.reported)
-            except Exception as error:  # a listener never breaks a job
-                asyncio.get_running_loop().call_exception_handler(
-                    {"message": f"a job listener failed for {job.id}", "exception": error})
+        call_each(self._listeners, job.view(), job.owner, job.reported,
+                  failure=f"a job listener failed for {job.id}")
 
     def on_done(self, listener: JobListener) -> Callable[[], None]:
         """Call ``listener(job, owner, reported)`` whenever a job settles; returns the remover."""
