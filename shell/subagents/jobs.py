@@ -249,7 +249,7 @@ class JobTools:
     _spent: dict[str, int] = field(default_factory=dict, init=False)
     _watched: set[str] = field(default_factory=set, init=False)
     _tools: list[Tool] = field(default_factory=list, init=False)
-    _unlisten: Callable[[], None] | None = field(default=None, init=False)
+    _unlisten: Callable[[], None] = field(default=lambda: None, init=False)
 
     def __post_init__(self) -> None:
         if self.wait_ms > self.max_wait_ms:
@@ -272,14 +272,12 @@ class JobTools:
 
     def uninstall(self) -> None:
         host = self.jobs.host
-        host.tools.withdraw(self._tools)
-        if self._tools:
+        if self._tools:  # installed: the tools, the section, the registry served, the notices
+            host.tools.withdraw(self._tools)
             self.jobs.controllers -= 1
             host.prompt_sections.remove(JOBS_SECTION.name)
-        self._tools = []
-        if self._unlisten is not None:
             self._unlisten()
-            self._unlisten = None
+        self._tools = []
 
     # -- completion notices
 
