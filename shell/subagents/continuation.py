@@ -640,12 +640,10 @@ class ContinuationManager:
         activation.disposal = task
         activation.poke.set()
         activation.agent.cancel(CancelParent())
-        activation.children = self._open_children(activation)
+        # No child is published under it from here on (the creation window refuses one).
+        activation.children = [self._open_disposal(self._activations[child])
+                               for child in list(activation.owned) if child in self._activations]
         return task
-
-    def _open_children(self, activation: Activation) -> list[asyncio.Future[BaseException | None]]:
-        return [self._open_disposal(self._activations[child])
-                for child in list(activation.owned) if child in self._activations]
 
     async def _dispose(self, activation: Activation) -> BaseException | None:
         return await asyncio.shield(self._open_disposal(activation))
@@ -668,10 +666,8 @@ class ContinuationManager:
         failures: list[str] = []
         stop_reason, output = "error", None
         try:
-            late = self._open_children(activation)
-            children = list(dict.fromkeys((*activation.children, *late)))
             reasons = [_chain(failure) for failure in
-                       await asyncio.gather(*(asyncio.shield(c) for c in children))
+                       await asyncio.gather(*(asyncio.shield(c) for c in activation.children))
                        if failure is not None]
             if reasons:
                 failures.append(f'subagent "{child_id}" child teardown failed: '
