@@ -155,18 +155,16 @@ def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
     plan = unwrap_start(plan_child(view, request, kind, provider_name=provider_name,
                                    child_id=host.ids(), created_at=host.clock(),
                                    known_tools=known))
+    deployment = parent.prompt_sections.sections()
     if cache_preserving and plan.seed is not None:
-        deployment = tuple(section for section in parent.prompt_sections.sections()
-                           if section.kind == "section")
-        return ChildSetup(plan=plan, approval=parent.approval_composed,
-                          sections=(*deployment, *plan.context,
-                                    *cache_preserving_context(plan.persona, plan.structured)),
-                          parent=view, listed=parent.tools.tools())
-    context = plan.context
-    kept = [section for section in (*parent.prompt_sections.sections(), *plan.sections)
-            if section.kind == "section" or section in context]
+        context = (*plan.context, *cache_preserving_context(plan.persona, plan.structured))
+        kept, listed = [s for s in deployment if s.kind == "section"], parent.tools.tools()
+    else:
+        context, listed = plan.context, None
+        kept = [section for section in (*deployment, *plan.sections)
+                if section.kind == "section" or section in context]
     return ChildSetup(plan=plan, approval=parent.approval_composed,
-                      sections=(*kept, *context) if kept else context, parent=view)
+                      sections=(*kept, *context), parent=view, listed=listed)
 
 
 def seed_history(parent: Agent, plan: ChildPlan, view: ParentView | None = None,
@@ -208,10 +206,8 @@ def configure_child(host: SubagentHost, session: Session, setup: ChildSetup, *,
     options = plan.options
     capture = setup.capture()
     # Built complete: its scope, policy and sections are passed in, nothing is patched after.
-    scope = (ToolScope(host.tools, restriction=plan.tool_filter, listed=setup.listed)
-             if capture is None else
-             ToolScope(host.tools, capture.tools, plan.tool_filter, setup.listed,
-                       guards=capture.guards))
+    scope = ToolScope(host.tools, () if capture is None else capture.tools, plan.tool_filter,
+                      setup.listed, guards=() if capture is None else capture.guards)
     agent = host.build_agent(
         session, provider=options.provider, model=options.model,
         max_tokens=options.max_tokens, subagent_depth=plan.depth, approval=setup.approval,

@@ -221,22 +221,18 @@ class SubagentTool:
             if self.background_mode == "continuable":
                 return await self._start_continuable(runtime, args, parent)
             return self._start_job(runtime, args, parent)
-        controller = AbortController()
-
-        def abort(cause: CancelCause) -> None:
-            controller.abort(cause)
-
+        controller = AbortController()  # the turn's cancellation aborts the child
         try:
             run = await ctx.run(
                 runtime.start(self.provider_name, self.request(args["description"],
                                                                args["prompt"]),
                               parent=parent, signal=controller.signal),
-                on_cancel=abort)
+                on_cancel=controller.abort)
         except SubagentError as refused:
             return render_start_error(refused.error)
         except Exception as failure:  # the runtime itself failed
             return render_infrastructure_failure(_message(failure))
-        return await self._finish(run, ctx, abort)
+        return await self._finish(run, ctx, controller.abort)
 
     async def _start_continuable(self, runtime: SubagentRuntime, args: dict[str, Any],
                                  parent: Agent) -> ToolOutcome:
