@@ -11,20 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import inspect
 import logging
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar
 
 from returns.result import Failure
 
 from ...core import (
     ACTIVATION_TEARDOWN_FAILED,
     MALFORMED_DESCRIPTOR,
-    ApprovalPolicyData,
     CancelParent,
     CancelUser,
     ContentBlock,
@@ -33,12 +31,12 @@ from ...core import (
     MessageSource,
     PromptSection,
     ResumeTerms,
-    SandboxModeData,
-    SandboxModeEvent,
+    RuntimeOptions,
     SessionHeader,
     StartError,
     SubagentResult,
     TextBlock,
+    ToolRestriction,
     UserMessage,
     cache_preserving_context,
     check_continuable,
@@ -61,7 +59,6 @@ from ..clock import IdFactory
 from ..store import SessionNotFoundError
 from ..tools import ToolScope
 from .contract import (
-    INACTIVE_PARENT,
     ContinuableRequest,
     ContinuableSeed,
     SubagentAbortedError,
@@ -69,10 +66,13 @@ from .contract import (
     SubagentHost,
     SubagentRuntimeView,
     SubagentStartError,
+    check_aborted,
+    inactive_parent,
     listen,
+    owner_disposed,
     parent_view,
 )
-from .providers import discard_child
+from .providers import create_child_session, discard_child
 
 if TYPE_CHECKING:
     from ..logfile import LoadedLog
@@ -171,7 +171,8 @@ class Activation:
     seed_length: int
     #: Log length when the epoch began: the epoch's own events come after it.
     boundary: int = 0
-    #: Continuable children this one started that are still resident (block settlement).
+    #: Continuable children this one started that are still owned (block settlement): a
+    #: settling child leaves the resident map before its notice, and this after it.
     owned: set[str] = field(default_factory=set)
     #: The memoized teardown; its presence is the admission cutoff.
     disposal: asyncio.Future[BaseException | None] | None = None
@@ -182,19 +183,15 @@ class Activation:
     poke: asyncio.Event = field(default_factory=asyncio.Event)
     undo: list[Callable[[], None]] = field(default_factory=list)
     watcher: asyncio.Task[None] | None = None
-    _result: asyncio.Future[SubagentResult] | None = None
+    #: Settles with the epoch's stop reason and closing message.
+    result: asyncio.Future[SubagentResult] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future())
 
     # -- the run handle the lifecycle observers see
 
     @property
     def id(self) -> str:
         return self.child_id
-
-    @property
-    def result(self) -> asyncio.Future[SubagentResult]:
-        if self._result is None:
-            self._result = asyncio.get_running_loop().create_future()
-        return self._result
 
     @property
     def disposed(self) -> bool:
@@ -263,14 +260,6 @@ def delegated_resume(host: SubagentHost, session: Session, scope: ToolScope | No
     return resumed_scope(host, terms, scope), lambda agent: apply_resume_terms(agent, terms)
 
 
-def _own_sections(sections: tuple[PromptSection, ...], context: tuple[PromptSection, ...],
-                  persona: str | None, cached: bool) -> tuple[PromptSection, ...]:
-    # Cache-preserving: the runtime context alone, the persona moved into it.
-    if not cached:
-        return (*sections, *context)
-    return (*context, *cache_preserving_context(persona, None))
-
-
 class ContinuationManager:
     """Continuable children of the agents of one host (``host.subagents.continuation``)."""
 
@@ -335,19 +324,6 @@ class ContinuationManager:
         activation = self._activations.get(parent.id)
         return activation if activation is not None and activation.agent is parent else None
 
-    def _admit_delivery(self, activation: Activation, parent: Agent,
-                        signal: AbortSignal | None) -> None:
-        """The final, await-free admission of a message (what arrived meanwhile wins)."""
-        if signal is not None and signal.aborted:
-            raise SubagentAbortedError()
-        self._admit(parent)
-        if activation.disposal is not None:
-            raise SubagentError(refusal("closing-message", activation.child_id))
-        self._authorize(parent, activation.child_id, activation.parent_session)
-        owner = self._owner_of(parent)
-        if owner is not None and owner.disposal is not None:
-            raise SubagentError(refusal("closing-parent", parent.id))
-
     # ------------------------------------------------------------------ start
 
     async def start_continuable(self, provider: str, request: ContinuableStart, *,
@@ -358,10 +334,7 @@ class ContinuationManager:
         self._admit(parent)
         self._persistence()
         if parent.disposed:
-            raise SubagentError(StartError(
-                code=INACTIVE_PARENT,
-                message=f'cannot create effect on inactive context: agent "{parent.id}" is '
-                        "disposed"))
+            raise SubagentError(inactive_parent(parent.id))
         found = self.runtime.get_provider(provider)
         if found is None:
             raise SubagentError(SubagentStartError.no_provider(provider).error)
@@ -376,91 +349,105 @@ class ContinuationManager:
         sid = child_id or self.child_ids()
         if sid in self.host.agents or self.host.sessions.exists(sid):
             raise SubagentError(refusal("duplicate", sid))
-        if signal is not None and signal.aborted:
-            raise SubagentAbortedError()
+        check_aborted(signal)
         seed: ContinuableSeed = prepare(ContinuableRequest(session_id=sid, parent=parent,
                                                            signal=signal))
         plan = plan_continuable(terms, seed=seed.events, seed_trace=seed.trace, child_id=sid,
                                 created_at=self.host.clock())
-        session = self.host.sessions.create(plan.header, seed=plan.seed,
-                                            seed_trace=plan.seed_trace, clock=self.host.clock)
-        forget = functools.partial(discard_child, self.host, sid)
+        # The descriptor is model-hidden: a child seeded at the parent's cut has the parent's
+        # history there, computed once for every child seeded there.
+        session = create_child_session(
+            self.host, plan, parent.session.completed_prefix_history
+            if seed.trace is not None and seed.trace is parent.session.completed().trace
+            else None)
         try:
-            if seed.trace is not None and seed.trace is parent.session.completed().trace:
-                # The descriptor is model-hidden: the child's history at its seed is the
-                # parent's at the cut, computed once for every child seeded there.
-                session.adopt_history(parent.session.completed_prefix_history)
-            options = terms.options
-            cached = self._cache_preserving(provider, seeded=seed.events is not None)
-            agent = self.host.build_agent(
-                session, provider=options.provider, model=options.model,
-                max_tokens=options.max_tokens, subagent_depth=terms.depth,
-                approval=parent.approval_composed,
-                tools_scope=ToolScope(self.host.tools, restriction=request.tool_filter,
-                                      listed=parent.tools.tools() if cached else None))
-            for policy in terms.policy:
-                if isinstance(policy, SandboxModeData):
-                    session.append(SandboxModeEvent, policy)
-                elif isinstance(policy, ApprovalPolicyData):
-                    agent.set_approval_policy(policy.policy, source="delegation")
-            agent.approval_policy = "never"  # a child never asks, approval composed or not
+            agent = self._build_child(
+                session, parent, terms.options, terms.depth, request.tool_filter,
+                provider=provider, seeded=seed.events is not None, approval_policy="never",
+                own=(terms.sections, terms.context, request.persona))
             activation = await self._materialize(
-                agent, parent, signal,
-                _own_sections(terms.sections, terms.context, request.persona, cached),
-                provider=provider, label=request.label, seed_length=plan.seed_length,
-                forget=forget)
+                agent, parent, signal, provider=provider, label=request.label,
+                seed_length=plan.seed_length)
+            message = UserMessage(content=request.prompt, source=MessageSource(kind="user"),
+                                  id=self.host.ids())
+            await self._deliver(activation, parent, message, signal, fresh=True)
         except BaseException:
-            forget()
+            discard_child(self.host, sid)  # nothing of a child that was not started is left
             raise
-        message = UserMessage(content=request.prompt, source=MessageSource(kind="user"),
-                              id=self.host.ids())
-        await self._deliver(activation, parent, message, signal, fresh=True, forget=forget)
         return ContinuableStarted(child_id=sid, message_id=message.id)
 
     async def _deliver(self, activation: Activation, parent: Agent, message: UserMessage,
-                       signal: AbortSignal | None, *, fresh: bool,
-                       forget: Callable[[], None] | None = None) -> None:
-        # A freshly published Activation gets its first message or is rolled back: an abort,
-        # a drain or the parent's teardown that an observer of its start caused wins here.
+                       signal: AbortSignal | None, *, fresh: bool) -> None:
+        """Queue ``message`` as the child's next turn after the final, await-free admission
+        (what arrived meanwhile wins). A freshly published Activation gets its first message
+        or is disposed: an abort, a drain or the parent's teardown that an observer of its start
+        caused wins here."""
         try:
-            self._admit_delivery(activation, parent, signal)
-            self._accept(activation, parent, message)
+            check_aborted(signal)
+            self._admit(parent)
+            if activation.disposal is not None:
+                raise SubagentError(refusal("closing-message", activation.child_id))
+            self._authorize(parent, activation.child_id, activation.parent_session)
+            owner = self._owner_of(parent)
+            if owner is not None and owner.disposal is not None:
+                raise SubagentError(refusal("closing-parent", parent.id))
+            activation.agent.followup(message)
         except BaseException:
             if fresh:
                 with contextlib.suppress(Exception):
                     await self._dispose(activation)
-                if forget is not None:
-                    forget()
             raise
+        activation.announced = True
+        activation.poke.set()
 
-    def _cache_preserving(self, provider_name: str, *, seeded: bool) -> bool:
+    def _build_child(self, session: Session, parent: Agent, options: RuntimeOptions,
+                     depth: int | None, tool_filter: ToolRestriction | None, *, provider: str,
+                     seeded: bool, approval_policy: Literal["ask", "never"],
+                     own: tuple[tuple[PromptSection, ...], tuple[PromptSection, ...],
+                                str | None]) -> Agent:
+        """A continuable child's agent, fresh or resumed, built complete: the parent's
+        deployment sections (its persona among them; not its runtime context), then the
+        child's own (``own``: its sections, runtime context and persona)."""
         # A seeded child of a provider made cache-preserving (a ForkProvider option); a
         # resumed child follows the provider registered under its descriptor's name now.
-        found = self.runtime.get_provider(provider_name)
-        return seeded and getattr(found, "cache_preserving", False) is True
+        cached = seeded and getattr(self.runtime.get_provider(provider), "cache_preserving",
+                                    False) is True
+        sections, context, persona = own
+        if cached:  # the runtime context alone, the persona moved into it
+            sections, context = (), (*context, *cache_preserving_context(persona, None))
+        deployment = (s for s in parent.prompt_sections.sections() if s.kind == "section")
+        return self.host.build_agent(
+            session, provider=options.provider, model=options.model,
+            max_tokens=options.max_tokens, subagent_depth=depth,
+            approval=parent.approval_composed, approval_policy=approval_policy,
+            tools_scope=ToolScope(self.host.tools, restriction=tool_filter,
+                                  listed=parent.tools.tools() if cached else None),
+            sections=(*deployment, *sections, *context))
 
-    async def _materialize(self, agent: Agent, parent: Agent, signal: AbortSignal | None,
-                           own: Iterable[PromptSection], *, provider: str, label: str | None,
-                           seed_length: int, resuming: str | None = None,
-                           forget: Callable[[], None] | None = None) -> Activation:
+    async def _materialize(self, agent: Agent, parent: Agent, signal: AbortSignal | None, *,
+                           provider: str, label: str | None, seed_length: int,
+                           resuming: bool = False) -> Activation:
         """The unpublished creation window of a built child, fresh or resumed (a drain waits
-        for it): composed, checkpointed, published; undone on any failure."""
+        for it): set up, checkpointed, published; undone on any failure."""
         window: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._materializing.add(window)
         undo: list[Callable[[], None]] = []
         try:
-            # The parent's deployment sections (its persona among them), then the child's
-            # own; the parent's runtime context is not inherited. Then every setup.
-            for section in parent.prompt_sections.sections():
-                if section.kind == "section":
-                    agent.prompt_sections.add(section)
-            for section in own:
-                agent.prompt_sections.add(section)
             for setup in list(self._setups):
                 undo.append(setup(agent))
-            await self._checkpoint(parent, signal, resuming=resuming)
+            # The end of the window: whatever arrived meanwhile is honoured.
+            await asyncio.sleep(0)
+            check_aborted(signal)
+            if resuming and self.host.agents.get(parent.id) is not parent:
+                raise SubagentError(refusal("exact-parent", agent.id))
+            if parent.disposed:
+                raise SubagentError(owner_disposed(agent.id))
+            self._admit(parent)
+            owner = self._owner_of(parent)
+            if owner is not None and owner.disposal is not None:
+                raise SubagentError(refusal("closing-parent", parent.id))
             return await self._publish(agent, parent, provider, label=label,
-                                       seed_length=seed_length, undo=undo, forget=forget)
+                                       seed_length=seed_length, undo=undo)
         except BaseException:
             _undo(undo)
             raise
@@ -469,28 +456,10 @@ class ContinuationManager:
             if not window.done():
                 window.set_result(None)
 
-    async def _checkpoint(self, parent: Agent, signal: AbortSignal | None, *,
-                          resuming: str | None = None) -> None:
-        # The end of the unpublished creation window: whatever arrived meanwhile is honoured.
-        await asyncio.sleep(0)
-        if signal is not None and signal.aborted:
-            raise SubagentAbortedError()
-        if resuming is not None and self.host.agents.get(parent.id) is not parent:
-            raise SubagentError(refusal("exact-parent", resuming))
-        if parent.disposed:
-            raise SubagentError(StartError(
-                code="OWNER_DISPOSED",
-                message=f'agent "{parent.id}" setup aborted: owner disposed during setup'))
-        self._admit(parent)
-        owner = self._owner_of(parent)
-        if owner is not None and owner.disposal is not None:
-            raise SubagentError(refusal("closing-parent", parent.id))
-
     async def _publish(self, agent: Agent, parent: Agent, provider: str, *, label: str | None,
-                       seed_length: int, undo: list[Callable[[], None]],
-                       forget: Callable[[], None] | None) -> Activation:
+                       seed_length: int, undo: list[Callable[[], None]]) -> Activation:
         """Make the child resident and observed (``SubagentStart``); a publication that fails
-        rolls it back with no lifecycle (``forget`` drops a fresh child's session)."""
+        rolls it back with no lifecycle (the caller drops a fresh child's session)."""
         owner = self._owner_of(parent)
         ancestry = (agent, *(owner.ancestry if owner is not None else self._lineage(parent)))
         self.host.agents.add(agent)
@@ -501,13 +470,8 @@ class ContinuationManager:
         self._activations[agent.id] = activation
         if owner is not None:
             owner.owned.add(agent.id)
-
-        def poke(events: object) -> None:
-            activation.poke.set()
-
-        agent.session.listeners.append(poke)
-        activation.undo.append(lambda: agent.session.listeners.remove(poke)
-                               if poke in agent.session.listeners else None)
+        activation.undo.append(listen(agent.session.listeners,
+                                      lambda events: activation.poke.set()))
         try:
             self.runtime.publish(provider, activation, parent)
         except BaseException:
@@ -515,31 +479,17 @@ class ContinuationManager:
                 asyncio.get_running_loop().create_future()
             unpublished.set_result(None)
             activation.disposal = unpublished  # the cutoff; the runtime forgets the run
-            if self._activations.get(agent.id) is activation:
-                del self._activations[agent.id]
-            if owner is not None:
-                owner.owned.discard(agent.id)
-                owner.poke.set()
-            _undo(activation.undo)
+            self._evict(activation)
+            self._release(activation)
             with contextlib.suppress(Exception):
                 await agent.dispose()
-            if forget is None:
-                self.host.sessions.release(agent.id)
+            self.host.sessions.release(agent.id)
             raise
         activation.watcher = asyncio.get_running_loop().create_task(
             self._watch(activation), name=f"continuable:{agent.id}")
         return activation
 
     # ------------------------------------------------------------------ delivery
-
-    def _accept(self, activation: Activation, parent: Agent, message: UserMessage) -> None:
-        """Queue ``message`` as the child's next turn (the final, await-free admission)."""
-        owner = self._owner_of(parent)
-        if owner is not None:
-            owner.owned.add(activation.child_id)
-        activation.agent.followup(message)
-        activation.announced = True
-        activation.poke.set()
 
     async def followup(self, parent: Agent, child_id: str,
                        content: Sequence[ContentBlock] | str, *,
@@ -551,8 +501,7 @@ class ContinuationManager:
         origin = source or MessageSource(kind="coordinator", form="relay",
                                          sender_session_id=parent.id)
         while True:
-            if signal is not None and signal.aborted:
-                raise SubagentAbortedError()
+            check_aborted(signal)
             self._admit(parent)
             lock = self._locks.get(child_id)
             if lock is None:
@@ -605,18 +554,14 @@ class ContinuationManager:
             raise SubagentError(refusal("unavailable", child_id)) from error
         seed_length = header.seed_length if isinstance(header.seed_length, int) else 0
         try:
-            cached = self._cache_preserving(terms.provider_name, seeded=seed_length > 0)
-            agent = self.host.build_agent(
-                session, provider=terms.options.provider, model=terms.options.model,
-                approval=parent.approval_composed,
-                tools_scope=ToolScope(self.host.tools, restriction=terms.tool_filter,
-                                      listed=parent.tools.tools() if cached else None))
-            agent.approval_policy = terms.approval_policy
+            agent = self._build_child(
+                session, parent, terms.options, None, terms.tool_filter,
+                provider=terms.provider_name, seeded=seed_length > 0,
+                approval_policy=terms.approval_policy,
+                own=(terms.sections, terms.context, terms.persona))
             return await self._materialize(
-                agent, parent, signal,
-                _own_sections(terms.sections, terms.context, terms.persona, cached),
-                provider=terms.provider_name, label=terms.label, seed_length=seed_length,
-                resuming=child_id)
+                agent, parent, signal, provider=terms.provider_name, label=terms.label,
+                seed_length=seed_length, resuming=True)
         except BaseException as error:
             if self.host.agents.get(child_id) is None:
                 self.host.sessions.release(child_id)
@@ -673,11 +618,6 @@ class ContinuationManager:
 
     # ------------------------------------------------------------------ residency
 
-    @staticmethod
-    def _settled(activation: Activation) -> bool:
-        agent = activation.agent
-        return not agent.running and not agent.pending and not activation.owned
-
     async def _watch(self, activation: Activation) -> None:
         agent = activation.agent
         while activation.disposal is None:
@@ -685,7 +625,7 @@ class ContinuationManager:
             if agent.running:
                 await agent.when_quiet()  # a failure is the teardown's to report
                 continue
-            if self._settled(activation):
+            if not agent.pending and not activation.owned:  # settled
                 self._open_disposal(activation)
                 return
             await activation.poke.wait()
@@ -700,25 +640,34 @@ class ContinuationManager:
         activation.disposal = task
         activation.poke.set()
         activation.agent.cancel(CancelParent())
-        activation.children = self._open_children(activation)
+        # No child is published under it from here on (the creation window refuses one).
+        activation.children = [self._open_disposal(self._activations[child])
+                               for child in list(activation.owned) if child in self._activations]
         return task
-
-    def _open_children(self, activation: Activation) -> list[asyncio.Future[BaseException | None]]:
-        return [self._open_disposal(self._activations[child])
-                for child in list(activation.owned) if child in self._activations]
 
     async def _dispose(self, activation: Activation) -> BaseException | None:
         return await asyncio.shield(self._open_disposal(activation))
+
+    def _evict(self, activation: Activation) -> None:
+        """No longer resident, its setups undone (its parent still owns it)."""
+        _undo(activation.undo)
+        if self._activations.get(activation.child_id) is activation:
+            del self._activations[activation.child_id]
+
+    def _release(self, activation: Activation) -> None:
+        """Its parent's ownership released: the parent may settle now."""
+        owner = self._owner_of(activation.parent)
+        if owner is not None:
+            owner.owned.discard(activation.child_id)
+            owner.poke.set()
 
     async def _teardown(self, activation: Activation) -> BaseException | None:
         agent, child_id = activation.agent, activation.child_id
         failures: list[str] = []
         stop_reason, output = "error", None
         try:
-            late = self._open_children(activation)
-            children = list(dict.fromkeys((*activation.children, *late)))
             reasons = [_chain(failure) for failure in
-                       await asyncio.gather(*(asyncio.shield(c) for c in children))
+                       await asyncio.gather(*(asyncio.shield(c) for c in activation.children))
                        if failure is not None]
             if reasons:
                 failures.append(f'subagent "{child_id}" child teardown failed: '
@@ -745,16 +694,11 @@ class ContinuationManager:
         except Exception as error:
             failures.append(f'subagent "{child_id}" activation handle disposal failed: '
                             f"{_chain(error)}")
-        _undo(activation.undo)
-        if self._activations.get(child_id) is activation:
-            del self._activations[child_id]
+        self._evict(activation)
         if failures:
             stop_reason, output = "error", None
         self._notify(activation, stop_reason, output)
-        owner = self._owner_of(activation.parent)
-        if owner is not None:
-            owner.owned.discard(child_id)
-            owner.poke.set()
+        self._release(activation)
         result = activation.result
         if not result.done():
             result.set_result(SubagentResult(output=output or (), stop_reason=stop_reason))
@@ -790,44 +734,44 @@ class ContinuationManager:
 
     # ------------------------------------------------------------------ drains
 
-    async def _dispose_all(self, activations: Sequence[Activation], subject: str) -> None:
-        failures = [failure for failure in
-                    await asyncio.gather(*(self._dispose(a) for a in activations))
-                    if failure is not None]
-        if failures:
-            raise SubagentError(StartError(
-                code=ACTIVATION_TEARDOWN_FAILED,
-                message=f"continuable subagent teardown failed for {len(failures)} {subject}: "
-                        + "; ".join(_chain(failure) for failure in failures)))
-
     def _roots(self, activations: Iterable[Activation]) -> list[Activation]:
         chosen = list(activations)
         owned = {child for activation in chosen for child in activation.owned}
         return [activation for activation in chosen if activation.child_id not in owned]
 
-    def _begin(self, chosen: Sequence[Activation], settle: Coroutine[Any, Any, None],
-               name: str) -> asyncio.Task[None]:
-        for activation in chosen:
+    def _drain(self, chosen: Iterable[Activation], subject: str, name: str, *,
+               windows: bool = True, leftover: bool = False) -> asyncio.Task[None]:
+        """Begin the teardowns of ``chosen`` now (a parent's begins its children's); the task
+        waits for the creation windows in flight (``leftover``: then disposes what they
+        published) and raises ``ACTIVATION_TEARDOWN_FAILED`` after every branch settled."""
+        roots = self._roots(chosen)
+        for activation in roots:
             self._open_disposal(activation)
-        return asyncio.get_running_loop().create_task(settle, name=name)
 
-    async def _after_windows(self, roots: list[Activation], subject: str, *,
-                             leftover: bool = False) -> None:
-        if self._materializing:
-            await asyncio.wait(list(self._materializing))
-        if leftover:  # what the windows published meanwhile
-            roots = [*roots, *(a for a in self._roots(self._activations.values())
-                               if all(a is not root for root in roots))]
-        await self._dispose_all(roots, subject)
+        async def settle(roots: list[Activation]) -> None:
+            if windows and self._materializing:
+                await asyncio.wait(list(self._materializing))
+            if leftover:
+                roots = [*roots, *(a for a in self._roots(self._activations.values())
+                                   if all(a is not root for root in roots))]
+            failures = [failure for failure in
+                        await asyncio.gather(*(self._dispose(a) for a in roots))
+                        if failure is not None]
+            if failures:
+                raise SubagentError(StartError(
+                    code=ACTIVATION_TEARDOWN_FAILED,
+                    message=f"continuable subagent teardown failed for {len(failures)} "
+                            f"{subject}: " + "; ".join(_chain(failure) for failure in failures)))
+
+        return asyncio.get_running_loop().create_task(settle(roots), name=name)
 
     def drain(self) -> asyncio.Task[None]:
         """Close admission for good and begin disposing every resident child now; the task
         waits for the creation windows in flight and every teardown (raising
         ``ACTIVATION_TEARDOWN_FAILED`` after every branch settled)."""
         self._draining = True
-        roots = self._roots(self._activations.values())
-        return self._begin(roots, self._after_windows(roots, "activation(s)", leftover=True),
-                           "continuable-drain")
+        return self._drain(self._activations.values(), "activation(s)", "continuable-drain",
+                           leftover=True)
 
     def drain_descendants(self, parents: Iterable[Agent]) -> asyncio.Task[None]:
         """Close admission below each exact live agent in ``parents`` while it stays live
@@ -836,11 +780,9 @@ class ContinuationManager:
         for root in roots:
             if all(root is not r for r in self._draining_roots):
                 self._draining_roots.append(root)
-        below = [a for a in self._activations.values()
-                 if any(member is root for member in a.ancestry[1:] for root in roots)]
-        return self._begin(below, self._after_windows(self._roots(below),
-                                                      "scoped activation(s)"),
-                           "continuable-drain-descendants")
+        return self._drain((a for a in self._activations.values()
+                            if any(member is root for member in a.ancestry[1:] for root in roots)),
+                           "scoped activation(s)", "continuable-drain-descendants")
 
     def drain_children(self, parent: Agent, child_ids: Iterable[str]) -> asyncio.Task[None]:
         """Begin disposing the named resident direct children of ``parent`` now (absent ids
@@ -855,8 +797,8 @@ class ContinuationManager:
             if activation.parent_session != parent.id:
                 raise SubagentError(refusal("not-direct-child", child_id, parent.id))
             chosen.append(activation)
-        return self._begin(chosen, self._dispose_all(chosen, "selected activation(s)"),
-                           "continuable-drain-children")
+        return self._drain(chosen, "selected activation(s)", "continuable-drain-children",
+                           windows=False)
 
     def activations(self) -> tuple[Activation, ...]:
         """The resident Activations (a snapshot, for hosts and tests)."""

@@ -54,6 +54,8 @@ ABORTED = "ABORTED"
 DUPLICATE_PROVIDER = "DUPLICATE_PROVIDER"
 #: ``StartError.code`` of a start whose parent is (being) disposed.
 INACTIVE_PARENT = "INACTIVE_PARENT"
+#: ``StartError.code`` of a start whose parent was disposed during the child's setup.
+OWNER_DISPOSED = "OWNER_DISPOSED"
 
 
 class SubagentError(ValueError):
@@ -84,6 +86,25 @@ class SubagentAbortedError(SubagentStartError):
     def __init__(self) -> None:
         super().__init__(StartError(
             code=ABORTED, message="subagent request was aborted before child publication"))
+
+
+def check_aborted(signal: AbortSignal | None) -> None:
+    """Raise :class:`SubagentAbortedError` when ``signal`` has aborted."""
+    if signal is not None and signal.aborted:
+        raise SubagentAbortedError()
+
+
+def inactive_parent(parent_id: str) -> StartError:
+    """The refusal of a start whose parent is (being) disposed (DSH's text)."""
+    return StartError(code=INACTIVE_PARENT, message=f'cannot create effect on inactive context: '
+                                                   f'agent "{parent_id}" is disposed')
+
+
+def owner_disposed(child_id: str) -> StartError:
+    """The refusal of a child whose parent was disposed in its setup window (DSH's text, which
+    names the agent being set up)."""
+    return StartError(code=OWNER_DISPOSED,
+                      message=f'agent "{child_id}" setup aborted: owner disposed during setup')
 
 
 def raise_on_failure(result: object) -> None:
@@ -200,6 +221,20 @@ class ContinuableSeed:
 
     def __len__(self) -> int:
         return 0 if self.events is None else len(self.events)
+
+
+def call_each(listeners: Sequence[Callable[..., object]], *args: object, failure: str) -> None:
+    """Call each of ``listeners`` (a snapshot) with ``args``; one that raises is reported to the
+    running loop's exception handler as ``failure`` and never reaches the caller."""
+    for listener in list(listeners):
+        try:
+            listener(*args)
+        except Exception as error:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no loop: nothing to report to
+                continue
+            loop.call_exception_handler({"message": failure, "exception": error})
 
 
 def listen(listeners: list[T], listener: T) -> Callable[[], None]:

@@ -33,9 +33,10 @@ from .registry import SubagentRuntime
 __all__ = ["SubagentControlTools"]
 
 
-def _tool(schema: ToolSchema,
-          body: Callable[[dict[str, Any], Agent], Awaitable[ToolOutcome]]) -> Tool:
-    """A control tool: called by an agent only, the manager's refusals as error results."""
+def agent_tool(schema: ToolSchema,
+               body: Callable[[dict[str, Any], Agent], Awaitable[ToolOutcome]]) -> Tool:
+    """A control tool (the report tool too): called by an agent only, the manager's refusals
+    as error results."""
 
     async def handler(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         if not isinstance(ctx.agent, Agent):
@@ -67,10 +68,10 @@ class SubagentControlTools:
         """Register the tools in ``host``'s global registry, all or none (``ValueError``)."""
         if self._host is not None:
             raise ValueError("the subagent control tools are already installed")
-        tools = [_tool(send_message_schema(), self._send),
-                 _tool(interrupt_agent_schema(), self._interrupt)]
+        tools = [agent_tool(send_message_schema(), self._send),
+                 agent_tool(interrupt_agent_schema(), self._interrupt)]
         if self.with_list:
-            tools.append(_tool(list_agents_schema(), self._list))
+            tools.append(agent_tool(list_agents_schema(), self._list))
         host.tools.register_all(tools)
         self._host, self._tools = host, tools
 

@@ -37,7 +37,7 @@ from ...core import (
 )
 from ..agent import Agent
 from ..tools import Tool, ToolContext, schema_tool
-from .contract import SubagentHost, listen
+from .contract import SubagentHost, call_each, listen
 
 __all__ = ["BackgroundJobs", "JobHooks", "JobTools", "DEFAULT_MAX_JOBS_PER_OWNER"]
 
@@ -131,12 +131,8 @@ class BackgroundJobs:
         if job.waiters:
             job.reported = True
         job.settled.set()
-        for listener in list(self._listeners):
-            try:
-                listener(job.view(), job.owner, job.reported)
-            except Exception as error:  # a listener never breaks a job
-                asyncio.get_running_loop().call_exception_handler(
-                    {"message": f"a job listener failed for {job.id}", "exception": error})
+        call_each(self._listeners, job.view(), job.owner, job.reported,
+                  failure=f"a job listener failed for {job.id}")
 
     def on_done(self, listener: JobListener) -> Callable[[], None]:
         """Call ``listener(job, owner, reported)`` whenever a job settles; returns the remover."""
@@ -253,7 +249,7 @@ class JobTools:
     _spent: dict[str, int] = field(default_factory=dict, init=False)
     _watched: set[str] = field(default_factory=set, init=False)
     _tools: list[Tool] = field(default_factory=list, init=False)
-    _unlisten: Callable[[], None] | None = field(default=None, init=False)
+    _unlisten: Callable[[], None] = field(default=lambda: None, init=False)
 
     def __post_init__(self) -> None:
         if self.wait_ms > self.max_wait_ms:
@@ -276,14 +272,12 @@ class JobTools:
 
     def uninstall(self) -> None:
         host = self.jobs.host
-        host.tools.withdraw(self._tools)
-        if self._tools:
+        if self._tools:  # installed: the tools, the section, the registry served, the notices
+            host.tools.withdraw(self._tools)
             self.jobs.controllers -= 1
             host.prompt_sections.remove(JOBS_SECTION.name)
-        self._tools = []
-        if self._unlisten is not None:
             self._unlisten()
-            self._unlisten = None
+        self._tools = []
 
     # -- completion notices
 

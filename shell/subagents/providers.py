@@ -21,12 +21,12 @@ from ...core import (
     Capabilities,
     CheckedRequest,
     ChildPlan,
+    ContinuablePlan,
     HistorySnapshot,
     ParentView,
     PromptSection,
     SandboxModeData,
     SandboxModeEvent,
-    StartError,
     cache_preserving_context,
     plan_child,
 )
@@ -38,10 +38,11 @@ from ..tools import Tool, ToolScope
 from .contract import (
     ContinuableRequest,
     ContinuableSeed,
-    SubagentAbortedError,
     SubagentHost,
     SubagentRuntimeView,
     SubagentStartError,
+    check_aborted,
+    owner_disposed,
     parent_view,
     unwrap_start,
 )
@@ -57,9 +58,6 @@ __all__ = [
 #: What both in-process providers support.
 ALL_CAPABILITIES = Capabilities(output_schema=True, depth_limit=True, tool_filter=True,
                                 persona=True)
-
-#: ``StartError.code`` of a start whose parent was disposed during the child's setup.
-OWNER_DISPOSED = "OWNER_DISPOSED"
 
 
 class _ProviderBase:
@@ -150,26 +148,23 @@ def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
                signal: AbortSignal | None, *, kind: Literal["fork", "spawn"],
                provider_name: str, cache_preserving: bool = False) -> ChildSetup:
     """Refuse an aborted start, then plan the child with the core (a refusal raises)."""
-    if signal is not None and signal.aborted:
-        raise SubagentAbortedError()
+    check_aborted(signal)
     # The known tools matter only to a tool filter (and checking the collection costs).
     known = None if request.request.tool_filter is None else host.tools.names()
     view = parent_view(parent)
     plan = unwrap_start(plan_child(view, request, kind, provider_name=provider_name,
                                    child_id=host.ids(), created_at=host.clock(),
                                    known_tools=known))
+    deployment = parent.prompt_sections.sections()
     if cache_preserving and plan.seed is not None:
-        deployment = tuple(section for section in parent.prompt_sections.sections()
-                           if section.kind == "section")
-        return ChildSetup(plan=plan, approval=parent.approval_composed,
-                          sections=(*deployment, *plan.context,
-                                    *cache_preserving_context(plan.persona, plan.structured)),
-                          parent=view, listed=parent.tools.tools())
-    context = plan.context
-    kept = [section for section in (*parent.prompt_sections.sections(), *plan.sections)
-            if section.kind == "section" or section in context]
+        context = (*plan.context, *cache_preserving_context(plan.persona, plan.structured))
+        kept, listed = [s for s in deployment if s.kind == "section"], parent.tools.tools()
+    else:
+        context, listed = plan.context, None
+        kept = [section for section in (*deployment, *plan.sections)
+                if section.kind == "section" or section in context]
     return ChildSetup(plan=plan, approval=parent.approval_composed,
-                      sections=(*kept, *context) if kept else context, parent=view)
+                      sections=(*kept, *context), parent=view, listed=listed)
 
 
 def seed_history(parent: Agent, plan: ChildPlan, view: ParentView | None = None,
@@ -183,15 +178,16 @@ def seed_history(parent: Agent, plan: ChildPlan, view: ParentView | None = None,
     return None
 
 
-def create_child_session(host: SubagentHost, plan: ChildPlan,
+def create_child_session(host: SubagentHost, plan: ChildPlan | ContinuablePlan,
                          history: Callable[[], HistorySnapshot] | None = None) -> Session:
-    """The child's session, unpublished; on failure nothing is left."""
+    """The child's session, one-shot or continuable, unpublished (``history``: its model
+    history at the seed, when that is the parent's at the cut); on failure nothing is left."""
     session = host.sessions.create(plan.header, seed=plan.seed, seed_trace=plan.seed_trace,
                                    clock=host.clock)
     try:
         if history is not None:
             session.adopt_history(history)
-        for policy in plan.policy:
+        for policy in plan.policy if isinstance(plan, ChildPlan) else plan.terms.policy:
             if isinstance(policy, SandboxModeData):
                 session.append(SandboxModeEvent, policy)
             else:
@@ -210,10 +206,8 @@ def configure_child(host: SubagentHost, session: Session, setup: ChildSetup, *,
     options = plan.options
     capture = setup.capture()
     # Built complete: its scope, policy and sections are passed in, nothing is patched after.
-    scope = (ToolScope(host.tools, restriction=plan.tool_filter, listed=setup.listed)
-             if capture is None else
-             ToolScope(host.tools, capture.tools, plan.tool_filter, setup.listed,
-                       guards=capture.guards))
+    scope = ToolScope(host.tools, () if capture is None else capture.tools, plan.tool_filter,
+                      setup.listed, guards=() if capture is None else capture.guards)
     agent = host.build_agent(
         session, provider=options.provider, model=options.model,
         max_tokens=options.max_tokens, subagent_depth=plan.depth, approval=setup.approval,
@@ -239,12 +233,9 @@ def _one_turn() -> Generator[None, None, None]:
 
 
 def _end_of_setup(child_id: str, parent: Agent, signal: AbortSignal | None) -> None:
-    if signal is not None and signal.aborted:
-        raise SubagentAbortedError()
+    check_aborted(signal)
     if parent.disposed:
-        raise SubagentStartError(StartError(
-            code=OWNER_DISPOSED,
-            message=f'agent "{child_id}" setup aborted: owner disposed during setup'))
+        raise SubagentStartError(owner_disposed(child_id))
 
 
 async def drive_child(host: SubagentHost, provider: InProcessProvider, request: CheckedRequest,

@@ -23,7 +23,6 @@ from .continuation import ContinuationManager
 from .contract import (
     ABORTED,
     DUPLICATE_PROVIDER,
-    INACTIVE_PARENT,
     NO_PROVIDER,
     SubagentAbortedError,
     SubagentEnd,
@@ -35,6 +34,9 @@ from .contract import (
     SubagentRunHandle,
     SubagentStart,
     SubagentStartError,
+    call_each,
+    check_aborted,
+    inactive_parent,
     listen,
     raise_on_failure,
     unwrap_start,
@@ -47,14 +49,6 @@ __all__ = [
     "SubagentHost", "SubagentProvider", "SubagentRunHandle", "Registration",
     "SubagentStart", "SubagentEnd", "SubagentEvent", "SubagentListener", "SubagentRuntime",
 ]
-
-
-def _report(message: str, error: BaseException) -> None:
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # no loop: nothing to report to, and the caller must not see it
-        return
-    loop.call_exception_handler({"message": message, "exception": error})
 
 
 @dataclass(eq=False, repr=False, slots=True)
@@ -115,7 +109,7 @@ class SubagentRuntime:
                 watcher()
         except BaseException:
             del self._providers[name]
-            self._providers_changed()
+            call_each(self._provider_watchers, failure="a subagent provider watcher failed")
             raise
         return Registration(self, provider)
 
@@ -123,7 +117,7 @@ class SubagentRuntime:
         """Stop new starts with that provider (``KeyError`` if none); runs are unaffected."""
         if self._providers.pop(name, None) is None:
             raise KeyError(f'no subagent provider named "{name}"')
-        self._providers_changed()
+        call_each(self._provider_watchers, failure="a subagent provider watcher failed")
 
     def get_provider(self, name: str) -> SubagentProvider | None:
         return self._providers.get(name)
@@ -136,13 +130,6 @@ class SubagentRuntime:
         """Call ``watcher()`` after every registration change; returns the unsubscriber."""
         return listen(self._provider_watchers, watcher)
 
-    def _providers_changed(self) -> None:
-        for watcher in list(self._provider_watchers):
-            try:
-                watcher()
-            except Exception as error:
-                _report("a subagent provider watcher failed", error)
-
     # ------------------------------------------------------------------ observers
 
     def subscribe(self, listener: SubagentListener) -> Callable[[], None]:
@@ -150,11 +137,7 @@ class SubagentRuntime:
         return listen(self._listeners, listener)
 
     def _emit(self, event: SubagentEvent) -> None:
-        for listener in list(self._listeners):
-            try:
-                listener(event)
-            except Exception as error:  # an observer never breaks a run
-                _report("a subagent listener failed", error)
+        call_each(self._listeners, event, failure="a subagent listener failed")
 
     # ------------------------------------------------------------------ runs
 
@@ -167,14 +150,10 @@ class SubagentRuntime:
         if provider is None:
             raise SubagentStartError.no_provider(name)
         if parent.disposed:
-            raise SubagentStartError(StartError(
-                code=INACTIVE_PARENT,
-                message=f'cannot create effect on inactive context: agent "{parent.id}" is '
-                        "disposed"))
+            raise SubagentStartError(inactive_parent(parent.id))
         checked = unwrap_start(check_request(provider.provider_name, provider.capabilities,
                                              request))
-        if signal is not None and signal.aborted:
-            raise SubagentAbortedError()  # no provider is handed a start already given up
+        check_aborted(signal)  # no provider is handed a start already given up
         run = await provider.start(self, checked, parent=parent, signal=signal)
         self.publish(provider.provider_name, run, parent)
         return run

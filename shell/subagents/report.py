@@ -16,14 +16,13 @@ from ...core import (
     ToolOutcome,
     no_calling_agent,
     render_report_accepted,
-    render_start_error,
     report_schema,
     report_section,
 )
 from ..agent import Agent
-from ..tools import ToolContext, schema_tool
 from .continuation import ReportDelivery
-from .contract import SubagentError, SubagentHost
+from .contract import SubagentHost
+from .control import agent_tool
 from .registry import SubagentRuntime
 
 __all__ = ["ReportTool"]
@@ -40,7 +39,7 @@ class ReportTool:
             raise ValueError(f"scope must be 'child' or 'global', not {scope!r}")
         self.delivery: ReportDelivery = delivery
         self.scope = scope
-        self.tool = schema_tool(report_schema(), self._report)
+        self.tool = agent_tool(report_schema(), self._report)
         self.section = report_section("context" if scope == "global" else "section")
         self._host: SubagentHost | None = None
         self._remove: Callable[[], None] | None = None
@@ -81,14 +80,9 @@ class ReportTool:
 
         return undo
 
-    async def _report(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-        child = ctx.agent
-        host = self._host
-        if not isinstance(child, Agent) or host is None:
+    async def _report(self, args: dict[str, Any], child: Agent) -> ToolOutcome:
+        if self._host is None:
             return ToolOutcome(no_calling_agent("report"), is_error=True)
-        try:
-            message_id = SubagentRuntime.of(host).continuation.report_from(
-                child, args["output"], delivery=self.delivery)
-        except SubagentError as refused:
-            return render_start_error(refused.error)
+        message_id = SubagentRuntime.of(self._host).continuation.report_from(
+            child, args["output"], delivery=self.delivery)
         return ToolOutcome(render_report_accepted(message_id))

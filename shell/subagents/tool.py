@@ -32,7 +32,6 @@ from ...core import (
     ForegroundValue,
     JobOutcome,
     StartRequest,
-    SubagentResult,
     TextBlock,
     ToolOutcome,
     ToolRestriction,
@@ -222,22 +221,18 @@ class SubagentTool:
             if self.background_mode == "continuable":
                 return await self._start_continuable(runtime, args, parent)
             return self._start_job(runtime, args, parent)
-        controller = AbortController()
-
-        def abort(cause: CancelCause) -> None:
-            controller.abort(cause)
-
+        controller = AbortController()  # the turn's cancellation aborts the child
         try:
             run = await ctx.run(
                 runtime.start(self.provider_name, self.request(args["description"],
                                                                args["prompt"]),
                               parent=parent, signal=controller.signal),
-                on_cancel=abort)
+                on_cancel=controller.abort)
         except SubagentError as refused:
             return render_start_error(refused.error)
         except Exception as failure:  # the runtime itself failed
             return render_infrastructure_failure(_message(failure))
-        return await self._finish(run, ctx, abort)
+        return await self._finish(run, ctx, controller.abort)
 
     async def _start_continuable(self, runtime: SubagentRuntime, args: dict[str, Any],
                                  parent: Agent) -> ToolOutcome:
@@ -281,10 +276,10 @@ class SubagentTool:
 
     async def _finish(self, run: SubagentRunHandle, ctx: ToolContext,
                       abort: Callable[[CancelCause], None]) -> ToolOutcome:
-        result: SubagentResult | None = None
-        result_error: Exception | None = None
+        rendered: ToolOutcome | None = None
         try:
             result = await ctx.run(run.result, on_cancel=abort)
+            rendered = render_tool_result(result)
         except asyncio.CancelledError:
             await run.dispose()  # the child was aborted (cause parent); wait for it to stop
             raise
@@ -293,19 +288,14 @@ class SubagentTool:
         try:
             await run.dispose()
         except Exception as dispose_error:
-            if result_error is not None:
-                return render_result_and_dispose_failure(js_error_string(result_error),
-                                                         js_error_string(dispose_error))
-            assert result is not None
-            rendered = render_tool_result(result)
-            if rendered.is_error:  # DSH throws the rendering as a plain Error, then joins
-                return render_result_and_dispose_failure(rendered.text,
-                                                         js_error_string(dispose_error))
-            return render_infrastructure_failure(_message(dispose_error))
-        if result_error is not None:
+            if rendered is not None and not rendered.is_error:
+                return render_infrastructure_failure(_message(dispose_error))
+            # DSH throws an error rendering as a plain Error, then joins the two
+            return render_result_and_dispose_failure(
+                js_error_string(result_error) if rendered is None else rendered.text,
+                js_error_string(dispose_error))
+        if rendered is None:
             return render_infrastructure_failure(_message(result_error))
-        assert result is not None
-        rendered = render_tool_result(result)
         if rendered.is_error:
             return rendered
         return msgspec.structs.replace(rendered, value=ForegroundValue(run_id=run.id,

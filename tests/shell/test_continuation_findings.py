@@ -6,7 +6,9 @@
   the cold-resume race (G06);
 * an agent in ``run_maintenance`` that accepted a follow-up and was then cancelled lost the
   message without a record (DSH continuation.spec.ts:1881, reproduced on a root agent with no
-  subagents)."""
+  subagents);
+* a continuable child whose parent was disposed in its creation window was refused with the
+  parent's id where DSH's ``setup aborted`` text names the agent being set up, the child."""
 
 from __future__ import annotations
 
@@ -224,6 +226,37 @@ def test_an_interrupt_during_maintenance_keeps_the_queued_follow_up() -> None:
         await eventually(lambda: model.calls == 1)
         await agent.when_idle()
         assert user_texts(agent.session.events) == ["kept"]
+        await host.aclose()
+
+    run(main)
+
+
+def test_a_parent_disposed_in_the_creation_window_is_refused_naming_the_child(
+        tmp_path: Path) -> None:
+    """DSH's ``agent "<id>" setup aborted: owner disposed during setup`` names the agent being
+    set up: for a continuable child, the child (as for a one-shot child), not its parent."""
+
+    async def main() -> None:
+        host, _ = _host(tmp_path)
+        parent, _ = scripted(host, [Reply.text("never")])
+        manager = host.subagents.continuation
+        built: list[str] = []
+
+        def dispose_parent(child: Agent) -> Any:
+            built.append(child.id)
+            asyncio.get_running_loop().create_task(parent.dispose())
+            return lambda: None
+
+        manager.register_setup(dispose_parent)
+        with pytest.raises(Exception) as refused:
+            await manager.start_continuable(
+                "spawn", ContinuableStart(prompt=(TextBlock(text="hi"),), label="x"),
+                parent=parent)
+        (child_id,) = built
+        assert getattr(refused.value, "code", None) == "OWNER_DISPOSED"
+        assert str(refused.value) == (
+            f'agent "{child_id}" setup aborted: owner disposed during setup')
+        assert host.agents.get(child_id) is None and not host.sessions.exists(child_id)
         await host.aclose()
 
     run(main)
