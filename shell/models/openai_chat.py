@@ -15,7 +15,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping
-from contextlib import AsyncExitStack, aclosing
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, aclosing
 from dataclasses import KW_ONLY, dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -147,7 +147,7 @@ def has_credentials(base_url: str = DEEPSEEK_BASE_URL, *, api_key: str | None = 
 
 
 @dataclass(eq=False, repr=False)
-class OpenAIChatModel:
+class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
     """Streams chat completions as DSH stream chunks (arguments and errors:
     docs/api-shell-runtime.md). ``max_retries`` stays 0: SDK retries are invisible to the
     route's logged policy and multiply its budget. A given ``client`` decides its own key."""
@@ -226,9 +226,6 @@ class OpenAIChatModel:
         if self._owns_client and self.client is not None:
             await self.client.close()
 
-    async def __aenter__(self) -> OpenAIChatModel:
-        return self
-
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.aclose()
@@ -294,7 +291,7 @@ class OpenAIChatModel:
                 else:
                     failure = LlmFailure(message=TRUNCATED_STREAM_TEXT, code="NETWORK")
         except Exception as err:  # the body broke off, or cannot be read on
-            failure = _read_failure(err, http_response)
+            failure = _failure(err, self.base_url, http_response)
         if failure is not None:
             request_id = http_response.headers.get("x-request-id") or UNSET
             yield _finish(msgspec.structs.replace(failure, request_id=request_id))
@@ -426,24 +423,10 @@ class _EventReader:
             self._data.append(value.removeprefix(b" "))
 
 
-def _read_failure(err: Exception, http_response: Any) -> LlmFailure:
-    """A failure while the body streamed, by the response's own HTTP library's error classes
-    (``httpx`` for the SDK's 1.x line, ``httpx2`` later)."""
-    if isinstance(err, _Ended):
-        return err.failure
-    library = sys.modules.get(type(http_response).__module__.partition(".")[0])
-    timeouts = getattr(library, "TimeoutException", TimeoutError)
-    transport = getattr(library, "TransportError", OSError)
-    detail = str(err) or type(err).__name__
-    if isinstance(err, timeouts | TimeoutError):
-        return LlmFailure(message=f"the provider stopped sending: {detail}", code="TIMEOUT")
-    if isinstance(err, transport | OSError) or type(err).__name__ == "EndOfStream":
-        return LlmFailure(message=f"the connection broke mid-response: {detail}",
-                          code="TRANSPORT")
-    return LlmFailure(message=f"{type(err).__name__}: {detail}", code="UNKNOWN")
-
-
-def _failure(err: Exception, base_url: str) -> LlmFailure:
+def _failure(err: Exception, base_url: str, http_response: Any = None) -> LlmFailure:
+    """The failure that ``err`` ends the call with: the SDK's errors while the request opens,
+    then, with ``http_response``, its body's own HTTP library's (``httpx`` for the SDK's 1.x
+    line, ``httpx2`` later) while the body streams."""
     import openai  # noqa: PLC0415 - loaded already: a model exists
 
     if isinstance(err, _Ended):
@@ -462,4 +445,13 @@ def _failure(err: Exception, base_url: str) -> LlmFailure:
             now=time.time(), request_id=err.request_id)
     if isinstance(err, openai.APIError):
         return LlmFailure(message=message, code=chat_failure_code(None, err.code, message))
+    if http_response is not None:
+        library = sys.modules.get(type(http_response).__module__.partition(".")[0])
+        timeouts = getattr(library, "TimeoutException", TimeoutError)
+        transport = getattr(library, "TransportError", OSError)
+        if isinstance(err, timeouts | TimeoutError):
+            return LlmFailure(message=f"the provider stopped sending: {message}", code="TIMEOUT")
+        if isinstance(err, transport | OSError) or type(err).__name__ == "EndOfStream":
+            return LlmFailure(message=f"the connection broke mid-response: {message}",
+                              code="TRANSPORT")
     return LlmFailure(message=f"{type(err).__name__}: {message}", code="UNKNOWN")
