@@ -310,11 +310,11 @@ class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
             if first and data.strip():
                 first = False
                 if data.lstrip().startswith(b"{"):  # an event stream never starts with JSON
-                    start = bytearray(data)
-                    while len(start) < _DRAIN_BYTES and (
-                            data := await self._bounded(anext(body, None), deadline)) is not None:
-                        start += data
-                    raise _Ended(chat_body_failure(bytes(start[:_DRAIN_BYTES]), url))
+                    whole = bytearray(data)
+                    while len(whole) < _DRAIN_BYTES and (
+                            more := await self._bounded(anext(body, None), deadline)) is not None:
+                        whole += more
+                    raise _Ended(chat_body_failure(bytes(whole[:_DRAIN_BYTES]), url))
             for payload in events.feed(data):
                 yield payload
         for payload in events.finish():
