@@ -34,8 +34,8 @@ from .tools import PromptSections, ToolRegistry, ToolScope
 
 __all__ = ["Host", "ModelRegistry", "AgentRegistry", "UnknownProviderError", "AgentExistsError"]
 
-_HEADER_META_KEYS = frozenset({"cwd", "parent_session", "seed_length", "origin",
-                               "delegation_depth", "agent_preset"})
+#: The header fields ``header_meta`` may set: all but the format version and the identity.
+_HEADER_META_KEYS = frozenset(SessionHeader.__struct_fields__) - {"version", "id", "created_at"}
 
 
 class Host:

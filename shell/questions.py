@@ -134,8 +134,8 @@ class UserQuestions:
 
     def uninstall(self) -> None:
         host, self._host = self._host, None
-        if host is not None and host.tools.get(ASK_USER_QUESTION) is self.tool:
-            host.tools.unregister(ASK_USER_QUESTION)
+        if host is not None:
+            host.tools.withdraw((self.tool,))
 
     async def ask(self, questions: Sequence[Question], *, agent: CallingAgent | None = None,
                   signal: AbortSignal | None = None) -> Answers:

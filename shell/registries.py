@@ -29,41 +29,38 @@ class ModelRegistry:
     """Models by provider name; a model serves any model name of its provider."""
 
     def __init__(self) -> None:
-        self._models: dict[str, Model] = {}
-        self._retry: dict[str, RetryPolicy | None] = {}
+        self._routes: dict[str, tuple[Model, RetryPolicy | None]] = {}
 
     def register(self, provider: str, model: Model, *,
                  retry: RetryPolicy | None = DEFAULT_RETRY_POLICY) -> None:
         """Serve ``provider`` with ``model``, its failed requests retried by ``retry``."""
         if not provider:
             raise ValueError("a provider name must not be empty")
-        if provider in self._models:
+        if provider in self._routes:
             raise ValueError(f"a model is already registered for provider {provider!r}")
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise TypeError(f"retry must be a RetryPolicy or None, not {type(retry).__name__}")
-        self._models[provider] = model
-        self._retry[provider] = retry
+        self._routes[provider] = (model, retry)
 
     def unregister(self, provider: str) -> None:
-        if self._models.pop(provider, None) is None:
+        if self._routes.pop(provider, None) is None:
             raise UnknownProviderError(provider)
-        del self._retry[provider]
 
     def retry_policy(self, provider: str) -> RetryPolicy | None:
         """``None`` also when no model serves it: a request that reaches none has no route."""
-        return self._retry.get(provider)
+        return self._routes.get(provider, (None, None))[1]
 
     def get(self, provider: str) -> Model:
-        model = self._models.get(provider)
-        if model is None:
+        route = self._routes.get(provider)
+        if route is None:
             raise UnknownProviderError(provider)
-        return model
+        return route[0]
 
     def list(self) -> tuple[str, ...]:
-        return tuple(self._models)
+        return tuple(self._routes)
 
     def __contains__(self, provider: object) -> bool:
-        return provider in self._models
+        return provider in self._routes
 
 
 class AgentRegistry:

@@ -1,5 +1,5 @@
-"""The runs an agent watches, and its latest turn (for ``when_idle``). A claimed run whose turn
-was left open (the loop failed) settles with ``None``: its caller reads the turn from the log."""
+"""The runs an agent watches, and its latest turn (for ``when_idle``), both read from the log: a
+claimed run settles with ``None`` once its turn ended or was left open (the loop failed)."""
 
 from __future__ import annotations
 
@@ -36,13 +36,14 @@ class RunWatch:
 
 
 class RunWatches:
-    """An agent's watched runs, and the events of the latest turn it ran (from its
-    ``turn/start``; references into its log, never copies)."""
+    """An agent's watched runs, and where in its log the latest turn it ran lies."""
 
     def __init__(self) -> None:
         self._watches: list[RunWatch] = []
-        self.turn_events: list[Event] = []
-        self._turn_open = False
+        #: The latest turn's ``turn/start`` seq, and the log's length through its ``turn/end``
+        #: once it ended.
+        self._latest_start: int | None = None
+        self._latest_upto: int | None = None
 
     def watch(self, message_id: str) -> RunWatch:
         watch = RunWatch(message_id, asyncio.get_running_loop().create_future())
@@ -59,9 +60,9 @@ class RunWatches:
             if watch in self._watches:
                 self._watches.remove(watch)
         await report_idle(owner, watch.upto)
-        if outcome is None:  # the turn was left open; another caller took the loop's failure
+        if outcome is None:  # through its turn/end, or as the loop's failure left it open
             assert watch.start is not None
-            outcome = read_turn(owner.session.events[watch.start:])
+            outcome = read_turn(owner.session.events[watch.start:watch.upto])
         if raise_on_failure and outcome.failure is not None:
             raise model_error(outcome.failure, outcome)
         return outcome
@@ -69,9 +70,9 @@ class RunWatches:
     async def latest(self, owner: IdleReporter, *, raise_on_failure: bool) -> RunResult | None:
         """The latest turn's result once the log is durable (``None`` before the first)."""
         await report_idle(owner)
-        if not self.turn_events:
+        if self._latest_start is None:
             return None
-        result = read_turn(self.turn_events)
+        result = read_turn(owner.session.events[self._latest_start:self._latest_upto])
         if raise_on_failure and result.failure is not None:
             raise model_error(result.failure, result)
         return result
@@ -81,12 +82,10 @@ class RunWatches:
         """Follow appended events (``pending``: the input still queued)."""
         for event in events:
             if isinstance(event, TurnStartEvent):
-                self.turn_events, self._turn_open = [event], True
+                self._latest_start, self._latest_upto = event.seq, None
                 self._claimed(event, progress())
-            elif self._turn_open:
-                self.turn_events.append(event)
-            if isinstance(event, TurnEndEvent):
-                self._turn_open = False
+            elif isinstance(event, TurnEndEvent):
+                self._latest_upto = event.seq + 1
                 self._ended(event)
             elif (isinstance(event, InboxSplicedEvent) and self._watches
                   and event.data.outcome == "canceled"):
@@ -109,7 +108,7 @@ class RunWatches:
         for watch in list(self._watches):
             if watch.turn == end.data.turn and watch.start is not None:
                 watch.upto = end.seq + 1
-                self._settle(watch, read_turn(self.turn_events))
+                self._settle(watch, None)
 
     def _dropped(self, pending: set[str]) -> None:
         for watch in list(self._watches):
@@ -120,3 +119,4 @@ class RunWatches:
         self._watches.remove(watch)
         if not watch.settled.done():
             watch.settled.set_result(result)
+

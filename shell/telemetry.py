@@ -5,6 +5,7 @@ and an agent holds ``None`` instead of its spans."""
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,20 +33,14 @@ if TYPE_CHECKING:
 
 __all__ = ["Telemetry", "AgentSpans", "ModelCallSpan", "RunSpan"]
 
-#: The imported API, once looked for: ``(trace, context)``, or ``False`` when it is absent.
-_API: Any = None
-
-
+@functools.cache
 def _api() -> Any:
-    global _API  # noqa: PLW0603 - imported once per process, on first use
-    if _API is None:
-        try:
-            from opentelemetry import context, trace  # noqa: PLC0415 - the optional extra
-        except ImportError:
-            _API = False
-        else:
-            _API = (trace, context)
-    return _API
+    """The API, imported on first use: ``(trace, context)``, or ``False`` when it is absent."""
+    try:
+        from opentelemetry import context, trace  # noqa: PLC0415 - the optional extra
+    except ImportError:
+        return False
+    return trace, context
 
 
 def _usage_attributes(usage: TokenUsage) -> dict[str, int]:
@@ -67,7 +62,7 @@ def _end(span: Span, code: str | None = None, error: BaseException | None = None
         span.record_exception(error)
         code, description = type(error).__qualname__, str(error) or type(error).__name__
     if code is not None:
-        trace, _ = _API
+        trace, _ = _api()
         span.set_attribute("error.type", code)
         span.set_status(trace.Status(trace.StatusCode.ERROR, description))
     span.end()
@@ -76,7 +71,7 @@ def _end(span: Span, code: str | None = None, error: BaseException | None = None
 def _current(span: Span | None) -> contextlib.AbstractContextManager[None]:
     if span is None:
         return contextlib.nullcontext()
-    used: contextlib.AbstractContextManager[None] = _API[0].use_span(
+    used: contextlib.AbstractContextManager[None] = _api()[0].use_span(
         span, record_exception=False, set_status_on_exception=False)
     return used
 
@@ -86,20 +81,18 @@ class Telemetry:
 
     def __init__(self, tracer_provider: Any | None = None) -> None:
         self.tracer_provider = tracer_provider
-        self._tracer: Tracer | None = None
 
-    @property
+    @functools.cached_property
     def tracer(self) -> Tracer | None:
         """The tracer (``None`` without the ``otel`` extra)."""
-        if self._tracer is None:
-            api = _api()
-            if not api:
-                return None
-            from .. import __version__  # noqa: PLC0415 - the package's, only once
+        api = _api()
+        if not api:
+            return None
+        from .. import __version__  # noqa: PLC0415 - the package's, only once
 
-            self._tracer = api[0].get_tracer("turnfork", __version__,
-                                             tracer_provider=self.tracer_provider)
-        return self._tracer
+        tracer: Tracer = api[0].get_tracer("turnfork", __version__,
+                                           tracer_provider=self.tracer_provider)
+        return tracer
 
     @property
     def recording(self) -> Tracer | None:
@@ -108,7 +101,7 @@ class Telemetry:
         tracer = self.tracer
         if tracer is None or self.tracer_provider is not None:
             return tracer
-        trace, _ = _API
+        trace, _ = _api()
         return None if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider) \
             else tracer
 
@@ -166,10 +159,10 @@ class AgentSpans:
 
     def woken(self) -> None:
         """The agent's task starts here: its next turns nest under the span current now."""
-        self._parent = _API[1].get_current()
+        self._parent = _api()[1].get_current()
 
     def observe(self, event: object) -> None:
-        trace = _API[0]
+        trace = _api()[0]
         if isinstance(event, TurnStartEvent):
             self._close_step()
             self._close_turn(None)
@@ -189,7 +182,7 @@ class AgentSpans:
             self._close_turn(event)
 
     def model_call(self, config: LlmCallConfig) -> ModelCallSpan:
-        trace = _API[0]
+        trace = _api()[0]
         parent = self._step or self._turn
         attributes: dict[str, str | int] = {
             "gen_ai.operation.name": "chat", "gen_ai.provider.name": config.provider,

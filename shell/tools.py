@@ -264,10 +264,10 @@ def _permits(restriction: ToolRestriction, name: str) -> bool:
     return isinstance(restriction.deny, UnsetType) or name not in restriction.deny
 
 
-def _code_units(tool: Tool) -> list[int]:
-    # JavaScript compares strings by UTF-16 code units, not code points.
-    encoded = tool.name.encode("utf-16-be", "surrogatepass")
-    return [int.from_bytes(encoded[i:i + 2], "big") for i in range(0, len(encoded), 2)]
+def _code_units(tool: Tool) -> bytes:
+    # JavaScript compares strings by UTF-16 code units, not code points: big-endian UTF-16
+    # bytes compare as those units do.
+    return tool.name.encode("utf-16-be", "surrogatepass")
 
 
 class ToolScope:

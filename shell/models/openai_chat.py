@@ -14,11 +14,11 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from contextlib import AsyncExitStack, aclosing
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, aclosing
 from dataclasses import KW_ONLY, dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 from urllib.parse import urlsplit
 
 import msgspec
@@ -54,6 +54,8 @@ DEFAULT_MAX_EVENT_BYTES: Final = 16 * 1024 * 1024
 KEYLESS_PLACEHOLDER: Final = "turnfork-keyless-placeholder-never-sent"
 #: 64k reasoning tokens at 20 a second take under an hour.
 DEFAULT_STREAM_DEADLINE: Final = 3600.0
+
+T = TypeVar("T")
 
 _DRAIN_BYTES: Final = 64 * 1024
 _DRAIN_SECONDS: Final = 0.1
@@ -145,7 +147,7 @@ def has_credentials(base_url: str = DEEPSEEK_BASE_URL, *, api_key: str | None = 
 
 
 @dataclass(eq=False, repr=False)
-class OpenAIChatModel:
+class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
     """Streams chat completions as DSH stream chunks (arguments and errors:
     docs/api-shell-runtime.md). ``max_retries`` stays 0: SDK retries are invisible to the
     route's logged policy and multiply its budget. A given ``client`` decides its own key."""
@@ -224,9 +226,6 @@ class OpenAIChatModel:
         if self._owns_client and self.client is not None:
             await self.client.close()
 
-    async def __aenter__(self) -> OpenAIChatModel:
-        return self
-
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.aclose()
@@ -247,36 +246,38 @@ class OpenAIChatModel:
         if self._headers:
             options["extra_headers"] = self._headers
         async with AsyncExitStack() as stack:
-            bound = asyncio.timeout_at(deadline)
             try:
-                async with bound:
-                    response = await stack.enter_async_context(
-                        client.chat.completions.with_streaming_response.create(
-                            stream=True, **options))
-            except TimeoutError:
-                if not bound.expired():
-                    raise
-                yield _finish(self._late())
-                return
+                response = await self._bounded(stack.enter_async_context(
+                    client.chat.completions.with_streaming_response.create(
+                        stream=True, **options)), deadline)
             except Exception as err:  # the SDK's errors, httpx's, a bad body: all provider-side
                 yield _finish(_failure(err, self.base_url))
                 return
             async for out in self._translate(response.http_response, deadline):
                 yield out
 
-    def _late(self) -> LlmFailure:
-        return LlmFailure(message=f"the provider's response took longer than "
-                                  f"{self.stream_deadline:g} s (stream_deadline)",
-                          code="TIMEOUT")
+    async def _bounded(self, awaitable: Awaitable[T], deadline: float | None) -> T:
+        """``awaitable``'s result, ending the call once past ``deadline``."""
+        bound = asyncio.timeout_at(deadline)
+        try:
+            async with bound:
+                return await awaitable
+        except TimeoutError:
+            if bound.expired():
+                raise _Ended(LlmFailure(
+                    message=f"the provider's response took longer than "
+                            f"{self.stream_deadline:g} s (stream_deadline)",
+                    code="TIMEOUT")) from None
+            raise
 
     async def _translate(self, http_response: Any,
                          deadline: float | None) -> AsyncIterator[StreamChunk]:
-        events = _EventReader(self.max_response_bytes, self.max_event_bytes)
         state = chat_stream(uuid.uuid4().hex[:20])
         body = http_response.aiter_bytes()
         failure: LlmFailure | None = None
         try:
-            async with aclosing(_payloads(body, events, deadline)) as payloads:
+            async with aclosing(self._payloads(body, deadline, str(http_response.url))) \
+                    as payloads:
                 async for payload in payloads:
                     if payload.startswith("[DONE]"):
                         break
@@ -289,14 +290,8 @@ class OpenAIChatModel:
                         yield out
                 else:
                     failure = LlmFailure(message=TRUNCATED_STREAM_TEXT, code="NETWORK")
-        except _TooLarge as err:
-            failure = LlmFailure(message=str(err), code="RESPONSE_TOO_LARGE")
-        except _PastDeadline:
-            failure = self._late()
-        except _NotAStream as err:
-            failure = chat_body_failure(err.body, str(http_response.url))
-        except Exception as err:  # the body broke off: the transport's errors
-            failure = _read_failure(err, http_response)
+        except Exception as err:  # the body broke off, or cannot be read on
+            failure = _failure(err, self.base_url, http_response)
         if failure is not None:
             request_id = http_response.headers.get("x-request-id") or UNSET
             yield _finish(msgspec.structs.replace(failure, request_id=request_id))
@@ -305,59 +300,37 @@ class OpenAIChatModel:
         for out in chat_stream_end(state):
             yield out
 
+    async def _payloads(self, body: AsyncIterator[bytes], deadline: float | None, url: str,
+                        ) -> AsyncGenerator[str, None]:
+        """The body's events' data; a body that is JSON (a server that ignored ``"stream":
+        true``) ends the call, named by its first 64 KiB."""
+        events = _EventReader(self.max_response_bytes, self.max_event_bytes)
+        first = True
+        while (data := await self._bounded(anext(body, None), deadline)) is not None:
+            if first and data.strip():
+                first = False
+                if data.lstrip().startswith(b"{"):  # an event stream never starts with JSON
+                    whole = bytearray(data)
+                    while len(whole) < _DRAIN_BYTES and (
+                            more := await self._bounded(anext(body, None), deadline)) is not None:
+                        whole += more
+                    raise _Ended(chat_body_failure(bytes(whole[:_DRAIN_BYTES]), url))
+            for payload in events.feed(data):
+                yield payload
+        for payload in events.finish():
+            yield payload
+
 
 def _finish(failure: LlmFailure) -> FinishChunk:
     return FinishChunk(reason=FinishError(failure=failure))
 
 
-class _PastDeadline(Exception):
-    pass
+class _Ended(Exception):
+    """The body cannot be read on: ``failure`` ends the call."""
 
-
-class _NotAStream(Exception):
-    """The body is JSON: the server ignored ``"stream": true``."""
-
-    def __init__(self, body: bytes) -> None:
-        super().__init__("not an event stream")
-        self.body = body
-
-
-async def _read(body: AsyncIterator[bytes], deadline: float | None) -> bytes | None:
-    """The next piece of the body (``None``: it ended)."""
-    bound = asyncio.timeout_at(deadline)
-    try:
-        async with bound:
-            return await anext(body)
-    except StopAsyncIteration:
-        return None
-    except TimeoutError:
-        if bound.expired():
-            raise _PastDeadline from None
-        raise
-
-
-async def _payloads(body: AsyncIterator[bytes], events: _EventReader, deadline: float | None,
-                    ) -> AsyncGenerator[str, None]:
-    first = True
-    while (data := await _read(body, deadline)) is not None:
-        if first and data.strip():
-            first = False
-            if data.lstrip().startswith(b"{"):  # an event stream never starts with JSON
-                raise _NotAStream(await _rest(data, body, deadline))
-        for payload in events.feed(data):
-            yield payload
-    for payload in events.finish():
-        yield payload
-
-
-async def _rest(start: bytes, body: AsyncIterator[bytes], deadline: float | None) -> bytes:
-    """A JSON body read to its end or to 64 KiB, for the message that names it."""
-    parts = [start]
-    size = len(start)
-    while size < _DRAIN_BYTES and (data := await _read(body, deadline)) is not None:
-        parts.append(data)
-        size += len(data)
-    return b"".join(parts)[:_DRAIN_BYTES]
+    def __init__(self, failure: LlmFailure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
 
 
 async def _drain(body: AsyncIterator[bytes]) -> None:
@@ -379,10 +352,6 @@ def chat_request_body(request: ModelRequest, model: str) -> dict[str, Any]:
     return chat_request(request.config, request.system, request.tools, request.messages, model)
 
 
-class _TooLarge(Exception):
-    pass
-
-
 class _EventReader:
     """Server-sent events' ``data``, in memory within ``max_event_bytes`` plus one read (a line
     is buffered only up to the cap); an event still open at EOF is dropped (no ``[DONE]``)."""
@@ -402,8 +371,9 @@ class _EventReader:
     def feed(self, data: bytes) -> list[str]:
         self._total += len(data)
         if self._total > self._max_total:
-            raise _TooLarge(f"the provider's response exceeded {self._max_total} bytes "
-                            "(max_response_bytes)")
+            raise _Ended(LlmFailure(message=f"the provider's response exceeded "
+                                            f"{self._max_total} bytes (max_response_bytes)",
+                                    code="RESPONSE_TOO_LARGE"))
         if b"\n" not in data and b"\r" not in data:  # the common case of a long line
             self._line += data
             self._check_event()
@@ -432,8 +402,9 @@ class _EventReader:
 
     def _check_event(self) -> None:
         if self._event_bytes + len(self._line) > self._max_event:
-            raise _TooLarge(f"an event in the provider's response exceeded {self._max_event} "
-                            "bytes (max_event_bytes)")
+            raise _Ended(LlmFailure(message=f"an event in the provider's response exceeded "
+                                            f"{self._max_event} bytes (max_event_bytes)",
+                                    code="RESPONSE_TOO_LARGE"))
 
     def _field(self, line: bytes, out: list[str]) -> None:
         if not self._started:
@@ -452,24 +423,14 @@ class _EventReader:
             self._data.append(value.removeprefix(b" "))
 
 
-def _read_failure(err: Exception, http_response: Any) -> LlmFailure:
-    """A failure while the body streamed, by the response's own HTTP library's error classes
-    (``httpx`` for the SDK's 1.x line, ``httpx2`` later)."""
-    library = sys.modules.get(type(http_response).__module__.partition(".")[0])
-    timeouts = getattr(library, "TimeoutException", TimeoutError)
-    transport = getattr(library, "TransportError", OSError)
-    detail = str(err) or type(err).__name__
-    if isinstance(err, timeouts | TimeoutError):
-        return LlmFailure(message=f"the provider stopped sending: {detail}", code="TIMEOUT")
-    if isinstance(err, transport | OSError) or type(err).__name__ == "EndOfStream":
-        return LlmFailure(message=f"the connection broke mid-response: {detail}",
-                          code="TRANSPORT")
-    return LlmFailure(message=f"{type(err).__name__}: {detail}", code="UNKNOWN")
-
-
-def _failure(err: Exception, base_url: str) -> LlmFailure:
+def _failure(err: Exception, base_url: str, http_response: Any = None) -> LlmFailure:
+    """The failure that ``err`` ends the call with: the SDK's errors while the request opens,
+    then, with ``http_response``, its body's own HTTP library's (``httpx`` for the SDK's 1.x
+    line, ``httpx2`` later) while the body streams."""
     import openai  # noqa: PLC0415 - loaded already: a model exists
 
+    if isinstance(err, _Ended):
+        return err.failure
     message = str(err) or type(err).__name__
     if isinstance(err, openai.APITimeoutError):
         return LlmFailure(message=message, code="TIMEOUT")
@@ -484,4 +445,13 @@ def _failure(err: Exception, base_url: str) -> LlmFailure:
             now=time.time(), request_id=err.request_id)
     if isinstance(err, openai.APIError):
         return LlmFailure(message=message, code=chat_failure_code(None, err.code, message))
+    if http_response is not None:
+        library = sys.modules.get(type(http_response).__module__.partition(".")[0])
+        timeouts = getattr(library, "TimeoutException", TimeoutError)
+        transport = getattr(library, "TransportError", OSError)
+        if isinstance(err, timeouts | TimeoutError):
+            return LlmFailure(message=f"the provider stopped sending: {message}", code="TIMEOUT")
+        if isinstance(err, transport | OSError) or type(err).__name__ == "EndOfStream":
+            return LlmFailure(message=f"the connection broke mid-response: {message}",
+                              code="TRANSPORT")
     return LlmFailure(message=f"{type(err).__name__}: {message}", code="UNKNOWN")
