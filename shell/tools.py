@@ -143,7 +143,7 @@ class Tool:
         return value_violations(self._checked, args, "")
 
 
-def schema_tool(schema: ToolSchema, handler: ToolHandler, *, concurrency_safe: bool = False,
+def _schema_tool(schema: ToolSchema, handler: ToolHandler, *, concurrency_safe: bool = False,
                 validate: Callable[[dict[str, Any]], Sequence[str]] | None = None) -> Tool:
     """A tool of one of the core's schemas (the delegation, job, control, report and
     structured-output tools')."""

@@ -66,10 +66,10 @@ from .contract import (
     SubagentHost,
     SubagentRuntimeView,
     SubagentStartError,
-    check_aborted,
-    inactive_parent,
-    listen,
-    owner_disposed,
+    _check_aborted,
+    _inactive_parent,
+    _listen,
+    _owner_disposed,
     parent_view,
 )
 from .providers import create_child_session, discard_child
@@ -283,7 +283,7 @@ class ContinuationManager:
 
     def register_setup(self, setup: ContinuableSetup) -> Callable[[], None]:
         """Install ``setup`` in every later Activation's creation window; returns the remover."""
-        return listen(self._setups, setup)
+        return _listen(self._setups, setup)
 
     def _persistence(self) -> PersistentStore:
         store = self.host.sessions
@@ -334,7 +334,7 @@ class ContinuationManager:
         self._admit(parent)
         self._persistence()
         if parent.disposed:
-            raise SubagentError(inactive_parent(parent.id))
+            raise SubagentError(_inactive_parent(parent.id))
         found = self.runtime.get_provider(provider)
         if found is None:
             raise SubagentError(SubagentStartError.no_provider(provider).error)
@@ -349,7 +349,7 @@ class ContinuationManager:
         sid = child_id or self.child_ids()
         if sid in self.host.agents or self.host.sessions.exists(sid):
             raise SubagentError(refusal("duplicate", sid))
-        check_aborted(signal)
+        _check_aborted(signal)
         seed: ContinuableSeed = prepare(ContinuableRequest(session_id=sid, parent=parent,
                                                            signal=signal))
         plan = plan_continuable(terms, seed=seed.events, seed_trace=seed.trace, child_id=sid,
@@ -383,7 +383,7 @@ class ContinuationManager:
         or is disposed: an abort, a drain or the parent's teardown that an observer of its start
         caused wins here."""
         try:
-            check_aborted(signal)
+            _check_aborted(signal)
             self._admit(parent)
             if activation.disposal is not None:
                 raise SubagentError(refusal("closing-message", activation.child_id))
@@ -437,11 +437,11 @@ class ContinuationManager:
                 undo.append(setup(agent))
             # The end of the window: whatever arrived meanwhile is honoured.
             await asyncio.sleep(0)
-            check_aborted(signal)
+            _check_aborted(signal)
             if resuming and self.host.agents.get(parent.id) is not parent:
                 raise SubagentError(refusal("exact-parent", agent.id))
             if parent.disposed:
-                raise SubagentError(owner_disposed(agent.id))
+                raise SubagentError(_owner_disposed(agent.id))
             self._admit(parent)
             owner = self._owner_of(parent)
             if owner is not None and owner.disposal is not None:
@@ -470,7 +470,7 @@ class ContinuationManager:
         self._activations[agent.id] = activation
         if owner is not None:
             owner.owned.add(agent.id)
-        activation.undo.append(listen(agent.session.listeners,
+        activation.undo.append(_listen(agent.session.listeners,
                                       lambda events: activation.poke.set()))
         try:
             self.runtime.publish(provider, activation, parent)
@@ -501,7 +501,7 @@ class ContinuationManager:
         origin = source or MessageSource(kind="coordinator", form="relay",
                                          sender_session_id=parent.id)
         while True:
-            check_aborted(signal)
+            _check_aborted(signal)
             self._admit(parent)
             lock = self._locks.get(child_id)
             if lock is None:

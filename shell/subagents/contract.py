@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..tools import PromptSections, ToolRegistry, ToolScope
 
 __all__ = [
-    "NO_PROVIDER", "ABORTED", "DUPLICATE_PROVIDER", "INACTIVE_PARENT",
+    "NO_PROVIDER", "ABORTED", "DUPLICATE_PROVIDER", "INACTIVE_PARENT", "OWNER_DISPOSED",
     "SubagentError", "SubagentStartError", "SubagentAbortedError", "raise_on_failure",
     "unwrap_start", "SubagentHost", "SubagentRuntimeView", "SubagentProvider",
     "SubagentRunHandle", "SubagentStart", "SubagentEnd", "SubagentEvent", "SubagentListener",
@@ -88,19 +88,19 @@ class SubagentAbortedError(SubagentStartError):
             code=ABORTED, message="subagent request was aborted before child publication"))
 
 
-def check_aborted(signal: AbortSignal | None) -> None:
+def _check_aborted(signal: AbortSignal | None) -> None:
     """Raise :class:`SubagentAbortedError` when ``signal`` has aborted."""
     if signal is not None and signal.aborted:
         raise SubagentAbortedError()
 
 
-def inactive_parent(parent_id: str) -> StartError:
+def _inactive_parent(parent_id: str) -> StartError:
     """The refusal of a start whose parent is (being) disposed (DSH's text)."""
     return StartError(code=INACTIVE_PARENT, message=f'cannot create effect on inactive context: '
                                                    f'agent "{parent_id}" is disposed')
 
 
-def owner_disposed(child_id: str) -> StartError:
+def _owner_disposed(child_id: str) -> StartError:
     """The refusal of a child whose parent was disposed in its setup window (DSH's text, which
     names the agent being set up)."""
     return StartError(code=OWNER_DISPOSED,
@@ -223,7 +223,7 @@ class ContinuableSeed:
         return 0 if self.events is None else len(self.events)
 
 
-def call_each(listeners: Sequence[Callable[..., object]], *args: object, failure: str) -> None:
+def _call_each(listeners: Sequence[Callable[..., object]], *args: object, failure: str) -> None:
     """Call each of ``listeners`` (a snapshot) with ``args``; one that raises is reported to the
     running loop's exception handler as ``failure`` and never reaches the caller."""
     for listener in list(listeners):
@@ -237,7 +237,7 @@ def call_each(listeners: Sequence[Callable[..., object]], *args: object, failure
             loop.call_exception_handler({"message": failure, "exception": error})
 
 
-def listen(listeners: list[T], listener: T) -> Callable[[], None]:
+def _listen(listeners: list[T], listener: T) -> Callable[[], None]:
     """Append ``listener``; returns its remover (idempotent)."""
     listeners.append(listener)
     return lambda: listeners.remove(listener) if listener in listeners else None

@@ -25,7 +25,7 @@ from ...core import (
     send_message_schema,
 )
 from ..agent import Agent
-from ..tools import Tool, ToolContext, schema_tool
+from ..tools import Tool, ToolContext, _schema_tool
 from .continuation import AncestorAuthority, ContinuationManager, ListedChild
 from .contract import SubagentError, SubagentHost
 from .registry import SubagentRuntime
@@ -46,7 +46,7 @@ def agent_tool(schema: ToolSchema,
         except SubagentError as refused:
             return render_start_error(refused.error)
 
-    return schema_tool(schema, handler)
+    return _schema_tool(schema, handler)
 
 
 class SubagentControlTools:

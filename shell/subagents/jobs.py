@@ -36,8 +36,8 @@ from ...core import (
     render_job_output,
 )
 from ..agent import Agent
-from ..tools import Tool, ToolContext, schema_tool
-from .contract import SubagentHost, call_each, listen
+from ..tools import Tool, ToolContext, _schema_tool
+from .contract import SubagentHost, _call_each, _listen
 
 __all__ = ["BackgroundJobs", "JobHooks", "JobTools", "DEFAULT_MAX_JOBS_PER_OWNER"]
 
@@ -131,12 +131,12 @@ class BackgroundJobs:
         if job.waiters:
             job.reported = True
         job.settled.set()
-        call_each(self._listeners, job.view(), job.owner, job.reported,
+        _call_each(self._listeners, job.view(), job.owner, job.reported,
                   failure=f"a job listener failed for {job.id}")
 
     def on_done(self, listener: JobListener) -> Callable[[], None]:
         """Call ``listener(job, owner, reported)`` whenever a job settles; returns the remover."""
-        return listen(self._listeners, listener)
+        return _listen(self._listeners, listener)
 
     # -- the owner's operations
 
@@ -261,9 +261,9 @@ class JobTools:
         host = self.jobs.host
         if self._tools:
             raise ValueError("the job tools are already installed")
-        tools = [schema_tool(job_output_schema(), self._output),
-                 schema_tool(job_list_schema(), self._list),
-                 schema_tool(job_kill_schema(), self._kill)]
+        tools = [_schema_tool(job_output_schema(), self._output),
+                 _schema_tool(job_list_schema(), self._list),
+                 _schema_tool(job_kill_schema(), self._kill)]
         host.tools.register_all(tools)
         self._tools = tools
         host.prompt_sections.add(JOBS_SECTION)

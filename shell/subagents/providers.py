@@ -41,8 +41,8 @@ from .contract import (
     SubagentHost,
     SubagentRuntimeView,
     SubagentStartError,
-    check_aborted,
-    owner_disposed,
+    _check_aborted,
+    _owner_disposed,
     parent_view,
     unwrap_start,
 )
@@ -148,7 +148,7 @@ def plan_setup(host: SubagentHost, request: CheckedRequest, parent: Agent,
                signal: AbortSignal | None, *, kind: Literal["fork", "spawn"],
                provider_name: str, cache_preserving: bool = False) -> ChildSetup:
     """Refuse an aborted start, then plan the child with the core (a refusal raises)."""
-    check_aborted(signal)
+    _check_aborted(signal)
     # The known tools matter only to a tool filter (and checking the collection costs).
     known = None if request.request.tool_filter is None else host.tools.names()
     view = parent_view(parent)
@@ -233,9 +233,9 @@ def _one_turn() -> Generator[None, None, None]:
 
 
 def _end_of_setup(child_id: str, parent: Agent, signal: AbortSignal | None) -> None:
-    check_aborted(signal)
+    _check_aborted(signal)
     if parent.disposed:
-        raise SubagentStartError(owner_disposed(child_id))
+        raise SubagentStartError(_owner_disposed(child_id))
 
 
 async def drive_child(host: SubagentHost, provider: InProcessProvider, request: CheckedRequest,

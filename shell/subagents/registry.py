@@ -34,10 +34,10 @@ from .contract import (
     SubagentRunHandle,
     SubagentStart,
     SubagentStartError,
-    call_each,
-    check_aborted,
-    inactive_parent,
-    listen,
+    _call_each,
+    _check_aborted,
+    _inactive_parent,
+    _listen,
     raise_on_failure,
     unwrap_start,
 )
@@ -109,7 +109,7 @@ class SubagentRuntime:
                 watcher()
         except BaseException:
             del self._providers[name]
-            call_each(self._provider_watchers, failure="a subagent provider watcher failed")
+            _call_each(self._provider_watchers, failure="a subagent provider watcher failed")
             raise
         return Registration(self, provider)
 
@@ -117,7 +117,7 @@ class SubagentRuntime:
         """Stop new starts with that provider (``KeyError`` if none); runs are unaffected."""
         if self._providers.pop(name, None) is None:
             raise KeyError(f'no subagent provider named "{name}"')
-        call_each(self._provider_watchers, failure="a subagent provider watcher failed")
+        _call_each(self._provider_watchers, failure="a subagent provider watcher failed")
 
     def get_provider(self, name: str) -> SubagentProvider | None:
         return self._providers.get(name)
@@ -128,16 +128,16 @@ class SubagentRuntime:
 
     def watch_providers(self, watcher: Callable[[], None]) -> Callable[[], None]:
         """Call ``watcher()`` after every registration change; returns the unsubscriber."""
-        return listen(self._provider_watchers, watcher)
+        return _listen(self._provider_watchers, watcher)
 
     # ------------------------------------------------------------------ observers
 
     def subscribe(self, listener: SubagentListener) -> Callable[[], None]:
         """Receive :class:`SubagentStart` and :class:`SubagentEnd`; returns the unsubscriber."""
-        return listen(self._listeners, listener)
+        return _listen(self._listeners, listener)
 
     def _emit(self, event: SubagentEvent) -> None:
-        call_each(self._listeners, event, failure="a subagent listener failed")
+        _call_each(self._listeners, event, failure="a subagent listener failed")
 
     # ------------------------------------------------------------------ runs
 
@@ -150,10 +150,10 @@ class SubagentRuntime:
         if provider is None:
             raise SubagentStartError.no_provider(name)
         if parent.disposed:
-            raise SubagentStartError(inactive_parent(parent.id))
+            raise SubagentStartError(_inactive_parent(parent.id))
         checked = unwrap_start(check_request(provider.provider_name, provider.capabilities,
                                              request))
-        check_aborted(signal)  # no provider is handed a start already given up
+        _check_aborted(signal)  # no provider is handed a start already given up
         run = await provider.start(self, checked, parent=parent, signal=signal)
         self.publish(provider.provider_name, run, parent)
         return run

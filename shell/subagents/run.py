@@ -43,7 +43,7 @@ from ..abort import AbortSignal
 from ..agent import Agent, Prompt
 from ..session import Session
 from ..telemetry import RunSpan
-from ..tools import CallingAgent, Tool, ToolContext, ToolGuard, schema_tool
+from ..tools import CallingAgent, Tool, ToolContext, ToolGuard, _schema_tool
 
 __all__ = ["StructuredCapture", "SubagentChild", "SubagentRun"]
 
@@ -78,7 +78,7 @@ class StructuredCapture:
         self.value: Raw | None = None
         self._installed_on: CallingAgent | None = None
         # The core validates the raw arguments; the generic argument check is bypassed.
-        self.tool = schema_tool(contract.tool, self._call, validate=lambda args: ())
+        self.tool = _schema_tool(contract.tool, self._call, validate=lambda args: ())
 
     async def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         match validate_structured_arguments(self.contract.output_schema, ctx.arguments):

@@ -50,7 +50,7 @@ from ...core import (
 )
 from ..abort import AbortController
 from ..agent import Agent
-from ..tools import Tool, ToolContext, schema_tool
+from ..tools import Tool, ToolContext, _schema_tool
 from .jobs import BackgroundJobs, JobHooks
 from .registry import (
     SubagentError,
@@ -180,7 +180,7 @@ class SubagentTool:
             schema = subagent_tool_schema(
                 provider.inherits_parent_context, self.tool_name,
                 self.background_mode if self.enable_run_in_background else None)
-            tool = schema_tool(schema, self._call, concurrency_safe=True)
+            tool = _schema_tool(schema, self._call, concurrency_safe=True)
             self._host.tools.register(tool)
             self._tool = tool
             if self._guided:
