@@ -80,6 +80,8 @@ class SubagentRuntime:
         self._listeners: list[SubagentListener] = []
         self._provider_watchers: list[Callable[[], None]] = []
         self._runs: dict[str, SubagentRunHandle] = {}
+        #: Runs that say when their disposal ends (``on_disposed``): kept until then.
+        self._reporting: set[str] = set()
         self._continuation: ContinuationManager | None = None
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self._releasers: list[tuple[Callable[[Agent], bool],
@@ -180,15 +182,18 @@ class SubagentRuntime:
 
         def forget() -> None:
             self._runs.pop(run_id, None)
+            self._reporting.discard(run_id)
 
         if isinstance(run, SubagentRun):
             # Watched on its result task itself (what ``result`` shields): no shield future
             # is made per run just to watch it.
+            self._reporting.add(run_id)
             run.watched(settled, forget)
         else:
             run.result.add_done_callback(settled)
             on_disposed = getattr(run, "on_disposed", None)
             if on_disposed is not None:
+                self._reporting.add(run_id)
                 on_disposed(forget)
         if self._listeners:
             self._emit(SubagentStart(run=run, run_id=run_id, provider=provider, id=run.id,
@@ -237,8 +242,10 @@ class SubagentRuntime:
         self._closers.append(closer)
 
     def runs(self) -> tuple[SubagentRunHandle, ...]:
-        """Runs started and not yet disposed, in start order."""
-        for run_id in [key for key, run in self._runs.items() if run.disposed]:
+        """Runs started and not yet disposed, in start order: a run whose disposal is under way
+        is still one (releasing its parent or closing the runtime then waits for it)."""
+        for run_id in [key for key, run in self._runs.items()
+                       if run.disposed and key not in self._reporting]:
             del self._runs[run_id]
         return tuple(self._runs.values())
 
