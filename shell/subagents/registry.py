@@ -80,8 +80,11 @@ class SubagentRuntime:
         self._listeners: list[SubagentListener] = []
         self._provider_watchers: list[Callable[[], None]] = []
         self._runs: dict[str, SubagentRunHandle] = {}
-        #: Runs that say when their disposal ends (``on_disposed``): kept until then.
-        self._reporting: set[str] = set()
+        #: The runs by their parent's id, so that releasing an agent reads only its own.
+        self._by_parent: dict[str, dict[str, SubagentRunHandle]] = {}
+        #: Runs that cannot say when their disposal ends (no ``on_disposed``): dropped once
+        #: disposed. The others are kept until their disposal ends.
+        self._polled: dict[str, str] = {}  # run id -> its parent's id
         self._continuation: ContinuationManager | None = None
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self._releasers: list[tuple[Callable[[Agent], bool],
@@ -167,6 +170,7 @@ class SubagentRuntime:
         # SubagentEnd is made only for listeners; the run is forgotten once disposed.
         run_id, local = self.host.ids(), run.local_agent is not None
         self._runs[run_id] = run
+        self._by_parent.setdefault(parent.id, {})[run_id] = run
 
         def settled(result: asyncio.Future[SubagentResult]) -> None:
             failure = None if result.cancelled() else result.exception()  # (retrieved)
@@ -181,19 +185,18 @@ class SubagentRuntime:
                 failure=failure))
 
         def forget() -> None:
-            self._runs.pop(run_id, None)
-            self._reporting.discard(run_id)
+            self._forget(run_id, parent.id)
 
         if isinstance(run, SubagentRun):
             # Watched on its result task itself (what ``result`` shields): no shield future
             # is made per run just to watch it.
-            self._reporting.add(run_id)
             run.watched(settled, forget)
         else:
             run.result.add_done_callback(settled)
             on_disposed = getattr(run, "on_disposed", None)
-            if on_disposed is not None:
-                self._reporting.add(run_id)
+            if on_disposed is None:
+                self._polled[run_id] = parent.id
+            else:
                 on_disposed(forget)
         if self._listeners:
             self._emit(SubagentStart(run=run, run_id=run_id, provider=provider, id=run.id,
@@ -227,8 +230,10 @@ class SubagentRuntime:
     async def release(self, parent: Agent) -> None:
         """Dispose every child ``parent`` started, however it was started (idempotent; no
         yield when there is nothing); the first failure is raised after every branch settled."""
+        self._drop_disposed()
+        started = self._by_parent.get(parent.id, {})
         branches = [*(releaser(parent) for owns, releaser in self._releasers if owns(parent)),
-                    *(run.dispose() for run in self.runs() if run.parent is parent)]
+                    *(run.dispose() for run in list(started.values()) if run.parent is parent)]
         if not branches:
             return
         failures = [outcome for outcome in await asyncio.gather(*branches,
@@ -244,10 +249,22 @@ class SubagentRuntime:
     def runs(self) -> tuple[SubagentRunHandle, ...]:
         """Runs started and not yet disposed, in start order: a run whose disposal is under way
         is still one (releasing its parent or closing the runtime then waits for it)."""
-        for run_id in [key for key, run in self._runs.items()
-                       if run.disposed and key not in self._reporting]:
-            del self._runs[run_id]
+        self._drop_disposed()
         return tuple(self._runs.values())
+
+    def _drop_disposed(self) -> None:
+        for run_id, parent_id in [(key, parent_id) for key, parent_id in self._polled.items()
+                                  if self._runs[key].disposed]:
+            self._forget(run_id, parent_id)
+
+    def _forget(self, run_id: str, parent_id: str) -> None:
+        self._polled.pop(run_id, None)
+        if self._runs.pop(run_id, None) is None:
+            return
+        started = self._by_parent[parent_id]
+        del started[run_id]
+        if not started:
+            del self._by_parent[parent_id]
 
     async def aclose(self) -> None:
         """Run the closers (:meth:`on_close`), then dispose every live run (concurrently)."""
