@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from _shell_helpers import assert_balanced, run
 from _subagent_helpers import request, subagent_host
 
@@ -83,3 +84,30 @@ def test_closing_the_runtime_waits_for_a_disposal_already_under_way() -> None:
 
     run(main)
 
+
+
+def test_a_child_whose_disposal_fails_is_still_released_and_forgotten() -> None:
+    """The child's own disposal raises (a remote child's host unreachable, say): the run's
+    ``dispose()`` raises that error once its result settled, and the run is forgotten all the
+    same, so that a later release or close neither lists nor disposes it again."""
+
+    async def main() -> None:
+        host, parent, _, recorder = subagent_host([Reply.text("done")])
+        started = await host.subagents.start("spawn", request("p"), parent=parent)
+        assert (await started.result).stop_reason == "completed"
+        child = recorder.child()
+        dispose_child = child.dispose
+
+        async def failing_dispose() -> None:
+            await dispose_child()
+            raise RuntimeError("the child's host is unreachable")
+
+        child.dispose = failing_dispose  # type: ignore[method-assign]
+        with pytest.raises(RuntimeError, match="unreachable"):
+            await started.dispose()
+        assert host.subagents.runs() == ()
+        await parent.dispose()
+        await host.subagents.aclose()
+        await host.aclose()
+
+    run(main)
