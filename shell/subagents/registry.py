@@ -267,7 +267,10 @@ class SubagentRuntime:
             del self._by_parent[parent_id]
 
     async def aclose(self) -> None:
-        """Run the closers (:meth:`on_close`), then dispose every live run (concurrently)."""
+        """Run the closers (:meth:`on_close`), then dispose every live run (concurrently). The
+        continuation manager is drained too when nothing used it yet: its admission closes for
+        good, as it does for one that served children."""
+        _ = self.continuation  # made now if it was not: its drain is one of the closers
         await asyncio.gather(*(closer() for closer in self._closers))
         await asyncio.gather(*(run.dispose() for run in self.runs()))
 
