@@ -246,17 +246,18 @@ def read_result(own_events: Sequence[Event], cancelled: bool, captured: Raw | No
     if cancelled and stop_reason != "completed":
         stop_reason = "aborted"
     output = final_assistant_output(own_events) or ()
+    # The failure a turn ended with, whether or not a structured value was asked for.
+    failure = (end.data.reason.error if stop_reason == "error" and end is not None
+               and isinstance(end.data.reason, TurnError) else UNSET)
     if not structured_requested:
-        if stop_reason == "error" and end is not None and isinstance(end.data.reason, TurnError):
-            return SubagentResult(output=output, stop_reason=stop_reason,
-                                  failure=end.data.reason.error)
-        return SubagentResult(output=output, stop_reason=stop_reason)
+        return SubagentResult(output=output, stop_reason=stop_reason, failure=failure)
     if captured is not None:
-        return SubagentResult(output=output, structured=captured, stop_reason=stop_reason)
+        return SubagentResult(output=output, structured=captured, stop_reason=stop_reason,
+                              failure=failure)
     if stop_reason == "completed":
         # Finishing without the structured value is a failure, not a success without it.
         stop_reason = "aborted" if cancelled else "error"
-    return SubagentResult(output=output, stop_reason=stop_reason)
+    return SubagentResult(output=output, stop_reason=stop_reason, failure=failure)
 
 
 @checked

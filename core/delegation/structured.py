@@ -126,6 +126,8 @@ def _integer(digits: str) -> int | float:
 
 def _decode_schema(schema: Raw) -> Result[Any, str]:
     """The schema text as ``JSON.parse`` reads it, or why it cannot be read."""
+    if not isinstance(schema, (Raw, bytes)):  # a Python value where JSON text belongs
+        return Failure(f"schema must be JSON text (msgspec.Raw), not {type(schema).__name__}")
     data = bytes(schema)
     if exceeds_depth(data):
         return Failure(f"schema is nested deeper than {MAX_JSON_DEPTH} levels")

@@ -225,16 +225,41 @@ class ContinuableSeed:
 
 def _call_each(listeners: Sequence[Callable[..., object]], *args: object, failure: str) -> None:
     """Call each of ``listeners`` (a snapshot) with ``args``; one that raises is reported to the
-    running loop's exception handler as ``failure`` and never reaches the caller."""
+    running loop's exception handler as ``failure`` and never reaches the caller. A listener
+    that returns a coroutine (a coroutine function) has it run as a task, whose failure is
+    reported the same way (DSH runs a listener's promise and logs its rejection)."""
     for listener in list(listeners):
         try:
-            listener(*args)
+            returned = listener(*args)
         except Exception as error:
+            _report(failure, error)
+            continue
+        if asyncio.iscoroutine(returned):
             try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:  # no loop: nothing to report to
+                task = asyncio.ensure_future(returned)
+            except RuntimeError:  # no loop to run it on
+                returned.close()
                 continue
-            loop.call_exception_handler({"message": failure, "exception": error})
+            _listener_tasks.add(task)
+            task.add_done_callback(lambda done: _listener_done(done, failure))
+
+
+#: Coroutine listeners' tasks, held until they end (the loop keeps only weak references).
+_listener_tasks: set[asyncio.Future[object]] = set()
+
+
+def _listener_done(task: asyncio.Future[object], failure: str) -> None:
+    _listener_tasks.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        _report(failure, task.exception())
+
+
+def _report(failure: str, error: BaseException | None) -> None:
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # no loop: nothing to report to
+        return
+    loop.call_exception_handler({"message": failure, "exception": error})
 
 
 def _listen(listeners: list[T], listener: T) -> Callable[[], None]:

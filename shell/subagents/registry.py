@@ -80,6 +80,11 @@ class SubagentRuntime:
         self._listeners: list[SubagentListener] = []
         self._provider_watchers: list[Callable[[], None]] = []
         self._runs: dict[str, SubagentRunHandle] = {}
+        #: The runs by their parent's id, so that releasing an agent reads only its own.
+        self._by_parent: dict[str, dict[str, SubagentRunHandle]] = {}
+        #: Runs that cannot say when their disposal ends (no ``on_disposed``): dropped once
+        #: disposed. The others are kept until their disposal ends.
+        self._polled: dict[str, str] = {}  # run id -> its parent's id
         self._continuation: ContinuationManager | None = None
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self._releasers: list[tuple[Callable[[Agent], bool],
@@ -165,6 +170,7 @@ class SubagentRuntime:
         # SubagentEnd is made only for listeners; the run is forgotten once disposed.
         run_id, local = self.host.ids(), run.local_agent is not None
         self._runs[run_id] = run
+        self._by_parent.setdefault(parent.id, {})[run_id] = run
 
         def settled(result: asyncio.Future[SubagentResult]) -> None:
             failure = None if result.cancelled() else result.exception()  # (retrieved)
@@ -179,7 +185,7 @@ class SubagentRuntime:
                 failure=failure))
 
         def forget() -> None:
-            self._runs.pop(run_id, None)
+            self._forget(run_id, parent.id)
 
         if isinstance(run, SubagentRun):
             # Watched on its result task itself (what ``result`` shields): no shield future
@@ -188,7 +194,9 @@ class SubagentRuntime:
         else:
             run.result.add_done_callback(settled)
             on_disposed = getattr(run, "on_disposed", None)
-            if on_disposed is not None:
+            if on_disposed is None:
+                self._polled[run_id] = parent.id
+            else:
                 on_disposed(forget)
         if self._listeners:
             self._emit(SubagentStart(run=run, run_id=run_id, provider=provider, id=run.id,
@@ -222,8 +230,10 @@ class SubagentRuntime:
     async def release(self, parent: Agent) -> None:
         """Dispose every child ``parent`` started, however it was started (idempotent; no
         yield when there is nothing); the first failure is raised after every branch settled."""
+        self._drop_disposed()
+        started = self._by_parent.get(parent.id, {})
         branches = [*(releaser(parent) for owns, releaser in self._releasers if owns(parent)),
-                    *(run.dispose() for run in self.runs() if run.parent is parent)]
+                    *(run.dispose() for run in list(started.values()) if run.parent is parent)]
         if not branches:
             return
         failures = [outcome for outcome in await asyncio.gather(*branches,
@@ -237,13 +247,30 @@ class SubagentRuntime:
         self._closers.append(closer)
 
     def runs(self) -> tuple[SubagentRunHandle, ...]:
-        """Runs started and not yet disposed, in start order."""
-        for run_id in [key for key, run in self._runs.items() if run.disposed]:
-            del self._runs[run_id]
+        """Runs started and not yet disposed, in start order: a run whose disposal is under way
+        is still one (releasing its parent or closing the runtime then waits for it)."""
+        self._drop_disposed()
         return tuple(self._runs.values())
 
+    def _drop_disposed(self) -> None:
+        for run_id, parent_id in [(key, parent_id) for key, parent_id in self._polled.items()
+                                  if self._runs[key].disposed]:
+            self._forget(run_id, parent_id)
+
+    def _forget(self, run_id: str, parent_id: str) -> None:
+        self._polled.pop(run_id, None)
+        if self._runs.pop(run_id, None) is None:
+            return
+        started = self._by_parent[parent_id]
+        del started[run_id]
+        if not started:
+            del self._by_parent[parent_id]
+
     async def aclose(self) -> None:
-        """Run the closers (:meth:`on_close`), then dispose every live run (concurrently)."""
+        """Run the closers (:meth:`on_close`), then dispose every live run (concurrently). The
+        continuation manager is drained too when nothing used it yet: its admission closes for
+        good, as it does for one that served children."""
+        _ = self.continuation  # made now if it was not: its drain is one of the closers
         await asyncio.gather(*(closer() for closer in self._closers))
         await asyncio.gather(*(run.dispose() for run in self.runs()))
 

@@ -190,13 +190,21 @@ class SubagentRun:
 
     async def dispose(self) -> None:
         """Cancel what remains (cause ``disposed``) and wait for the result and the child
-        (idempotent; never raises the result's failure)."""
+        (idempotent; never raises the result's failure). A failure of the child's own disposal
+        is raised once the result settled and the run is released all the same (DSH's)."""
         if not self._disposing:
             self._disposing = True
             if not self.done:
                 self._cancelled = True
             self._detach()
-        await self.child.dispose()
+        try:
+            await self.child.dispose()
+        except Exception:
+            await self._released()
+            raise
+        await self._released()
+
+    async def _released(self) -> None:
         await asyncio.wait([self._task])
         if not self._task.cancelled():
             self._task.exception()  # the failure stays readable through ``result``
