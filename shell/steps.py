@@ -45,7 +45,7 @@ from .agent_contract import AgentServices
 from .approval import ApprovalPolicy
 from .clock import sleep
 from .models.base import ModelRequest
-from .telemetry import AgentSpans
+from .telemetry import AgentSpans, log_safely
 from .tools import (
     CallingAgent,
     PromptSections,
@@ -216,7 +216,8 @@ async def carry_out(agent: A, command: Command, feed: Callable[[LoopInput], Comm
         with contextlib.nullcontext() if spans is None else spans.tools():
             return await _run_tools(agent, command, feed, dispatched)
     if isinstance(command, Backoff):
-        logger.warning("agent %s: %s", agent.id, retry_note(command.retry, command.delay_ms))
+        log_safely(logger, logging.WARNING, "agent %s: %s", agent.id,
+                   retry_note(command.retry, command.delay_ms))
         await agent.session.wait_durable()
         await sleep(agent.host.clock, command.delay_ms)
         return feed(BackoffDone())
