@@ -8,6 +8,7 @@ truncated stream from a finished one.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import ipaddress
 import os
@@ -59,6 +60,11 @@ T = TypeVar("T")
 
 _DRAIN_BYTES: Final = 64 * 1024
 _DRAIN_SECONDS: Final = 0.1
+#: What is read of the body of an error status (the SDK would read it whole, into the message).
+_ERROR_BODY_BYTES: Final = 64 * 1024
+#: What of an error body cut at ``_ERROR_BODY_BYTES`` the failure's message quotes.
+_ERROR_EXCERPT_CHARS: Final = 2000
+_CUT: Final = "turnfork.error_body_cut"
 
 
 class MissingCredentialError(RuntimeError):
@@ -207,7 +213,8 @@ class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
             headers["OpenAI-Project"] = openai.Omit()
         # A redirect would re-send the whole conversation to another URL (the SDK strips
         # only the key): none is followed, and the call fails naming it.
-        http_client = openai.DefaultAsyncHttpxClient(follow_redirects=False)
+        http_client = openai.DefaultAsyncHttpxClient(
+            follow_redirects=False, event_hooks={"response": [_bound_error_body]})
         client = openai.AsyncOpenAI(api_key=self.api_key or KEYLESS_PLACEHOLDER,
                                     base_url=self.base_url, max_retries=self.max_retries,
                                     timeout=self.timeout, http_client=http_client)
@@ -319,6 +326,51 @@ class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
                 yield payload
         for payload in events.finish():
             yield payload
+
+
+@functools.cache
+def _bounded_stream_type(library: Any) -> type:
+    """An ``AsyncByteStream`` of ``library`` (the SDK's HTTP library) that ends after
+    ``_ERROR_BODY_BYTES``, noting a cut in its response's extensions (the library replaces a
+    read response's stream)."""
+
+    class BoundedBody(library.AsyncByteStream):  # type: ignore[misc]
+        def __init__(self, stream: Any, extensions: dict[str, Any]) -> None:
+            self.stream = stream
+            self.extensions = extensions
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            left = _ERROR_BODY_BYTES
+            async for data in self.stream:
+                piece = data[:left]
+                left -= len(piece)
+                if piece:
+                    yield piece
+                if len(piece) < len(data):
+                    self.extensions[_CUT] = True
+                    return
+
+        async def aclose(self) -> None:
+            await self.stream.aclose()
+
+    return BoundedBody
+
+
+async def _bound_error_body(response: Any) -> None:
+    """The response hook: an error status's body, which the SDK reads whole into its message,
+    is read to ``_ERROR_BODY_BYTES`` at most (a hostile server could send gigabytes)."""
+    if response.status_code >= 300:
+        library = sys.modules[type(response).__module__.partition(".")[0]]
+        response.stream = _bounded_stream_type(library)(response.stream, response.extensions)
+
+
+def _error_body_cut(err: Any) -> str | None:
+    """The excerpt of the error body ``_bound_error_body`` cut, if it cut one."""
+    response = err.response
+    if not response.extensions.get(_CUT):
+        return None
+    body: bytes = response.content
+    return body.decode("utf-8", "replace")[:_ERROR_EXCERPT_CHARS]
 
 
 def _finish(failure: LlmFailure) -> FinishChunk:
@@ -439,6 +491,10 @@ def _failure(err: Exception, base_url: str, http_response: Any = None) -> LlmFai
         detail = f"{message.rstrip('.')}: {cause}" if cause is not None and str(cause) else message
         return LlmFailure(message=detail, code="TRANSPORT")
     if isinstance(err, openai.APIStatusError):
+        excerpt = _error_body_cut(err)
+        if excerpt is not None:
+            message = (f"{message} (its body exceeded {_ERROR_BODY_BYTES} bytes and was not "
+                       f"read on; it begins: {excerpt})")
         return chat_status_failure(
             err.status_code, err.code, message, method=err.request.method,
             url=str(err.request.url), headers=err.response.headers, base_url=base_url,
