@@ -53,7 +53,7 @@ def log_safely(logger: logging.Logger, level: int, message: str, *args: object,
     """``logger.log(...)``; a handler that raises (logging's contract is that it does not) is
     reported by :func:`observer_failed` and changes nothing of the run."""
     try:
-        logger.log(level, message, *args, **options)
+        logger.log(level, message, *args, stacklevel=2, **options)  # where it was called
     except Exception as error:
         observer_failed(error, f"a handler of the {logger.name} logger")
 

@@ -160,10 +160,14 @@ def chat_stream_event(stream: ChatStream, payload: str, request_id: str | None =
     except msgspec.ValidationError as err:
         return Failure(_failure(f"malformed SSE payload ({err}): {payload[:120]}",
                                 "MALFORMED_RESPONSE", request_id))
-    return Success(_feed(stream, chunk))
+    fed = _feed(stream, chunk)
+    if isinstance(fed, str):
+        return Failure(_failure(fed, "MALFORMED_RESPONSE", request_id))
+    return Success(fed)
 
 
-def _feed(stream: ChatStream, chunk: _Chunk) -> tuple[ChatStream, tuple[StreamChunk, ...]]:
+def _feed(stream: ChatStream, chunk: _Chunk) -> tuple[ChatStream, tuple[StreamChunk, ...]] | str:
+    """The stream after ``chunk`` and what it streams, or what makes it malformed."""
     out: list[StreamChunk] = []
     blocks, reasoning, text = stream.blocks, stream.reasoning, stream.text
     calls = list(stream.calls)
@@ -189,6 +193,10 @@ def _feed(stream: ChatStream, chunk: _Chunk) -> tuple[ChatStream, tuple[StreamCh
             function = call.function or _Function()
             known = next((c for c in reversed(calls) if c[0] == call.index), None)
             if known is None or (call.id and call.id != known[2]):
+                taken = next((c for c in calls if call.id and c[2] == call.id), None)
+                if taken is not None:  # its results could not be told apart
+                    return (f"the provider streamed two tool calls with the id {call.id!r} "
+                            f"(indexes {taken[0]} and {call.index})")
                 known = (call.index, blocks,
                          call.id or f"call_{stream.call_id_prefix}{blocks:04x}")
                 blocks += 1
