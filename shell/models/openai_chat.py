@@ -260,8 +260,9 @@ class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
             except Exception as err:  # the SDK's errors, httpx's, a bad body: all provider-side
                 yield _finish(_failure(err, self.base_url))
                 return
-            async for out in self._translate(response.http_response, deadline):
-                yield out
+            async with aclosing(self._translate(response.http_response, deadline)) as chunks:
+                async for out in chunks:
+                    yield out
 
     async def _bounded(self, awaitable: Awaitable[T], deadline: float | None) -> T:
         """``awaitable``'s result, ending the call once past ``deadline``."""
@@ -278,34 +279,35 @@ class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
             raise
 
     async def _translate(self, http_response: Any,
-                         deadline: float | None) -> AsyncIterator[StreamChunk]:
+                         deadline: float | None) -> AsyncGenerator[StreamChunk, None]:
         state = chat_stream(uuid.uuid4().hex[:20])
-        body = http_response.aiter_bytes()
-        failure: LlmFailure | None = None
-        try:
-            async with aclosing(self._payloads(body, deadline, str(http_response.url))) \
-                    as payloads:
-                async for payload in payloads:
-                    if payload.startswith("[DONE]"):
-                        break
-                    fed = chat_stream_event(state, payload)
-                    if isinstance(fed, Failure):
-                        failure = fed.failure()
-                        break
-                    state, chunks = fed.unwrap()
-                    for out in chunks:
-                        yield out
-                else:
-                    failure = LlmFailure(message=TRUNCATED_STREAM_TEXT, code="NETWORK")
-        except Exception as err:  # the body broke off, or cannot be read on
-            failure = _failure(err, self.base_url, http_response)
-        if failure is not None:
-            request_id = http_response.headers.get("x-request-id") or UNSET
-            yield _finish(msgspec.structs.replace(failure, request_id=request_id))
-            return
-        await _drain(body)
-        for out in chat_stream_end(state):
-            yield out
+        # Closed with the call, a failed one too: not left to the garbage collector.
+        async with aclosing(http_response.aiter_bytes()) as body:
+            failure: LlmFailure | None = None
+            try:
+                async with aclosing(self._payloads(body, deadline, str(http_response.url))) \
+                        as payloads:
+                    async for payload in payloads:
+                        if payload.startswith("[DONE]"):
+                            break
+                        fed = chat_stream_event(state, payload)
+                        if isinstance(fed, Failure):
+                            failure = fed.failure()
+                            break
+                        state, chunks = fed.unwrap()
+                        for out in chunks:
+                            yield out
+                    else:
+                        failure = LlmFailure(message=TRUNCATED_STREAM_TEXT, code="NETWORK")
+            except Exception as err:  # the body broke off, or cannot be read on
+                failure = _failure(err, self.base_url, http_response)
+            if failure is not None:
+                request_id = http_response.headers.get("x-request-id") or UNSET
+                yield _finish(msgspec.structs.replace(failure, request_id=request_id))
+                return
+            await _drain(body)
+            for out in chat_stream_end(state):
+                yield out
 
     async def _payloads(self, body: AsyncIterator[bytes], deadline: float | None, url: str,
                         ) -> AsyncGenerator[str, None]:
