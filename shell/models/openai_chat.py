@@ -65,6 +65,9 @@ _ERROR_BODY_BYTES: Final = 64 * 1024
 #: What of an error body cut at ``_ERROR_BODY_BYTES`` the failure's message quotes.
 _ERROR_EXCERPT_CHARS: Final = 2000
 _CUT: Final = "turnfork.error_body_cut"
+#: What of a body that is no event stream is kept to name it (bytes, then characters).
+_HEAD_BYTES: Final = 1024
+_HEAD_CHARS: Final = 200
 
 
 class MissingCredentialError(RuntimeError):
@@ -285,8 +288,9 @@ class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
         async with aclosing(http_response.aiter_bytes()) as body:
             failure: LlmFailure | None = None
             try:
-                async with aclosing(self._payloads(body, deadline, str(http_response.url))) \
-                        as payloads:
+                async with aclosing(self._payloads(
+                        body, deadline, str(http_response.url),
+                        http_response.headers.get("content-type", ""))) as payloads:
                     async for payload in payloads:
                         if payload.startswith("[DONE]"):
                             break
@@ -310,24 +314,37 @@ class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
                 yield out
 
     async def _payloads(self, body: AsyncIterator[bytes], deadline: float | None, url: str,
-                        ) -> AsyncGenerator[str, None]:
+                        content_type: str) -> AsyncGenerator[str, None]:
         """The body's events' data; a body that is JSON (a server that ignored ``"stream":
-        true``) ends the call, named by its first 64 KiB."""
+        true``) ends the call, named by its first 64 KiB; one of no event whose content type
+        is not an event stream's (a web page, a text error) ends it, named by its type and
+        its beginning."""
         events = _EventReader(self.max_response_bytes, self.max_event_bytes)
-        first = True
+        head = b""
+        streamed = False
         while (data := await self._bounded(anext(body, None), deadline)) is not None:
-            if first and data.strip():
-                first = False
-                if data.lstrip().startswith(b"{"):  # an event stream never starts with JSON
+            if not head.strip():
+                head += data[:_HEAD_BYTES]
+                # An event stream never starts with JSON (a byte-order mark may precede it).
+                if head.lstrip().removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"{"):
                     whole = bytearray(data)
                     while len(whole) < _DRAIN_BYTES and (
                             more := await self._bounded(anext(body, None), deadline)) is not None:
                         whole += more
                     raise _Ended(chat_body_failure(bytes(whole[:_DRAIN_BYTES]), url))
             for payload in events.feed(data):
+                streamed = True
                 yield payload
         for payload in events.finish():
+            streamed = True
             yield payload
+        if not streamed and head.strip() and "event-stream" not in content_type.lower():
+            begins = head.decode("utf-8", "replace")[:_HEAD_CHARS]
+            raise _Ended(LlmFailure(
+                message=f"the server at {url} answered with {content_type or 'no content type'}"
+                        ", not a stream of server-sent events: is the base URL an "
+                        f"OpenAI-compatible endpoint? The body begins: {begins!r}",
+                code="MALFORMED_RESPONSE"))
 
 
 @functools.cache
