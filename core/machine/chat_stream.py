@@ -153,8 +153,9 @@ def chat_stream_event(stream: ChatStream, payload: str, request_id: str | None =
     except (ValueError, RecursionError):
         return Failure(_failure(f"malformed SSE payload: {payload[:120]}", "MALFORMED_RESPONSE",
                                 request_id))
-    if isinstance(value, dict) and value.get("error"):
-        return Failure(plain(chat_error_failure)(value["error"], request_id))
+    error = _error_of(value)
+    if error is not None:
+        return Failure(plain(chat_error_failure)(error, request_id))
     try:
         chunk = msgspec.convert(value, _Chunk)
     except msgspec.ValidationError as err:
@@ -336,11 +337,23 @@ def retry_after_ms(headers: Mapping[str, str], now: float) -> float | None:
     return min(seconds * 1000, float(_MAX_SAFE_INT))
 
 
+def _error_of(value: object) -> object | None:
+    """The error an event or a body stands for: its ``error`` (an object, or TGI's text), or
+    the value itself when it is a bare error object (vLLM's ``"object": "error"``)."""
+    if not isinstance(value, dict):
+        return None
+    inner: object = value.get("error")
+    if inner:
+        return inner
+    return value if value.get("object") == "error" else None
+
+
 @checked
 def chat_error_failure(error: object, request_id: str | None = None) -> LlmFailure:
-    """An ``{"error": …}`` object the provider sent in place of a chunk, read as the SDK does."""
+    """An ``{"error": …}`` object the provider sent in place of a chunk, read as the SDK does
+    (and an error given as text is its message)."""
     fields = error if isinstance(error, dict) else {}
-    message = fields.get("message")
+    message = error if isinstance(error, str) else fields.get("message")
     if not isinstance(message, str) or not message:
         message = "An error occurred during streaming"
     code = fields.get("code")
@@ -356,8 +369,9 @@ def chat_body_failure(body: bytes, url: str, request_id: str | None = None) -> L
         value = json.loads(body)
     except ValueError:
         value = None
-    if isinstance(value, dict) and value.get("error"):
-        return plain(chat_error_failure)(value["error"], request_id)
+    error = _error_of(value)
+    if error is not None:
+        return plain(chat_error_failure)(error, request_id)
     kind = value.get("object") if isinstance(value, dict) else None
     what = f"one JSON {kind} object" if isinstance(kind, str) and kind else "a JSON body"
     return _failure(f"the server at {url} answered with {what}, not a stream of server-sent "
