@@ -427,8 +427,8 @@ class _EventReader:
     """Server-sent events' ``data``, in memory within ``max_event_bytes`` plus one read (a line
     is buffered only up to the cap); an event still open at EOF is dropped (no ``[DONE]``)."""
 
-    __slots__ = ("_data", "_event_bytes", "_line", "_max_event", "_max_total", "_started",
-                 "_total")
+    __slots__ = ("_after_cr", "_data", "_event_bytes", "_line", "_max_event", "_max_total",
+                 "_started", "_total")
 
     def __init__(self, max_total: int, max_event: int) -> None:
         self._max_total = max_total
@@ -438,6 +438,8 @@ class _EventReader:
         self._data: list[bytes] = []
         self._event_bytes = 0
         self._started = False
+        #: The last read ended in a CR: a LF first in the next one completes its CRLF.
+        self._after_cr = False
 
     def feed(self, data: bytes) -> list[str]:
         self._total += len(data)
@@ -445,16 +447,20 @@ class _EventReader:
             raise _Ended(LlmFailure(message=f"the provider's response exceeded "
                                             f"{self._max_total} bytes (max_response_bytes)",
                                     code="RESPONSE_TOO_LARGE"))
+        if self._after_cr and data:
+            self._after_cr = False
+            data = data.removeprefix(b"\n")
         if b"\n" not in data and b"\r" not in data:  # the common case of a long line
             self._line += data
             self._check_event()
             return []
         lines = (bytes(self._line) + data).splitlines(keepends=True)
         last = lines[-1]
-        # Unterminated, or ending in a \r that a \n may follow in the next read: keep it.
+        # A line ended by a lone CR is a line now (a server may send nothing more for long).
         pending = b""
-        if not last.endswith(b"\n"):
+        if not last.endswith((b"\n", b"\r")):
             pending = lines.pop()
+        self._after_cr = last.endswith(b"\r")
         out: list[str] = []
         for line in lines:
             self._field(line.rstrip(b"\r\n"), out)
@@ -463,13 +469,9 @@ class _EventReader:
         return out
 
     def finish(self) -> list[str]:
-        """At the end of the body: a last line ended by a lone CR is a line after all."""
-        if not self._line.endswith(b"\r"):
-            return []
-        out: list[str] = []
-        self._field(bytes(self._line).rstrip(b"\r"), out)
-        self._line = bytearray()
-        return out
+        """At the end of the body: nothing more (every ended line was read as it came; an
+        unterminated one belongs to an event still open)."""
+        return []
 
     def _check_event(self) -> None:
         if self._event_bytes + len(self._line) > self._max_event:
