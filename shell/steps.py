@@ -9,6 +9,7 @@ import inspect
 import logging
 import os
 import random
+import reprlib
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
@@ -29,6 +30,7 @@ from ..core import (
     StepBlocked,
     StepPrepared,
     Stop,
+    StreamChunk,
     StreamEnded,
     ToolCallBlock,
     ToolDone,
@@ -155,6 +157,11 @@ async def _call_model(agent: StepAgent, command: CallModel,
         stream = agent.host.model(header.config.provider).stream(request)
         try:
             async for chunk in stream:
+                if not isinstance(chunk, StreamChunk):  # a model of the user's own, say
+                    raise TypeError(
+                        f"the model for provider {header.config.provider!r} streamed a "
+                        f"{type(chunk).__name__} ({reprlib.repr(chunk)}), not a stream chunk "
+                        "(turnfork.core.StreamChunk)")
                 if span is not None:
                     span.chunk(chunk)
                 answer = feed(Chunk(chunk=chunk))
