@@ -168,7 +168,8 @@ class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
     api_key: str | None = None
     provider_name: str = "deepseek"
     max_retries: int = 0
-    timeout: float = 60.0
+    #: Seconds for connecting and for each read (``None``: no bound).
+    timeout: float | None = 60.0
     #: The SDK client: the one given, else the one built on the first call.
     client: openai.AsyncOpenAI | None = None
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
@@ -180,6 +181,11 @@ class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive number of bytes, not {value!r}")
+        timeout = self.timeout
+        if timeout is not None and (isinstance(timeout, bool)
+                                    or not isinstance(timeout, int | float) or not timeout > 0):
+            raise ValueError("timeout must be a positive number of seconds or None, "
+                             f"not {timeout!r}")
         deadline = self.stream_deadline
         if deadline is not None and (isinstance(deadline, bool)
                                      or not isinstance(deadline, int | float) or not deadline > 0):
