@@ -267,7 +267,7 @@ class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
                     client.chat.completions.with_streaming_response.create(
                         stream=True, **options)), deadline)
             except Exception as err:  # the SDK's errors, httpx's, a bad body: all provider-side
-                yield _finish(_failure(err, self.base_url))
+                yield _finish(_failure(err, self.base_url, timeout=self.timeout))
                 return
             async with aclosing(self._translate(response.http_response, deadline)) as chunks:
                 async for out in chunks:
@@ -310,7 +310,7 @@ class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
                     else:
                         failure = LlmFailure(message=TRUNCATED_STREAM_TEXT, code="NETWORK")
             except Exception as err:  # the body broke off, or cannot be read on
-                failure = _failure(err, self.base_url, http_response)
+                failure = _failure(err, self.base_url, http_response, timeout=self.timeout)
             if failure is not None:
                 request_id = http_response.headers.get("x-request-id") or UNSET
                 yield _finish(msgspec.structs.replace(failure, request_id=request_id))
@@ -502,7 +502,8 @@ class _EventReader:
             self._data.append(value.removeprefix(b" "))
 
 
-def _failure(err: Exception, base_url: str, http_response: Any = None) -> LlmFailure:
+def _failure(err: Exception, base_url: str, http_response: Any = None, *,
+             timeout: float | None = None) -> LlmFailure:
     """The failure that ``err`` ends the call with: the SDK's errors while the request opens,
     then, with ``http_response``, its body's own HTTP library's (``httpx`` for the SDK's 1.x
     line, ``httpx2`` later) while the body streams."""
@@ -511,8 +512,10 @@ def _failure(err: Exception, base_url: str, http_response: Any = None) -> LlmFai
     if isinstance(err, _Ended):
         return err.failure
     message = str(err) or type(err).__name__
+    waited = "" if timeout is None else f"nothing within {timeout:g} s (timeout)"
     if isinstance(err, openai.APITimeoutError):
-        return LlmFailure(message=message, code="TIMEOUT")
+        return LlmFailure(message=f"{message.rstrip('.')}: {waited}" if waited else message,
+                          code="TIMEOUT")
     if isinstance(err, openai.APIConnectionError):
         cause = err.__cause__
         detail = f"{message.rstrip('.')}: {cause}" if cause is not None and str(cause) else message
@@ -533,7 +536,8 @@ def _failure(err: Exception, base_url: str, http_response: Any = None) -> LlmFai
         timeouts = getattr(library, "TimeoutException", TimeoutError)
         transport = getattr(library, "TransportError", OSError)
         if isinstance(err, timeouts | TimeoutError):
-            return LlmFailure(message=f"the provider stopped sending: {message}", code="TIMEOUT")
+            return LlmFailure(message=f"the provider stopped sending: {waited or message}",
+                              code="TIMEOUT")
         if isinstance(err, transport | OSError) or type(err).__name__ == "EndOfStream":
             return LlmFailure(message=f"the connection broke mid-response: {message}",
                               code="TRANSPORT")
