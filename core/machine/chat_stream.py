@@ -22,6 +22,7 @@ from __future__ import annotations
 import email.utils
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Annotated, Final
 from urllib.parse import urlsplit
@@ -285,20 +286,44 @@ def _token_usage(usage: _Usage) -> TokenUsage:
 
 _STATUS_CODES: Final[Mapping[int, str]] = {
     400: "INVALID_REQUEST", 401: "AUTH", 402: "QUOTA", 403: "AUTH", 404: "MODEL_NOT_FOUND",
-    408: "TIMEOUT", 422: "INVALID_REQUEST", 429: "RATE_LIMIT",
+    408: "TIMEOUT", 413: "INVALID_REQUEST", 422: "INVALID_REQUEST", 429: "RATE_LIMIT",
 }
+
+#: DSH's words for an exhausted quota, balance or budget (``isQuotaExceededError``): terminal,
+#: unlike a rate limit.
+_QUOTA_WORDS: Final = re.compile(
+    r"\binsufficient[\s_-]+(?:quota|balance|credits?)\b"
+    r"|\b(?:quota|usage[\s_-]+limit)[\s_-]+(?:exceeded|exhausted|reached)\b"
+    r"|\bexceed(?:ed|s)?[\s_-]+(?:(?:your|the)[\s_-]+)?(?:current[\s_-]+)?quota\b"
+    r"|\b(?:balance|credits?)[\s_-]+(?:exhausted|depleted)\b"
+    r"|\bout[\s_-]+of[\s_-]+(?:credits?|budget)\b", re.IGNORECASE)
+#: DSH's words for a request beyond the model's context (``isContextWindowExceededError``).
+_CONTEXT_WORDS: Final = re.compile(
+    r"(?:^|[^a-z0-9])context[\s_-](?:length|window)[\s_-]"
+    r"(?:exceed(?:ed|s)?|overflow(?:ed)?|limit[\s_-]exceeded)(?:$|[^a-z0-9])"
+    r"|\b(?:maximum|max)(?:\s+(?:allowed|supported))?\s+context\s+(?:length|window)\b"
+    r"|\b(?:request|prompt|input|messages?)\s+(?:is\s+|are\s+)?too\s+(?:large|long)\s+for\s+"
+    r"(?:(?:this|the)\s+)?(?:model(?:'s)?\s+)?context(?:\s+window)?\b"
+    r"|\b(?:input|prompt|request)\s+(?:is\s+)?too\s+(?:long|large)\s+for\s+(?:this|the)\s+"
+    r"model\b"
+    r"|\b(?:input|prompt|request|messages?)\b.{0,40}"
+    r"\b(?:exceed(?:s|ed)?|overflows?|is\s+larger\s+than)\b.{0,40}"
+    r"\b(?:the\s+)?(?:model(?:'s)?\s+)?context(?:\s+(?:length|window))?\b", re.IGNORECASE)
 
 
 @checked
 def chat_failure_code(status: int | None, code: str | None, message: str) -> str:
     """The DSH failure code of an HTTP status (``None``: an error inside a stream), the
-    provider's error ``code`` and its message."""
+    provider's error ``code`` and its message (whose words name a spent quota or a context
+    bound as DSH's adapter reads them)."""
     text = message.lower()
-    if code == "insufficient_quota":  # OpenAI sends it with 429
+    detail = f"{code or ''} {message}"
+    if code == "insufficient_quota" or (  # OpenAI sends it with 429
+            status not in (401, 403) and _QUOTA_WORDS.search(detail)):
         return "QUOTA"
     if status in (None, 400, 413, 422) and (
             code == "context_length_exceeded" or "maximum context length" in text
-            or "context window" in text):
+            or "context window" in text or _CONTEXT_WORDS.search(detail)):
         return "CONTEXT_WINDOW_EXCEEDED"
     if status is None:
         return "UNKNOWN"
