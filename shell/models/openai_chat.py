@@ -312,7 +312,7 @@ class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
             except Exception as err:  # the body broke off, or cannot be read on
                 failure = _failure(err, self.base_url, http_response, timeout=self.timeout)
             if failure is not None:
-                request_id = http_response.headers.get("x-request-id") or UNSET
+                request_id = _request_id(http_response.headers) or UNSET
                 yield _finish(msgspec.structs.replace(failure, request_id=request_id))
                 return
             await _drain(body)
@@ -396,6 +396,11 @@ def _error_body_cut(err: Any) -> str | None:
         return None
     body: bytes = response.content
     return body.decode("utf-8", "replace")[:_ERROR_EXCERPT_CHARS]
+
+
+def _request_id(headers: Mapping[str, str]) -> str | None:
+    """The provider's id of a request, as DSH's adapter reads it (DeepSeek names its own)."""
+    return headers.get("x-request-id") or headers.get("x-deepseek-request-id") or None
 
 
 def _finish(failure: LlmFailure) -> FinishChunk:
@@ -528,7 +533,7 @@ def _failure(err: Exception, base_url: str, http_response: Any = None, *,
         return chat_status_failure(
             err.status_code, err.code, message, method=err.request.method,
             url=str(err.request.url), headers=err.response.headers, base_url=base_url,
-            now=time.time(), request_id=err.request_id)
+            now=time.time(), request_id=err.request_id or _request_id(err.response.headers))
     if isinstance(err, openai.APIError):
         return LlmFailure(message=message, code=chat_failure_code(None, err.code, message))
     if http_response is not None:
