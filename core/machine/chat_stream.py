@@ -334,25 +334,28 @@ def chat_failure_code(status: int | None, code: str | None, message: str) -> str
     return "SERVER" if status >= 500 else "UNKNOWN"
 
 
+#: A delay as HTTP writes one: ASCII digits (a decimal fraction tolerated), nothing that only
+#: Python's ``float`` reads (``1_000``, ``1e3``, other scripts' digits, ``inf``).
+_DELAY: Final = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
 @checked
 def retry_after_ms(headers: Mapping[str, str], now: float) -> float | None:
     """``retry-after-ms``, else ``retry-after`` (seconds, or an HTTP date read against ``now``,
-    seconds since the epoch), as a positive delay: DSH takes a zero, negative or past one for
-    no instruction. One beyond what a log holds is kept at its largest safe integer."""
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            value = float(raw_ms)
-        except ValueError:
-            value = math.nan
+    seconds since the epoch), as a positive delay: DSH takes a zero, negative, past or
+    unreadable one for no instruction. One beyond what a log holds is kept at its largest safe
+    integer."""
+    raw_ms = (headers.get("retry-after-ms") or "").strip()
+    if _DELAY.fullmatch(raw_ms):
+        value = float(raw_ms)
         if math.isfinite(value) and value > 0:
             return min(value, float(_MAX_SAFE_INT))
     raw = headers.get("retry-after")
     if raw is None:
         return None
-    try:
+    if _DELAY.fullmatch(raw.strip()):
         seconds = float(raw)
-    except ValueError:
+    else:
         try:
             seconds = email.utils.parsedate_to_datetime(raw).timestamp() - now
         except (TypeError, ValueError):
