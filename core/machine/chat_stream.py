@@ -59,6 +59,9 @@ __all__ = ["ChatStream", "TRUNCATED_STREAM_TEXT", "chat_stream", "chat_stream_ev
 TRUNCATED_STREAM_TEXT: Final = "SSE stream ended without [DONE]"
 _EMPTY: Final = "model returned a completed response with no content"
 _MAX_SAFE_INT: Final = 2**53 - 1
+#: The most blocks one answer may open: far past any model's parallel tool calls, and short of
+#: the thousands that would make folding each event (linear in the blocks) quadratic.
+MAX_STREAM_BLOCKS: Final = 1024
 _Count = Annotated[int, msgspec.Meta(ge=0, le=_MAX_SAFE_INT)]
 _assemble_chunk, _assembled_blocks = plain_forms(assemble_chunk, assembled_blocks)
 
@@ -162,13 +165,12 @@ def chat_stream_event(stream: ChatStream, payload: str, request_id: str | None =
     except msgspec.ValidationError as err:
         return Failure(_failure(f"malformed SSE payload ({err}): {payload[:120]}",
                                 "MALFORMED_RESPONSE", request_id))
-    fed = _feed(stream, chunk)
-    if isinstance(fed, str):
-        return Failure(_failure(fed, "MALFORMED_RESPONSE", request_id))
-    return Success(fed)
+    fed = _feed(stream, chunk, request_id)
+    return Failure(fed) if isinstance(fed, LlmFailure) else Success(fed)
 
 
-def _feed(stream: ChatStream, chunk: _Chunk) -> tuple[ChatStream, tuple[StreamChunk, ...]] | str:
+def _feed(stream: ChatStream, chunk: _Chunk, request_id: str | None,
+          ) -> tuple[ChatStream, tuple[StreamChunk, ...]] | LlmFailure:
     """The stream after ``chunk`` and what it streams, or what makes it malformed."""
     out: list[StreamChunk] = []
     blocks, reasoning, text = stream.blocks, stream.reasoning, stream.text
@@ -197,8 +199,13 @@ def _feed(stream: ChatStream, chunk: _Chunk) -> tuple[ChatStream, tuple[StreamCh
             if known is None or (call.id and call.id != known[2]):
                 taken = next((c for c in calls if call.id and c[2] == call.id), None)
                 if taken is not None:  # its results could not be told apart
-                    return (f"the provider streamed two tool calls with the id {call.id!r} "
-                            f"(indexes {taken[0]} and {call.index})")
+                    return _failure(f"the provider streamed two tool calls with the id "
+                                    f"{call.id!r} (indexes {taken[0]} and {call.index})",
+                                    "MALFORMED_RESPONSE", request_id)
+                if blocks >= MAX_STREAM_BLOCKS:
+                    return _failure(f"the provider's answer opened more than "
+                                    f"{MAX_STREAM_BLOCKS} blocks (tool calls)",
+                                    "RESPONSE_TOO_LARGE", request_id)
                 known = (call.index, blocks,
                          call.id or f"call_{stream.call_id_prefix}{blocks:04x}")
                 blocks += 1
