@@ -341,9 +341,9 @@ def chat_failure_code(status: int | None, code: str | None, message: str) -> str
     return "SERVER" if status >= 500 else "UNKNOWN"
 
 
-#: A delay as HTTP writes one: ASCII digits (a decimal fraction tolerated), nothing that only
-#: Python's ``float`` reads (``1_000``, ``1e3``, other scripts' digits, ``inf``).
-_DELAY: Final = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+#: A delay in ASCII digits (a fraction or an exponent tolerated), nothing that only Python's
+#: ``float`` reads (``1_000``, other scripts' digits).
+_DELAY: Final = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
 
 @checked
