@@ -524,6 +524,8 @@ def _failure(err: Exception, base_url: str, http_response: Any = None, *,
     if isinstance(err, openai.APIConnectionError):
         cause = err.__cause__
         detail = f"{message.rstrip('.')}: {cause}" if cause is not None and str(cause) else message
+        # Where it was going: a wrong host or port in the base URL shows here.
+        detail += f" ({err.request.method} {err.request.url})"
         return LlmFailure(message=detail, code="TRANSPORT")
     if isinstance(err, openai.APIStatusError):
         excerpt = _error_body_cut(err)
