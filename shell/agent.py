@@ -58,7 +58,7 @@ from .runs import RunWatches
 from .session import Session
 from .steps import carry_out, runtime_context_of, system_prompt_of
 from .store import SessionEventError
-from .telemetry import AgentSpans
+from .telemetry import AgentSpans, log_safely
 from .tools import PromptSections, ToolScope, error_outcome
 
 __all__ = [
@@ -264,8 +264,8 @@ class Agent:
                 self.session.extend(step.events)
             for event in step.events:  # what is appended is reported: logs, spans, runs
                 if (note := turn_note(event)) is not None:
-                    logger.log(logging.WARNING if note[0] else logging.DEBUG, "agent %s: %s",
-                               self.id, note[1])
+                    log_safely(logger, logging.WARNING if note[0] else logging.DEBUG,
+                               "agent %s: %s", self.id, note[1])
                 if self._spans is not None:
                     self._spans.observe(event)
             self._runs.observe(step.events, lambda: self._state.turn, lambda: self.pending)
@@ -310,8 +310,8 @@ class Agent:
             error = exc
         if error is not None:
             self.failure = error
-            logger.warning("agent %s: the loop failed: %s", self.id, error,
-                           exc_info=(type(error), error, error.__traceback__))
+            log_safely(logger, logging.WARNING, "agent %s: the loop failed: %s", self.id, error,
+                       exc_info=(type(error), error, error.__traceback__))
         elif isinstance(command, Wake) and not self._disposed:
             self._start()  # input queued after the cancel
         if self._task is None:

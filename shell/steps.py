@@ -9,6 +9,7 @@ import inspect
 import logging
 import os
 import random
+import reprlib
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
@@ -29,6 +30,7 @@ from ..core import (
     StepBlocked,
     StepPrepared,
     Stop,
+    StreamChunk,
     StreamEnded,
     ToolCallBlock,
     ToolDone,
@@ -45,7 +47,7 @@ from .agent_contract import AgentServices
 from .approval import ApprovalPolicy
 from .clock import sleep
 from .models.base import ModelRequest
-from .telemetry import AgentSpans
+from .telemetry import AgentSpans, log_safely
 from .tools import (
     CallingAgent,
     PromptSections,
@@ -155,6 +157,11 @@ async def _call_model(agent: StepAgent, command: CallModel,
         stream = agent.host.model(header.config.provider).stream(request)
         try:
             async for chunk in stream:
+                if not isinstance(chunk, StreamChunk):  # a model of the user's own, say
+                    raise TypeError(
+                        f"the model for provider {header.config.provider!r} streamed a "
+                        f"{type(chunk).__name__} ({reprlib.repr(chunk)}), not a stream chunk "
+                        "(turnfork.core.StreamChunk)")
                 if span is not None:
                     span.chunk(chunk)
                 answer = feed(Chunk(chunk=chunk))
@@ -216,7 +223,8 @@ async def carry_out(agent: A, command: Command, feed: Callable[[LoopInput], Comm
         with contextlib.nullcontext() if spans is None else spans.tools():
             return await _run_tools(agent, command, feed, dispatched)
     if isinstance(command, Backoff):
-        logger.warning("agent %s: %s", agent.id, retry_note(command.retry, command.delay_ms))
+        log_safely(logger, logging.WARNING, "agent %s: %s", agent.id,
+                   retry_note(command.retry, command.delay_ms))
         await agent.session.wait_durable()
         await sleep(agent.host.clock, command.delay_ms)
         return feed(BackoffDone())

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
+import re
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, ParamSpec
 
 from msgspec import UnsetType
 
@@ -31,7 +35,63 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Span, Tracer
 
-__all__ = ["Telemetry", "AgentSpans", "ModelCallSpan", "RunSpan"]
+__all__ = ["Telemetry", "AgentSpans", "ModelCallSpan", "RunSpan", "log_safely",
+           "observer_failed"]
+
+P = ParamSpec("P")
+
+
+def observer_failed(error: Exception, observer: str) -> None:
+    """Say that ``observer`` (a log handler, a tracer) raised: a RuntimeWarning, itself never
+    raised (under ``-W error`` the failure goes unreported rather than into the run)."""
+    with contextlib.suppress(Exception):
+        warnings.warn(f"turnfork: {observer} raised {type(error).__name__}: {error}; the run "
+                      "goes on without it", RuntimeWarning, stacklevel=3)
+
+
+#: What a terminal may act on (the command line's ``inert`` set, line breaks and tabs included).
+_CONTROLS: Final = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
+                              "\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_SHORT: Final = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _inert(text: str) -> str:
+    """``text`` on one line with every terminal control shown as a visible escape."""
+
+    def escape(match: re.Match[str]) -> str:
+        char = match.group()
+        code = ord(char)
+        return _SHORT.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+    return _CONTROLS.sub(escape, text)
+
+
+def log_safely(logger: logging.Logger, level: int, message: str, *args: object,
+               **options: Any) -> None:
+    """``logger.log(...)`` with the text of ``args`` (a provider's error message, say) made
+    inert, as a handler may write to a terminal; a handler that raises (logging's contract is
+    that it does not) is reported by :func:`observer_failed` and changes nothing of the run."""
+    shown = tuple(_inert(str(arg)) if isinstance(arg, str | BaseException) else arg
+                  for arg in args)
+    try:
+        logger.log(level, message, *shown, stacklevel=2, **options)  # where it was called
+    except Exception as error:
+        observer_failed(error, f"a handler of the {logger.name} logger")
+
+
+def _observing(method: Callable[P, None]) -> Callable[P, None]:
+    """``method``, which only reports to the tracer: what the tracer raises is reported, not
+    raised into the run."""
+
+    @functools.wraps(method)
+    def observing(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            method(*args, **kwargs)
+        except Exception as error:
+            observer_failed(error, "the tracer")
+
+    return observing
+
 
 @functools.cache
 def _api() -> Any:
@@ -66,6 +126,16 @@ def _end(span: Span, code: str | None = None, error: BaseException | None = None
         span.set_attribute("error.type", code)
         span.set_status(trace.Status(trace.StatusCode.ERROR, description))
     span.end()
+
+
+def _start(tracer: Tracer, name: str, **options: Any) -> Span:
+    """A span started by ``tracer``; one that does nothing when the tracer raises."""
+    try:
+        span: Span = tracer.start_span(name, **options)
+    except Exception as error:
+        observer_failed(error, "the tracer")
+        span = _api()[0].INVALID_SPAN
+    return span
 
 
 def _current(span: Span | None) -> contextlib.AbstractContextManager[None]:
@@ -126,12 +196,14 @@ class ModelCallSpan:
     usage: TokenUsage | None = field(default=None, init=False)
     _finish: FinishReason | None = field(default=None, init=False)
 
+    @_observing
     def chunk(self, chunk: object) -> None:
         if isinstance(chunk, UsageChunk):
             self.usage = chunk.usage
         elif isinstance(chunk, FinishChunk):
             self._finish = chunk.reason
 
+    @_observing
     def end(self, error: BaseException | None = None) -> None:
         self.owner.model_call_ended(self)
         span, finish = self.span, self._finish
@@ -157,17 +229,19 @@ class AgentSpans:
     #: The open turn's usage attributes, summed over its model calls.
     _usage: dict[str, int] = field(default_factory=dict, init=False)
 
+    @_observing
     def woken(self) -> None:
         """The agent's task starts here: its next turns nest under the span current now."""
         self._parent = _api()[1].get_current()
 
+    @_observing
     def observe(self, event: object) -> None:
         trace = _api()[0]
         if isinstance(event, TurnStartEvent):
             self._close_step()
             self._close_turn(None)
-            self._turn = self.tracer.start_span("invoke_agent", context=self._parent,
-                                                 attributes={
+            self._turn = _start(self.tracer, "invoke_agent", context=self._parent,
+                                 attributes={
                 "gen_ai.operation.name": "invoke_agent",
                 "gen_ai.agent.id": self.agent_id,
                 "gen_ai.conversation.id": self.agent_id,
@@ -175,7 +249,7 @@ class AgentSpans:
         elif isinstance(event, StepStartEvent):
             self._close_step()
             context = None if self._turn is None else trace.set_span_in_context(self._turn)
-            self._step = self.tracer.start_span("step", context=context, attributes={
+            self._step = _start(self.tracer, "step", context=context, attributes={
                 "turnfork.turn": event.data.turn, "turnfork.step": event.data.step})
         elif isinstance(event, TurnEndEvent):
             self._close_step()
@@ -189,11 +263,12 @@ class AgentSpans:
             "gen_ai.request.model": config.model, "gen_ai.conversation.id": self.agent_id}
         if not isinstance(config.max_tokens, UnsetType):
             attributes["gen_ai.request.max_tokens"] = config.max_tokens
-        span = self.tracer.start_span(
-            f"chat {config.model}", kind=trace.SpanKind.CLIENT, attributes=attributes,
+        span = _start(
+            self.tracer, f"chat {config.model}", kind=trace.SpanKind.CLIENT, attributes=attributes,
             context=None if parent is None else trace.set_span_in_context(parent))
         return ModelCallSpan(span, self)
 
+    @_observing
     def model_call_ended(self, call: ModelCallSpan) -> None:
         if call.usage is not None:
             for name, count in _usage_attributes(call.usage).items():
@@ -203,6 +278,7 @@ class AgentSpans:
         """Run tools with the step's span current (a child run they start nests under it)."""
         return _current(self._step or self._turn)
 
+    @_observing
     def close(self) -> None:
         """End whatever is still open (a disposed agent's log left open)."""
         self._close_step()
@@ -230,7 +306,7 @@ class RunSpan:
     """One child run's span, current while the run delivers its prompt."""
 
     def __init__(self, tracer: Tracer, child_id: str, parent_id: str, provider: str) -> None:
-        self.span = tracer.start_span(f"subagent {provider}", attributes={
+        self.span = _start(tracer, f"subagent {provider}", attributes={
             "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.id": child_id,
             "gen_ai.conversation.id": child_id, "turnfork.parent.id": parent_id,
             "turnfork.subagent.provider": provider})
@@ -238,6 +314,7 @@ class RunSpan:
     def current(self) -> contextlib.AbstractContextManager[None]:
         return _current(self.span)
 
+    @_observing
     def end(self, stop_reason: str | None, failure: LlmFailure | None = None,
             error: BaseException | None = None) -> None:
         if stop_reason is not None:

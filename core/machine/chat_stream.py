@@ -22,6 +22,7 @@ from __future__ import annotations
 import email.utils
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Annotated, Final
 from urllib.parse import urlsplit
@@ -58,6 +59,9 @@ __all__ = ["ChatStream", "TRUNCATED_STREAM_TEXT", "chat_stream", "chat_stream_ev
 TRUNCATED_STREAM_TEXT: Final = "SSE stream ended without [DONE]"
 _EMPTY: Final = "model returned a completed response with no content"
 _MAX_SAFE_INT: Final = 2**53 - 1
+#: The most blocks one answer may open: far past any model's parallel tool calls, and short of
+#: the thousands that would make folding each event (linear in the blocks) quadratic.
+MAX_STREAM_BLOCKS: Final = 1024
 _Count = Annotated[int, msgspec.Meta(ge=0, le=_MAX_SAFE_INT)]
 _assemble_chunk, _assembled_blocks = plain_forms(assemble_chunk, assembled_blocks)
 
@@ -153,17 +157,21 @@ def chat_stream_event(stream: ChatStream, payload: str, request_id: str | None =
     except (ValueError, RecursionError):
         return Failure(_failure(f"malformed SSE payload: {payload[:120]}", "MALFORMED_RESPONSE",
                                 request_id))
-    if isinstance(value, dict) and value.get("error"):
-        return Failure(plain(chat_error_failure)(value["error"], request_id))
+    error = _error_of(value)
+    if error is not None:
+        return Failure(plain(chat_error_failure)(error, request_id))
     try:
         chunk = msgspec.convert(value, _Chunk)
     except msgspec.ValidationError as err:
         return Failure(_failure(f"malformed SSE payload ({err}): {payload[:120]}",
                                 "MALFORMED_RESPONSE", request_id))
-    return Success(_feed(stream, chunk))
+    fed = _feed(stream, chunk, request_id)
+    return Failure(fed) if isinstance(fed, LlmFailure) else Success(fed)
 
 
-def _feed(stream: ChatStream, chunk: _Chunk) -> tuple[ChatStream, tuple[StreamChunk, ...]]:
+def _feed(stream: ChatStream, chunk: _Chunk, request_id: str | None,
+          ) -> tuple[ChatStream, tuple[StreamChunk, ...]] | LlmFailure:
+    """The stream after ``chunk`` and what it streams, or what makes it malformed."""
     out: list[StreamChunk] = []
     blocks, reasoning, text = stream.blocks, stream.reasoning, stream.text
     calls = list(stream.calls)
@@ -189,6 +197,15 @@ def _feed(stream: ChatStream, chunk: _Chunk) -> tuple[ChatStream, tuple[StreamCh
             function = call.function or _Function()
             known = next((c for c in reversed(calls) if c[0] == call.index), None)
             if known is None or (call.id and call.id != known[2]):
+                taken = next((c for c in calls if call.id and c[2] == call.id), None)
+                if taken is not None:  # its results could not be told apart
+                    return _failure(f"the provider streamed two tool calls with the id "
+                                    f"{call.id!r} (indexes {taken[0]} and {call.index})",
+                                    "MALFORMED_RESPONSE", request_id)
+                if blocks >= MAX_STREAM_BLOCKS:
+                    return _failure(f"the provider's answer opened more than "
+                                    f"{MAX_STREAM_BLOCKS} blocks (tool calls)",
+                                    "RESPONSE_TOO_LARGE", request_id)
                 known = (call.index, blocks,
                          call.id or f"call_{stream.call_id_prefix}{blocks:04x}")
                 blocks += 1
@@ -276,20 +293,44 @@ def _token_usage(usage: _Usage) -> TokenUsage:
 
 _STATUS_CODES: Final[Mapping[int, str]] = {
     400: "INVALID_REQUEST", 401: "AUTH", 402: "QUOTA", 403: "AUTH", 404: "MODEL_NOT_FOUND",
-    408: "TIMEOUT", 422: "INVALID_REQUEST", 429: "RATE_LIMIT",
+    408: "TIMEOUT", 413: "INVALID_REQUEST", 422: "INVALID_REQUEST", 429: "RATE_LIMIT",
 }
+
+#: DSH's words for an exhausted quota, balance or budget (``isQuotaExceededError``): terminal,
+#: unlike a rate limit.
+_QUOTA_WORDS: Final = re.compile(
+    r"\binsufficient[\s_-]+(?:quota|balance|credits?)\b"
+    r"|\b(?:quota|usage[\s_-]+limit)[\s_-]+(?:exceeded|exhausted|reached)\b"
+    r"|\bexceed(?:ed|s)?[\s_-]+(?:(?:your|the)[\s_-]+)?(?:current[\s_-]+)?quota\b"
+    r"|\b(?:balance|credits?)[\s_-]+(?:exhausted|depleted)\b"
+    r"|\bout[\s_-]+of[\s_-]+(?:credits?|budget)\b", re.IGNORECASE)
+#: DSH's words for a request beyond the model's context (``isContextWindowExceededError``).
+_CONTEXT_WORDS: Final = re.compile(
+    r"(?:^|[^a-z0-9])context[\s_-](?:length|window)[\s_-]"
+    r"(?:exceed(?:ed|s)?|overflow(?:ed)?|limit[\s_-]exceeded)(?:$|[^a-z0-9])"
+    r"|\b(?:maximum|max)(?:\s+(?:allowed|supported))?\s+context\s+(?:length|window)\b"
+    r"|\b(?:request|prompt|input|messages?)\s+(?:is\s+|are\s+)?too\s+(?:large|long)\s+for\s+"
+    r"(?:(?:this|the)\s+)?(?:model(?:'s)?\s+)?context(?:\s+window)?\b"
+    r"|\b(?:input|prompt|request)\s+(?:is\s+)?too\s+(?:long|large)\s+for\s+(?:this|the)\s+"
+    r"model\b"
+    r"|\b(?:input|prompt|request|messages?)\b.{0,40}"
+    r"\b(?:exceed(?:s|ed)?|overflows?|is\s+larger\s+than)\b.{0,40}"
+    r"\b(?:the\s+)?(?:model(?:'s)?\s+)?context(?:\s+(?:length|window))?\b", re.IGNORECASE)
 
 
 @checked
 def chat_failure_code(status: int | None, code: str | None, message: str) -> str:
     """The DSH failure code of an HTTP status (``None``: an error inside a stream), the
-    provider's error ``code`` and its message."""
+    provider's error ``code`` and its message (whose words name a spent quota or a context
+    bound as DSH's adapter reads them)."""
     text = message.lower()
-    if code == "insufficient_quota":  # OpenAI sends it with 429
+    detail = f"{code or ''} {message}"
+    if code == "insufficient_quota" or (  # OpenAI sends it with 429
+            status not in (401, 403) and _QUOTA_WORDS.search(detail)):
         return "QUOTA"
     if status in (None, 400, 413, 422) and (
             code == "context_length_exceeded" or "maximum context length" in text
-            or "context window" in text):
+            or "context window" in text or _CONTEXT_WORDS.search(detail)):
         return "CONTEXT_WINDOW_EXCEEDED"
     if status is None:
         return "UNKNOWN"
@@ -300,25 +341,28 @@ def chat_failure_code(status: int | None, code: str | None, message: str) -> str
     return "SERVER" if status >= 500 else "UNKNOWN"
 
 
+#: A delay in ASCII digits (a fraction or an exponent tolerated), nothing that only Python's
+#: ``float`` reads (``1_000``, other scripts' digits).
+_DELAY: Final = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
 @checked
 def retry_after_ms(headers: Mapping[str, str], now: float) -> float | None:
     """``retry-after-ms``, else ``retry-after`` (seconds, or an HTTP date read against ``now``,
-    seconds since the epoch), as a positive delay: DSH takes a zero, negative or past one for
-    no instruction. One beyond what a log holds is kept at its largest safe integer."""
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            value = float(raw_ms)
-        except ValueError:
-            value = math.nan
+    seconds since the epoch), as a positive delay: DSH takes a zero, negative, past or
+    unreadable one for no instruction. One beyond what a log holds is kept at its largest safe
+    integer."""
+    raw_ms = (headers.get("retry-after-ms") or "").strip()
+    if _DELAY.fullmatch(raw_ms):
+        value = float(raw_ms)
         if math.isfinite(value) and value > 0:
             return min(value, float(_MAX_SAFE_INT))
     raw = headers.get("retry-after")
     if raw is None:
         return None
-    try:
+    if _DELAY.fullmatch(raw.strip()):
         seconds = float(raw)
-    except ValueError:
+    else:
         try:
             seconds = email.utils.parsedate_to_datetime(raw).timestamp() - now
         except (TypeError, ValueError):
@@ -328,11 +372,23 @@ def retry_after_ms(headers: Mapping[str, str], now: float) -> float | None:
     return min(seconds * 1000, float(_MAX_SAFE_INT))
 
 
+def _error_of(value: object) -> object | None:
+    """The error an event or a body stands for: its ``error`` (an object, or TGI's text), or
+    the value itself when it is a bare error object (vLLM's ``"object": "error"``)."""
+    if not isinstance(value, dict):
+        return None
+    inner: object = value.get("error")
+    if inner:
+        return inner
+    return value if value.get("object") == "error" else None
+
+
 @checked
 def chat_error_failure(error: object, request_id: str | None = None) -> LlmFailure:
-    """An ``{"error": …}`` object the provider sent in place of a chunk, read as the SDK does."""
+    """An ``{"error": …}`` object the provider sent in place of a chunk, read as the SDK does
+    (and an error given as text is its message)."""
     fields = error if isinstance(error, dict) else {}
-    message = fields.get("message")
+    message = error if isinstance(error, str) else fields.get("message")
     if not isinstance(message, str) or not message:
         message = "An error occurred during streaming"
     code = fields.get("code")
@@ -348,8 +404,9 @@ def chat_body_failure(body: bytes, url: str, request_id: str | None = None) -> L
         value = json.loads(body)
     except ValueError:
         value = None
-    if isinstance(value, dict) and value.get("error"):
-        return plain(chat_error_failure)(value["error"], request_id)
+    error = _error_of(value)
+    if error is not None:
+        return plain(chat_error_failure)(error, request_id)
     kind = value.get("object") if isinstance(value, dict) else None
     what = f"one JSON {kind} object" if isinstance(kind, str) and kind else "a JSON body"
     return _failure(f"the server at {url} answered with {what}, not a stream of server-sent "

@@ -8,6 +8,7 @@ truncated stream from a finished one.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import ipaddress
 import os
@@ -59,6 +60,14 @@ T = TypeVar("T")
 
 _DRAIN_BYTES: Final = 64 * 1024
 _DRAIN_SECONDS: Final = 0.1
+#: What is read of the body of an error status (the SDK would read it whole, into the message).
+_ERROR_BODY_BYTES: Final = 64 * 1024
+#: What of an error body cut at ``_ERROR_BODY_BYTES`` the failure's message quotes.
+_ERROR_EXCERPT_CHARS: Final = 2000
+_CUT: Final = "turnfork.error_body_cut"
+#: What of a body that is no event stream is kept to name it (bytes, then characters).
+_HEAD_BYTES: Final = 1024
+_HEAD_CHARS: Final = 200
 
 
 class MissingCredentialError(RuntimeError):
@@ -159,7 +168,8 @@ class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
     api_key: str | None = None
     provider_name: str = "deepseek"
     max_retries: int = 0
-    timeout: float = 60.0
+    #: Seconds for connecting and for each read (``None``: no bound).
+    timeout: float | None = 60.0
     #: The SDK client: the one given, else the one built on the first call.
     client: openai.AsyncOpenAI | None = None
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
@@ -171,6 +181,11 @@ class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive number of bytes, not {value!r}")
+        timeout = self.timeout
+        if timeout is not None and (isinstance(timeout, bool)
+                                    or not isinstance(timeout, int | float) or not timeout > 0):
+            raise ValueError("timeout must be a positive number of seconds or None, "
+                             f"not {timeout!r}")
         deadline = self.stream_deadline
         if deadline is not None and (isinstance(deadline, bool)
                                      or not isinstance(deadline, int | float) or not deadline > 0):
@@ -207,7 +222,8 @@ class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
             headers["OpenAI-Project"] = openai.Omit()
         # A redirect would re-send the whole conversation to another URL (the SDK strips
         # only the key): none is followed, and the call fails naming it.
-        http_client = openai.DefaultAsyncHttpxClient(follow_redirects=False)
+        http_client = openai.DefaultAsyncHttpxClient(
+            follow_redirects=False, event_hooks={"response": [_bound_error_body]})
         client = openai.AsyncOpenAI(api_key=self.api_key or KEYLESS_PLACEHOLDER,
                                     base_url=self.base_url, max_retries=self.max_retries,
                                     timeout=self.timeout, http_client=http_client)
@@ -251,10 +267,11 @@ class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
                     client.chat.completions.with_streaming_response.create(
                         stream=True, **options)), deadline)
             except Exception as err:  # the SDK's errors, httpx's, a bad body: all provider-side
-                yield _finish(_failure(err, self.base_url))
+                yield _finish(_failure(err, self.base_url, timeout=self.timeout))
                 return
-            async for out in self._translate(response.http_response, deadline):
-                yield out
+            async with aclosing(self._translate(response.http_response, deadline)) as chunks:
+                async for out in chunks:
+                    yield out
 
     async def _bounded(self, awaitable: Awaitable[T], deadline: float | None) -> T:
         """``awaitable``'s result, ending the call once past ``deadline``."""
@@ -271,54 +288,119 @@ class OpenAIChatModel(AbstractAsyncContextManager["OpenAIChatModel"]):
             raise
 
     async def _translate(self, http_response: Any,
-                         deadline: float | None) -> AsyncIterator[StreamChunk]:
+                         deadline: float | None) -> AsyncGenerator[StreamChunk, None]:
         state = chat_stream(uuid.uuid4().hex[:20])
-        body = http_response.aiter_bytes()
-        failure: LlmFailure | None = None
-        try:
-            async with aclosing(self._payloads(body, deadline, str(http_response.url))) \
-                    as payloads:
-                async for payload in payloads:
-                    if payload.startswith("[DONE]"):
-                        break
-                    fed = chat_stream_event(state, payload)
-                    if isinstance(fed, Failure):
-                        failure = fed.failure()
-                        break
-                    state, chunks = fed.unwrap()
-                    for out in chunks:
-                        yield out
-                else:
-                    failure = LlmFailure(message=TRUNCATED_STREAM_TEXT, code="NETWORK")
-        except Exception as err:  # the body broke off, or cannot be read on
-            failure = _failure(err, self.base_url, http_response)
-        if failure is not None:
-            request_id = http_response.headers.get("x-request-id") or UNSET
-            yield _finish(msgspec.structs.replace(failure, request_id=request_id))
-            return
-        await _drain(body)
-        for out in chat_stream_end(state):
-            yield out
+        # Closed with the call, a failed one too: not left to the garbage collector.
+        async with aclosing(http_response.aiter_bytes()) as body:
+            failure: LlmFailure | None = None
+            try:
+                async with aclosing(self._payloads(
+                        body, deadline, str(http_response.url),
+                        http_response.headers.get("content-type", ""))) as payloads:
+                    async for payload in payloads:
+                        if payload.startswith("[DONE]"):
+                            break
+                        fed = chat_stream_event(state, payload)
+                        if isinstance(fed, Failure):
+                            failure = fed.failure()
+                            break
+                        state, chunks = fed.unwrap()
+                        for out in chunks:
+                            yield out
+                    else:
+                        failure = LlmFailure(message=TRUNCATED_STREAM_TEXT, code="NETWORK")
+            except Exception as err:  # the body broke off, or cannot be read on
+                failure = _failure(err, self.base_url, http_response, timeout=self.timeout)
+            if failure is not None:
+                request_id = _request_id(http_response.headers) or UNSET
+                yield _finish(msgspec.structs.replace(failure, request_id=request_id))
+                return
+            await _drain(body)
+            for out in chat_stream_end(state):
+                yield out
 
     async def _payloads(self, body: AsyncIterator[bytes], deadline: float | None, url: str,
-                        ) -> AsyncGenerator[str, None]:
+                        content_type: str) -> AsyncGenerator[str, None]:
         """The body's events' data; a body that is JSON (a server that ignored ``"stream":
-        true``) ends the call, named by its first 64 KiB."""
+        true``) ends the call, named by its first 64 KiB; one of no event whose content type
+        is not an event stream's (a web page, a text error) ends it, named by its type and
+        its beginning."""
         events = _EventReader(self.max_response_bytes, self.max_event_bytes)
-        first = True
+        head = b""
+        streamed = False
         while (data := await self._bounded(anext(body, None), deadline)) is not None:
-            if first and data.strip():
-                first = False
-                if data.lstrip().startswith(b"{"):  # an event stream never starts with JSON
+            if not head.strip():
+                head += data[:_HEAD_BYTES]
+                # An event stream never starts with JSON (a byte-order mark may precede it).
+                if head.lstrip().removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"{"):
                     whole = bytearray(data)
                     while len(whole) < _DRAIN_BYTES and (
                             more := await self._bounded(anext(body, None), deadline)) is not None:
                         whole += more
                     raise _Ended(chat_body_failure(bytes(whole[:_DRAIN_BYTES]), url))
             for payload in events.feed(data):
+                streamed = True
                 yield payload
         for payload in events.finish():
+            streamed = True
             yield payload
+        if not streamed and head.strip() and "event-stream" not in content_type.lower():
+            begins = head.decode("utf-8", "replace")[:_HEAD_CHARS]
+            raise _Ended(LlmFailure(
+                message=f"the server at {url} answered with {content_type or 'no content type'}"
+                        ", not a stream of server-sent events: is the base URL an "
+                        f"OpenAI-compatible endpoint? The body begins: {begins!r}",
+                code="MALFORMED_RESPONSE"))
+
+
+@functools.cache
+def _bounded_stream_type(library: Any) -> type:
+    """An ``AsyncByteStream`` of ``library`` (the SDK's HTTP library) that ends after
+    ``_ERROR_BODY_BYTES``, noting a cut in its response's extensions (the library replaces a
+    read response's stream)."""
+
+    class BoundedBody(library.AsyncByteStream):  # type: ignore[misc]
+        def __init__(self, stream: Any, extensions: dict[str, Any]) -> None:
+            self.stream = stream
+            self.extensions = extensions
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            left = _ERROR_BODY_BYTES
+            async for data in self.stream:
+                piece = data[:left]
+                left -= len(piece)
+                if piece:
+                    yield piece
+                if len(piece) < len(data):
+                    self.extensions[_CUT] = True
+                    return
+
+        async def aclose(self) -> None:
+            await self.stream.aclose()
+
+    return BoundedBody
+
+
+async def _bound_error_body(response: Any) -> None:
+    """The response hook: an error status's body, which the SDK reads whole into its message,
+    is read to ``_ERROR_BODY_BYTES`` at most (a hostile server could send gigabytes)."""
+    if response.status_code >= 300:
+        library = sys.modules[type(response).__module__.partition(".")[0]]
+        response.stream = _bounded_stream_type(library)(response.stream, response.extensions)
+
+
+def _error_body_cut(err: Any) -> str | None:
+    """The excerpt of the error body ``_bound_error_body`` cut, if it cut one."""
+    response = err.response
+    if not response.extensions.get(_CUT):
+        return None
+    body: bytes = response.content
+    return body.decode("utf-8", "replace")[:_ERROR_EXCERPT_CHARS]
+
+
+def _request_id(headers: Mapping[str, str]) -> str | None:
+    """The provider's id of a request, as DSH's adapter reads it (DeepSeek names its own)."""
+    return headers.get("x-request-id") or headers.get("x-deepseek-request-id") or None
 
 
 def _finish(failure: LlmFailure) -> FinishChunk:
@@ -356,8 +438,8 @@ class _EventReader:
     """Server-sent events' ``data``, in memory within ``max_event_bytes`` plus one read (a line
     is buffered only up to the cap); an event still open at EOF is dropped (no ``[DONE]``)."""
 
-    __slots__ = ("_data", "_event_bytes", "_line", "_max_event", "_max_total", "_started",
-                 "_total")
+    __slots__ = ("_after_cr", "_data", "_event_bytes", "_line", "_max_event", "_max_total",
+                 "_started", "_total")
 
     def __init__(self, max_total: int, max_event: int) -> None:
         self._max_total = max_total
@@ -367,6 +449,8 @@ class _EventReader:
         self._data: list[bytes] = []
         self._event_bytes = 0
         self._started = False
+        #: The last read ended in a CR: a LF first in the next one completes its CRLF.
+        self._after_cr = False
 
     def feed(self, data: bytes) -> list[str]:
         self._total += len(data)
@@ -374,16 +458,20 @@ class _EventReader:
             raise _Ended(LlmFailure(message=f"the provider's response exceeded "
                                             f"{self._max_total} bytes (max_response_bytes)",
                                     code="RESPONSE_TOO_LARGE"))
+        if self._after_cr and data:
+            self._after_cr = False
+            data = data.removeprefix(b"\n")
         if b"\n" not in data and b"\r" not in data:  # the common case of a long line
             self._line += data
             self._check_event()
             return []
         lines = (bytes(self._line) + data).splitlines(keepends=True)
         last = lines[-1]
-        # Unterminated, or ending in a \r that a \n may follow in the next read: keep it.
+        # A line ended by a lone CR is a line now (a server may send nothing more for long).
         pending = b""
-        if not last.endswith(b"\n"):
+        if not last.endswith((b"\n", b"\r")):
             pending = lines.pop()
+        self._after_cr = last.endswith(b"\r")
         out: list[str] = []
         for line in lines:
             self._field(line.rstrip(b"\r\n"), out)
@@ -392,13 +480,9 @@ class _EventReader:
         return out
 
     def finish(self) -> list[str]:
-        """At the end of the body: a last line ended by a lone CR is a line after all."""
-        if not self._line.endswith(b"\r"):
-            return []
-        out: list[str] = []
-        self._field(bytes(self._line).rstrip(b"\r"), out)
-        self._line = bytearray()
-        return out
+        """At the end of the body: nothing more (every ended line was read as it came; an
+        unterminated one belongs to an event still open)."""
+        return []
 
     def _check_event(self) -> None:
         if self._event_bytes + len(self._line) > self._max_event:
@@ -423,7 +507,8 @@ class _EventReader:
             self._data.append(value.removeprefix(b" "))
 
 
-def _failure(err: Exception, base_url: str, http_response: Any = None) -> LlmFailure:
+def _failure(err: Exception, base_url: str, http_response: Any = None, *,
+             timeout: float | None = None) -> LlmFailure:
     """The failure that ``err`` ends the call with: the SDK's errors while the request opens,
     then, with ``http_response``, its body's own HTTP library's (``httpx`` for the SDK's 1.x
     line, ``httpx2`` later) while the body streams."""
@@ -432,17 +517,25 @@ def _failure(err: Exception, base_url: str, http_response: Any = None) -> LlmFai
     if isinstance(err, _Ended):
         return err.failure
     message = str(err) or type(err).__name__
+    waited = "" if timeout is None else f"nothing within {timeout:g} s (timeout)"
     if isinstance(err, openai.APITimeoutError):
-        return LlmFailure(message=message, code="TIMEOUT")
+        return LlmFailure(message=f"{message.rstrip('.')}: {waited}" if waited else message,
+                          code="TIMEOUT")
     if isinstance(err, openai.APIConnectionError):
         cause = err.__cause__
         detail = f"{message.rstrip('.')}: {cause}" if cause is not None and str(cause) else message
+        # Where it was going: a wrong host or port in the base URL shows here.
+        detail += f" ({err.request.method} {err.request.url})"
         return LlmFailure(message=detail, code="TRANSPORT")
     if isinstance(err, openai.APIStatusError):
+        excerpt = _error_body_cut(err)
+        if excerpt is not None:
+            message = (f"{message} (its body exceeded {_ERROR_BODY_BYTES} bytes and was not "
+                       f"read on; it begins: {excerpt})")
         return chat_status_failure(
             err.status_code, err.code, message, method=err.request.method,
             url=str(err.request.url), headers=err.response.headers, base_url=base_url,
-            now=time.time(), request_id=err.request_id)
+            now=time.time(), request_id=err.request_id or _request_id(err.response.headers))
     if isinstance(err, openai.APIError):
         return LlmFailure(message=message, code=chat_failure_code(None, err.code, message))
     if http_response is not None:
@@ -450,7 +543,8 @@ def _failure(err: Exception, base_url: str, http_response: Any = None) -> LlmFai
         timeouts = getattr(library, "TimeoutException", TimeoutError)
         transport = getattr(library, "TransportError", OSError)
         if isinstance(err, timeouts | TimeoutError):
-            return LlmFailure(message=f"the provider stopped sending: {message}", code="TIMEOUT")
+            return LlmFailure(message=f"the provider stopped sending: {waited or message}",
+                              code="TIMEOUT")
         if isinstance(err, transport | OSError) or type(err).__name__ == "EndOfStream":
             return LlmFailure(message=f"the connection broke mid-response: {message}",
                               code="TRANSPORT")
