@@ -42,7 +42,7 @@ from ...core import (
 from ..abort import AbortSignal
 from ..agent import Agent, Prompt
 from ..session import Session
-from ..telemetry import RunSpan
+from ..telemetry import RunSpan, log_safely
 from ..tools import CallingAgent, Tool, ToolContext, ToolGuard, _schema_tool
 
 __all__ = ["StructuredCapture", "SubagentChild", "SubagentRun"]
@@ -153,8 +153,9 @@ class SubagentRun:
         if self.signal is not None:
             self.signal.add_listener(self.abort)
         if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("subagent %s started by %s (provider %s, seed of %d events)",
-                         child.id, self.parent.id, self.provider, self.seed_length)
+            log_safely(logger, logging.DEBUG,
+                       "subagent %s started by %s (provider %s, seed of %d events)",
+                       child.id, self.parent.id, self.provider, self.seed_length)
         self._task = asyncio.get_running_loop().create_task(
             self._settle(prompt), name=f"subagent:{child.id}")
 
@@ -240,14 +241,14 @@ class SubagentRun:
             result = await self._deliver(prompt)
         except BaseException as error:
             if not isinstance(error, asyncio.CancelledError):
-                logger.warning("subagent %s failed: %s", self.id, error)
+                log_safely(logger, logging.WARNING, "subagent %s failed: %s", self.id, error)
             if self._span is not None:
                 self._span.end(None, error=error)
             raise
         failure = None if isinstance(result.failure, msgspec.UnsetType) else result.failure
-        logger.info("subagent %s ended: %s%s", self.id, result.stop_reason,
-                    "" if isinstance(result.diagnostic, msgspec.UnsetType)
-                    else f" ({result.diagnostic})")
+        log_safely(logger, logging.INFO, "subagent %s ended: %s%s", self.id, result.stop_reason,
+                   "" if isinstance(result.diagnostic, msgspec.UnsetType)
+                   else f" ({result.diagnostic})")
         if self._span is not None:
             self._span.end(result.stop_reason, failure)
         return result
