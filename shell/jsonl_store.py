@@ -262,13 +262,15 @@ class _Directory:
         return True
 
     def remove_files(self) -> None:
-        """Remove what the store keeps there (anything else stays, and the directory too)."""
+        """Remove what the store keeps there (anything else stays, and the directory too):
+        the session file first, so that a removal the disk refuses leaves it whole."""
         with os.scandir(self.fd) as entries:
             names = [entry.name for entry in entries]
-        for name in names:
-            if name in _FILE_NAMES.values() or name.startswith(("seed-", _TEMPORARY_PREFIX)):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(name, dir_fd=self.fd)
+        ours = [name for name in names if name in _FILE_NAMES.values()
+                or name.startswith(("seed-", _TEMPORARY_PREFIX))]
+        for name in sorted(ours, key=lambda name: name not in _FILE_NAMES.values()):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=self.fd)
 
     def close(self) -> None:
         """Unlock (closing the descriptors it holds)."""
@@ -578,7 +580,8 @@ class _SessionFile:
         try:
             self._create_in(directory, header, events)
         except BaseException:
-            self.store._abandon(directory)
+            with contextlib.suppress(SessionWriteError):  # the first failure is the one told
+                self.store._abandon(directory, header.id)
             raise
         self.directory = directory
 
@@ -851,21 +854,30 @@ class JsonlSessionStore(_LiveSessions):
             raise SessionExistsError(header.id)
         return directory
 
-    def _abandon(self, directory: _Directory, *, with_project: bool = False) -> None:
+    def _abandon(self, directory: _Directory, session_id: str, *,
+                 with_project: bool = False) -> None:
         """Remove a session directory's files, the directory (when empty) and its lock; with
-        ``with_project``, its project directory too when empty."""
-        directory.remove_files()
-        project = directory.path.parent.name
-        with self._root(create=False) as root, contextlib.suppress(OSError):
-            if root is not None:
-                project_fd = os.open(project, _DIRECTORY, dir_fd=root)
-                try:
-                    os.rmdir(directory.path.name, dir_fd=project_fd)
-                finally:
-                    os.close(project_fd)
-                if with_project:
-                    os.rmdir(project, dir_fd=root)
-        directory.close()
+        ``with_project``, its project directory too when empty. The lock is dropped whatever
+        happens; files the disk will not remove raise :class:`SessionWriteError`."""
+        try:
+            try:
+                directory.remove_files()
+            except OSError as exc:
+                where = directory.path / exc.filename if isinstance(exc.filename, str) \
+                    else directory.path
+                raise SessionWriteError(session_id, f"{where} could not be removed", exc) from exc
+            project = directory.path.parent.name
+            with self._root(create=False) as root, contextlib.suppress(OSError):
+                if root is not None:
+                    project_fd = os.open(project, _DIRECTORY, dir_fd=root)
+                    try:
+                        os.rmdir(directory.path.name, dir_fd=project_fd)
+                    finally:
+                        os.close(project_fd)
+                    if with_project:
+                        os.rmdir(project, dir_fd=root)
+        finally:
+            directory.close()
 
     # -- the protocol
 
@@ -1065,13 +1077,13 @@ class JsonlSessionStore(_LiveSessions):
         if writer is not None:
             writer.close()
             if writer.directory is not None:
-                self._abandon(writer.directory, with_project=True)
+                self._abandon(writer.directory, session_id, with_project=True)
             return
         project = self._find(session_id)
         if project is None:
             if live is None:
                 raise SessionNotFoundError(session_id)
             return
-        self._abandon(self._open_session_dir(project, session_id, locked=True),
+        self._abandon(self._open_session_dir(project, session_id, locked=True), session_id,
                       with_project=True)
 
