@@ -972,7 +972,8 @@ class JsonlSessionStore(_LiveSessions):
         events, torn = log.events, log.torn
         traced = trace_log(events)
         if isinstance(traced, Failure):
-            raise SessionLoadError(shown, traced.failure())
+            broken = traced.failure()
+            raise SessionLoadError(shown, broken, line=log.line_of(broken.seq))
         trace = traced.unwrap()
         closers = repair_closers(events)
         if closers:

@@ -49,10 +49,14 @@ class SessionExistsError(ValueError):
 
 
 class SessionLoadError(Exception):
-    """A persisted session cannot be loaded: the file and what is wrong, with line and seq."""
+    """A persisted session cannot be loaded: the file and what is wrong, with line and seq
+    (for a :class:`Violation`, ``line`` is the line of the file where the rule broke)."""
 
-    def __init__(self, path: object, problem: DecodeError | Violation | str) -> None:
+    def __init__(self, path: object, problem: DecodeError | Violation | str, *,
+                 line: int | None = None) -> None:
         detail = problem if isinstance(problem, str) else problem.message
+        if isinstance(problem, Violation) and line is not None:
+            detail = f"line {line}: {detail}"
         super().__init__(f"{path}: {detail}")
         self.path = path
         self.problem = problem

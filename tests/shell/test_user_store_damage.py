@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import zstandard
 
 from turnfork.core import (
     SessionHeader,
@@ -16,8 +17,9 @@ from turnfork.core import (
     TurnEndEvent,
     TurnStartData,
     TurnStartEvent,
+    Violation,
 )
-from turnfork.shell import JsonlSessionStore, Session
+from turnfork.shell import JsonlSessionStore, Session, SessionLoadError
 from turnfork.shell.store import SessionWriteError
 
 
@@ -66,3 +68,66 @@ def test_a_delete_the_disk_refuses_names_the_file_and_keeps_the_session_loadable
             store.delete("s1")
     assert JsonlSessionStore(tmp_path).load("s1").trace.next_turn == 4
     assert path.read_bytes() == before
+
+
+def _edit_line(path: Path, number: int, old: bytes, new: bytes) -> None:
+    lines = path.read_bytes().split(b"\n")
+    assert old in lines[number - 1]
+    lines[number - 1] = lines[number - 1].replace(old, new)
+    path.write_bytes(b"\n".join(lines))
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_a_broken_rule_in_a_loaded_file_names_its_line_seq_and_type(
+        tmp_path: Path, compression: str) -> None:
+    """A seq edited by hand in the middle of a file: ``load`` names the file, the line, the
+    seq and the type, as ``turnfork check`` does (before: ``<path>: seq 3: …``, no line), and
+    the problem stays the trace's :class:`Violation`."""
+    store = JsonlSessionStore(tmp_path, compression=compression)  # type: ignore[arg-type]
+    session = store.create(SessionHeader(id="s1", created_at=0, cwd="/w"))
+    for _ in range(3):
+        _turn(session)
+    store.release("s1")
+    path = store.path_for(session.header)
+    if compression == "none":
+        _edit_line(path, 5, b'"seq":3,', b'"seq":30,')  # the header is line 1: seq 3 on 5
+    else:
+        data, text = path.read_bytes(), b""
+        while data:  # a frame per batch
+            frame = zstandard.ZstdDecompressor().decompressobj()
+            text += frame.decompress(data)
+            data = frame.unused_data
+        lines = text.split(b"\n")
+        lines[4] = lines[4].replace(b'"seq":3,', b'"seq":30,')
+        path.write_bytes(zstandard.ZstdCompressor().compress(b"\n".join(lines)))
+    before = path.read_bytes()
+    with pytest.raises(SessionLoadError) as raised:
+        JsonlSessionStore(tmp_path, compression=compression).load(  # type: ignore[arg-type]
+            "s1")
+    assert str(raised.value) == (
+        f"{path}: line 5: seq 3: event at position 3 has seq 30; seq must equal "
+        "the event's position, counting from 0")
+    assert isinstance(raised.value.problem, Violation) and raised.value.problem.seq == 3
+    assert path.read_bytes() == before
+
+
+def test_a_fork_childs_file_without_its_seed_record_names_line_2(tmp_path: Path) -> None:
+    """The child's seed record removed by hand: its first own event is then at position 0
+    with seq 16, named at line 2 of the child's file."""
+    store = JsonlSessionStore(tmp_path)
+    parent = store.create(SessionHeader(id="p", created_at=0, cwd="/w"))
+    _turn(parent)
+    prefix, trace = parent.completed_prefix()
+    child = store.create(SessionHeader(id="c", created_at=0, cwd="/w", parent_session="p",
+                                       seed_length=len(prefix)),
+                         seed=prefix, seed_trace=trace)
+    _turn(child)
+    store.release("c")
+    path = store.path_for(child.header)
+    lines = path.read_bytes().split(b"\n")
+    assert b"turnfork/seed" in lines[1]
+    path.write_bytes(b"\n".join(lines[:1] + lines[2:]))
+    with pytest.raises(SessionLoadError) as raised:
+        JsonlSessionStore(tmp_path).load("c")
+    assert str(raised.value).startswith(f"{path}: line 2: seq 0: event at "
+                                        "position 0 has seq 2;")
