@@ -682,6 +682,13 @@ class _SessionFile:
                                       "durable", self.failure))
 
 
+def _check_header_id(header: SessionHeader, session_id: str, shown: Path) -> SessionHeader:
+    """The header of the session file in ``session_id``'s directory, if it names that id."""
+    if header.id != session_id:
+        raise SessionLoadError(shown, f"line 1: header id {header.id!r} is not {session_id!r}")
+    return header
+
+
 def _settle(waiters: Sequence[tuple[int, Future[None]]], error: BaseException | None) -> None:
     for _, future in waiters:
         with contextlib.suppress(InvalidStateError):  # its awaiter was cancelled
@@ -958,9 +965,7 @@ class JsonlSessionStore(_LiveSessions):
             raise SessionLoadError.from_read_error(read.failure())
         log = read.unwrap()
         assert log.header is not None
-        if log.header.id != session_id:
-            raise SessionLoadError(shown, f"line 1: header id {log.header.id!r} is not "
-                                          f"{session_id!r}")
+        _check_header_id(log.header, session_id, shown)
         return log
 
     def _repair(self, writer: _SessionFile, session_id: str, clock: Clock) -> Session:
@@ -1008,11 +1013,11 @@ class JsonlSessionStore(_LiveSessions):
         if live is not None:
             return live.header
         with self._persisted(session_id) as directory:
-            read = read_session_header(self.file_name, dir_fd=directory.fd,
-                                       shown=str(directory.path / self.file_name))
+            shown = directory.path / self.file_name
+            read = read_session_header(self.file_name, dir_fd=directory.fd, shown=str(shown))
         if isinstance(read, Failure):
             raise SessionLoadError.from_read_error(read.failure())
-        return read.unwrap()
+        return _check_header_id(read.unwrap(), session_id, shown)
 
     def export(self, session_id: str, destination: str | os.PathLike[str], *,
                compression: Compression | None = None) -> Path:

@@ -78,7 +78,7 @@ def _edit_line(path: Path, number: int, old: bytes, new: bytes) -> None:
 
 
 @pytest.mark.parametrize("compression", ["none", "zstd"])
-def test_a_broken_rule_in_a_loaded_file_names_its_line_seq_and_type(
+def test_a_broken_rule_in_a_loaded_file_names_its_line_and_seq(
         tmp_path: Path, compression: str) -> None:
     """A seq edited by hand in the middle of a file: ``load`` names the file, the line, the
     seq and the type, as ``turnfork check`` does (before: ``<path>: seq 3: …``, no line), and
@@ -131,3 +131,27 @@ def test_a_fork_childs_file_without_its_seed_record_names_line_2(tmp_path: Path)
         JsonlSessionStore(tmp_path).load("c")
     assert str(raised.value).startswith(f"{path}: line 2: seq 0: event at "
                                         "position 0 has seq 2;")
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_header_refuses_a_header_line_naming_another_session(tmp_path: Path,
+                                                             compression: str) -> None:
+    """A session file whose header names another id (copied by hand from another session):
+    ``header`` refuses it as ``inspect`` and ``load`` do (before: it returned the other
+    session's header, so a listing placed this session under the other one's parent)."""
+    store = JsonlSessionStore(tmp_path, compression=compression)  # type: ignore[arg-type]
+    for session_id, parent in (("s1", "q"), ("s2", "p")):
+        session = store.create(SessionHeader(id=session_id, created_at=0, cwd="/w",
+                                             parent_session=parent))
+        _turn(session)
+        store.release(session_id)
+    one = store.path_for(SessionHeader(id="s1", created_at=0, cwd="/w"))
+    two = store.path_for(SessionHeader(id="s2", created_at=0, cwd="/w"))
+    one.write_bytes(two.read_bytes())
+    reader = JsonlSessionStore(tmp_path, compression=compression)  # type: ignore[arg-type]
+    words = f"{one}: line 1: header id 's2' is not 's1'"
+    for read in (reader.header, reader.inspect, reader.load):
+        with pytest.raises(SessionLoadError) as raised:
+            read("s1")
+        assert str(raised.value) == words
+    assert reader.header("s2").parent_session == "p"
