@@ -154,9 +154,21 @@ class SessionPathError(OSError):
         return str(self.strerror)
 
 
-def _subdirectories(fd: int) -> list[str]:
-    with os.scandir(fd) as entries:
-        return sorted(entry.name for entry in entries if entry.is_dir(follow_symlinks=False))
+#: Why a directory of the layout is passed over when found: a link, not a directory, gone
+#: meanwhile, or not this user's. Any other failure (out of descriptors, say) is raised: the
+#: session there is not absent.
+_NOT_THE_STORES = frozenset({errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.EACCES,
+                             errno.EPERM})
+
+
+def _subdirectories(fd: int, shown: Path) -> list[str]:
+    """The names of the directories in the open directory ``fd`` (``shown`` in errors)."""
+    try:
+        with os.scandir(fd) as entries:
+            return sorted(entry.name for entry in entries
+                          if entry.is_dir(follow_symlinks=False))
+    except OSError as exc:
+        raise SessionPathError(shown, exc) from exc
 
 
 def _make_dir(parent: int, name: str, shown: Path, created: list[int]) -> None:
@@ -769,7 +781,7 @@ class JsonlSessionStore(_LiveSessions):
         with self._root(create=False) as root:
             if root is None:
                 return found
-            for project in _subdirectories(root):
+            for project in _subdirectories(root, self.root):
                 try:
                     info = os.stat(f"{project}/{segment}", dir_fd=root,
                                    follow_symlinks=False)
@@ -821,8 +833,10 @@ class JsonlSessionStore(_LiveSessions):
         for project in self._locate(session_id):
             try:
                 directory = self._open_session_dir(project, session_id)
-            except OSError:
-                continue
+            except OSError as exc:
+                if exc.errno in _NOT_THE_STORES:
+                    continue
+                raise
             try:
                 yield project, directory
             finally:
@@ -1048,13 +1062,15 @@ class JsonlSessionStore(_LiveSessions):
         with self._root(create=False) as root:
             if root is None:
                 return tuple(ids)
-            for project in _subdirectories(root):
+            for project in _subdirectories(root, self.root):
                 try:
                     project_fd = os.open(project, _DIRECTORY, dir_fd=root)
-                except OSError:
-                    continue
+                except OSError as exc:
+                    if exc.errno in _NOT_THE_STORES:
+                        continue
+                    raise SessionPathError(self.root / project, exc) from exc
                 try:
-                    for name in _subdirectories(project_fd):
+                    for name in _subdirectories(project_fd, self.root / project):
                         try:
                             info = os.stat(f"{name}/{self.file_name}", dir_fd=project_fd,
                                            follow_symlinks=False)

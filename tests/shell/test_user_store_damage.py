@@ -3,6 +3,7 @@ refuses, errors that must name the file, the line and the seq."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,51 @@ def test_header_refuses_a_header_line_naming_another_session(tmp_path: Path,
             read("s1")
         assert str(raised.value) == words
     assert reader.header("s2").parent_session == "p"
+
+
+def test_a_directory_that_cannot_be_listed_is_named(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Out of descriptors (a user with many live sessions): ``create``, ``exists``, ``load``
+    and ``list`` name the directory they could not list and why (before: a bare
+    ``OSError: [Errno 24] Too many open files``)."""
+    _stored(tmp_path)
+    store = JsonlSessionStore(tmp_path)
+    real = os.scandir
+
+    def exhausted(path: Any = ".") -> Any:
+        if isinstance(path, int):  # the store lists its directories by descriptor
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", exhausted)
+    for attempt in (lambda: store.create(SessionHeader(id="s2", created_at=0)),
+                    lambda: store.exists("s2"), lambda: store.load("s1"), store.list):
+        with pytest.raises(OSError) as raised:
+            attempt()
+        assert str(raised.value) == f"{tmp_path} cannot be used: too many open files"
+        assert raised.value.errno == errno.EMFILE
+
+
+def test_a_session_directory_that_cannot_be_opened_for_want_of_descriptors_is_not_absent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Out of descriptors when the session's (or its project's) directory is opened: the
+    session is not reported absent, so a host does not start a new session in its place
+    (before: ``exists`` said ``False`` and ``list`` left the project out, silently)."""
+    _stored(tmp_path)
+    store = JsonlSessionStore(tmp_path)
+    real = os.open
+
+    def exhausted(path: Any, *args: Any, **kwargs: Any) -> int:
+        if path in {"s1", "--w--"} and kwargs.get("dir_fd") is not None:
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", exhausted)
+    for attempt in (lambda: store.exists("s1"), store.list,
+                    lambda: store.create(SessionHeader(id="s1", created_at=0, cwd="/w"))):
+        with pytest.raises(OSError, match="too many open files") as raised:
+            attempt()
+        assert raised.value.errno == errno.EMFILE
+        assert str(tmp_path / "--w--") in str(raised.value)
+    monkeypatch.undo()
+    assert store.exists("s1") and store.list() == ("s1",)
