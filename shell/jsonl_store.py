@@ -995,24 +995,27 @@ class JsonlSessionStore(_LiveSessions):
             raise SessionLoadError(shown, broken, line=log.line_of(broken.seq))
         trace = traced.unwrap()
         closers = repair_closers(events)
-        if closers:
-            logger.warning("%s: closed turn %s, left open by a crash, as interrupted", shown,
-                           trace.open_turn)
+        open_turn = trace.open_turn
         for closer in closers:
             trace = advance(trace, closer).unwrap()
         written, size = len(events), log.file_bytes
         if torn is not None:
-            logger.warning("%s: dropped %s", shown, torn.description)
-            warnings.warn(f"{shown}: dropped {torn.description}", SessionRepairWarning,
-                          stacklevel=4)
             size = torn.keep_bytes
             if torn.rewrite_from is not None:
                 written = torn.rewrite_from
         writer.adopt(log, size, written)
+        # Each repair is told once it is done: a load that fails before has changed nothing.
+        if torn is not None:
+            logger.warning("%s: dropped %s", shown, torn.description)
+            warnings.warn(f"{shown}: dropped {torn.description}", SessionRepairWarning,
+                          stacklevel=4)
         seed = events + closers
         session = Session(log.header, seed=seed, seed_trace=trace, clock=clock, sink=writer,
                           written=written)
         session.flush(upto=len(seed))  # recovered events and closers are made durable now
+        if closers:
+            logger.warning("%s: closed turn %s, left open by a crash, as interrupted", shown,
+                           open_turn)
         return session
 
     def inspect(self, session_id: str) -> LoadedLog:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from turnfork.core import (
     Violation,
 )
 from turnfork.shell import JsonlSessionStore, Session, SessionLoadError
-from turnfork.shell.store import SessionWriteError
+from turnfork.shell.store import SessionRepairWarning, SessionWriteError
 
 
 def _turn(session: Session) -> None:
@@ -204,3 +205,36 @@ def test_a_session_directory_that_cannot_be_opened_for_want_of_descriptors_is_no
         assert str(tmp_path / "--w--") in str(raised.value)
     monkeypatch.undo()
     assert store.exists("s1") and store.list() == ("s1",)
+
+
+def test_a_load_that_cannot_repair_does_not_say_it_dropped_anything(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A torn tail and an open turn on a file that cannot be opened for writing (a read-only
+    mount): the load fails naming why, the file is as it was, and no warning claims the tail
+    was dropped or the turn closed (before: both were said, then the load failed)."""
+    path = _stored(tmp_path)
+    lines = path.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join(lines[:-2]) + b'\n{"type":"turn/')  # turn 3 open, a torn tail
+    before = path.read_bytes()
+    real = os.open
+
+    def read_only(name: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if name == path.name and flags & os.O_WRONLY:
+            raise OSError(errno.EROFS, "Read-only file system", name)
+        return real(name, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        with pytest.raises(SessionLoadError, match="cannot open for writing: Read-only"):
+            JsonlSessionStore(tmp_path).load("s1")
+    assert [str(warning.message) for warning in said] == []
+    assert [record.getMessage() for record in caplog.records
+            if record.name == "turnfork.shell.jsonl_store"] == []
+    assert path.read_bytes() == before
+    monkeypatch.undo()
+    with pytest.warns(SessionRepairWarning, match="dropped a torn tail"):
+        session = JsonlSessionStore(tmp_path).load("s1")
+    assert session.trace.open_turn is None and session.trace.next_turn == 4
+    assert any("closed turn 3" in record.getMessage() for record in caplog.records)
