@@ -941,7 +941,12 @@ class JsonlSessionStore(_LiveSessions):
         name = seed_file_name(writer.chain, compressed=self.compression == "zstd")
         record = SeedRecord(file=name, size=writer.cut.size, events=len(seed),
                             last_time=seed[-1].time)
-        return _SeedPlan(record=record, spent=writer.cut.spent, source=os.dup(writer.directory.fd),
+        try:  # opened anew, not dup'd: a duplicate would share the parent's writer lock and
+            # hold it after the parent is released
+            source = os.open(".", _DIRECTORY, dir_fd=writer.directory.fd)
+        except OSError:
+            return None  # the seed is written in full
+        return _SeedPlan(record=record, spent=writer.cut.spent, source=source,
                          parent_chain=writer.chain)
 
     def exists(self, session_id: str) -> bool:

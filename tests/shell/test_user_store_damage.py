@@ -238,3 +238,30 @@ def test_a_load_that_cannot_repair_does_not_say_it_dropped_anything(
         session = JsonlSessionStore(tmp_path).load("s1")
     assert session.trace.open_turn is None and session.trace.next_turn == 4
     assert any("closed turn 3" in record.getMessage() for record in caplog.records)
+
+
+def test_a_fork_child_not_written_yet_does_not_keep_its_released_parent_locked(
+        tmp_path: Path) -> None:
+    """A fork child created (its seed the parent's file, by reference) but not written yet,
+    and the parent released meanwhile: the parent can be loaded again, here and by another
+    store, and the child's first write still links the parent's file (before: the child's
+    hold on the parent's directory shared the parent's writer lock, so the parent stayed
+    "open for writing in another process" until the child wrote)."""
+    store = JsonlSessionStore(tmp_path)
+    parent = store.create(SessionHeader(id="p", created_at=0, cwd="/w"))
+    _turn(parent)
+    prefix, trace = parent.completed_prefix()
+    child = store.create(SessionHeader(id="c", created_at=0, cwd="/w", parent_session="p",
+                                       seed_length=len(prefix)),
+                         seed=prefix, seed_trace=trace)
+    store.release("p")
+    other = JsonlSessionStore(tmp_path)
+    assert other.load("p").trace.next_turn == 2
+    other.release("p")
+    assert store.load("p").trace.next_turn == 2
+    store.release("p")
+    _turn(child)
+    store.release("c")
+    lines = store.path_for(child.header).read_bytes().split(b"\n")
+    assert b'"type":"turnfork/seed"' in lines[1]
+    assert JsonlSessionStore(tmp_path).load("c").trace.next_turn == 3
