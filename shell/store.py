@@ -71,11 +71,13 @@ class SessionLoadError(Exception):
 
 
 class SessionLockedError(RuntimeError):
-    """Another process holds the session's writer lock: it is live there."""
+    """Another writer holds the session's writer lock (another process, or another store
+    object in this one): it is live there."""
 
     def __init__(self, session_id: str, where: object) -> None:
-        super().__init__(f"session {session_id!r} is open for writing in another process "
-                         f"(its writer lock is held on {where}); a session has one writer")
+        super().__init__(f"session {session_id!r} is open for writing in another process or "
+                         f"by another store object in this one (its writer lock is held on "
+                         f"{where}); a session has one writer")
         self.session_id = session_id
         self.where = where
 

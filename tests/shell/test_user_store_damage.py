@@ -22,7 +22,7 @@ from turnfork.core import (
     Violation,
 )
 from turnfork.shell import JsonlSessionStore, Session, SessionLoadError
-from turnfork.shell.store import SessionRepairWarning, SessionWriteError
+from turnfork.shell.store import SessionLockedError, SessionRepairWarning, SessionWriteError
 
 
 def _turn(session: Session) -> None:
@@ -265,3 +265,17 @@ def test_a_fork_child_not_written_yet_does_not_keep_its_released_parent_locked(
     lines = store.path_for(child.header).read_bytes().split(b"\n")
     assert b'"type":"turnfork/seed"' in lines[1]
     assert JsonlSessionStore(tmp_path).load("c").trace.next_turn == 3
+
+
+def test_a_session_another_store_of_this_process_writes_is_not_said_to_be_elsewhere(
+        tmp_path: Path) -> None:
+    """Two store objects on one root in one process (a server making a store per request):
+    the second's refusal says the writer may be another store of this very process (before:
+    only "in another process", sending the user to look for a process that is not there)."""
+    _stored(tmp_path)
+    first = JsonlSessionStore(tmp_path)
+    first.load("s1")
+    with pytest.raises(SessionLockedError) as raised:
+        JsonlSessionStore(tmp_path).load("s1")
+    assert "or by another store object in this one" in str(raised.value)
+    assert str(tmp_path / "--w--" / "s1") in str(raised.value)
