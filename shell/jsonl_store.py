@@ -1044,25 +1044,39 @@ class JsonlSessionStore(_LiveSessions):
     def export(self, session_id: str, destination: str | os.PathLike[str], *,
                compression: Compression | None = None) -> Path:
         """Write what :meth:`inspect` reads as one self-contained DSH session file (at
-        ``destination``, or in it when a directory), atomically; returns its path."""
+        ``destination``, or in it when a directory), atomically; returns its path. Never over
+        what is not a regular file, nor in a directory whose writer lock is held (a live
+        session's: :class:`SessionPathError`)."""
         log = self.inspect(session_id)
         assert log.header is not None
         encoding = self.compression if compression is None else compression
         target = Path(destination)
         if target.is_dir():
             target = target / _FILE_NAMES[encoding]
+        with contextlib.suppress(FileNotFoundError):
+            if not stat.S_ISREG(os.stat(target).st_mode):
+                raise SessionPathError(target, OSError(errno.EEXIST, (
+                    "it is not a regular file, and export would replace it")))
         data = session_file_bytes(log.header, log.events, compression=encoding,
                                   pack_chunks=self.pack_chunks)
-        temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            with open(temporary, "xb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, target)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temporary)
+        # Replaced under its directory's writer lock: a live session's file replaced under
+        # its writer would lose every event the writer appends after.
+        with held_directory_lock(target.parent) as held:
+            if not held:
+                raise SessionPathError(target, OSError(errno.EBUSY, (
+                    "it is in a session directory whose writer lock is held (a live session "
+                    "store writes it), and replacing it would lose what the store writes "
+                    "next")))
+            temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+            try:
+                with open(temporary, "xb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.replace(temporary, target)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(temporary)
         return target
 
     def list(self) -> tuple[str, ...]:
