@@ -6,6 +6,7 @@ helpers are the core's, re-exported here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -48,6 +49,17 @@ class SessionExistsError(ValueError):
         self.session_id = session_id
 
 
+#: Characters a terminal may act on (the CLI's set, shell/cli/terminal.py): a load error quotes
+#: the file, and an error may end up printed on a terminal in a traceback.
+_TERMINAL_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
+                                "\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 class SessionLoadError(Exception):
     """A persisted session cannot be loaded: the file and what is wrong, with line and seq
     (for a :class:`Violation`, ``line`` is the line of the file where the rule broke)."""
@@ -57,7 +69,7 @@ class SessionLoadError(Exception):
         detail = problem if isinstance(problem, str) else problem.message
         if isinstance(problem, Violation) and line is not None:
             detail = f"line {line}: {detail}"
-        super().__init__(f"{path}: {detail}")
+        super().__init__(_TERMINAL_CONTROLS.sub(_escaped, f"{path}: {detail}"))
         self.path = path
         self.problem = problem
 

@@ -279,3 +279,23 @@ def test_a_session_another_store_of_this_process_writes_is_not_said_to_be_elsewh
         JsonlSessionStore(tmp_path).load("s1")
     assert "or by another store object in this one" in str(raised.value)
     assert str(tmp_path / "--w--" / "s1") in str(raised.value)
+
+
+def test_a_load_error_quoting_the_file_shows_its_terminal_controls_escaped(
+        tmp_path: Path) -> None:
+    """A record whose type is an escape sequence (OSC 52 writes the clipboard, CSI 2J clears
+    the screen): the error quoting it holds no raw control, so a traceback printed on a
+    terminal does not act on it (before: the ESC and BEL bytes were in the message)."""
+    path = _stored(tmp_path, turns=1)
+    with path.open("ab") as handle:
+        handle.write(b'{"type":"\\u001b]52;c;ZXZpbA==\\u0007\\u001b[2J\\u009b","seq":2,'
+                     b'"time":0,"data":{}}\n{"type":"turn/start","seq":3,"time":0,'
+                     b'"data":{"turn":2}}\n')
+    for read in (JsonlSessionStore(tmp_path).inspect, JsonlSessionStore(tmp_path).load):
+        with pytest.raises(SessionLoadError) as raised:
+            read("s1")
+        message = str(raised.value)
+        assert message == (f"{path}: line 4 (seq 2, \\x1b]52;c;ZXZpbA==\\x07\\x1b[2J\\x9b): "
+                           'unknown event type "\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J\\x9b" is not '
+                           'marked "ignorable": true')
+        assert not any(ord(char) < 0x20 or 0x7F <= ord(char) <= 0x9F for char in message)
