@@ -22,6 +22,7 @@ import stat
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Generator, Iterator, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
@@ -252,6 +253,19 @@ class _Committer:
 _COMMITTER = _Committer()
 os.register_at_fork(after_in_child=_COMMITTER.forget)
 
+#: The session files this process writes, so that a process forked from it (a worker pool)
+#: gives up its copies: their writer locks stay with this process alone.
+_WRITERS: weakref.WeakSet[_SessionFile] = weakref.WeakSet()
+
+
+def _disown_writers() -> None:
+    for writer in list(_WRITERS):
+        writer.disown()
+    _WRITERS.clear()
+
+
+os.register_at_fork(after_in_child=_disown_writers)
+
 
 # ---------------------------------------------------------------------------- one directory
 
@@ -290,6 +304,7 @@ class _Directory:
             _close_quietly(parent)
         self.parents.clear()
         _close_quietly(self.fd)
+        self.fd = -1  # its number may be reused: never closed again from here
 
 
 #: How long a busy writer lock is retried before it counts as another writer's: a child
@@ -391,6 +406,8 @@ class _SessionFile:
         #: Awaiters of :meth:`wait_durable`: the length each waits for (resolved from any thread).
         self._waiters: list[tuple[int, Future[None]]] = []
         self._compressor: Any = None
+        self.forked = False  # a copy in a process forked from the writer's
+        _WRITERS.add(self)
 
     # -- the sink protocol
 
@@ -399,6 +416,8 @@ class _SessionFile:
         return self.durable
 
     def write(self, header: SessionHeader, events: Sequence[Event]) -> None:
+        if self.forked:
+            raise self._forked()
         if self.closed:
             raise SessionWriteError(self.session_id, "the session was released; nothing was "
                                                      "written")
@@ -417,6 +436,10 @@ class _SessionFile:
 
     def commit(self, *, quiet: bool = False) -> None:
         """fsync what is written (and, the first time, the directory entries)."""
+        if self.forked:  # before the locks: a thread of the writer's process may hold them
+            if quiet:
+                return
+            raise self._forked()
         with self._commit_lock:
             with self._lock:
                 if self.fd is None or self.closed or self.durable >= self.written:
@@ -467,6 +490,8 @@ class _SessionFile:
     async def wait_durable(self, length: int) -> None:
         import asyncio  # noqa: PLC0415 - only the async path needs it
 
+        if self.forked:
+            raise self._forked()
         future: Future[None] = Future()
         with self._lock:
             if self.failure is not None:
@@ -483,6 +508,10 @@ class _SessionFile:
 
     def _failed(self, what: str, cause: OSError | None = None) -> SessionWriteError:
         return SessionWriteError(self.session_id, what, cause)
+
+    def _forked(self) -> SessionWriteError:
+        return self._failed("this process was forked from the one that writes the session, "
+                            "which holds its writer lock; nothing was written")
 
     def _encode(self, events: Sequence[Event], spent: _Spent, size: int,
                 ) -> tuple[bytes, _Cut | None, _Spent]:
@@ -675,6 +704,22 @@ class _SessionFile:
             self.cut = _Cut(len(events), size, self.spent)
 
     # -- the end
+
+    def disown(self) -> None:
+        """In a forked process: close this copy's descriptors without committing or
+        unlocking (the lock is shared with the writer's process, which keeps it), and refuse
+        every write from now on."""
+        closed, self.forked, self.closed = self.closed, True, True
+        self._waiters = []
+        if closed:
+            return  # released: its descriptors are closed (their numbers may be in use)
+        if self.fd is not None:
+            _close_quietly(self.fd)
+            self.fd = None
+        if self.directory is not None:
+            self.directory.close()  # closing a shared lock's descriptor does not unlock it
+        if self.seed is not None:
+            self.seed.close()
 
     def close(self) -> None:
         """Commit and close the file (the directory lock stays with the store)."""
