@@ -1042,7 +1042,7 @@ class JsonlSessionStore(_LiveSessions):
         traced = trace_log(events)
         if isinstance(traced, Failure):
             broken = traced.failure()
-            raise SessionLoadError(shown, broken, line=log.line_of(broken.seq))
+            raise SessionLoadError.from_violation(shown, broken, log.line_of(broken.seq))
         trace = traced.unwrap()
         closers = repair_closers(events)
         open_turn = trace.open_turn

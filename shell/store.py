@@ -61,17 +61,23 @@ def _escaped(match: re.Match[str]) -> str:
 
 
 class SessionLoadError(Exception):
-    """A persisted session cannot be loaded: the file and what is wrong, with line and seq
-    (for a :class:`Violation`, ``line`` is the line of the file where the rule broke)."""
+    """A persisted session cannot be loaded: the file and what is wrong, with line and seq."""
 
-    def __init__(self, path: object, problem: DecodeError | Violation | str, *,
-                 line: int | None = None) -> None:
+    def __init__(self, path: object, problem: DecodeError | Violation | str) -> None:
         detail = problem if isinstance(problem, str) else problem.message
-        if isinstance(problem, Violation) and line is not None:
-            detail = f"line {line}: {detail}"
         super().__init__(_TERMINAL_CONTROLS.sub(_escaped, f"{path}: {detail}"))
         self.path = path
         self.problem = problem
+
+    @classmethod
+    def from_violation(cls, path: object, violation: Violation,
+                       line: int | None) -> SessionLoadError:
+        """The store's error for a rule the file breaks at ``line`` (``None``: not known)."""
+        error = cls(path, violation)
+        if line is not None:
+            error.args = (_TERMINAL_CONTROLS.sub(_escaped,
+                                                 f"{path}: line {line}: {violation.message}"),)
+        return error
 
     @classmethod
     def from_read_error(cls, error: LogReadError) -> SessionLoadError:
