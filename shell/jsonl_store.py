@@ -313,8 +313,9 @@ class _Directory:
 _LOCK_PATIENCE = 0.25
 
 
-def _lock(fd: int) -> bool:
-    """Take the writer lock on an open session directory, or say it is held."""
+def _lock(fd: int, shown: Path) -> bool:
+    """Take the writer lock on an open session directory, or say it is held (a file system
+    that takes no locks: :class:`SessionPathError`)."""
     deadline = time.monotonic() + _LOCK_PATIENCE
     while True:
         try:
@@ -324,6 +325,8 @@ def _lock(fd: int) -> bool:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.005)
+        except OSError as exc:
+            raise SessionPathError(shown, exc) from exc
 
 
 @contextlib.contextmanager
@@ -332,7 +335,7 @@ def held_directory_lock(directory: str | os.PathLike[str]) -> Iterator[bool]:
     export``): whether it is held here (``False``: another writer holds it)."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        yield _lock(fd)
+        yield _lock(fd, Path(directory))
     finally:
         _close_quietly(fd)
 
@@ -854,9 +857,12 @@ class JsonlSessionStore(_LiveSessions):
                                    shown / segment)
         finally:
             os.close(project_fd)
-        if locked and not _lock(directory.fd):
+        try:
+            if locked and not _lock(directory.fd, directory.path):
+                raise SessionLockedError(session_id, directory.path)
+        except BaseException:
             directory.close()
-            raise SessionLockedError(session_id, directory.path)
+            raise
         return directory
 
     @contextlib.contextmanager
@@ -915,9 +921,12 @@ class JsonlSessionStore(_LiveSessions):
             raise
         directory.parents = created
         # Held by another writer, or persisted (created before, or just now).
-        if not _lock(directory.fd) or directory.has_file(self.file_name):
+        try:
+            if not _lock(directory.fd, directory.path) or directory.has_file(self.file_name):
+                raise SessionExistsError(header.id)
+        except BaseException:
             directory.close()
-            raise SessionExistsError(header.id)
+            raise
         return directory
 
     def _abandon(self, directory: _Directory, session_id: str, *,
@@ -1000,7 +1009,8 @@ class JsonlSessionStore(_LiveSessions):
         with contextlib.closing(self._openable(session_id)) as directories:
             # Persisted (in either encoding), or reserved: its writer holds the lock.
             return any(any(directory.has_file(name) for name in _FILE_NAMES.values())
-                       or not _lock(directory.fd) for _, directory in directories)
+                       or not _lock(directory.fd, directory.path)
+                       for _, directory in directories)
 
     def load(self, session_id: str, *, clock: Clock | None = None) -> Session:
         """The live session, or the persisted one, locked for writing and repaired."""

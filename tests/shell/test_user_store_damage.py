@@ -4,6 +4,7 @@ refuses, errors that must name the file, the line and the seq."""
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import warnings
 from pathlib import Path
@@ -299,3 +300,29 @@ def test_a_load_error_quoting_the_file_shows_its_terminal_controls_escaped(
                            'unknown event type "\\x1b]52;c;ZXZpbA==\\x07\\x1b[2J\\x9b" is not '
                            'marked "ignorable": true')
         assert not any(ord(char) < 0x20 or 0x7F <= ord(char) <= 0x9F for char in message)
+
+
+def test_a_file_system_without_locks_is_named_with_the_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``flock`` refused by the file system (``ENOLCK``, some network file systems):
+    ``load``, ``delete`` and a first append name the session directory and the cause, and
+    leave no descriptor behind (before: a bare ``OSError: [Errno 37] No locks available``)."""
+    path = _stored(tmp_path)
+    store = JsonlSessionStore(tmp_path)
+
+    def no_locks(fd: int, operation: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    before = len(os.listdir("/proc/self/fd"))
+    fresh = store.create(SessionHeader(id="s2", created_at=0, cwd="/w"))
+    for attempt, directory in ((lambda: store.load("s1"), path.parent),
+                               (lambda: store.delete("s1"), path.parent),
+                               (lambda: _turn(fresh), path.parent.parent / "s2")):
+        with pytest.raises(OSError) as raised:
+            attempt()
+        assert str(raised.value).startswith(f"{directory} cannot be used: no locks available")
+        assert raised.value.errno == errno.ENOLCK
+    assert len(os.listdir("/proc/self/fd")) == before
+    monkeypatch.undo()
+    assert store.load("s1").trace.next_turn == 4
