@@ -1021,10 +1021,11 @@ class JsonlSessionStore(_LiveSessions):
         if project is None:
             raise SessionNotFoundError(session_id)
         directory = self._open_session_dir(project, session_id, locked=True)
+        writer = _SessionFile(self, directory, session_id)
         try:
-            writer = _SessionFile(self, directory, session_id)
             session = self._repair(writer, session_id, clock or self.clock)
         except BaseException:
+            writer.close()  # the file it opened for writing, if it got that far
             directory.close()
             raise
         self._live[session_id] = session
@@ -1064,18 +1065,26 @@ class JsonlSessionStore(_LiveSessions):
             if torn.rewrite_from is not None:
                 written = torn.rewrite_from
         writer.adopt(log, size, written)
+
         # Each repair is told once it is done: a load that fails before has changed nothing.
-        if torn is not None:
-            logger.warning("%s: dropped %s", shown, torn.description)
-            warnings.warn(f"{shown}: dropped {torn.description}", SessionRepairWarning,
-                          stacklevel=4)
+        def tell_dropped() -> None:
+            if torn is not None:
+                logger.warning("%s: dropped %s", shown, torn.description)
+                warnings.warn(f"{shown}: dropped {torn.description}", SessionRepairWarning,
+                              stacklevel=5)
+
         seed = events + closers
-        session = Session(log.header, seed=seed, seed_trace=trace, clock=clock, sink=writer,
-                          written=written)
-        session.flush(upto=len(seed))  # recovered events and closers are made durable now
+        try:
+            session = Session(log.header, seed=seed, seed_trace=trace, clock=clock,
+                              sink=writer, written=written)
+            session.flush(upto=len(seed))  # recovered events and closers made durable now
+        except BaseException:
+            tell_dropped()  # the tail is cut off the file: it is gone whatever follows
+            raise
         if closers:
             logger.warning("%s: closed turn %s, left open by a crash, as interrupted", shown,
                            open_turn)
+        tell_dropped()
         return session
 
     def inspect(self, session_id: str) -> LoadedLog:

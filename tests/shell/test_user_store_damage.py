@@ -326,3 +326,30 @@ def test_a_file_system_without_locks_is_named_with_the_directory(
     assert len(os.listdir("/proc/self/fd")) == before
     monkeypatch.undo()
     assert store.load("s1").trace.next_turn == 4
+
+
+def test_a_load_the_full_disk_refuses_leaves_no_descriptor_open(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load whose closers the disk refuses (full): retried, every attempt fails the same
+    way and none leaves a descriptor behind (before: each leaked the session file's, so a
+    host retrying until space came back ran out of descriptors); once space is back it
+    loads."""
+    path = _stored(tmp_path, turns=1)
+    lines = path.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join(lines[:-2]) + b"\n")  # turn 1 open: its closer is written
+    store = JsonlSessionStore(tmp_path)
+    real = os.write
+
+    def full(fd: int, data: Any) -> int:
+        if len(data) and os.fstat(fd).st_ino == path.stat().st_ino:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", full)
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        with pytest.raises(SessionWriteError, match="No space left on device"):
+            store.load("s1")
+    assert len(os.listdir("/proc/self/fd")) == before
+    monkeypatch.undo()
+    assert store.load("s1").trace.open_turn is None
