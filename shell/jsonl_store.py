@@ -22,6 +22,7 @@ import stat
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Generator, Iterator, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
@@ -154,9 +155,21 @@ class SessionPathError(OSError):
         return str(self.strerror)
 
 
-def _subdirectories(fd: int) -> list[str]:
-    with os.scandir(fd) as entries:
-        return sorted(entry.name for entry in entries if entry.is_dir(follow_symlinks=False))
+#: Why a directory of the layout is passed over when found: a link, not a directory, gone
+#: meanwhile, or not this user's. Any other failure (out of descriptors, say) is raised: the
+#: session there is not absent.
+_NOT_THE_STORES = frozenset({errno.ENOENT, errno.ELOOP, errno.ENOTDIR, errno.EACCES,
+                             errno.EPERM})
+
+
+def _subdirectories(fd: int, shown: Path) -> list[str]:
+    """The names of the directories in the open directory ``fd`` (``shown`` in errors)."""
+    try:
+        with os.scandir(fd) as entries:
+            return sorted(entry.name for entry in entries
+                          if entry.is_dir(follow_symlinks=False))
+    except OSError as exc:
+        raise SessionPathError(shown, exc) from exc
 
 
 def _make_dir(parent: int, name: str, shown: Path, created: list[int]) -> None:
@@ -240,6 +253,19 @@ class _Committer:
 _COMMITTER = _Committer()
 os.register_at_fork(after_in_child=_COMMITTER.forget)
 
+#: The session files this process writes, so that a process forked from it (a worker pool)
+#: gives up its copies: their writer locks stay with this process alone.
+_WRITERS: weakref.WeakSet[_SessionFile] = weakref.WeakSet()
+
+
+def _disown_writers() -> None:
+    for writer in list(_WRITERS):
+        writer.disown()
+    _WRITERS.clear()
+
+
+os.register_at_fork(after_in_child=_disown_writers)
+
 
 # ---------------------------------------------------------------------------- one directory
 
@@ -262,13 +288,15 @@ class _Directory:
         return True
 
     def remove_files(self) -> None:
-        """Remove what the store keeps there (anything else stays, and the directory too)."""
+        """Remove what the store keeps there (anything else stays, and the directory too):
+        the session file first, so that a removal the disk refuses leaves it whole."""
         with os.scandir(self.fd) as entries:
             names = [entry.name for entry in entries]
-        for name in names:
-            if name in _FILE_NAMES.values() or name.startswith(("seed-", _TEMPORARY_PREFIX)):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(name, dir_fd=self.fd)
+        ours = [name for name in names if name in _FILE_NAMES.values()
+                or name.startswith(("seed-", _TEMPORARY_PREFIX))]
+        for name in sorted(ours, key=lambda name: name not in _FILE_NAMES.values()):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=self.fd)
 
     def close(self) -> None:
         """Unlock (closing the descriptors it holds)."""
@@ -276,6 +304,7 @@ class _Directory:
             _close_quietly(parent)
         self.parents.clear()
         _close_quietly(self.fd)
+        self.fd = -1  # its number may be reused: never closed again from here
 
 
 #: How long a busy writer lock is retried before it counts as another writer's: a child
@@ -284,8 +313,9 @@ class _Directory:
 _LOCK_PATIENCE = 0.25
 
 
-def _lock(fd: int) -> bool:
-    """Take the writer lock on an open session directory, or say it is held."""
+def _lock(fd: int, shown: Path) -> bool:
+    """Take the writer lock on an open session directory, or say it is held (a file system
+    that takes no locks: :class:`SessionPathError`)."""
     deadline = time.monotonic() + _LOCK_PATIENCE
     while True:
         try:
@@ -295,6 +325,8 @@ def _lock(fd: int) -> bool:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.005)
+        except OSError as exc:
+            raise SessionPathError(shown, exc) from exc
 
 
 @contextlib.contextmanager
@@ -303,7 +335,7 @@ def held_directory_lock(directory: str | os.PathLike[str]) -> Iterator[bool]:
     export``): whether it is held here (``False``: another writer holds it)."""
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        yield _lock(fd)
+        yield _lock(fd, Path(directory))
     finally:
         _close_quietly(fd)
 
@@ -377,6 +409,8 @@ class _SessionFile:
         #: Awaiters of :meth:`wait_durable`: the length each waits for (resolved from any thread).
         self._waiters: list[tuple[int, Future[None]]] = []
         self._compressor: Any = None
+        self.forked = False  # a copy in a process forked from the writer's
+        _WRITERS.add(self)
 
     # -- the sink protocol
 
@@ -385,6 +419,8 @@ class _SessionFile:
         return self.durable
 
     def write(self, header: SessionHeader, events: Sequence[Event]) -> None:
+        if self.forked:
+            raise self._forked()
         if self.closed:
             raise SessionWriteError(self.session_id, "the session was released; nothing was "
                                                      "written")
@@ -403,6 +439,10 @@ class _SessionFile:
 
     def commit(self, *, quiet: bool = False) -> None:
         """fsync what is written (and, the first time, the directory entries)."""
+        if self.forked:  # before the locks: a thread of the writer's process may hold them
+            if quiet:
+                return
+            raise self._forked()
         with self._commit_lock:
             with self._lock:
                 if self.fd is None or self.closed or self.durable >= self.written:
@@ -453,6 +493,8 @@ class _SessionFile:
     async def wait_durable(self, length: int) -> None:
         import asyncio  # noqa: PLC0415 - only the async path needs it
 
+        if self.forked:
+            raise self._forked()
         future: Future[None] = Future()
         with self._lock:
             if self.failure is not None:
@@ -469,6 +511,10 @@ class _SessionFile:
 
     def _failed(self, what: str, cause: OSError | None = None) -> SessionWriteError:
         return SessionWriteError(self.session_id, what, cause)
+
+    def _forked(self) -> SessionWriteError:
+        return self._failed("this process was forked from the one that writes the session, "
+                            "which holds its writer lock; nothing was written")
 
     def _encode(self, events: Sequence[Event], spent: _Spent, size: int,
                 ) -> tuple[bytes, _Cut | None, _Spent]:
@@ -578,7 +624,8 @@ class _SessionFile:
         try:
             self._create_in(directory, header, events)
         except BaseException:
-            self.store._abandon(directory)
+            with contextlib.suppress(SessionWriteError):  # the first failure is the one told
+                self.store._abandon(directory, header.id)
             raise
         self.directory = directory
 
@@ -661,6 +708,22 @@ class _SessionFile:
 
     # -- the end
 
+    def disown(self) -> None:
+        """In a forked process: close this copy's descriptors without committing or
+        unlocking (the lock is shared with the writer's process, which keeps it), and refuse
+        every write from now on."""
+        closed, self.forked, self.closed = self.closed, True, True
+        self._waiters = []
+        if closed:
+            return  # released: its descriptors are closed (their numbers may be in use)
+        if self.fd is not None:
+            _close_quietly(self.fd)
+            self.fd = None
+        if self.directory is not None:
+            self.directory.close()  # closing a shared lock's descriptor does not unlock it
+        if self.seed is not None:
+            self.seed.close()
+
     def close(self) -> None:
         """Commit and close the file (the directory lock stays with the store)."""
         if self.closed:
@@ -677,6 +740,13 @@ class _SessionFile:
             self.seed.close()
         _settle(waiters, self._failed("the session was released before its events were "
                                       "durable", self.failure))
+
+
+def _check_header_id(header: SessionHeader, session_id: str, shown: Path) -> SessionHeader:
+    """The header of the session file in ``session_id``'s directory, if it names that id."""
+    if header.id != session_id:
+        raise SessionLoadError(shown, f"line 1: header id {header.id!r} is not {session_id!r}")
+    return header
 
 
 def _settle(waiters: Sequence[tuple[int, Future[None]]], error: BaseException | None) -> None:
@@ -759,7 +829,7 @@ class JsonlSessionStore(_LiveSessions):
         with self._root(create=False) as root:
             if root is None:
                 return found
-            for project in _subdirectories(root):
+            for project in _subdirectories(root, self.root):
                 try:
                     info = os.stat(f"{project}/{segment}", dir_fd=root,
                                    follow_symlinks=False)
@@ -787,9 +857,12 @@ class JsonlSessionStore(_LiveSessions):
                                    shown / segment)
         finally:
             os.close(project_fd)
-        if locked and not _lock(directory.fd):
+        try:
+            if locked and not _lock(directory.fd, directory.path):
+                raise SessionLockedError(session_id, directory.path)
+        except BaseException:
             directory.close()
-            raise SessionLockedError(session_id, directory.path)
+            raise
         return directory
 
     @contextlib.contextmanager
@@ -811,8 +884,10 @@ class JsonlSessionStore(_LiveSessions):
         for project in self._locate(session_id):
             try:
                 directory = self._open_session_dir(project, session_id)
-            except OSError:
-                continue
+            except OSError as exc:
+                if exc.errno in _NOT_THE_STORES:
+                    continue
+                raise
             try:
                 yield project, directory
             finally:
@@ -846,26 +921,38 @@ class JsonlSessionStore(_LiveSessions):
             raise
         directory.parents = created
         # Held by another writer, or persisted (created before, or just now).
-        if not _lock(directory.fd) or directory.has_file(self.file_name):
+        try:
+            if not _lock(directory.fd, directory.path) or directory.has_file(self.file_name):
+                raise SessionExistsError(header.id)
+        except BaseException:
             directory.close()
-            raise SessionExistsError(header.id)
+            raise
         return directory
 
-    def _abandon(self, directory: _Directory, *, with_project: bool = False) -> None:
+    def _abandon(self, directory: _Directory, session_id: str, *,
+                 with_project: bool = False) -> None:
         """Remove a session directory's files, the directory (when empty) and its lock; with
-        ``with_project``, its project directory too when empty."""
-        directory.remove_files()
-        project = directory.path.parent.name
-        with self._root(create=False) as root, contextlib.suppress(OSError):
-            if root is not None:
-                project_fd = os.open(project, _DIRECTORY, dir_fd=root)
-                try:
-                    os.rmdir(directory.path.name, dir_fd=project_fd)
-                finally:
-                    os.close(project_fd)
-                if with_project:
-                    os.rmdir(project, dir_fd=root)
-        directory.close()
+        ``with_project``, its project directory too when empty. The lock is dropped whatever
+        happens; files the disk will not remove raise :class:`SessionWriteError`."""
+        try:
+            try:
+                directory.remove_files()
+            except OSError as exc:
+                where = directory.path / exc.filename if isinstance(exc.filename, str) \
+                    else directory.path
+                raise SessionWriteError(session_id, f"{where} could not be removed", exc) from exc
+            project = directory.path.parent.name
+            with self._root(create=False) as root, contextlib.suppress(OSError):
+                if root is not None:
+                    project_fd = os.open(project, _DIRECTORY, dir_fd=root)
+                    try:
+                        os.rmdir(directory.path.name, dir_fd=project_fd)
+                    finally:
+                        os.close(project_fd)
+                    if with_project:
+                        os.rmdir(project, dir_fd=root)
+        finally:
+            directory.close()
 
     # -- the protocol
 
@@ -908,7 +995,12 @@ class JsonlSessionStore(_LiveSessions):
         name = seed_file_name(writer.chain, compressed=self.compression == "zstd")
         record = SeedRecord(file=name, size=writer.cut.size, events=len(seed),
                             last_time=seed[-1].time)
-        return _SeedPlan(record=record, spent=writer.cut.spent, source=os.dup(writer.directory.fd),
+        try:  # opened anew, not dup'd: a duplicate would share the parent's writer lock and
+            # hold it after the parent is released
+            source = os.open(".", _DIRECTORY, dir_fd=writer.directory.fd)
+        except OSError:
+            return None  # the seed is written in full
+        return _SeedPlan(record=record, spent=writer.cut.spent, source=source,
                          parent_chain=writer.chain)
 
     def exists(self, session_id: str) -> bool:
@@ -917,7 +1009,8 @@ class JsonlSessionStore(_LiveSessions):
         with contextlib.closing(self._openable(session_id)) as directories:
             # Persisted (in either encoding), or reserved: its writer holds the lock.
             return any(any(directory.has_file(name) for name in _FILE_NAMES.values())
-                       or not _lock(directory.fd) for _, directory in directories)
+                       or not _lock(directory.fd, directory.path)
+                       for _, directory in directories)
 
     def load(self, session_id: str, *, clock: Clock | None = None) -> Session:
         """The live session, or the persisted one, locked for writing and repaired."""
@@ -928,10 +1021,11 @@ class JsonlSessionStore(_LiveSessions):
         if project is None:
             raise SessionNotFoundError(session_id)
         directory = self._open_session_dir(project, session_id, locked=True)
+        writer = _SessionFile(self, directory, session_id)
         try:
-            writer = _SessionFile(self, directory, session_id)
             session = self._repair(writer, session_id, clock or self.clock)
         except BaseException:
+            writer.close()  # the file it opened for writing, if it got that far
             directory.close()
             raise
         self._live[session_id] = session
@@ -946,9 +1040,7 @@ class JsonlSessionStore(_LiveSessions):
             raise SessionLoadError.from_read_error(read.failure())
         log = read.unwrap()
         assert log.header is not None
-        if log.header.id != session_id:
-            raise SessionLoadError(shown, f"line 1: header id {log.header.id!r} is not "
-                                          f"{session_id!r}")
+        _check_header_id(log.header, session_id, shown)
         return log
 
     def _repair(self, writer: _SessionFile, session_id: str, clock: Clock) -> Session:
@@ -960,27 +1052,39 @@ class JsonlSessionStore(_LiveSessions):
         events, torn = log.events, log.torn
         traced = trace_log(events)
         if isinstance(traced, Failure):
-            raise SessionLoadError(shown, traced.failure())
+            broken = traced.failure()
+            raise SessionLoadError.from_violation(shown, broken, log.line_of(broken.seq))
         trace = traced.unwrap()
         closers = repair_closers(events)
-        if closers:
-            logger.warning("%s: closed turn %s, left open by a crash, as interrupted", shown,
-                           trace.open_turn)
+        open_turn = trace.open_turn
         for closer in closers:
             trace = advance(trace, closer).unwrap()
         written, size = len(events), log.file_bytes
         if torn is not None:
-            logger.warning("%s: dropped %s", shown, torn.description)
-            warnings.warn(f"{shown}: dropped {torn.description}", SessionRepairWarning,
-                          stacklevel=4)
             size = torn.keep_bytes
             if torn.rewrite_from is not None:
                 written = torn.rewrite_from
         writer.adopt(log, size, written)
+
+        # Each repair is told once it is done: a load that fails before has changed nothing.
+        def tell_dropped() -> None:
+            if torn is not None:
+                logger.warning("%s: dropped %s", shown, torn.description)
+                warnings.warn(f"{shown}: dropped {torn.description}", SessionRepairWarning,
+                              stacklevel=5)
+
         seed = events + closers
-        session = Session(log.header, seed=seed, seed_trace=trace, clock=clock, sink=writer,
-                          written=written)
-        session.flush(upto=len(seed))  # recovered events and closers are made durable now
+        try:
+            session = Session(log.header, seed=seed, seed_trace=trace, clock=clock,
+                              sink=writer, written=written)
+            session.flush(upto=len(seed))  # recovered events and closers made durable now
+        except BaseException:
+            tell_dropped()  # the tail is cut off the file: it is gone whatever follows
+            raise
+        if closers:
+            logger.warning("%s: closed turn %s, left open by a crash, as interrupted", shown,
+                           open_turn)
+        tell_dropped()
         return session
 
     def inspect(self, session_id: str) -> LoadedLog:
@@ -995,34 +1099,48 @@ class JsonlSessionStore(_LiveSessions):
         if live is not None:
             return live.header
         with self._persisted(session_id) as directory:
-            read = read_session_header(self.file_name, dir_fd=directory.fd,
-                                       shown=str(directory.path / self.file_name))
+            shown = directory.path / self.file_name
+            read = read_session_header(self.file_name, dir_fd=directory.fd, shown=str(shown))
         if isinstance(read, Failure):
             raise SessionLoadError.from_read_error(read.failure())
-        return read.unwrap()
+        return _check_header_id(read.unwrap(), session_id, shown)
 
     def export(self, session_id: str, destination: str | os.PathLike[str], *,
                compression: Compression | None = None) -> Path:
         """Write what :meth:`inspect` reads as one self-contained DSH session file (at
-        ``destination``, or in it when a directory), atomically; returns its path."""
+        ``destination``, or in it when a directory), atomically; returns its path. Never over
+        what is not a regular file, nor in a directory whose writer lock is held (a live
+        session's: :class:`SessionPathError`)."""
         log = self.inspect(session_id)
         assert log.header is not None
         encoding = self.compression if compression is None else compression
         target = Path(destination)
         if target.is_dir():
             target = target / _FILE_NAMES[encoding]
+        with contextlib.suppress(FileNotFoundError):
+            if not stat.S_ISREG(os.stat(target).st_mode):
+                raise SessionPathError(target, OSError(errno.EEXIST, (
+                    "it is not a regular file, and export would replace it")))
         data = session_file_bytes(log.header, log.events, compression=encoding,
                                   pack_chunks=self.pack_chunks)
-        temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            with open(temporary, "xb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, target)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temporary)
+        # Replaced under its directory's writer lock: a live session's file replaced under
+        # its writer would lose every event the writer appends after.
+        with held_directory_lock(target.parent) as held:
+            if not held:
+                raise SessionPathError(target, OSError(errno.EBUSY, (
+                    "it is in a session directory whose writer lock is held (a live session "
+                    "store writes it), and replacing it would lose what the store writes "
+                    "next")))
+            temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+            try:
+                with open(temporary, "xb") as handle:
+                    handle.write(data)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.replace(temporary, target)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(temporary)
         return target
 
     def list(self) -> tuple[str, ...]:
@@ -1030,13 +1148,15 @@ class JsonlSessionStore(_LiveSessions):
         with self._root(create=False) as root:
             if root is None:
                 return tuple(ids)
-            for project in _subdirectories(root):
+            for project in _subdirectories(root, self.root):
                 try:
                     project_fd = os.open(project, _DIRECTORY, dir_fd=root)
-                except OSError:
-                    continue
+                except OSError as exc:
+                    if exc.errno in _NOT_THE_STORES:
+                        continue
+                    raise SessionPathError(self.root / project, exc) from exc
                 try:
-                    for name in _subdirectories(project_fd):
+                    for name in _subdirectories(project_fd, self.root / project):
                         try:
                             info = os.stat(f"{name}/{self.file_name}", dir_fd=project_fd,
                                            follow_symlinks=False)
@@ -1065,13 +1185,13 @@ class JsonlSessionStore(_LiveSessions):
         if writer is not None:
             writer.close()
             if writer.directory is not None:
-                self._abandon(writer.directory, with_project=True)
+                self._abandon(writer.directory, session_id, with_project=True)
             return
         project = self._find(session_id)
         if project is None:
             if live is None:
                 raise SessionNotFoundError(session_id)
             return
-        self._abandon(self._open_session_dir(project, session_id, locked=True),
+        self._abandon(self._open_session_dir(project, session_id, locked=True), session_id,
                       with_project=True)
 

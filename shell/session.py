@@ -267,7 +267,7 @@ class Session:
         self._trace = trace
         if completed is not None:
             self._completed = self._completed_at(completed)
-        for listener in self.listeners:
+        for listener in tuple(self.listeners):  # a listener may add or remove listeners
             listener(events)
 
     def _unwritten(self, stop: int) -> Sequence[Event]:

@@ -6,6 +6,7 @@ helpers are the core's, re-exported here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -48,14 +49,35 @@ class SessionExistsError(ValueError):
         self.session_id = session_id
 
 
+#: Characters a terminal may act on (the CLI's set, shell/cli/terminal.py): a load error quotes
+#: the file, and an error may end up printed on a terminal in a traceback.
+_TERMINAL_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
+                                "\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 class SessionLoadError(Exception):
     """A persisted session cannot be loaded: the file and what is wrong, with line and seq."""
 
     def __init__(self, path: object, problem: DecodeError | Violation | str) -> None:
         detail = problem if isinstance(problem, str) else problem.message
-        super().__init__(f"{path}: {detail}")
+        super().__init__(_TERMINAL_CONTROLS.sub(_escaped, f"{path}: {detail}"))
         self.path = path
         self.problem = problem
+
+    @classmethod
+    def from_violation(cls, path: object, violation: Violation,
+                       line: int | None) -> SessionLoadError:
+        """The store's error for a rule the file breaks at ``line`` (``None``: not known)."""
+        error = cls(path, violation)
+        if line is not None:
+            error.args = (_TERMINAL_CONTROLS.sub(_escaped,
+                                                 f"{path}: line {line}: {violation.message}"),)
+        return error
 
     @classmethod
     def from_read_error(cls, error: LogReadError) -> SessionLoadError:
@@ -67,11 +89,13 @@ class SessionLoadError(Exception):
 
 
 class SessionLockedError(RuntimeError):
-    """Another process holds the session's writer lock: it is live there."""
+    """Another writer holds the session's writer lock (another process, or another store
+    object in this one): it is live there."""
 
     def __init__(self, session_id: str, where: object) -> None:
-        super().__init__(f"session {session_id!r} is open for writing in another process "
-                         f"(its writer lock is held on {where}); a session has one writer")
+        super().__init__(f"session {session_id!r} is open for writing in another process or "
+                         f"by another store object in this one (its writer lock is held on "
+                         f"{where}); a session has one writer")
         self.session_id = session_id
         self.where = where
 
