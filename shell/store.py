@@ -6,7 +6,6 @@ helpers are the core's, re-exported here.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -22,6 +21,7 @@ from ..core import (
     project_dir_name,
     project_key,
 )
+from ._inert import inert
 from .clock import Clock, system_clock
 from .session import Session, SessionSink
 
@@ -49,23 +49,12 @@ class SessionExistsError(ValueError):
         self.session_id = session_id
 
 
-#: Characters a terminal may act on (the CLI's set, shell/cli/terminal.py): a load error quotes
-#: the file, and an error may end up printed on a terminal in a traceback.
-_TERMINAL_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
-                                "\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
-def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
 class SessionLoadError(Exception):
     """A persisted session cannot be loaded: the file and what is wrong, with line and seq."""
 
     def __init__(self, path: object, problem: DecodeError | Violation | str) -> None:
         detail = problem if isinstance(problem, str) else problem.message
-        super().__init__(_TERMINAL_CONTROLS.sub(_escaped, f"{path}: {detail}"))
+        super().__init__(inert(f"{path}: {detail}"))
         self.path = path
         self.problem = problem
 
@@ -75,8 +64,7 @@ class SessionLoadError(Exception):
         """The store's error for a rule the file breaks at ``line`` (``None``: not known)."""
         error = cls(path, violation)
         if line is not None:
-            error.args = (_TERMINAL_CONTROLS.sub(_escaped,
-                                                 f"{path}: line {line}: {violation.message}"),)
+            error.args = (inert(f"{path}: line {line}: {violation.message}"),)
         return error
 
     @classmethod

@@ -7,11 +7,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, ParamSpec
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 from msgspec import UnsetType
 
@@ -30,6 +29,7 @@ from ..core import (
     UsageChunk,
     stop_reason_for,
 )
+from ._inert import inert
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -49,29 +49,12 @@ def observer_failed(error: Exception, observer: str) -> None:
                       "goes on without it", RuntimeWarning, stacklevel=3)
 
 
-#: What a terminal may act on (the command line's ``inert`` set, line breaks and tabs included).
-_CONTROLS: Final = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
-                              "\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_SHORT: Final = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-
-
-def _inert(text: str) -> str:
-    """``text`` on one line with every terminal control shown as a visible escape."""
-
-    def escape(match: re.Match[str]) -> str:
-        char = match.group()
-        code = ord(char)
-        return _SHORT.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-
-    return _CONTROLS.sub(escape, text)
-
-
 def log_safely(logger: logging.Logger, level: int, message: str, *args: object,
                **options: Any) -> None:
     """``logger.log(...)`` with the text of ``args`` (a provider's error message, say) made
     inert, as a handler may write to a terminal; a handler that raises (logging's contract is
     that it does not) is reported by :func:`observer_failed` and changes nothing of the run."""
-    shown = tuple(_inert(str(arg)) if isinstance(arg, str | BaseException) else arg
+    shown = tuple(inert(str(arg)) if isinstance(arg, str | BaseException) else arg
                   for arg in args)
     try:
         logger.log(level, message, *shown, stacklevel=2, **options)  # where it was called
