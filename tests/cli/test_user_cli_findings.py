@@ -74,3 +74,27 @@ def test_a_closed_stdout_is_one_error_line_and_exit_2(args: list[str]) -> None:
         "turnfork: error: stdout: cannot write: "), stderr
     assert done.returncode == 2
 
+
+@pytest.mark.parametrize("content", [b"", b"\n\n"], ids=["0-byte", "blank-lines"])
+def test_an_empty_log_is_not_said_to_end_with_turn_end(tmp_path: Path, content: bytes) -> None:
+    """A log with no events has no turn/end to end with: ``seed`` and ``show`` said it did."""
+    log = tmp_path / "empty.jsonl"
+    log.write_bytes(content)
+    seeded = _run(["seed", str(log)])
+    shown = _run(["show", str(log)])
+    for done in (seeded, shown):
+        said = (done.stdout + done.stderr).decode()
+        assert done.returncode == 0, said
+        assert "the log ends with turn/end" not in said, said
+        assert "excluded: nothing (the log holds no events)" in said, said
+
+
+def test_an_empty_history_is_not_said_to_end_at_a_completed_turn(tmp_path: Path) -> None:
+    """``[]`` read as a history: nothing is excluded because there is nothing."""
+    history = tmp_path / "empty.json"
+    history.write_text("[]\n")
+    done = _run(["seed", "--format", "openai-chat", str(history)])
+    said = done.stderr.decode()
+    assert done.returncode == 0, said
+    assert "excluded: nothing (the history holds no items)" in said, said
+
