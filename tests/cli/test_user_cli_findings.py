@@ -6,6 +6,7 @@ disk that is full (``/dev/full``), a descriptor the shell closed (``>&-``, ``2>&
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -98,3 +99,24 @@ def test_an_empty_history_is_not_said_to_end_at_a_completed_turn(tmp_path: Path)
     assert done.returncode == 0, said
     assert "excluded: nothing (the history holds no items)" in said, said
 
+
+def test_a_seed_record_whose_size_ends_inside_a_line_says_so(tmp_path: Path) -> None:
+    """A fork child's seed record names the first ``size`` bytes of ``seed-0.jsonl``; a size
+    that ends inside a record was msgspec's "Input data was truncated", of a file that is
+    whole."""
+    assert _run(["demo", "--save", str(tmp_path / "saved")]).returncode == 0
+    child = tmp_path / "saved" / "_no-cwd" / "demo-23"
+    session = child / "session.jsonl"
+    head, record, *rest = session.read_bytes().split(b"\n", 2)
+    fields = json.loads(record)
+    seed = (child / "seed-0.jsonl").read_bytes()
+    size = seed.index(b"\n", seed.index(b"\n") + 1) - 10  # inside line 2
+    fields["size"] = size
+    session.write_bytes(b"\n".join([head, json.dumps(fields).encode(), *rest]))
+    done = _run(["check", str(child)])
+    stderr = done.stderr.decode()
+    assert done.returncode == 2
+    assert stderr == (
+        f"turnfork: error: {child / 'seed-0.jsonl'}:2: the seed record ({session}:2) names "
+        f"the first {size:,} bytes of seed-0.jsonl, which end inside this line: the record "
+        "does not fit the file\n"), stderr
