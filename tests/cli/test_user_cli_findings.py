@@ -6,14 +6,19 @@ disk that is full (``/dev/full``), a descriptor the shell closed (``>&-``, ``2>&
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from _cli_helpers import OPEN_LOG, REPO
+from _cli_helpers import OPEN_LOG, REPO, event, write_lines
+
+from turnfork.shell.cli import outputs
 
 HISTORY = REPO / "tests" / "cli" / "histories" / "chat-parent-delegating.json"
 
@@ -120,3 +125,77 @@ def test_a_seed_record_whose_size_ends_inside_a_line_says_so(tmp_path: Path) -> 
         f"turnfork: error: {child / 'seed-0.jsonl'}:2: the seed record ({session}:2) names "
         f"the first {size:,} bytes of seed-0.jsonl, which end inside this line: the record "
         "does not fit the file\n"), stderr
+
+
+_RAW_CONTROLS = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_HOSTILE = "a\u202egnp.exe \x9b31m \u2028 \x7f \u2066 end"
+
+
+def _on_a_terminal(args: list[str]) -> tuple[int, str]:
+    """``python -m turnfork ARGS`` with stdout on a pseudo-terminal: its status and what the
+    terminal got (stderr is kept apart)."""
+    main, secondary = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "turnfork", *args], cwd=REPO,
+                               stdout=secondary, stderr=subprocess.PIPE,
+                               env={**os.environ, "TURNFORK_PAGER": "cat", "NO_COLOR": "1"})
+    os.close(secondary)
+    received = bytearray()
+    while True:
+        try:
+            piece = os.read(main, 65536)
+        except OSError:  # the terminal's last writer closed it
+            break
+        if not piece:
+            break
+        received += piece
+    os.close(main)
+    process.communicate(timeout=60)
+    return process.returncode, received.decode("utf-8").replace("\r\n", "\n")
+
+
+def test_a_seed_shown_on_a_terminal_holds_no_raw_control(tmp_path: Path) -> None:
+    """``turnfork seed LOG`` on a terminal printed a log's bidi and C1 controls raw (JSON
+    leaves them unescaped): U+202E reversed the text after it. On a terminal they are
+    ``\\uNNNN`` escapes, the same JSON values."""
+    lines = [event("turn/start", 0, {"turn": 1}),
+             event("turn/end", 1, {"turn": 1, "reason": {"kind": "error", "error": {
+                 "code": "AUTH", "message": _HOSTILE}}})]
+    log = write_lines(tmp_path / "log.jsonl", lines)
+    history = tmp_path / "history.json"
+    history.write_text(json.dumps([{"role": "user", "content": _HOSTILE},
+                                   {"role": "assistant", "content": _HOSTILE}]))
+    for args, read in ((["seed", str(log)], _jsonl), (["seed", "--format", "openai-chat",
+                                                     str(history)], json.loads)):
+        code, shown = _on_a_terminal(args)
+        assert code == 0, shown
+        assert _RAW_CONTROLS.search(shown) is None, repr(shown)
+        assert _HOSTILE in json.dumps(read(shown), ensure_ascii=False)
+    piped = _run(["seed", str(log)]).stdout.decode()
+    assert _HOSTILE in piped  # a file or a pipe gets the seed as it is
+
+
+def _jsonl(text: str) -> list[object]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+class _Terminal(io.BytesIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("piece", [1, 2, 3, 5])
+def test_the_terminals_escapes_hold_across_pieces(monkeypatch: pytest.MonkeyPatch,
+                                                  piece: int) -> None:
+    """The spool is copied a piece at a time: a character cut by a piece's end is still
+    escaped whole, and every other character passes as it was."""
+    monkeypatch.setattr(outputs, "_COPY", piece)
+    text = json.dumps({"t": "é\u202e漢\x9b😀\u2069\x7f.\u00a0"}, ensure_ascii=False) + "\n"
+    sink = outputs.open_sink(None)
+    sink.write(text.encode())
+    out = _Terminal()
+    sink._handle.seek(0)  # what commit does, into a terminal of our own
+    sink._copy(out)  # type: ignore[attr-defined]
+    sink.abort()
+    shown = out.getvalue().decode("utf-8")
+    assert shown == '{"t": "é\\u202e漢\\u009b😀\\u2069\\u007f.\u00a0"}\n'
+    assert json.loads(shown) == json.loads(text)
