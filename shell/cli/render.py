@@ -317,6 +317,8 @@ def _history_figures(counts: Counts) -> str:
 def _turn_figures(drawing: Drawing, turn: TurnNode) -> str:
     figures = [counted(turn.steps, "step")
                + (" (open)" if turn.reason is None and turn.steps else "")]
+    if turn.violation_seq is not None:  # first: the line is cut at the width, this must show
+        figures.insert(0, f"✗ breaks a rule at {drawing.unit} {turn.violation_seq}")
     calls = counted(turn.tool_calls, "tool call")
     if turn.tool_names:
         names = turn.tool_names[:3] + (["…"] if len(turn.tool_names) > 3 else [])
@@ -326,8 +328,6 @@ def _turn_figures(drawing: Drawing, turn: TurnNode) -> str:
         figures.append(f"{turn.waiting_calls:,} waiting")
     if turn.error_results:
         figures.append(counted(turn.error_results, "error result"))
-    if turn.violation_seq is not None:
-        figures.append(f"✗ breaks a rule at {drawing.unit} {turn.violation_seq}")
     words = " · " + ", ".join(figures)
     if turn.prompt:
         words += f' · "{turn.prompt}"'

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _cli_helpers import OPEN_LOG, REPO, event, write_lines
+from _cli_helpers import OPEN_LOG, REPO, event, turn_lines, write_lines
 
 from turnfork.shell.cli import outputs
 
@@ -199,3 +199,19 @@ def test_the_terminals_escapes_hold_across_pieces(monkeypatch: pytest.MonkeyPatc
     shown = out.getvalue().decode("utf-8")
     assert shown == '{"t": "é\\u202e漢\\u009b😀\\u2069\\u007f.\u00a0"}\n'
     assert json.loads(shown) == json.loads(text)
+
+
+def test_a_summary_shows_the_broken_rule_mark_at_80_columns(tmp_path: Path) -> None:
+    """The turn line said ``✗ breaks a rule at seq N`` last, after its steps and calls, and
+    the line is cut at the width: at 80 columns (a pipe's default, a common terminal) the mark
+    was cut off, and the turn listed for breaking a rule did not say so."""
+    lines = [line for turn in range(1, 31) for line in turn_lines(6 * (turn - 1), turn, f"c{turn}")]
+    lines[15 * 6 + 3] = lines[15 * 6 + 3].replace('"c16"', '"c-stray"')
+    log = write_lines(tmp_path / "bad.jsonl", lines)
+    for columns in ("80", "70"):
+        done = subprocess.run([sys.executable, "-m", "turnfork", "show", "--plain", str(log)],
+                              cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+                              env={**os.environ, "COLUMNS": columns})
+        assert done.returncode == 3, done.stderr
+        flagged = [line for line in done.stdout.splitlines() if line.startswith("Turn 16 ·")]
+        assert len(flagged) == 1 and "✗ breaks a rule at seq 93" in flagged[0], flagged
