@@ -128,6 +128,10 @@ def _located(path: str, stdin: BinaryIO | None,
     if path != STDIN:
         yield path, None
         return
+    if stdin is None and sys.stdin is None:  # the shell closed it (`<&-`)
+        yield LogReadError(file=STDIN_NAME, problem=(
+            "stdin is closed: pipe or redirect a log into turnfork"))
+        return
     source = sys.stdin.buffer if stdin is None else stdin
     with contextlib.ExitStack() as stack:
         try:

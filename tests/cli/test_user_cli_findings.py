@@ -215,3 +215,13 @@ def test_a_summary_shows_the_broken_rule_mark_at_80_columns(tmp_path: Path) -> N
         assert done.returncode == 3, done.stderr
         flagged = [line for line in done.stdout.splitlines() if line.startswith("Turn 16 ·")]
         assert len(flagged) == 1 and "✗ breaks a rule at seq 93" in flagged[0], flagged
+
+
+@pytest.mark.parametrize("command", ["check", "show", "seed"])
+def test_a_closed_stdin_for_dash_is_one_error_line(command: str) -> None:
+    """``turnfork check - <&-``: Python starts with ``sys.stdin`` ``None``; reading it was an
+    ``AttributeError`` traceback and exit 1 (open, to a script)."""
+    done = _run([command, "-"], close=0)
+    assert done.stderr.decode() == (
+        "turnfork: error: <stdin>: stdin is closed: pipe or redirect a log into turnfork\n")
+    assert (done.returncode, done.stdout) == (2, b"")
