@@ -225,3 +225,21 @@ def test_a_closed_stdin_for_dash_is_one_error_line(command: str) -> None:
     assert done.stderr.decode() == (
         "turnfork: error: <stdin>: stdin is closed: pipe or redirect a log into turnfork\n")
     assert (done.returncode, done.stdout) == (2, b"")
+
+
+def test_export_to_a_name_ending_in_a_slash_makes_a_directory(tmp_path: Path) -> None:
+    """``export LOG -o out/``: the slash says a directory, and ``Path`` drops it; a file named
+    ``out`` was written (``seed -o out/`` refuses: not a directory)."""
+    header = json.dumps({"type": "session", "version": 0, "id": "s1", "createdAt": 0,
+                         "delegationDepth": 0})
+    log = write_lines(tmp_path / "session.jsonl", [header, *turn_lines(0, 1, "c1")])
+    out = tmp_path / "out"
+    done = _run(["export", str(log), "-o", f"{out}/"])
+    assert done.returncode == 0, done.stderr
+    assert out.is_dir()
+    assert _run(["check", str(out / "_no-cwd" / "s1" / "session.jsonl")]).returncode == 0
+    existing = tmp_path / "file"
+    existing.write_text("kept\n")
+    refused = _run(["export", str(log), "-o", f"{existing}/"])
+    assert refused.returncode == 2
+    assert existing.read_text() == "kept\n"
