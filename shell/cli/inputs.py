@@ -218,6 +218,10 @@ def _open_file(path: str, shown: str | None, format_name: InputFormat | None,
         failure = first
     if format_name == "dsh" or os.path.isdir(path):
         return failure
+    if failure.file in (path, shown) and failure.line is not None and failure.line > 1:
+        # Its first line read as a record of its own: the file is no one JSON document, and
+        # reading it all again to find out would hold the whole of a large log in memory.
+        return failure
     found = _history_in(path, thinking)
     if found is None:
         return failure
