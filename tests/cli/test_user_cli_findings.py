@@ -243,3 +243,29 @@ def test_export_to_a_name_ending_in_a_slash_makes_a_directory(tmp_path: Path) ->
     refused = _run(["export", str(log), "-o", f"{existing}/"])
     assert refused.returncode == 2
     assert existing.read_text() == "kept\n"
+
+
+@pytest.mark.parametrize("command", [["show", "--all"], ["show"], ["check"]])
+def test_columns_0_still_draws_at_80(command: list[str]) -> None:
+    """``COLUMNS=0`` (what ``$(tput cols)`` gives where there is no terminal) made rich draw
+    at width 0: ``show`` printed nothing at all, and exited 0."""
+    done = subprocess.run([sys.executable, "-m", "turnfork", *command, "--plain", str(OPEN_LOG)]
+                          if command[0] == "show" else
+                          [sys.executable, "-m", "turnfork", *command, str(OPEN_LOG)],
+                          cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "COLUMNS": "0"})
+    assert done.returncode in (0, 1), done.stderr
+    lines = done.stdout.splitlines()
+    assert lines and "open: the log ends inside turn 11" in done.stdout
+    if command[0] == "show":
+        assert max(map(len, lines)) == 80
+
+
+def test_a_huge_columns_is_drawn_at_most_10000_wide() -> None:
+    """Rules are drawn across the whole width: ``COLUMNS=99999999`` wrote 100 MB of dashes
+    per rule line, for minutes."""
+    done = subprocess.run([sys.executable, "-m", "turnfork", "show", "--all", "--plain",
+                           str(OPEN_LOG)], cwd=REPO, capture_output=True, text=True,
+                          timeout=60, check=False, env={**os.environ, "COLUMNS": "1000000"})
+    assert done.returncode == 0, done.stderr
+    assert max(map(len, done.stdout.splitlines())) == 10_000
