@@ -753,6 +753,14 @@ class LogStream:
                 chunk_text, torn = kept
                 if torn is not None:
                     self.torn = torn
+            record = level.named_by
+            if final and record is not None and chunk_text and not chunk_text.endswith(b"\n"):
+                yield LogReadError(
+                    file=level.shown, line=first_line + chunk_text.count(b"\n"), problem=(
+                        f"the seed record ({level.above}:2) names the first {record.size:,} "
+                        f"bytes of {level.name}, which end inside this line: the record does "
+                        "not fit the file"))
+                return
             if chunk_text:
                 refused = (utf8_error(chunk_text, level.shown, first_line, offset)
                            or long_line_error(chunk_text, level.shown, reader.limits, first_line)

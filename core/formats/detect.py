@@ -117,8 +117,32 @@ anthropic; name the format'
     if len(narrowed) == 1:
         return Success(next(iter(narrowed)))
     names = ", ".join(name for name in FORMAT_NAMES if name in narrowed)
+    if not items:
+        return Failure(f"ambiguous: an empty history (no items) is valid in {names}; name the "
+                       "format")
+    stray = next(((index, what) for index, item in enumerate(items)
+                  if (what := _not_an_item(item)) is not None), None)
+    if stray is not None:
+        return Failure(f"ambiguous: item {stray[0]} is {stray[1]}, not an item of any format, "
+                       "and nothing else tells the format; name the format")
     return Failure(f"ambiguous: plain user and assistant messages are valid in {names}; "
                    "name the format")
+
+
+def _not_an_item(item: Any) -> str | None:
+    """What a JSON value that cannot be an item of any format is (an item is an object: a
+    dict, or an SDK's object), or ``None``."""
+    if item is None:
+        return "null"
+    if isinstance(item, bool):
+        return "a boolean"
+    if isinstance(item, int | float):
+        return "a number"
+    if isinstance(item, str | bytes):
+        return "a string"
+    if isinstance(item, Sequence):
+        return "a list"
+    return None
 
 
 @checked

@@ -47,6 +47,7 @@ from returns.result import Failure, Result, Success
 from .._checking import checked, plain, unchecked
 from .._json import (
     MAX_JSON_DEPTH,
+    MAX_SAFE_INTEGER,
     brackets_close,
     exceeds_depth,
     has_negative_zero,
@@ -421,6 +422,9 @@ def _expand_row(row: _PackedRow) -> list[Event] | str:
     for k, member in enumerate(members):
         if k:
             time += data.dt[k - 1]
+            if not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER:  # as DSH's own check of it
+                return (f"the packed row's member at seq {row.seq0 + k} has time {time}, "
+                        "beyond the safe-integer range (time0 plus the gaps before it)")
         chunk: TextDelta | ReasoningDelta | ToolCallDelta
         if isinstance(row, _TextRow):
             chunk = TextDelta(index=data.index, text=member)

@@ -267,9 +267,13 @@ def seed_record_in(line: bytes, shown: str) -> SeedRecord | LogReadError | None:
     except _UNREADABLE as exc:
         return LogReadError(file=shown, line=2, event_type=SEED_RECORD_TYPE,
                             problem=f"bad seed record: {exc}")
-    if seed_file_index(record.file) is None or min(record.size, record.events) < 0:
+    if seed_file_index(record.file) is None:
         return LogReadError(file=shown, line=2, event_type=SEED_RECORD_TYPE, problem=(
             f"bad seed record: {record.file!r} is not a seed file of this directory"))
+    for name, value in (("size", record.size), ("events", record.events)):
+        if value < 0:
+            return LogReadError(file=shown, line=2, event_type=SEED_RECORD_TYPE,
+                                problem=f"bad seed record: its {name} is {value}, below zero")
     return record
 
 

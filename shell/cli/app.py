@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from ... import __version__
-from .terminal import PROG, WholeWrites, error, inert
+from .terminal import PROG, UnwritableOutput, WholeWrites, closed_stdout, error, inert
 
 __all__ = [
     "EXIT_OK",
@@ -443,8 +443,31 @@ def _whole_stdout() -> Iterator[None]:
         sys.stdout = stdout
 
 
+def _stand_in_for_closed_streams() -> None:
+    # A descriptor the shell closed (`2>&-`, `>&-`) leaves sys.stderr or sys.stdout None, and
+    # print(file=None) writes to stdout: the reports would land in the seed. A closed stderr
+    # takes nothing; a closed stdout refuses what is written, which is then said.
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's
+    if sys.stdout is None:
+        sys.stdout = closed_stdout()
+
+
+def _quiet_stdout() -> None:
+    """Point stdout's descriptor at the null device: what is still buffered for it is then
+    dropped in silence when the interpreter flushes it at exit."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (OSError, ValueError):  # a stdout the shell closed: nothing is buffered for it
+        sys.stdout.close()
+        return
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), descriptor)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (see the module docstring)."""
+    _stand_in_for_closed_streams()
     _tolerate_narrow_encodings()
     with _whole_stdout():
         return _run(argv)
@@ -468,10 +491,14 @@ def _run(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         # The reader went away (`turnfork show x | head`): stop quietly, as a pipe stage
         # should, and keep the interpreter from complaining when it flushes stdout at exit.
-        with contextlib.suppress(OSError, ValueError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+        _quiet_stdout()
         return EXIT_BROKEN_PIPE
+    except UnwritableOutput as exc:
+        # A full disk under `> report`: the result was not delivered, whatever it was (exit 1
+        # would tell a script the log is open).
+        _quiet_stdout()
+        error(f"stdout: cannot write: {exc.strerror or exc}")
+        return EXIT_UNREADABLE
     except MemoryError:
         path = None if args is None else getattr(args, "path", None)
         where = f"{'<stdin>' if path == '-' else path}: " if path is not None else ""

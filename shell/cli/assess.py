@@ -54,11 +54,14 @@ class Tail(msgspec.Struct, frozen=True, kw_only=True):
     in_flight_events: int
     #: Events after the cut that sit between turns (before the in-flight turn, or trailing).
     between_turn_events: int
+    #: The log holds no events at all (so it ends with no ``turn/end`` either).
+    empty: bool = False
 
     def words(self) -> str:
         """What the cut left out, in one sentence, e.g. ``excluded: 7 events after …``."""
         if not self.events:
-            return "excluded: nothing (the log ends with turn/end)"
+            return ("excluded: nothing (the log holds no events)" if self.empty
+                    else "excluded: nothing (the log ends with turn/end)")
         parts = []
         if self.between_turn_events:
             parts.append(counted(self.between_turn_events, "between-turn event"))
@@ -208,7 +211,7 @@ class Assessor:
         total, cut = self.events, self.cut
         if self._open is None:
             tail = Tail(events=total - cut, open_turn=None, open_turn_seq=None,
-                        in_flight_events=0, between_turn_events=total - cut)
+                        in_flight_events=0, between_turn_events=total - cut, empty=not total)
         else:
             start, turn = self._open
             tail = Tail(events=total - cut, open_turn=turn, open_turn_seq=start,

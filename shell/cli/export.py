@@ -86,7 +86,7 @@ def _layout(output: str, headers: int, *, zstd: bool) -> tuple[str, bool, str]:
             f"stdout holds one session, not {headers}: export them into a directory")
     if os.path.isdir(output):
         return "root", zstd, ""
-    if headers == 1:
+    if headers == 1 and not output.endswith(os.sep):  # `out/` names a directory, made if need be
         if zstd and not output.endswith(_ZSTD_SUFFIX):
             return "file", zstd, (f"--zstd writes zstd, and a file whose name does not end in "
                                   f"{_ZSTD_SUFFIX} is read as plain text: name it "

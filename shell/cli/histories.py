@@ -411,6 +411,8 @@ def history_verdict(history: History[Any]) -> str:
 def excluded_words(history: History[Any]) -> str:
     """What the cut leaves out, in one sentence."""
     cut, total = history.completed_prefix_length, len(history.source)
+    if not total:
+        return "excluded: nothing (the history holds no items)"
     if cut == total:
         return "excluded: nothing (the history ends at a completed turn)"
     return (f"excluded: {counted(total - cut, 'item')} after the last completed turn "

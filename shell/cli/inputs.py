@@ -128,6 +128,10 @@ def _located(path: str, stdin: BinaryIO | None,
     if path != STDIN:
         yield path, None
         return
+    if stdin is None and sys.stdin is None:  # the shell closed it (`<&-`)
+        yield LogReadError(file=STDIN_NAME, problem=(
+            "stdin is closed: pipe or redirect a log into turnfork"))
+        return
     source = sys.stdin.buffer if stdin is None else stdin
     with contextlib.ExitStack() as stack:
         try:
@@ -213,6 +217,10 @@ def _open_file(path: str, shown: str | None, format_name: InputFormat | None,
         stream.close()
         failure = first
     if format_name == "dsh" or os.path.isdir(path):
+        return failure
+    if failure.file in (path, shown) and failure.line is not None and failure.line > 1:
+        # Its first line read as a record of its own: the file is no one JSON document, and
+        # reading it all again to find out would hold the whole of a large log in memory.
         return failure
     found = _history_in(path, thinking)
     if found is None:

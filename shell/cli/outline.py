@@ -274,10 +274,13 @@ class Outline:
     format: str | None = None
     layout: str | None = None
 
-    def as_json(self) -> dict[str, object]:
-        """What ``show --json`` prints, in the reader's keys and order."""
+    def as_json(self, *, entries: bool = True) -> dict[str, object]:
+        """What ``show --json`` prints, in the reader's keys and order (``entries=False``:
+        all but the entries, for a writer that writes them one at a time)."""
         wire: dict[str, object] = {}
         for key in _JSON_KEYS[self.reader]:
+            if key == "entries" and not entries:
+                continue
             if key == "counts":
                 wire[key] = self.counts.as_json(self.reader)
             else:

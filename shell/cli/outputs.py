@@ -23,6 +23,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -160,11 +161,53 @@ class _Spooled(Sink):
             self.abort()
 
     def _copy(self, out: IO[bytes]) -> None:
+        # JSON leaves C1, DEL, the separators and the bidi controls raw; on a terminal they
+        # would act (U+202E reverses what follows), so there they are written as the \uNNNN
+        # escape of the same character. A file or a pipe gets the bytes as they are.
+        terminal = _isatty(out)
+        held = b""
         while piece := self._handle.read(_COPY):
-            view = memoryview(piece)
-            while view:  # a pipe or a device may take a write in parts
-                taken = out.write(view)
-                view = view[len(view) if taken is None else taken:]
+            if terminal:
+                piece, held = _whole_characters(held + piece)
+                piece = _RAW_IN_JSON.sub(_escaped, piece)
+            self._write(out, piece)
+        self._write(out, held)
+
+    @staticmethod
+    def _write(out: IO[bytes], data: bytes) -> None:
+        view = memoryview(data)
+        while view:  # a pipe or a device may take a write in parts
+            taken = out.write(view)
+            view = view[len(view) if taken is None else taken:]
+
+
+#: What JSON's encoders leave raw and a terminal may act on, in UTF-8: DEL, C1, U+061C,
+#: U+200E/F, U+2028/9, U+202A–E, U+2066–9 (see :func:`.terminal.inert_json`).
+_RAW_IN_JSON = re.compile(rb"\x7f|\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8e\x8f\xa8-\xae]"
+                          rb"|\xe2\x81[\xa6-\xa9]")
+
+
+def _escaped(match: re.Match[bytes]) -> bytes:
+    return b"\\u%04x" % ord(match.group().decode("utf-8"))
+
+
+def _whole_characters(data: bytes) -> tuple[bytes, bytes]:
+    """``data`` split before a UTF-8 sequence its end cuts short (held for the next piece)."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte < 0x80:
+            break
+        if byte >= 0xC0:  # the lead byte of the last character
+            length = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return (data, b"") if back >= length else (data[:-back], data[-back:])
+    return data, b""
+
+
+def _isatty(out: IO[bytes]) -> bool:
+    try:
+        return out.isatty()
+    except (OSError, ValueError):
+        return False
 
 
 def open_sink(output: str | None) -> Sink:

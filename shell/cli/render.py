@@ -18,6 +18,7 @@ terminals and pipes get the same shape; every text is made inert first
 from __future__ import annotations
 
 import os
+import shutil
 from collections import Counter, deque
 from dataclasses import dataclass
 from typing import IO, Literal, cast
@@ -73,6 +74,23 @@ class _Console(Console):
         raise BrokenPipeError
 
 
+#: The widest drawing: rules span the width, so an absurd ``COLUMNS`` would write megabytes of
+#: dashes per rule.
+_WIDEST = 10_000
+
+
+def _usable_width(width: int | None) -> int | None:
+    """``width``, or ``COLUMNS`` as rich would read it (``None``: rich reads it), kept from 1
+    to :data:`_WIDEST`: rich takes ``COLUMNS=0`` (``$(tput cols)`` without a terminal) as a
+    width of 0 and draws nothing."""
+    if width is None:
+        columns = os.environ.get("COLUMNS", "")
+        if not columns.isdigit():
+            return None  # rich ignores it too: the terminal's width, or 80
+        width = int(columns) or shutil.get_terminal_size((80, 24)).columns
+    return max(1, min(width, _WIDEST))
+
+
 def make_console(file: IO[str], *, plain: bool = False, terminal: bool | None = None,
                  width: int | None = None) -> Console:
     """A console that colours only a terminal, never with ``NO_COLOR`` or ``plain``.
@@ -81,6 +99,7 @@ def make_console(file: IO[str], *, plain: bool = False, terminal: bool | None = 
     pager's pipe); ``width`` is then that terminal's width.
     """
     no_colour = plain or bool(os.environ.get("NO_COLOR"))
+    width = _usable_width(width)
     trimmed = cast(IO[str], TrimmedLines(file))
     return _Console(file=trimmed, color_system=None if no_colour else "auto",
                     force_terminal=False if plain else (True if terminal else None),
@@ -317,6 +336,8 @@ def _history_figures(counts: Counts) -> str:
 def _turn_figures(drawing: Drawing, turn: TurnNode) -> str:
     figures = [counted(turn.steps, "step")
                + (" (open)" if turn.reason is None and turn.steps else "")]
+    if turn.violation_seq is not None:  # first: the line is cut at the width, this must show
+        figures.insert(0, f"✗ breaks a rule at {drawing.unit} {turn.violation_seq}")
     calls = counted(turn.tool_calls, "tool call")
     if turn.tool_names:
         names = turn.tool_names[:3] + (["…"] if len(turn.tool_names) > 3 else [])
@@ -326,8 +347,6 @@ def _turn_figures(drawing: Drawing, turn: TurnNode) -> str:
         figures.append(f"{turn.waiting_calls:,} waiting")
     if turn.error_results:
         figures.append(counted(turn.error_results, "error result"))
-    if turn.violation_seq is not None:
-        figures.append(f"✗ breaks a rule at {drawing.unit} {turn.violation_seq}")
     words = " · " + ", ".join(figures)
     if turn.prompt:
         words += f' · "{turn.prompt}"'

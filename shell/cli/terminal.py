@@ -25,6 +25,7 @@ numbers. :class:`Progress` draws a bar on stderr while a long read runs, on a te
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import os
@@ -35,7 +36,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, TextIO, cast
 
 if TYPE_CHECKING:
     from subprocess import Popen
@@ -54,6 +55,8 @@ __all__ = [
     "CUT_NOTICE",
     "TrimmedLines",
     "WholeWrites",
+    "UnwritableOutput",
+    "closed_stdout",
     "Progress",
     "PROGRESS_AFTER",
 ]
@@ -263,8 +266,61 @@ class WholeWrites(io.RawIOBase):
         view = memoryview(data).cast("B")
         written = 0
         while written < len(view):
-            written += os.write(self._descriptor, view[written:])
+            try:
+                written += os.write(self._descriptor, view[written:])
+            except BrokenPipeError:
+                raise
+            except OSError as exc:  # a full disk, an I/O error: not the reader leaving
+                raise UnwritableOutput(exc.errno, exc.strerror) from exc
         return written
+
+
+class UnwritableOutput(OSError):
+    """The output cannot take what is written to it (a full disk, an I/O error, a descriptor
+    the shell closed): unlike a reader that went away (``BrokenPipeError``), an error to say."""
+
+
+class _ClosedBytes(io.RawIOBase):
+    """A descriptor the shell closed (``>&-``): every write is refused, nothing is held."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        raise UnwritableOutput(errno.EBADF, "it is closed")
+
+
+class _ClosedText(io.TextIOBase):
+    """The text side of :class:`_ClosedBytes`, unbuffered too: nothing is left to flush. A
+    flush after a refused write refuses too (once), for a writer that ignores a failed write,
+    as argparse's ``--help`` does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.buffer = _ClosedBytes()
+        self._refused = False
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._refused = True
+        raise UnwritableOutput(errno.EBADF, "it is closed")
+
+    def flush(self) -> None:
+        if self._refused:
+            self._refused = False
+            raise UnwritableOutput(errno.EBADF, "it is closed")
+
+    def close(self) -> None:
+        self._refused = False  # said already, or never to be said: the process is ending
+        super().close()
+
+
+def closed_stdout() -> TextIO:
+    """What stands for a stdout the process was started without: Python leaves
+    ``sys.stdout`` ``None`` then, and ``print()`` to it is an ``AttributeError``."""
+    return cast(TextIO, _ClosedText())
 
 
 _LINE_END = re.compile(r" +((?:\x1b\[[0-9;]*m)*)\n")
