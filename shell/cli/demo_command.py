@@ -97,7 +97,11 @@ def run(args: argparse.Namespace) -> int:
         if args.max_retries < 0:
             error(f"demo --max-retries must be 0 or more, not {args.max_retries}")
             return EXIT_UNREADABLE
-        retry = RetryPolicy(max_retries=args.max_retries)
+        try:
+            retry = RetryPolicy(max_retries=args.max_retries)
+        except ValueError as refused:  # past what a retry count may be (a safe integer)
+            error(f"demo --max-retries: {str(refused).removeprefix('retry policy: ')}")
+            return EXIT_UNREADABLE
     model: OpenAIChatModel | None = None
     provider = "model"
     if args.model is not None:

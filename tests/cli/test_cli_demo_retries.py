@@ -75,6 +75,15 @@ def test_a_negative_max_retries_is_bad_usage(capsys: pytest.CaptureFixture[str])
                                        "not -1\n")
 
 
+def test_a_max_retries_past_a_safe_integer_is_bad_usage(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: the retry policy's ValueError as a traceback."""
+    assert main(["demo", "--max-retries", "99999999999999999999"]) == 2
+    assert capsys.readouterr().err == (
+        "turnfork: error: demo --max-retries: max_retries must be a non-negative whole number, "
+        "not 99999999999999999999\n")
+
+
 def test_a_base_url_without_a_scheme_says_so(monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """Before: "needs an API key for localhost:8080/v1"."""
