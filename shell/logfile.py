@@ -968,6 +968,35 @@ def read_session_file(name: str, *, dir_fd: int, shown: str,
         return Failure(_out_of_memory(shown))
 
 
+#: The first read for a header line: a header longer than this is read again, four times
+#: as much each time, up to a line's limit.
+_HEADER_READ = 64 << 10
+
+
+def _header_text(raw: bytes, compressed: bool, shown: str,
+                 max_line: int) -> bytes | LogReadError:
+    """The text at the head of a session file's first ``raw`` bytes: up to the first newline
+    or past a line's length, whichever comes first (a zstd file's first frame decompressed a
+    group of blocks at a time, so a bomb in it spends no more than a line)."""
+    if not compressed:
+        return raw
+    if not raw.startswith(ZSTD_MAGIC):
+        return LogReadError(file=shown, problem=(
+            "not a zstd stream (the file does not start with the zstd magic number)"))
+    frame = zstd_frame_at(raw, 0)
+    stops = [len(raw)] if isinstance(frame, str) else frame.stops(_PIECE)
+    stream = _zstd_module().ZstdDecompressor().decompressobj()
+    parts: list[bytes] = []
+    try:
+        for chunk, _ in _fed(stream, raw, 0, stops):
+            parts.append(chunk)
+            if b"\n" in chunk or sum(map(len, parts)) > max_line:
+                break
+    except Exception as exc:  # zstandard's ZstdError: a damaged first frame
+        return LogReadError(file=shown, line=1, problem=f"the header line is unreadable: {exc}")
+    return b"".join(parts)
+
+
 def read_session_header(name: str, *, dir_fd: int, shown: str,
                         limits: ReadLimits = DEFAULT_LIMITS) -> Result[SessionHeader, LogReadError]:
     """The header line of a session file (as :func:`read_session_file`), reading only the
@@ -976,30 +1005,18 @@ def read_session_header(name: str, *, dir_fd: int, shown: str,
         reader = _Reader(limits, dir_fd, follow=False)
         compressed = name.endswith(".zstd")
         # A line of max_line bytes compresses to at most a little more than itself.
-        raw = reader.read_file(name, shown, size_cap=limits.max_line + (4096 if compressed
-                                                                          else 1))
-        if isinstance(raw, LogReadError):
-            return Failure(raw)
-        text = raw
-        if compressed:
-            if not raw.startswith(ZSTD_MAGIC):
-                return Failure(LogReadError(file=shown, problem=(
-                    "not a zstd stream (the file does not start with the zstd magic number)")))
-            frame = zstd_frame_at(raw, 0)
-            # A group of blocks at a time, up to the first newline or past a line's length:
-            # a bomb in the header frame spends no more than a line.
-            stops = [len(raw)] if isinstance(frame, str) else frame.stops(_PIECE)
-            stream = _zstd_module().ZstdDecompressor().decompressobj()
-            parts: list[bytes] = []
-            try:
-                for chunk, _ in _fed(stream, raw, 0, stops):
-                    parts.append(chunk)
-                    if b"\n" in chunk or sum(map(len, parts)) > limits.max_line:
-                        break
-            except Exception as exc:  # zstandard's ZstdError: a damaged first frame
-                return Failure(LogReadError(file=shown, line=1,
-                                            problem=f"the header line is unreadable: {exc}"))
-            text = b"".join(parts)
+        most = limits.max_line + (4096 if compressed else 1)
+        cap = min(_HEADER_READ, most)
+        while True:  # a longer read only for a header longer than the last read held
+            raw = reader.read_file(name, shown, size_cap=cap)
+            if isinstance(raw, LogReadError):
+                return Failure(raw)
+            text = _header_text(raw, compressed, shown, limits.max_line)
+            if isinstance(text, LogReadError):
+                return Failure(text)
+            if b"\n" in text or len(text) > limits.max_line or len(raw) < cap or cap == most:
+                break
+            cap = min(cap * 4, most)
         newline = text.find(b"\n")
         if newline < 0:
             return Failure(LogReadError(file=shown, line=1,

@@ -176,3 +176,37 @@ def test_the_header_read_of_a_zstd_bomb_spends_a_line_at_most(tmp_path: Path) ->
     error = read.failure()
     assert (error.line, error.problem) == (1, "the header line is incomplete")
     assert peak < 32 << 20, f"{peak >> 20} MiB"
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_the_header_read_of_a_large_session_reads_its_head_only(tmp_path: Path,
+                                                                compression: str) -> None:
+    """Listing a store reads each session's header: a 40 MB session file costs a short read,
+    not the whole file up to a line's limit (256 MiB by default)."""
+    body = HEADER + os.urandom(20 << 20).hex().encode()  # one 40 MB line after the header
+    name = "session.jsonl" if compression == "none" else "session.jsonl.zstd"
+    if compression == "zstd":  # the header alone in the first frame, as the store writes it
+        body = zstandard.ZstdCompressor().compress(HEADER) + zstandard.ZstdCompressor(
+            level=1).compress(body[len(HEADER):])
+    (tmp_path / name).write_bytes(body)
+    directory = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    tracemalloc.start()
+    try:
+        read = logfile.read_session_header(name, dir_fd=directory, shown="s")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        os.close(directory)
+    assert read.unwrap().id == "s"
+    assert peak < 4 << 20, f"{peak >> 20} MiB"
+
+
+def test_a_header_longer_than_the_first_read_is_still_read(tmp_path: Path) -> None:
+    long_header = HEADER[:-2] + b',"cwd":"' + b"d" * (300 << 10) + b'"}\n'
+    (tmp_path / "session.jsonl").write_bytes(long_header + b'{"type":"x"}\n')
+    directory = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        read = logfile.read_session_header("session.jsonl", dir_fd=directory, shown="s")
+    finally:
+        os.close(directory)
+    assert read.unwrap().cwd == "d" * (300 << 10)
