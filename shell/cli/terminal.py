@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, TextIO, cast
 
+from .._inert import inert
+
 if TYPE_CHECKING:
     from subprocess import Popen
 
@@ -63,40 +65,9 @@ __all__ = [
 
 PROG = "turnfork"
 
-#: Characters a terminal may act on, other than the line break and the tab.
-_CONTROLS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
-             "\u2066-\u2069\ud800-\udfff")
-_UNSAFE_IN_LINES = re.compile(f"[{_CONTROLS}]")
-_UNSAFE_IN_A_LINE = re.compile(f"[\t\n{_CONTROLS}]")
 #: What JSON's encoder leaves raw (it escapes C0 itself).
 _UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
                              "\u2066-\u2069\ud800-\udfff]")
-_SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-
-
-def _escape(match: re.Match[str]) -> str:
-    char = match.group()
-    code = ord(char)
-    if char in _SHORT:
-        return _SHORT[char]
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def inert(text: str, *, lines: bool = False) -> str:
-    """``text`` with every terminal control shown as a visible escape (see the module doc).
-
-    ``lines=True`` keeps line breaks and tabs (a multi-line panel); otherwise they are escaped
-    too, so the text stays on one line.
-
-    >>> inert("ok\\x1b]52;c;aGk=\\x07 \\u202egnp.exe\\r")
-    'ok\\\\x1b]52;c;aGk=\\\\x07 \\\\u202egnp.exe\\\\r'
-    >>> inert("a\\nb", lines=True)
-    'a\\nb'
-    """
-    pattern = _UNSAFE_IN_LINES if lines else _UNSAFE_IN_A_LINE
-    if pattern.search(text) is None:
-        return text
-    return pattern.sub(_escape, text)
 
 
 def inert_json(text: str) -> str:
