@@ -267,8 +267,18 @@ class Session:
         self._trace = trace
         if completed is not None:
             self._completed = self._completed_at(completed)
+        # Every listener is told, whatever one raises: the batch is committed by now.
+        raised: list[Exception] = []
         for listener in tuple(self.listeners):  # a listener may add or remove listeners
-            listener(events)
+            try:
+                listener(events)
+            except Exception as error:
+                raised.append(error)
+        if raised:
+            first, *others = raised
+            for other in others:
+                first.add_note(f"a session listener raised too: {type(other).__name__}: {other}")
+            raise first
 
     def _unwritten(self, stop: int) -> Sequence[Event]:
         """The events before ``stop`` not handed to the sink yet, as a view (never copied)."""

@@ -48,3 +48,28 @@ def test_a_listener_added_while_a_batch_is_told_hears_from_the_next_batch() -> N
     session.append(TurnStartEvent, TurnStartData(turn=1))
     session.append(TurnEndEvent, TurnEndData(turn=1, reason=TurnCompleted()))
     assert late == [1]
+
+
+def test_a_raising_listener_hides_the_batch_from_no_other_and_the_batch_stays() -> None:
+    """A listener that raises: every other listener is still told of the batch, the batch is
+    in the session, and the append raises that listener's error (the others' as notes)."""
+    session = Session(SessionHeader(id="s", created_at=0), clock=ManualClock(0))
+    seen: list[int] = []
+
+    def broken(batch: Sequence[Event]) -> None:
+        raise RuntimeError("the first listener broke")
+
+    def also_broken(batch: Sequence[Event]) -> None:
+        raise ValueError("so did the third")
+
+    session.listeners.extend([broken, lambda batch: seen.extend(e.seq for e in batch),
+                              also_broken])
+    try:
+        session.append(TurnStartEvent, TurnStartData(turn=1))
+    except RuntimeError as error:
+        assert str(error) == "the first listener broke"
+        assert error.__notes__ == ["a session listener raised too: ValueError: so did the third"]
+    else:
+        raise AssertionError("the append did not raise the listener's error")
+    assert seen == [0]
+    assert [event.seq for event in session.events] == [0]
