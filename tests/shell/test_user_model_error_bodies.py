@@ -6,35 +6,21 @@ from __future__ import annotations
 
 import asyncio
 
+from _openai_calls import error_end, stream_hello
 from fake_openai_server import FakeOpenAI, Reply
 
 from turnfork.core import (
-    FinishChunk,
     FinishError,
-    LlmCallConfig,
-    MessageSource,
-    TextBlock,
-    UserMessage,
+    StreamChunk,
 )
-from turnfork.shell.models.base import ModelRequest
-from turnfork.shell.models.openai_chat import OpenAIChatModel
-
-REQUEST = ModelRequest(config=LlmCallConfig(provider="deepseek", model="m"), system=None,
-                       tools=(), messages=(UserMessage(content=(TextBlock(text="hi"),),
-                                                       source=MessageSource(kind="user"),
-                                                       id="u1"),))
 
 
 def _failure_of(reply: Reply) -> FinishError:
-    async def main() -> FinishError:
-        async with FakeOpenAI([reply]) as server, OpenAIChatModel(
-                base_url=server.base_url, api_key="k", timeout=5.0) as model:
-            chunks = [c async for c in model.stream(REQUEST)]
-        (last,) = chunks
-        assert isinstance(last, FinishChunk) and isinstance(last.reason, FinishError)
-        return last.reason
+    async def main() -> list[StreamChunk]:
+        async with FakeOpenAI([reply]) as server:
+            return await stream_hello(server.base_url, provider="deepseek", api_key="k")
 
-    return asyncio.run(main())
+    return error_end(asyncio.run(main()), alone=True)
 
 
 def test_a_huge_error_body_is_cut_to_its_first_64_kib() -> None:

@@ -9,21 +9,12 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from turnfork.core import (
-    FinishChunk,
-    FinishError,
-    LlmCallConfig,
-    LlmFailure,
-    MessageSource,
-    TextBlock,
-    UserMessage,
-)
-from turnfork.shell.models.base import ModelRequest
-from turnfork.shell.models.openai_chat import OpenAIChatModel
+from _openai_calls import error_end, stream_hello
 
-REQUEST = ModelRequest(config=LlmCallConfig(provider="p", model="m"), system=None, tools=(),
-                       messages=(UserMessage(content=(TextBlock(text="hi"),),
-                                             source=MessageSource(kind="user"), id="u1"),))
+from turnfork.core import (
+    LlmFailure,
+    StreamChunk,
+)
 
 
 @asynccontextmanager
@@ -50,15 +41,11 @@ async def _server(content_type: str, body: bytes) -> AsyncIterator[str]:
 
 
 def _failure(content_type: str, body: bytes) -> LlmFailure:
-    async def main() -> LlmFailure:
-        async with _server(content_type, body) as base_url, OpenAIChatModel(
-                base_url=base_url, timeout=5.0) as model:
-            chunks = [c async for c in model.stream(REQUEST)]
-        (last,) = chunks
-        assert isinstance(last, FinishChunk) and isinstance(last.reason, FinishError)
-        return last.reason.failure
+    async def main() -> list[StreamChunk]:
+        async with _server(content_type, body) as base_url:
+            return await stream_hello(base_url)
 
-    return asyncio.run(asyncio.wait_for(main(), 30))
+    return error_end(asyncio.run(asyncio.wait_for(main(), 30)), alone=True).failure
 
 
 def test_an_html_page_names_its_content_type_and_begins() -> None:

@@ -6,21 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from turnfork.core import (
-    FinishChunk,
-    FinishError,
-    LlmCallConfig,
-    LlmFailure,
-    MessageSource,
-    TextBlock,
-    UserMessage,
-)
-from turnfork.shell.models.base import ModelRequest
-from turnfork.shell.models.openai_chat import OpenAIChatModel
-
-REQUEST = ModelRequest(config=LlmCallConfig(provider="p", model="m"), system=None, tools=(),
-                       messages=(UserMessage(content=(TextBlock(text="hi"),),
-                                             source=MessageSource(kind="user"), id="u1"),))
+from _openai_calls import error_end, stream_hello
 
 
 def _free_port() -> int:
@@ -33,12 +19,7 @@ def _free_port() -> int:
 def test_a_refused_connection_names_the_url() -> None:
     port = _free_port()
 
-    async def main() -> LlmFailure:
-        async with OpenAIChatModel(base_url=f"http://127.0.0.1:{port}/v1", timeout=5.0) as model:
-            (last,) = [c async for c in model.stream(REQUEST)]
-        assert isinstance(last, FinishChunk) and isinstance(last.reason, FinishError)
-        return last.reason.failure
-
-    failure = asyncio.run(asyncio.wait_for(main(), 30))
+    chunks = asyncio.run(asyncio.wait_for(stream_hello(f"http://127.0.0.1:{port}/v1"), 30))
+    failure = error_end(chunks, alone=True).failure
     assert failure.code == "TRANSPORT"
     assert failure.message.endswith(f" (POST http://127.0.0.1:{port}/v1/chat/completions)")

@@ -5,35 +5,21 @@ from __future__ import annotations
 
 import asyncio
 
+from _openai_calls import error_end, stream_hello
 from fake_openai_server import FakeOpenAI, Reply, chunk
 
 from turnfork.core import (
-    FinishChunk,
-    FinishError,
-    LlmCallConfig,
     LlmFailure,
-    MessageSource,
-    TextBlock,
-    UserMessage,
+    StreamChunk,
 )
-from turnfork.shell.models.base import ModelRequest
-from turnfork.shell.models.openai_chat import OpenAIChatModel
-
-REQUEST = ModelRequest(config=LlmCallConfig(provider="p", model="m"), system=None, tools=(),
-                       messages=(UserMessage(content=(TextBlock(text="hi"),),
-                                             source=MessageSource(kind="user"), id="u1"),))
 
 
 def _failure(reply: Reply) -> LlmFailure:
-    async def main() -> LlmFailure:
-        async with FakeOpenAI([reply]) as server, OpenAIChatModel(
-                base_url=server.base_url, api_key="k", timeout=0.3) as model:
-            chunks = [c async for c in model.stream(REQUEST)]
-        last = chunks[-1]
-        assert isinstance(last, FinishChunk) and isinstance(last.reason, FinishError)
-        return last.reason.failure
+    async def main() -> list[StreamChunk]:
+        async with FakeOpenAI([reply]) as server:
+            return await stream_hello(server.base_url, api_key="k", timeout=0.3)
 
-    return asyncio.run(asyncio.wait_for(main(), 30))
+    return error_end(asyncio.run(asyncio.wait_for(main(), 30))).failure
 
 
 def test_a_server_that_never_answers_names_the_timeout() -> None:
